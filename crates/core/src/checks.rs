@@ -1,0 +1,467 @@
+//! Checks over one page. Each is a small function returning findings; none prints or panics.
+//! Scan (whole files) and inspect (one block) both call these.
+
+use crate::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE, MAX_BT_CYCLE_ID};
+use crate::bytes::maxalign;
+use crate::checksum::pg_checksum_page;
+use crate::finding::Finding;
+use crate::heap::{
+    HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE, SIZEOF_HEAP_TUPLE_HEADER,
+};
+use crate::itemid::{LP_NORMAL, LP_REDIRECT, SIZE_OF_ITEM_ID_DATA};
+use crate::page::{
+    Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA,
+};
+
+/// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
+/// server does not check but later trips over (pd_lower inside the header, size/version word).
+pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let h = page.header();
+    let blcksz = page.len();
+    if page.is_all_zero() {
+        return out;
+    }
+    if checksums && !h.is_new() {
+        let blk32 = block.unwrap_or(0) as u32;
+        if let Some(calc) = pg_checksum_page(page.bytes(), blk32) {
+            if calc != h.pd_checksum {
+                out.push(Finding::new(
+                    "checksum.mismatch",
+                    block,
+                    None,
+                    format!(
+                        "calculated checksum {calc} but the page holds {}",
+                        h.pd_checksum
+                    ),
+                ));
+            }
+        }
+    }
+    if h.is_new() {
+        out.push(Finding::new(
+            "page_header.upper_zero",
+            block,
+            None,
+            format!(
+                "pd_upper is 0 but the page is not all zeroes (pd_lower {}, pd_special {})",
+                h.pd_lower, h.pd_special
+            ),
+        ));
+    }
+    let unknown = h.pd_flags & !PD_VALID_FLAG_BITS;
+    if unknown != 0 {
+        out.push(Finding::new(
+            "page_header.bad_flags",
+            block,
+            None,
+            format!(
+                "pd_flags 0x{:04x} has undefined bits 0x{unknown:04x}",
+                h.pd_flags
+            ),
+        ));
+    }
+    if h.pd_lower > h.pd_upper && !h.is_new() {
+        out.push(Finding::new(
+            "page_header.lower_gt_upper",
+            block,
+            None,
+            format!("pd_lower {} is above pd_upper {}", h.pd_lower, h.pd_upper),
+        ));
+    }
+    if h.pd_upper > h.pd_special {
+        out.push(Finding::new(
+            "page_header.upper_gt_special",
+            block,
+            None,
+            format!(
+                "pd_upper {} is above pd_special {}",
+                h.pd_upper, h.pd_special
+            ),
+        ));
+    }
+    if usize::from(h.pd_special) > blcksz {
+        out.push(Finding::new(
+            "page_header.special_gt_blcksz",
+            block,
+            None,
+            format!(
+                "pd_special {} is beyond the {blcksz}-byte page",
+                h.pd_special
+            ),
+        ));
+    }
+    if usize::from(h.pd_special) != maxalign(usize::from(h.pd_special)) {
+        out.push(Finding::new(
+            "page_header.special_unaligned",
+            block,
+            None,
+            format!("pd_special {} is not a multiple of 8", h.pd_special),
+        ));
+    }
+    if usize::from(h.pd_lower) < SIZE_OF_PAGE_HEADER_DATA && !h.is_new() {
+        out.push(Finding::new(
+            "page_header.lower_below_header",
+            block,
+            None,
+            format!(
+                "pd_lower {} points inside the 24-byte page header",
+                h.pd_lower
+            ),
+        ));
+    }
+    if h.page_size() != blcksz {
+        out.push(Finding::new(
+            "page_header.page_size",
+            block,
+            None,
+            format!(
+                "the header says the page has {} bytes, the file has {blcksz}-byte blocks",
+                h.page_size()
+            ),
+        ));
+    }
+    if h.layout_version() != PG_PAGE_LAYOUT_VERSION {
+        out.push(Finding::new(
+            "page_header.layout_version",
+            block,
+            None,
+            format!(
+                "page layout version {} (expected {PG_PAGE_LAYOUT_VERSION})",
+                h.layout_version()
+            ),
+        ));
+    }
+    out
+}
+
+/// At most this many line pointer findings per page; past it one summary finding counts the rest.
+/// A garbage item-ID array would otherwise yield hundreds of findings for one damaged page.
+pub const MAX_ITEM_FINDINGS_PER_PAGE: usize = 16;
+
+/// Collects per-item findings, formatting messages only for the ones that will be kept.
+struct ItemFindings {
+    block: Option<u64>,
+    out: Vec<Finding>,
+    suppressed: usize,
+}
+
+impl ItemFindings {
+    fn push(&mut self, code: &'static str, item: u16, message: impl FnOnce() -> String) {
+        if self.out.len() < MAX_ITEM_FINDINGS_PER_PAGE {
+            self.out
+                .push(Finding::new(code, self.block, Some(item), message()));
+        } else {
+            self.suppressed += 1;
+        }
+    }
+
+    fn finish(mut self, total_items: u16) -> Vec<Finding> {
+        if self.suppressed > 0 {
+            let bad = self.out.len() + self.suppressed;
+            self.out.push(Finding::new(
+                "line_pointer.many_invalid",
+                self.block,
+                None,
+                format!(
+                    "{bad} problems among {total_items} line pointers ({} more not listed): the item-ID array \
+                     is probably overwritten",
+                    self.suppressed
+                ),
+            ));
+        }
+        self.out
+    }
+}
+
+/// Line pointers: count against the page, placement of each item's storage, alignment and
+/// minimum size for heap tuples, redirect targets.
+pub fn check_line_pointers(page: &Page<'_>, kind: PageKind, block: Option<u64>) -> Vec<Finding> {
+    let h = page.header();
+    let len = page.len();
+    if h.is_new() || page.is_all_zero() {
+        return Vec::new();
+    }
+    let mut f = ItemFindings {
+        block,
+        out: Vec::new(),
+        suppressed: 0,
+    };
+    let claimed = usize::from(h.max_offset_number());
+    let array_end = SIZE_OF_PAGE_HEADER_DATA + claimed * SIZE_OF_ITEM_ID_DATA;
+    if array_end > len {
+        f.out.push(Finding::new(
+            "line_pointer.count",
+            block,
+            None,
+            format!(
+                "pd_lower {} claims {claimed} line pointers, more than the page can hold",
+                h.pd_lower
+            ),
+        ));
+    }
+    let upper = usize::from(h.pd_upper);
+    let special = usize::from(h.pd_special).min(len);
+    let maxoff = page.readable_item_count();
+    for (off, id) in page.item_ids() {
+        let flags = id.lp_flags();
+        if flags == LP_REDIRECT {
+            let target = id.lp_off();
+            if target == 0 || target > maxoff {
+                f.push("line_pointer.redirect_target", off, || {
+                    format!("redirect to item {target}, outside 1..{maxoff}")
+                });
+            } else if let Some(t) = page.item_id(target) {
+                if t.lp_flags() != LP_NORMAL {
+                    f.push("line_pointer.redirect_target", off, || {
+                        format!(
+                            "redirect to item {target}, which is {} rather than a tuple",
+                            t.flags_name()
+                        )
+                    });
+                }
+            }
+            continue;
+        }
+        if !id.has_storage() {
+            continue;
+        }
+        let start = usize::from(id.lp_off());
+        let end = start + usize::from(id.lp_len());
+        if end > len {
+            f.push("line_pointer.past_page", off, || {
+                format!(
+                    "item at {start} of length {} runs past the end of the {len}-byte page",
+                    id.lp_len()
+                )
+            });
+            continue;
+        }
+        if start < upper || start < array_end {
+            f.push("line_pointer.before_upper", off, || {
+                format!("item at {start} starts before pd_upper {upper} (free space or the line pointer array)")
+            });
+        } else if end > special {
+            f.push("line_pointer.past_special", off, || {
+                format!("item at {start}..{end} overlaps the special space at {special}")
+            });
+        }
+        if kind == PageKind::Heap && flags == LP_NORMAL {
+            if start != maxalign(start) {
+                f.push("line_pointer.unaligned", off, || {
+                    format!("tuple offset {start} is not a multiple of 8")
+                });
+            }
+            if usize::from(id.lp_len()) < MIN_HEAP_TUPLE_SIZE {
+                f.push("line_pointer.too_short", off, || {
+                    format!(
+                        "tuple length {} is below the {MIN_HEAP_TUPLE_SIZE}-byte minimum",
+                        id.lp_len()
+                    )
+                });
+            }
+        }
+    }
+    f.finish(maxoff)
+}
+
+/// Heap tuple headers whose storage lies inside the page: t_hoff against natts and the null
+/// bitmap, t_hoff against the item length, natts against the heap limit.
+pub fn check_heap_tuples(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if page.header().is_new() {
+        return out;
+    }
+    for (off, id) in page.item_ids() {
+        if id.lp_flags() != LP_NORMAL || usize::from(id.lp_len()) < SIZEOF_HEAP_TUPLE_HEADER {
+            continue;
+        }
+        let Some(tuple) = page.item_bytes(id) else {
+            continue;
+        };
+        let Some(t) = HeapTupleHeaderData::parse(tuple) else {
+            continue;
+        };
+        let hoff = usize::from(t.t_hoff);
+        if hoff > tuple.len() {
+            out.push(Finding::new(
+                "tuple_header.hoff_gt_len",
+                block,
+                Some(off),
+                format!("t_hoff {hoff} is beyond the tuple length {}", tuple.len()),
+            ));
+        } else if hoff != t.expected_hoff() {
+            out.push(Finding::new(
+                "tuple_header.t_hoff",
+                block,
+                Some(off),
+                format!(
+                    "t_hoff {hoff} but {} attributes{} need {}",
+                    t.natts(),
+                    if t.has_nulls() {
+                        " with a null bitmap"
+                    } else {
+                        ""
+                    },
+                    t.expected_hoff()
+                ),
+            ));
+        }
+        if t.natts() > MAX_HEAP_ATTRIBUTE_NUMBER {
+            out.push(Finding::new(
+                "tuple_header.natts",
+                block,
+                Some(off),
+                format!(
+                    "{} attributes, above the limit of {MAX_HEAP_ATTRIBUTE_NUMBER}",
+                    t.natts()
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The btree special space: its size, and a cycle id no btree writes.
+pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if page.header().is_new() {
+        return out;
+    }
+    if page.special_size() != BT_SPECIAL_SIZE {
+        out.push(Finding::new(
+            "index.special_size",
+            block,
+            None,
+            format!(
+                "special space is {} bytes, a btree page has {BT_SPECIAL_SIZE}",
+                page.special_size()
+            ),
+        ));
+        return out;
+    }
+    if let Some(o) = BTPageOpaqueData::from_page(page) {
+        if o.btpo_cycleid > MAX_BT_CYCLE_ID {
+            out.push(Finding::new(
+                "index.bad_cycle_id",
+                block,
+                None,
+                format!(
+                    "btpo_cycleid 0x{:04x} is above MAX_BT_CYCLE_ID",
+                    o.btpo_cycleid
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// All page-local checks for a page of the given kind.
+pub fn check_page(
+    page: &Page<'_>,
+    kind: PageKind,
+    block: Option<u64>,
+    checksums: bool,
+) -> Vec<Finding> {
+    let mut out = check_header(page, block, checksums);
+    let header_sane = page.header_is_sane(page.len());
+    match kind {
+        PageKind::Heap => {
+            out.extend(check_line_pointers(page, kind, block));
+            if header_sane {
+                out.extend(check_heap_tuples(page, block));
+            }
+        }
+        PageKind::Btree | PageKind::BtreeMeta => {
+            out.extend(check_btree_special(page, block));
+            if kind == PageKind::Btree {
+                out.extend(check_line_pointers(page, kind, block));
+            }
+        }
+        PageKind::Zero | PageKind::Uninitialized | PageKind::Unknown => {}
+        _ => out.extend(check_line_pointers(page, kind, block)),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::HeapTupleHeaderData;
+    use crate::itemid::ItemIdData;
+    use crate::page::{PageHeaderData, BLCKSZ};
+
+    /// A heap page with one 32-byte tuple at 8160.
+    fn heap_page() -> Vec<u8> {
+        let mut p = vec![0u8; BLCKSZ];
+        PageHeaderData {
+            pd_lower: 28,
+            pd_upper: 8160,
+            pd_special: 8192,
+            pd_pagesize_version: 0x2004,
+            ..Default::default()
+        }
+        .write(&mut p);
+        p[24..28].copy_from_slice(&ItemIdData::new(8160, LP_NORMAL, 32).0.to_le_bytes());
+        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
+        t.t_xmin = 750;
+        t.t_infomask2 = 2;
+        t.t_hoff = 24;
+        t.write(&mut p[8160..]);
+        p
+    }
+
+    fn codes(p: &[u8]) -> Vec<&'static str> {
+        let page = Page::new(p).unwrap();
+        check_page(&page, PageKind::guess(&page), Some(0), false)
+            .iter()
+            .map(|f| f.code)
+            .collect()
+    }
+
+    #[test]
+    fn healthy_heap_page_is_clean() {
+        assert_eq!(codes(&heap_page()), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn each_damage_is_named() {
+        let mut p = heap_page();
+        p[16..18].copy_from_slice(&8190u16.to_le_bytes());
+        assert!(codes(&p).contains(&"page_header.special_unaligned"));
+
+        let mut p = heap_page();
+        p[24..28].copy_from_slice(&ItemIdData::new(8100, LP_NORMAL, 200).0.to_le_bytes());
+        assert!(codes(&p).contains(&"line_pointer.past_page"));
+
+        let mut p = heap_page();
+        p[24..28].copy_from_slice(&ItemIdData::new(8164, LP_NORMAL, 24).0.to_le_bytes());
+        assert!(codes(&p).contains(&"line_pointer.unaligned"));
+
+        let mut p = heap_page();
+        p[8160 + 22] = 40;
+        assert!(codes(&p).contains(&"tuple_header.hoff_gt_len"));
+
+        let mut p = heap_page();
+        p[8160 + 22] = 32;
+        assert!(codes(&p).contains(&"tuple_header.t_hoff"));
+
+        let mut p = heap_page();
+        p[24..28].copy_from_slice(&ItemIdData::new(9, LP_REDIRECT, 0).0.to_le_bytes());
+        assert!(codes(&p).contains(&"line_pointer.redirect_target"));
+
+        let mut p = heap_page();
+        p[12..14].copy_from_slice(&20u16.to_le_bytes());
+        assert!(codes(&p).contains(&"page_header.lower_below_header"));
+    }
+
+    #[test]
+    fn findings_carry_block_and_item() {
+        let mut p = heap_page();
+        p[8160 + 22] = 32;
+        let page = Page::new(&p).unwrap();
+        let f = check_heap_tuples(&page, Some(41));
+        assert_eq!((f[0].block, f[0].item), (Some(41), Some(1)));
+        assert!(!f[0].remedy.is_empty());
+    }
+}

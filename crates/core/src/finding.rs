@@ -1,0 +1,162 @@
+//! Findings: what a check says about damaged bytes, as data. The scanner adds file context
+//! (path, relfilenode, fork) around these; checks only know the page.
+
+use serde::Serialize;
+
+/// Which part of the storage a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Area {
+    File,
+    Checksum,
+    PageHeader,
+    LinePointer,
+    TupleHeader,
+    TupleData,
+    Toast,
+    Index,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Not corruption by itself, or not what the server would fail on, but worth a look.
+    Warning,
+    /// Damage: reading it fails, crashes, or returns wrong rows.
+    Error,
+}
+
+/// One observation about one page (and one line pointer, where it applies).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Stable dotted name, e.g. `page_header.lower_gt_upper`.
+    pub code: &'static str,
+    pub area: Area,
+    pub severity: Severity,
+    /// Block number counted across segments, when known.
+    pub block: Option<u64>,
+    /// Line pointer (offset number, 1-based), where the finding is about one item.
+    pub item: Option<u16>,
+    /// What is wrong, with the values seen.
+    pub message: String,
+    /// The error PostgreSQL raises when it reads this (empty when it raises none).
+    pub pg_error: &'static str,
+    /// What to do about it.
+    pub remedy: &'static str,
+}
+
+impl Finding {
+    pub fn new(code: &'static str, block: Option<u64>, item: Option<u16>, message: String) -> Self {
+        let info = describe(code);
+        Finding {
+            code,
+            area: info.area,
+            severity: info.severity,
+            block,
+            item,
+            message,
+            pg_error: info.pg_error,
+            remedy: info.remedy,
+        }
+    }
+}
+
+/// What a finding code means, independent of where it was found.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeInfo {
+    pub area: Area,
+    pub severity: Severity,
+    pub pg_error: &'static str,
+    pub remedy: &'static str,
+}
+
+const INVALID_PAGE: &str = "invalid page in block N of relation R";
+const REMEDY_HEADER: &str =
+    "the page header is damaged, so the server refuses the whole page: salvage the table \
+(pgsurgeon salvage) to carve its rows, then zero or rebuild the page (pgsurgeon repair)";
+const REMEDY_ITEMS: &str =
+    "rows on this page may be returned wrong or crash the backend: salvage the readable rows \
+first, then repair (pg_surgery heap_force_kill on the damaged items, or zero the page)";
+const REMEDY_TUPLE: &str =
+    "salvage the table, then remove the damaged tuple with pg_surgery's heap_force_kill \
+using its physical ctid (block, line pointer), and reindex";
+const REMEDY_INDEX: &str =
+    "indexes hold no unique data: REINDEX INDEX (or REINDEX TABLE) rebuilds it from the heap";
+const REMEDY_CHECKSUM: &str =
+    "the page changed after it was written: compare with a backup, salvage the readable \
+rows (ignore_checksum_failure=on lets the server read a page whose header is sane), then repair";
+
+/// The catalogue of finding codes. Unknown codes get a neutral description rather than a panic.
+pub fn describe(code: &str) -> CodeInfo {
+    use Area::*;
+    use Severity::*;
+    let (area, severity, pg_error, remedy) = match code {
+        "checksum.mismatch" => (
+            Checksum,
+            Error,
+            "page verification failed, calculated checksum C but expected S; then invalid page in block N of relation R",
+            REMEDY_CHECKSUM,
+        ),
+        "page_header.bad_flags"
+        | "page_header.lower_gt_upper"
+        | "page_header.upper_gt_special"
+        | "page_header.special_gt_blcksz"
+        | "page_header.special_unaligned"
+        | "page_header.upper_zero" => (PageHeader, Error, INVALID_PAGE, REMEDY_HEADER),
+        "page_header.lower_below_header" => (
+            PageHeader,
+            Error,
+            "none on read; corrupted page pointers: lower = L, upper = U, special = S (PANIC) on the next insert",
+            REMEDY_HEADER,
+        ),
+        "page_header.page_size" | "page_header.layout_version" => (
+            PageHeader,
+            Warning,
+            "none: the server does not check the size/version word, rows are read as if it were right",
+            "the size/version word is damaged but the server ignores it; rewrite the page (repair) to be safe",
+        ),
+        "page_header.short_page" => (
+            File,
+            Error,
+            "could not read block N in file F: read only X of 8192 bytes",
+            "the file ends inside this page (a torn or truncated write): salvage, then restore the file from a backup",
+        ),
+        "line_pointer.past_special"
+        | "line_pointer.before_upper"
+        | "line_pointer.unaligned"
+        | "line_pointer.too_short"
+        | "line_pointer.past_page"
+        | "line_pointer.redirect_target"
+        | "line_pointer.count"
+        | "line_pointer.many_invalid" => (
+            LinePointer,
+            Error,
+            "none on read, or invalid memory alloc request size, or a crashed backend (SIGSEGV)",
+            REMEDY_ITEMS,
+        ),
+        "tuple_header.t_hoff" | "tuple_header.natts" | "tuple_header.hoff_gt_len" => (
+            TupleHeader,
+            Error,
+            "wrong column values, invalid memory alloc request size, or a crashed backend",
+            REMEDY_TUPLE,
+        ),
+        "index.special_size" | "index.bad_cycle_id" => (
+            Index,
+            Error,
+            "index \"I\" contains corrupted page at block N (HINT: Please REINDEX it.)",
+            REMEDY_INDEX,
+        ),
+        _ => (
+            PageHeader,
+            Warning,
+            "",
+            "inspect the page (pgsurgeon inspect) and compare with a healthy copy",
+        ),
+    };
+    CodeInfo {
+        area,
+        severity,
+        pg_error,
+        remedy,
+    }
+}

@@ -1,0 +1,20 @@
+//! pgsurgeon-core: PostgreSQL's on-disk formats as Rust data, with no Python in sight.
+//!
+//! Raw structs keep PostgreSQL's names (`PageHeaderData.pd_lower`, `ItemIdData`,
+//! `HeapTupleHeaderData.t_infomask`); parsing never trusts a length it has not checked and never
+//! panics on bad bytes. Damage is reported as [`finding::Finding`] values, not printed.
+
+pub mod btree;
+pub mod bytes;
+pub mod checks;
+pub mod checksum;
+pub mod control;
+pub mod error;
+pub mod finding;
+pub mod heap;
+pub mod inspect;
+pub mod itemid;
+pub mod page;
+pub mod relfile;
+
+pub use error::{CoreError, Result};

@@ -1,0 +1,5 @@
+import sys
+
+from pgsurgeon.cli import main
+
+sys.exit(main())

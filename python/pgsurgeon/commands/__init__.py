@@ -1,0 +1,9 @@
+"""One module per CLI command; each exposes ``register(subparsers)`` which sets ``func`` on its parser."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from pgsurgeon.commands import control, inspect, lab
+
+COMMANDS: tuple[ModuleType, ...] = (inspect, control, lab)

@@ -1,0 +1,56 @@
+"""``pgsurgeon control PGDATA``: pg_control decoded for its version, CRC checked, like pg_controldata."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pgsurgeon import core
+from pgsurgeon.errors import PgSurgeonError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "control",
+        help="show pg_control (versions 14-18): checkpoint, XID and MultiXact horizons, checksums, CRC",
+        description="Decode PGDATA/global/pg_control without a server, for PostgreSQL 14 to 18, and check its CRC.",
+    )
+    p.add_argument("pgdata", type=Path, help="data directory (or a pg_control file)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        if path.is_file():
+            return core.parse_control(path.read_bytes())
+        return core.read_control(path)
+    except FileNotFoundError:
+        raise PgSurgeonError(
+            f"no pg_control under {path}", hint="pass the data directory (the one holding global/pg_control)"
+        ) from None
+    except core.FormatError as exc:
+        raise PgSurgeonError(f"pg_control is not readable: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    control = load(args.pgdata)
+    if args.format == "json":
+        print(json.dumps(control, indent=2))
+    else:
+        console = Console(highlight=False)
+        table = Table(title=f"pg_control of {args.pgdata}", header_style="bold")
+        table.add_column("field")
+        table.add_column("value")
+        for key, value in control.items():
+            table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
+        console.print(table)
+        if not control.get("crc_ok", True):
+            console.print("[red]the CRC does not match: the server will refuse to start (incorrect checksum in "
+                          "control file)[/]")
+    return 0 if control.get("crc_ok", True) else 2

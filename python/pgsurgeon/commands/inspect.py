@@ -1,0 +1,256 @@
+"""``pgsurgeon inspect``: an offline pageinspect that also decodes pages the server refuses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pgsurgeon import core, db
+from pgsurgeon.datadir import Geometry, read_block
+from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.render.hexdump import hexdump
+
+FORKS = ("main", "fsm", "vm", "init")
+# Access method name -> page kind the core decodes (pg_am.amname).
+_AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin",
+            "brin": "brin"}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="decode one page: header, line pointers, tuple headers, btree items, checksum",
+        description="Decode one page of a relation file, even one the server refuses to read "
+        "('invalid page in block N'). Block numbers count across segments, as server errors do.",
+    )
+    p.add_argument("file", nargs="?", type=Path, help="relation file, e.g. PGDATA/base/16384/29724")
+    p.add_argument("-b", "--block", type=int, required=True, help="block number (counted across segments)")
+    p.add_argument("--dsn", help="connection string; with --table, find the file (or the page) through SQL")
+    p.add_argument("--table", help="relation name as SQL text, e.g. public.orders or 'my schema.\"T\"'")
+    p.add_argument("--fork", choices=FORKS, default="main", help="fork to read with --table (default: main)")
+    p.add_argument("--kind", choices=core.PAGE_KINDS, help="decode as this page kind instead of guessing")
+    p.add_argument(
+        "--checksums",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="whether the cluster has data checksums (auto: from pg_control or the server)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--raw", action="store_true", help="add a hex dump of the page, labelled by region")
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Target:
+    data: bytes
+    block: int
+    source: str
+    segno: int
+    block_in_file: int
+    partial: bool
+    checksums: bool | None
+    kind: str | None
+
+
+def _from_file(path: Path, block: int) -> Target:
+    geometry = Geometry.for_path(path)
+    blk = read_block(path, block, geometry)
+    return Target(blk.data, block, str(blk.file), blk.segno, blk.block_in_file, blk.partial, geometry.checksums, None)
+
+
+def _from_dsn(dsn: str, table: str, fork: str, block: int) -> Target:
+    with db.connect(dsn) as conn:
+        row = conn.execute(db.load_sql("relation_file"), {"table": table}).fetchone()
+        if row is None:
+            raise PgSurgeonError(f"relation {table!r} does not exist", hint="qualify it with its schema, e.g. public.t")
+        filepath, data_directory, amname, _relkind, relname, checksums = row
+        if filepath is None:
+            raise PgSurgeonError(f"relation {relname} has no storage (a view or a partitioned table?)")
+        kind = _AM_KIND.get(amname or "")
+        rel_file = Path(data_directory) / filepath
+        if fork != "main":
+            rel_file = rel_file.with_name(f"{rel_file.name}_{fork}")
+        if os.access(rel_file, os.R_OK):
+            # Reading the file works for pages the buffer manager refuses, and never crashes a backend.
+            target = _from_file(rel_file, block)
+            target.kind = kind
+            return target
+        try:
+            page = conn.execute(
+                db.load_sql("get_raw_page"), {"relname": relname, "fork": fork, "block": block}
+            ).fetchone()
+        except db.DatabaseError as exc:
+            raise PgSurgeonError(
+                f"the server could not return block {block} of {relname}: {str(exc).splitlines()[0]}",
+                hint="run inspect on the database host against the data directory file "
+                f"({data_directory}/{filepath}) to decode a page the server refuses",
+            ) from None
+        assert page is not None
+        data = bytes(page[0])
+        return Target(data, block, f"{relname} (via get_raw_page)", 0, block, False, bool(checksums), kind)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.block < 0:
+        raise UsageError("--block must be 0 or more")
+    if args.table and not args.dsn:
+        raise UsageError("--table needs --dsn", hint="or pass the relation file path instead")
+    if args.file is None and not args.table:
+        raise UsageError("name a relation file, or --dsn with --table", hint="pgsurgeon inspect PGDATA/base/5/1259 -b 0")
+    target = _from_dsn(args.dsn, args.table, args.fork, args.block) if args.table else _from_file(args.file, args.block)
+    if len(target.data) < 24:
+        raise PgSurgeonError(
+            f"block {args.block} of {target.source} holds only {len(target.data)} bytes, less than a page header",
+            hint="the file ends inside this block: a truncated or torn write",
+        )
+    checksums = {"on": True, "off": False}.get(args.checksums, target.checksums)
+    guessed_checksums = checksums is None
+    if checksums is None:
+        # No pg_control and no server: a non-zero stored checksum suggests checksums are on.
+        checksums = int.from_bytes(target.data[8:10], "little") != 0
+    report = core.inspect_page(target.data, target.block, checksums=checksums, kind=args.kind or target.kind)
+    report["source"] = target.source
+    report["segment"] = target.segno
+    report["block_in_file"] = target.block_in_file
+    report["partial"] = target.partial
+    report["checksums_enabled"] = checksums
+    report["checksums_guessed"] = guessed_checksums
+    if args.format == "json":
+        if args.raw:
+            report["raw_hex"] = target.data.hex()
+        print(json.dumps(report, indent=2))
+    else:
+        render_text(report, target.data if args.raw else None, Console(highlight=False))
+    return 2 if any(f["severity"] == "error" for f in report["findings"]) else 0
+
+
+def _server_view(report: dict[str, Any]) -> str:
+    v = report["verification"]
+    if v["result"] == "valid":
+        return "[green]the server reads this page normally[/]"
+    if v["result"] == "all_zero":
+        return "[yellow]all zeroes: the server reads it as an empty page, any rows that were here are silently gone[/]"
+    parts = []
+    if v["checksum_failure"]:
+        parts.append("page verification failed (checksum)")
+    if not v["header_sane"]:
+        parts.append("page header fails verification")
+    return f"[red]the server refuses it: ERROR invalid page in block {report['block']} ({'; '.join(parts)})[/]"
+
+
+def _header_table(report: dict[str, Any]) -> Table:
+    h = report["header"]
+    t = Table(title="page header", show_header=True, header_style="bold")
+    t.add_column("field")
+    t.add_column("value", justify="right")
+    t.add_column("meaning")
+    t.add_row("pd_lsn", h["lsn"], "last WAL record that changed the page")
+    cs = report["checksum"]
+    if not report["checksums_enabled"]:
+        remark = f"computed {cs['computed']} (checksums off in this cluster)"
+    elif cs["matches"]:
+        remark = "[green]matches[/]"
+    else:
+        remark = f"[red]computed {cs['computed']}: MISMATCH[/]"
+    t.add_row("pd_checksum", str(h["pd_checksum"]), remark)
+    t.add_row("pd_flags", f"0x{h['pd_flags']:04x}", " ".join(h["flags"]) or "-")
+    t.add_row("pd_lower", str(h["pd_lower"]), f"{h['max_offset']} line pointers")
+    t.add_row("pd_upper", str(h["pd_upper"]), f"free space {h['free_space']} bytes")
+    t.add_row("pd_special", str(h["pd_special"]), f"special space {report['length'] - h['pd_special']} bytes")
+    t.add_row("pd_pagesize_version", str(h["pd_pagesize_version"]), f"size {h['page_size']}, layout {h['layout_version']}")
+    t.add_row("pd_prune_xid", str(h["pd_prune_xid"]), "")
+    return t
+
+
+def _tid(t: dict[str, Any] | None) -> str:
+    return "" if t is None else f"({t['block']},{t['offset']})"
+
+
+def _items_table(report: dict[str, Any]) -> Table | None:
+    items = report["items"]
+    if not items:
+        return None
+    btree = report["kind"] == "btree"
+    t = Table(title="line pointers" + (" and index tuples" if btree else " and tuple headers"), header_style="bold")
+    for col in ("lp", "lp_off", "lp_flags", "lp_len"):
+        t.add_column(col, justify="right")
+    if btree:
+        for col in ("ctid", "itemlen", "nulls", "vars", "dead", "htid", "data"):
+            t.add_column(col)
+    else:
+        for col in ("t_xmin", "t_xmax", "t_field3", "t_ctid", "natts", "t_infomask", "t_hoff", "t_bits", "flags"):
+            t.add_column(col)
+    for it in items:
+        row = [str(it["lp"]), str(it["lp_off"]), it["lp_flags_name"], str(it["lp_len"])]
+        if btree:
+            b = it["btree"]
+            if b is None:
+                row += [""] * 7
+            else:
+                data = b["data"] if len(b["data"]) <= 36 else b["data"][:33] + "..."
+                dead = "" if b["dead"] is None else str(b["dead"]).lower()
+                row += [_tid(b["ctid"]), str(b["itemlen"]), str(b["nulls"]).lower(), str(b["vars"]).lower(), dead,
+                        _tid(b["htid"]), data]
+        else:
+            h = it["heap"]
+            if h is None:
+                row += [""] * 9
+            else:
+                flags = " ".join(f.removeprefix("HEAP_") for f in h["infomask_flags"] + h["infomask_combined"])
+                row += [str(h["t_xmin"]), str(h["t_xmax"]), str(h["t_field3"]), _tid(h["t_ctid"]), str(h["natts"]),
+                        f"0x{h['t_infomask']:04x}", str(h["t_hoff"]), h["t_bits"] or "", flags]
+        t.add_row(*row)
+    return t
+
+
+def render_text(report: dict[str, Any], raw: bytes | None, console: Console) -> None:
+    where = f"block {report['block']} of {report['source']}"
+    if report["segment"]:
+        where += f" (segment {report['segment']}, block {report['block_in_file']} in that file)"
+    kind = report["kind"] + (" (guessed)" if report["kind_guessed"] else "")
+    console.print(f"[bold]{where}[/]: {kind} page, {report['length']} bytes")
+    if report["partial"]:
+        console.print("[red]the file ends inside this block: only the bytes shown are on disk[/]")
+    console.print(_server_view(report))
+    if report["checksums_guessed"]:
+        console.print("[dim]no pg_control found: checksums assumed " + ("on" if report["checksums_enabled"] else "off")
+                      + " from the stored value; use --checksums to say[/]")
+    console.print(_header_table(report))
+    if report["btree"]:
+        o = report["btree"]["opaque"]
+        console.print(
+            f"btree special: prev {o['btpo_prev']}, next {o['btpo_next']}, level {o['btpo_level']}, "
+            f"flags 0x{o['btpo_flags']:04x} {' '.join(report['btree']['flags'])}, cycleid {o['btpo_cycleid']}"
+        )
+        meta = report["btree"]["meta"]
+        if meta:
+            console.print(
+                f"metapage: magic 0x{meta['btm_magic']:06x}, version {meta['btm_version']}, root {meta['btm_root']}, "
+                f"level {meta['btm_level']}, fastroot {meta['btm_fastroot']}"
+            )
+    items = _items_table(report)
+    if items is not None:
+        console.print(items)
+    findings = report["findings"]
+    if findings:
+        console.print(f"[bold]{len(findings)} finding(s)[/]")
+        for f in findings:
+            colour = "red" if f["severity"] == "error" else "yellow"
+            item = f" item {f['item']}" if f["item"] is not None else ""
+            console.print(f"  [{colour}]{f['severity']}[/] {f['code']}{item}: {f['message']}")
+            if f["pg_error"]:
+                console.print(f"      server: {f['pg_error']}", style="dim")
+            console.print(f"      what to do: {f['remedy']}", style="dim")
+    else:
+        console.print("[green]no findings[/]")
+    if raw is not None:
+        console.print("[bold]raw page[/]")
+        for line in hexdump(raw, report):
+            console.print(line, markup=False)

@@ -1,0 +1,168 @@
+"""``pgsurgeon lab``: create, start, stop, list and remove lab clusters."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pgsurgeon.errors import LabError, UsageError
+from pgsurgeon.lab import LabCluster, default_base_dir, list_labs
+from pgsurgeon.lab.cluster import STOP_MODES
+from pgsurgeon.pgbin import find_install
+
+NOT_BUILT = "the end-to-end lab run (issue 8) is not built yet; use 'pgsurgeon lab up' to create a cluster"
+
+
+def register(sub: Any) -> None:
+    """Add ``lab`` and its verbs to the top-level subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--lab-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="directory holding the lab clusters (default: $PGSURGEON_LAB_DIR or a per-user directory)",
+    )
+    parser = sub.add_parser(
+        "lab",
+        parents=[common],
+        help="create and manage throwaway lab clusters to break and repair",
+        description="Lab clusters are throwaway PostgreSQL clusters marked as safe to damage. "
+        "Without a verb: show the labs (the end-to-end run comes later).",
+    )
+    parser.set_defaults(func=run_default)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    up = verbs.add_parser("up", parents=[common], help="create (if needed) and start a lab cluster")
+    up.add_argument("name", nargs="?", metavar="NAME", help="lab name (default: pg<major>, e.g. pg18)")
+    up.add_argument(
+        "--pg-bin", metavar="DIR", help="postgresql bin directory (default: the embedded postgresql 18)"
+    )
+    up.add_argument("--no-checksums", action="store_true", help="initdb without data checksums")
+    up.add_argument("--port", type=int, metavar="N", help="tcp port on 127.0.0.1 (default: a free one)")
+    up.set_defaults(func=run_up)
+
+    down = verbs.add_parser("down", parents=[common], help="stop a lab cluster (and delete it with --remove)")
+    down.add_argument("name", metavar="NAME")
+    down.add_argument("--remove", action="store_true", help="delete the cluster and all its files")
+    down.add_argument("--mode", choices=STOP_MODES, default="fast", help="shutdown mode (default: fast)")
+    down.set_defaults(func=run_down)
+
+    status = verbs.add_parser("status", aliases=["list"], parents=[common], help="show lab clusters")
+    status.add_argument("name", nargs="?", metavar="NAME", help="only this lab")
+    status.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    status.set_defaults(func=run_status)
+
+
+def _lab_dir(args: argparse.Namespace) -> Path:
+    value = getattr(args, "lab_dir", None)
+    return Path(value).expanduser().absolute() if value else default_base_dir()
+
+
+def _console() -> Console:
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # piped or captured: do not fold paths and dsns into 80 columns
+    return console
+
+
+def run_up(args: argparse.Namespace) -> int:
+    base = _lab_dir(args)
+    console = _console()
+    install = find_install(args.pg_bin) if args.pg_bin is not None or not args.name else None
+    name: str = args.name or f"pg{install.major if install else ''}"
+    if (base / name / "lab.json").is_file():
+        lab = LabCluster.load(name, base)
+        if install is not None and lab.version != install.major:
+            raise UsageError(
+                f"lab {name} already exists with postgresql {lab.version}, not {install.major}",
+                hint="pick another NAME, or remove it with 'pgsurgeon lab down " + name + " --remove'",
+            )
+        ignored = [
+            opt for opt, given in (("--no-checksums", args.no_checksums), ("--port", args.port)) if given
+        ]
+        if ignored:
+            console.print(f"note: lab {name} already exists; {', '.join(ignored)} only apply when creating")
+        was_running = lab.is_running()
+        lab.start()
+        verb = "was already running" if was_running else "started"
+    else:
+        if install is None:
+            install = find_install(None)
+        lab = LabCluster.create(
+            name, base_dir=base, pg_bin=install, checksums=not args.no_checksums, port=args.port
+        )
+        try:
+            lab.start()
+        except LabError:
+            console.print(f"lab {name} was created in {lab.lab_dir} but did not start")
+            raise
+        verb = "created and started"
+    checks = "on" if lab.checksums else "off"
+    console.print(
+        f"lab {lab.name} {verb}: postgresql {lab.install.short_version}, checksums {checks}, port {lab.port}"
+    )
+    console.print(f"pgdata: {lab.pgdata}")
+    console.print(f"log:    {lab.log_path}")
+    console.print(f"dsn:    {lab.dsn()}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    lab = LabCluster.load(args.name, _lab_dir(args))
+    console = _console()
+    if args.remove:
+        lab.destroy()
+        console.print(f"lab {lab.name} stopped and removed ({lab.lab_dir})")
+        return 0
+    was_running = lab.is_running()
+    lab.stop(args.mode)
+    console.print(f"lab {lab.name} stopped" if was_running else f"lab {lab.name} was not running")
+    return 0
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    base = _lab_dir(args)
+    name = getattr(args, "name", None)
+    labs = [LabCluster.load(name, base)] if name else list_labs(base)
+    return [lab.status() for lab in labs]
+
+
+def _print_table(console: Console, rows: list[dict[str, Any]], base: Path) -> None:
+    if not rows:
+        console.print(f"no lab clusters in {base}; create one with 'pgsurgeon lab up'")
+        return
+    table = Table(title=f"lab clusters in {base}", title_justify="left")
+    for column in ("name", "version", "checksums", "port", "running", "pgdata", "dsn"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["version_string"],
+            "on" if row["checksums"] else "off",
+            str(row["port"]),
+            f"yes (pid {row['pid']})" if row["running"] else "no",
+            row["pgdata"],
+            row["dsn"],
+        )
+    console.print(table)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    rows = _rows(args)
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    _print_table(_console(), rows, _lab_dir(args))
+    return 0
+
+
+def run_default(args: argparse.Namespace) -> int:
+    console = _console()
+    _print_table(console, _rows(args), _lab_dir(args))
+    console.print(NOT_BUILT)
+    return 0

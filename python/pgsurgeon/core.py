@@ -1,0 +1,46 @@
+"""Typed Python face of the Rust core (``pgsurgeon._pgsurgeon``).
+
+The binding returns JSON documents; this module decodes them so the rest of the package never
+touches the extension module directly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon import _pgsurgeon as _ext
+
+FormatError = _ext.FormatError
+
+# Page kinds the core knows by name (crates/core/src/page.rs PageKind).
+PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence")
+
+
+def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None = None) -> dict[str, Any]:
+    """Decode one page: header, line pointers, tuple headers or btree items, findings."""
+    result: dict[str, Any] = json.loads(_ext.inspect_page(data, block, checksums, kind))
+    return result
+
+
+def page_checksum(data: bytes, block: int) -> int | None:
+    """PostgreSQL's pg_checksum_page for ``data`` at ``block`` (counted across segments)."""
+    return _ext.page_checksum(data, block)
+
+
+def parse_control(data: bytes) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(_ext.parse_control(data))
+    return result
+
+
+def read_control(pgdata: str | Path) -> dict[str, Any]:
+    """``global/pg_control`` of a data directory, decoded for its PostgreSQL version."""
+    result: dict[str, Any] = json.loads(_ext.read_control(str(pgdata)))
+    return result
+
+
+def discover_relations(pgdata: str | Path) -> list[dict[str, Any]]:
+    """Every relation fork under ``pgdata`` with its segment files."""
+    result: list[dict[str, Any]] = json.loads(_ext.discover_relations(str(pgdata)))
+    return result

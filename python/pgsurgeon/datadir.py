@@ -1,0 +1,108 @@
+"""Data directories and relation files on disk: finding PGDATA, segments, reading one block."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon import core
+from pgsurgeon.errors import PgSurgeonError
+
+# Defaults when no pg_control is at hand (BLCKSZ and RELSEG_SIZE in pg_config.h).
+DEFAULT_BLCKSZ = 8192
+DEFAULT_RELSEG_SIZE = 131072
+
+_SEGMENT = re.compile(r"^(?P<base>.+?)\.(?P<segno>[1-9][0-9]*)$")
+
+
+def find_pgdata(start: Path) -> Path | None:
+    """The data directory that contains ``start``: the nearest parent with global/pg_control."""
+    for candidate in [start, *start.parents]:
+        if (candidate / "global" / "pg_control").is_file() and (candidate / "PG_VERSION").is_file():
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Block and segment sizes, and whether checksums are on, from pg_control when available."""
+
+    blcksz: int
+    relseg_size: int
+    checksums: bool | None
+    pgdata: Path | None
+    control: dict[str, Any] | None
+
+    @classmethod
+    def for_path(cls, path: Path) -> Geometry:
+        pgdata = find_pgdata(path.resolve().parent)
+        if pgdata is None:
+            return cls(DEFAULT_BLCKSZ, DEFAULT_RELSEG_SIZE, None, None, None)
+        control = core.read_control(pgdata)
+        return cls(
+            blcksz=int(control["blcksz"]),
+            relseg_size=int(control["relseg_size"]),
+            checksums=int(control["data_checksum_version"]) > 0,
+            pgdata=pgdata,
+            control=control,
+        )
+
+
+def split_segment(path: Path) -> tuple[Path, int]:
+    """``base/5/16384.2`` -> (``base/5/16384``, 2); a path without a segment suffix is segment 0."""
+    m = _SEGMENT.match(path.name)
+    if m is None:
+        return path, 0
+    return path.with_name(m.group("base")), int(m.group("segno"))
+
+
+def segment_path(base: Path, segno: int) -> Path:
+    return base if segno == 0 else base.with_name(f"{base.name}.{segno}")
+
+
+@dataclass(frozen=True)
+class Block:
+    data: bytes
+    file: Path
+    segno: int
+    block_in_file: int
+    #: Fewer bytes than a block: the file ends inside this page.
+    partial: bool
+
+
+def read_block(path: Path, block: int, geometry: Geometry) -> Block:
+    """Read relation block ``block`` (counted across segments, as server errors count it).
+
+    ``path`` may name segment 0 or the segment that holds the block.
+    """
+    base, given_segno = split_segment(path)
+    segno, in_file = divmod(block, geometry.relseg_size)
+    if given_segno and given_segno != segno:
+        first = given_segno * geometry.relseg_size
+        raise PgSurgeonError(
+            f"block {block} is not in segment file {path.name} (it holds blocks {first}..{first + geometry.relseg_size - 1})",
+            hint=f"pass the relation's first file ({base.name}) and the block number from the error message",
+        )
+    file = segment_path(base, segno)
+    try:
+        with file.open("rb") as fh:
+            size = fh.seek(0, 2)
+            offset = in_file * geometry.blcksz
+            if offset >= size:
+                nblocks = (segno * geometry.relseg_size) + (size + geometry.blcksz - 1) // geometry.blcksz
+                raise PgSurgeonError(
+                    f"block {block} is beyond the end of {file} ({size} bytes, blocks end at {nblocks - 1})",
+                    hint="server errors count blocks across segments; check the block number and the file",
+                )
+            fh.seek(offset)
+            data = fh.read(geometry.blcksz)
+    except FileNotFoundError:
+        raise PgSurgeonError(
+            f"no such relation file: {file}",
+            hint="a missing segment means the blocks in it are lost; check the path or restore the file",
+        ) from None
+    except PermissionError:
+        raise PgSurgeonError(f"cannot read {file}: permission denied", hint="run as the cluster's owner or root") from None
+    return Block(data, file, segno, in_file, partial=len(data) < geometry.blcksz)

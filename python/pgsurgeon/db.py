@@ -1,0 +1,107 @@
+"""Thin database helpers: connecting, the packaged SQL files, and the driver's exceptions.
+
+Other modules import exceptions and ``sql`` from here, not from the driver, so the driver stays in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg import errors, sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from pgsurgeon.errors import PgSurgeonError
+
+Connection = psycopg.Connection
+Error = psycopg.Error
+DatabaseError = psycopg.DatabaseError
+OperationalError = psycopg.OperationalError
+ProgrammingError = psycopg.ProgrammingError
+InterfaceError = psycopg.InterfaceError
+DataCorrupted = errors.DataCorrupted
+"""SQLSTATE XX001: e.g. ``invalid page in block``, checksum failures."""
+IndexCorrupted = errors.IndexCorrupted
+"""SQLSTATE XX002."""
+InternalError = errors.InternalError_
+"""SQLSTATE XX000: e.g. ``could not access status of transaction``."""
+QueryCanceled = errors.QueryCanceled
+UndefinedFile = errors.UndefinedFile
+UndefinedTable = errors.UndefinedTable
+FeatureNotSupported = errors.FeatureNotSupported
+
+__all__ = [
+    "ConnectError",
+    "Connection",
+    "DataCorrupted",
+    "DatabaseError",
+    "Error",
+    "FeatureNotSupported",
+    "IndexCorrupted",
+    "InterfaceError",
+    "InternalError",
+    "OperationalError",
+    "ProgrammingError",
+    "QueryCanceled",
+    "UndefinedFile",
+    "UndefinedTable",
+    "connect",
+    "describe_dsn",
+    "errors",
+    "load_sql",
+    "make_dsn",
+    "sql",
+]
+
+_SQL_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+class ConnectError(PgSurgeonError):
+    """Connecting to the server failed; ``__cause__`` holds the driver's exception."""
+
+
+def make_dsn(**params: str | int) -> str:
+    """A libpq connection string from keyword parameters, values quoted as needed."""
+    return make_conninfo("", **{k: str(v) for k, v in params.items()})
+
+
+def describe_dsn(dsn: str) -> str:
+    """``host:port/dbname`` for messages (never the password)."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "the server"
+    host = info.get("host") or "localhost"
+    port = info.get("port") or "5432"
+    dbname = info.get("dbname") or info.get("user") or ""
+    return f"{host}:{port}/{dbname}"
+
+
+def connect(dsn: str, autocommit: bool = True, **kwargs: Any) -> psycopg.Connection[tuple[Any, ...]]:
+    """Open a connection; a failure to connect becomes :class:`ConnectError` (one line plus hint)."""
+    try:
+        return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
+    except psycopg.OperationalError as exc:
+        detail = (str(exc).strip().splitlines() or ["connection failed"])[0]
+        raise ConnectError(
+            f"cannot connect to {describe_dsn(dsn)}: {detail}",
+            hint="check that the server is running ('pgsurgeon lab status' for lab clusters) and the dsn",
+        ) from exc
+
+
+@functools.cache
+def load_sql(name: str) -> str:
+    """Text of ``pgsurgeon/sql/<name>.sql`` shipped with the package (cached)."""
+    if not _SQL_NAME_RE.match(name):
+        raise ValueError(f"invalid sql file name: {name!r}")
+    resource = resources.files("pgsurgeon").joinpath("sql").joinpath(f"{name}.sql")
+    try:
+        return resource.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise PgSurgeonError(
+            f"packaged sql file {name}.sql is missing",
+            hint="reinstall pgsurgeon; the installation is incomplete",
+        ) from exc

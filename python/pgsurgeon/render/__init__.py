@@ -1,0 +1,1 @@
+"""Renderers: the same data as text (rich), JSON, and later Markdown/HTML."""

