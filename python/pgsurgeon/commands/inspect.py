@@ -19,8 +19,15 @@ from pgsurgeon.render.hexdump import hexdump
 
 FORKS = ("main", "fsm", "vm", "init")
 # Access method name -> page kind the core decodes (pg_am.amname).
-_AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin",
-            "brin": "brin"}
+_AM_KIND = {
+    "heap": "heap",
+    "btree": "btree",
+    "hash": "hash",
+    "gist": "gist",
+    "spgist": "spgist",
+    "gin": "gin",
+    "brin": "brin",
+}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
     if args.table and not args.dsn:
         raise UsageError("--table needs --dsn", hint="or pass the relation file path instead")
     if args.file is None and not args.table:
-        raise UsageError("name a relation file, or --dsn with --table", hint="pgsurgeon inspect PGDATA/base/5/1259 -b 0")
+        raise UsageError(
+            "name a relation file, or --dsn with --table", hint="pgsurgeon inspect PGDATA/base/5/1259 -b 0"
+        )
     target = _from_dsn(args.dsn, args.table, args.fork, args.block) if args.table else _from_file(args.file, args.block)
     if len(target.data) < 24:
         raise PgSurgeonError(
@@ -164,7 +173,11 @@ def _header_table(report: dict[str, Any]) -> Table:
     t.add_row("pd_lower", str(h["pd_lower"]), f"{h['max_offset']} line pointers")
     t.add_row("pd_upper", str(h["pd_upper"]), f"free space {h['free_space']} bytes")
     t.add_row("pd_special", str(h["pd_special"]), f"special space {report['length'] - h['pd_special']} bytes")
-    t.add_row("pd_pagesize_version", str(h["pd_pagesize_version"]), f"size {h['page_size']}, layout {h['layout_version']}")
+    t.add_row(
+        "pd_pagesize_version",
+        str(h["pd_pagesize_version"]),
+        f"size {h['page_size']}, layout {h['layout_version']}",
+    )
     t.add_row("pd_prune_xid", str(h["pd_prune_xid"]), "")
     return t
 
@@ -185,7 +198,17 @@ def _items_table(report: dict[str, Any]) -> Table | None:
         for col in ("ctid", "itemlen", "nulls", "vars", "dead", "htid", "data"):
             t.add_column(col)
     else:
-        for col in ("t_xmin", "t_xmax", "t_field3", "t_ctid", "natts", "t_infomask", "t_hoff", "t_bits", "flags"):
+        for col in (
+            "t_xmin",
+            "t_xmax",
+            "t_field3",
+            "t_ctid",
+            "natts",
+            "t_infomask",
+            "t_hoff",
+            "t_bits",
+            "flags",
+        ):
             t.add_column(col)
     for it in items:
         row = [str(it["lp"]), str(it["lp_off"]), it["lp_flags_name"], str(it["lp_len"])]
@@ -196,16 +219,32 @@ def _items_table(report: dict[str, Any]) -> Table | None:
             else:
                 data = b["data"] if len(b["data"]) <= 36 else b["data"][:33] + "..."
                 dead = "" if b["dead"] is None else str(b["dead"]).lower()
-                row += [_tid(b["ctid"]), str(b["itemlen"]), str(b["nulls"]).lower(), str(b["vars"]).lower(), dead,
-                        _tid(b["htid"]), data]
+                row += [
+                    _tid(b["ctid"]),
+                    str(b["itemlen"]),
+                    str(b["nulls"]).lower(),
+                    str(b["vars"]).lower(),
+                    dead,
+                    _tid(b["htid"]),
+                    data,
+                ]
         else:
             h = it["heap"]
             if h is None:
                 row += [""] * 9
             else:
                 flags = " ".join(f.removeprefix("HEAP_") for f in h["infomask_flags"] + h["infomask_combined"])
-                row += [str(h["t_xmin"]), str(h["t_xmax"]), str(h["t_field3"]), _tid(h["t_ctid"]), str(h["natts"]),
-                        f"0x{h['t_infomask']:04x}", str(h["t_hoff"]), h["t_bits"] or "", flags]
+                row += [
+                    str(h["t_xmin"]),
+                    str(h["t_xmax"]),
+                    str(h["t_field3"]),
+                    _tid(h["t_ctid"]),
+                    str(h["natts"]),
+                    f"0x{h['t_infomask']:04x}",
+                    str(h["t_hoff"]),
+                    h["t_bits"] or "",
+                    flags,
+                ]
         t.add_row(*row)
     return t
 
@@ -220,8 +259,11 @@ def render_text(report: dict[str, Any], raw: bytes | None, console: Console) -> 
         console.print("[red]the file ends inside this block: only the bytes shown are on disk[/]")
     console.print(_server_view(report))
     if report["checksums_guessed"]:
-        console.print("[dim]no pg_control found: checksums assumed " + ("on" if report["checksums_enabled"] else "off")
-                      + " from the stored value; use --checksums to say[/]")
+        console.print(
+            "[dim]no pg_control found: checksums assumed "
+            + ("on" if report["checksums_enabled"] else "off")
+            + " from the stored value; use --checksums to say[/]"
+        )
     console.print(_header_table(report))
     if report["btree"]:
         o = report["btree"]["opaque"]

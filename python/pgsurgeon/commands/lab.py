@@ -39,9 +39,7 @@ def register(sub: Any) -> None:
 
     up = verbs.add_parser("up", parents=[common], help="create (if needed) and start a lab cluster")
     up.add_argument("name", nargs="?", metavar="NAME", help="lab name (default: pg<major>, e.g. pg18)")
-    up.add_argument(
-        "--pg-bin", metavar="DIR", help="postgresql bin directory (default: the embedded postgresql 18)"
-    )
+    up.add_argument("--pg-bin", metavar="DIR", help="postgresql bin directory (default: the embedded postgresql 18)")
     up.add_argument("--no-checksums", action="store_true", help="initdb without data checksums")
     up.add_argument("--port", type=int, metavar="N", help="tcp port on 127.0.0.1 (default: a free one)")
     up.set_defaults(func=run_up)
@@ -82,9 +80,7 @@ def run_up(args: argparse.Namespace) -> int:
                 f"lab {name} already exists with postgresql {lab.version}, not {install.major}",
                 hint="pick another NAME, or remove it with 'pgsurgeon lab down " + name + " --remove'",
             )
-        ignored = [
-            opt for opt, given in (("--no-checksums", args.no_checksums), ("--port", args.port)) if given
-        ]
+        ignored = [opt for opt, given in (("--no-checksums", args.no_checksums), ("--port", args.port)) if given]
         if ignored:
             console.print(f"note: lab {name} already exists; {', '.join(ignored)} only apply when creating")
         was_running = lab.is_running()
@@ -93,9 +89,7 @@ def run_up(args: argparse.Namespace) -> int:
     else:
         if install is None:
             install = find_install(None)
-        lab = LabCluster.create(
-            name, base_dir=base, pg_bin=install, checksums=not args.no_checksums, port=args.port
-        )
+        lab = LabCluster.create(name, base_dir=base, pg_bin=install, checksums=not args.no_checksums, port=args.port)
         try:
             lab.start()
         except LabError:
@@ -103,9 +97,7 @@ def run_up(args: argparse.Namespace) -> int:
             raise
         verb = "created and started"
     checks = "on" if lab.checksums else "off"
-    console.print(
-        f"lab {lab.name} {verb}: postgresql {lab.install.short_version}, checksums {checks}, port {lab.port}"
-    )
+    console.print(f"lab {lab.name} {verb}: postgresql {lab.install.short_version}, checksums {checks}, port {lab.port}")
     console.print(f"pgdata: {lab.pgdata}")
     console.print(f"log:    {lab.log_path}")
     console.print(f"dsn:    {lab.dsn()}")

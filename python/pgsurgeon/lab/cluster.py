@@ -210,13 +210,9 @@ class LabCluster:
             if not 1 <= port <= 65535:
                 raise LabError(f"invalid port {port}", hint="pass a tcp port between 1024 and 65535")
             if not port_is_free(port):
-                raise LabError(
-                    f"port {port} on 127.0.0.1 is in use", hint="pick another with --port N or omit it"
-                )
+                raise LabError(f"port {port} on 127.0.0.1 is in use", hint="pick another with --port N or omit it")
             if port in reserved:
-                raise LabError(
-                    f"port {port} is already used by another lab", hint="pick another with --port N"
-                )
+                raise LabError(f"port {port} is already used by another lab", hint="pick another with --port N")
 
         user = server_user()
         try:
@@ -407,9 +403,7 @@ class LabCluster:
     def dsn(self, dbname: str = "postgres") -> str:
         return db.make_dsn(host="127.0.0.1", port=self.port, user=SUPERUSER, dbname=dbname)
 
-    def connect(
-        self, dbname: str = "postgres", autocommit: bool = True
-    ) -> psycopg.Connection[tuple[Any, ...]]:
+    def connect(self, dbname: str = "postgres", autocommit: bool = True) -> psycopg.Connection[tuple[Any, ...]]:
         return db.connect(self.dsn(dbname), autocommit=autocommit)
 
     def status(self) -> dict[str, Any]:
@@ -502,9 +496,7 @@ class LabCluster:
 
     def _pg_ctl(self, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
         cmd: list[str | Path] = [self.install.tool("pg_ctl"), "-D", str(self.pgdata), *args]
-        return run_as(
-            self.user, cmd, env=self.tool_env(), cwd=self.lab_dir, timeout=timeout, new_session=True
-        )
+        return run_as(self.user, cmd, env=self.tool_env(), cwd=self.lab_dir, timeout=timeout, new_session=True)
 
     def _chown(self, *paths: Path) -> None:
         user = server_user()
@@ -515,9 +507,7 @@ class LabCluster:
     def _check_reachable(self, user: OsUser) -> None:
         if not user.switch:
             return
-        proc = run_as(
-            user, ["/bin/sh", "-c", 'test -w "$1"', "sh", str(self.lab_dir)], env={"PATH": "/usr/bin:/bin"}
-        )
+        proc = run_as(user, ["/bin/sh", "-c", 'test -w "$1"', "sh", str(self.lab_dir)], env={"PATH": "/usr/bin:/bin"})
         if proc.returncode != 0:
             raise LabError(
                 f"user {user.name} cannot reach {self.lab_dir}",

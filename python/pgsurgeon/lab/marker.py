@@ -34,9 +34,7 @@ def new_marker(name: str, created_at: str | None = None, marker_id: str | None =
     }
 
 
-def write_lab_marker(
-    pgdata: Path, marker: dict[str, Any], *, uid: int | None = None, gid: int | None = None
-) -> Path:
+def write_lab_marker(pgdata: Path, marker: dict[str, Any], *, uid: int | None = None, gid: int | None = None) -> Path:
     """Write the marker into ``pgdata`` (mode 0600, owned by ``uid:gid`` when given)."""
     path = Path(pgdata) / MARKER_NAME
     tmp = path.with_name(f".{MARKER_NAME}.tmp")

@@ -1,0 +1,48 @@
+# pgsurgeon developer targets. `make help` lists them.
+PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: venv
+venv: ## create .venv with the package (editable build) and the dev tools
+	python3 -m venv .venv
+	.venv/bin/pip install -q -U pip
+	.venv/bin/pip install -q -e '.[dev]'
+
+.PHONY: develop
+develop: ## rebuild the Rust extension into .venv after Rust changes
+	.venv/bin/maturin develop --release
+
+.PHONY: fmt
+fmt: ## format Rust and Python
+	cargo fmt --all
+	$(PYTHON) -m ruff format python tests bench
+	$(PYTHON) -m ruff check --fix python tests bench
+
+.PHONY: lint
+lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(PYTHON) -m ruff check python tests bench
+	$(PYTHON) -m ruff format --check python tests bench
+	$(PYTHON) -m mypy
+
+.PHONY: test
+test: test-rust test-python ## the test suite: Rust unit + randomized tests, then pytest against PostgreSQL 15 and 18
+
+.PHONY: test-rust
+test-rust: ## cargo tests of the core (includes the 200,000-page randomized test)
+	cargo test -p pgsurgeon-core
+
+.PHONY: test-python
+test-python: ## pytest against real PostgreSQL 15 (Debian) and 18 (embedded wheel)
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+.PHONY: fuzz
+fuzz: ## longer fuzzing with cargo-fuzz (needs nightly and cargo-fuzz)
+	cd crates/core && cargo +nightly fuzz run inspect_page -- -max_total_time=300

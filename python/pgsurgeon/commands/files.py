@@ -1,0 +1,63 @@
+"""``pgsurgeon files PGDATA``: every relation file of a data directory, grouped by relation and fork,
+named through SQL when a DSN is given, with segment-level problems (missing, short, partial pages)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pgsurgeon import core
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.relnames import name_map
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "files",
+        help="list the relation files of a data directory, with names (--dsn) and segment problems",
+        description="Walk base/, global/ and pg_tblspc/ of PGDATA and list each relation fork with its segments.",
+    )
+    p.add_argument("pgdata", type=Path)
+    p.add_argument("--dsn", help="connection string of the server owning PGDATA, to name relations")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--fork", choices=("main", "fsm", "vm", "init"), help="only this fork")
+    p.set_defaults(func=run)
+
+
+def collect(pgdata: Path, dsn: str | None) -> list[dict[str, Any]]:
+    if not (pgdata / "global" / "pg_control").is_file():
+        raise PgSurgeonError(f"{pgdata} is not a data directory (no global/pg_control)")
+    control = core.read_control(pgdata)
+    relations = core.discover_relations(pgdata)
+    names = name_map(dsn) if dsn else {}
+    for rel in relations:
+        key = (rel["tablespace_oid"], rel["database_oid"], rel["relfilenode"])
+        name = names.get(key)
+        rel["name"] = name.qualified if name else None
+        rel["database"] = name.database if name else None
+        rel["relkind"] = name.relkind if name else None
+        size = sum(int(s["size"]) for s in rel["segments"])
+        rel["size"] = size
+        rel["blocks"] = size // int(control["blcksz"])
+    return relations
+
+
+def run(args: argparse.Namespace) -> int:
+    relations = collect(args.pgdata, args.dsn)
+    if args.fork:
+        relations = [r for r in relations if r["fork"] == args.fork]
+    if args.format == "json":
+        print(json.dumps(relations, indent=2))
+        return 0
+    table = Table(header_style="bold")
+    for col in ("path", "fork", "segments", "blocks", "name"):
+        table.add_column(col)
+    for rel in relations:
+        table.add_row(rel["path"], rel["fork"], str(len(rel["segments"])), str(rel["blocks"]), rel["name"] or "")
+    Console(highlight=False).print(table)
+    return 0
