@@ -13,9 +13,10 @@ from typing import Any
 from pgsurgeon import _pgsurgeon as _ext
 
 FormatError = _ext.FormatError
+Scanner = _ext.Scanner
 
 # Page kinds the core knows by name (crates/core/src/page.rs PageKind).
-PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence")
+PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence", "map")
 
 
 def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None = None) -> dict[str, Any]:
@@ -43,4 +44,28 @@ def read_control(pgdata: str | Path) -> dict[str, Any]:
 def discover_relations(pgdata: str | Path) -> list[dict[str, Any]]:
     """Every relation fork under ``pgdata`` with its segment files."""
     result: list[dict[str, Any]] = json.loads(_ext.discover_relations(str(pgdata)))
+    return result
+
+
+def inject_page(
+    data: bytes,
+    block: int,
+    damages: list[dict[str, Any]],
+    *,
+    seed: int,
+    keep_checksum: bool = False,
+    source: bytes | None = None,
+) -> dict[str, Any]:
+    """Damage one page image (never a file): ``damages`` are DamageSpec dicts (crates/core/src/inject.rs).
+
+    Returns ``{"changes": [{"offset", "old", "new"}…] (hex), "notes": [...], "checksum_before",
+    "checksum_after", "checksum_recomputed"}``; offsets are from the page start.
+    """
+    result: dict[str, Any] = json.loads(_ext.inject_page(data, block, json.dumps(damages), seed, keep_checksum, source))
+    return result
+
+
+def inject_modes() -> list[dict[str, Any]]:
+    """The page damage modes of the core: ``{"mode", "fields", "needs_item", "needs_source"}``."""
+    result: list[dict[str, Any]] = json.loads(_ext.inject_modes())
     return result

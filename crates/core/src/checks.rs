@@ -322,6 +322,205 @@ pub fn check_heap_tuples(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> {
     out
 }
 
+/// The transaction horizons a tuple's XIDs must respect, from pg_control (and, with a DSN, the
+/// relation's relfrozenxid/relminmxid later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Horizons {
+    /// 32-bit part of `nextXid`: XIDs at or past it were never assigned.
+    pub next_xid: u32,
+    /// `oldestXid`: pg_xact below it may be truncated away.
+    pub oldest_xid: u32,
+    /// `nextMulti`.
+    pub next_multi: u32,
+    /// `oldestMulti`.
+    pub oldest_multi: u32,
+}
+
+/// `FirstNormalTransactionId` (access/transam.h).
+pub const FIRST_NORMAL_TRANSACTION_ID: u32 = 3;
+/// `MaxHeapTuplesPerPage` for 8 KB pages (access/htup_details.h).
+pub const MAX_HEAP_TUPLES_PER_PAGE: u16 = 291;
+/// `MovedPartitionsOffsetNumber` and `SpecTokenOffsetNumber` (storage/itemptr.h): t_ctid offsets
+/// with a special meaning.
+pub const MOVED_PARTITIONS_OFFSET_NUMBER: u16 = 0xFFFD;
+pub const SPEC_TOKEN_OFFSET_NUMBER: u16 = 0xFFFE;
+
+/// `TransactionIdPrecedes` (access/transam.c): circular for normal XIDs, plain for special ones.
+pub fn xid_precedes(a: u32, b: u32) -> bool {
+    if a < FIRST_NORMAL_TRANSACTION_ID || b < FIRST_NORMAL_TRANSACTION_ID {
+        return a < b;
+    }
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// `MultiXactIdPrecedes` (access/transam/multixact.c): always circular.
+pub fn multi_precedes(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// Tuple header consistency that needs no catalog: XIDs and MultiXactIds against the cluster's
+/// horizons, contradictory infomask bits, and t_ctid. `nblocks` is the relation's size in blocks.
+/// A tuple whose XID lies outside the horizons is what produces "could not access status of
+/// transaction" (its pg_xact segment is gone) or rows that silently vanish (a "future" XID reads as
+/// in progress).
+pub fn check_heap_tuple_headers(
+    page: &Page<'_>,
+    block: u64,
+    nblocks: u64,
+    horizons: Option<&Horizons>,
+) -> Vec<Finding> {
+    use crate::heap::{
+        HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED,
+        HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
+        HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
+    };
+    let mut f = ItemFindings {
+        block: Some(block),
+        out: Vec::new(),
+        suppressed: 0,
+    };
+    if page.header().is_new() {
+        return f.out;
+    }
+    let maxoff = page.readable_item_count();
+    for (off, id) in page.item_ids() {
+        if id.lp_flags() != LP_NORMAL || usize::from(id.lp_len()) < SIZEOF_HEAP_TUPLE_HEADER {
+            continue;
+        }
+        let Some(tuple) = page.item_bytes(id) else {
+            continue;
+        };
+        let Some(t) = HeapTupleHeaderData::parse(tuple) else {
+            continue;
+        };
+        let im = t.t_infomask;
+        if let Some(h) = horizons {
+            let frozen = im & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN;
+            let xmin = t.t_xmin;
+            if !frozen && xmin >= FIRST_NORMAL_TRANSACTION_ID {
+                let hinted = im & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) != 0;
+                if !xid_precedes(xmin, h.next_xid) {
+                    f.push("tuple_header.xmin_future", off, || {
+                        format!(
+                            "xmin {xmin} equals or exceeds the next transaction ID {}",
+                            h.next_xid
+                        )
+                    });
+                } else if xid_precedes(xmin, h.oldest_xid) {
+                    let code = if hinted {
+                        "tuple_header.xmin_old_hinted"
+                    } else {
+                        "tuple_header.xmin_old"
+                    };
+                    f.push(code, off, || {
+                        format!(
+                            "xmin {xmin} precedes the oldest valid transaction ID {}",
+                            h.oldest_xid
+                        )
+                    });
+                }
+            } else if !frozen && xmin == 0 && im & HEAP_XMIN_INVALID == 0 {
+                f.push("tuple_header.xmin_invalid", off, || {
+                    "xmin is 0 (invalid) on a normal tuple".to_string()
+                });
+            }
+            let xmax = t.t_xmax;
+            if im & HEAP_XMAX_INVALID == 0 && xmax != 0 {
+                if im & HEAP_XMAX_IS_MULTI != 0 {
+                    if !multi_precedes(xmax, h.next_multi) {
+                        f.push("tuple_header.multi_future", off, || {
+                            format!(
+                                "MultiXactId {xmax} equals or exceeds the next MultiXactId {}",
+                                h.next_multi
+                            )
+                        });
+                    } else if multi_precedes(xmax, h.oldest_multi) {
+                        f.push("tuple_header.multi_old", off, || {
+                            format!(
+                                "MultiXactId {xmax} precedes the oldest MultiXactId {}",
+                                h.oldest_multi
+                            )
+                        });
+                    }
+                } else if xmax >= FIRST_NORMAL_TRANSACTION_ID {
+                    if !xid_precedes(xmax, h.next_xid) {
+                        f.push("tuple_header.xmax_future", off, || {
+                            format!(
+                                "xmax {xmax} equals or exceeds the next transaction ID {}",
+                                h.next_xid
+                            )
+                        });
+                    } else if xid_precedes(xmax, h.oldest_xid) && im & HEAP_XMAX_COMMITTED == 0 {
+                        f.push("tuple_header.xmax_old", off, || {
+                            format!(
+                                "xmax {xmax} precedes the oldest valid transaction ID {}",
+                                h.oldest_xid
+                            )
+                        });
+                    }
+                }
+            }
+        }
+        if im & HEAP_XMAX_COMMITTED != 0 && im & HEAP_XMAX_IS_MULTI != 0 {
+            f.push("tuple_header.infomask", off, || {
+                format!("t_infomask 0x{im:04x}: a MultiXactId xmax cannot be marked committed")
+            });
+        }
+        if im & HEAP_XMAX_LOCK_ONLY != 0 && t.t_infomask2 & HEAP_KEYS_UPDATED != 0 {
+            f.push("tuple_header.infomask", off, || {
+                format!("t_infomask 0x{im:04x}: xmax is only a locker but key columns are marked updated")
+            });
+        }
+        if t.t_infomask2 & HEAP_ONLY_TUPLE != 0 && im & HEAP_UPDATED == 0 {
+            f.push("tuple_header.infomask", off, || {
+                "heap-only tuple that is not the result of an update".to_string()
+            });
+        }
+        let ctid = t.t_ctid;
+        let special_offset = ctid.offset == MOVED_PARTITIONS_OFFSET_NUMBER
+            || ctid.offset == SPEC_TOKEN_OFFSET_NUMBER;
+        if t.t_xmax == 0
+            && !special_offset
+            && (u64::from(ctid.block) != block || ctid.offset != off)
+        {
+            // heap_insert points t_ctid at the tuple itself and only UPDATE (which sets xmax) moves
+            // it: a never-updated tuple elsewhere than its t_ctid says was written to the wrong place
+            // (a misdirected write, a torn page, a page copied over another).
+            f.push("tuple_header.ctid_not_self", off, || {
+                format!(
+                    "t_ctid {ctid} but this tuple, never updated (xmax 0), is at ({block},{off})"
+                )
+            });
+            continue;
+        }
+        if !special_offset {
+            if ctid.offset == 0 || ctid.offset > MAX_HEAP_TUPLES_PER_PAGE {
+                f.push("tuple_header.ctid", off, || {
+                    format!("t_ctid {ctid} has an impossible item number")
+                });
+            } else if u64::from(ctid.block) >= nblocks {
+                f.push("tuple_header.ctid", off, || {
+                    format!(
+                        "t_ctid {ctid} points beyond the end of the relation ({nblocks} blocks)"
+                    )
+                });
+            } else if t.t_infomask2 & HEAP_HOT_UPDATED != 0 && u64::from(ctid.block) != block {
+                f.push("tuple_header.ctid", off, || {
+                    format!("HOT-updated tuple whose t_ctid {ctid} leaves the page")
+                });
+            } else if u64::from(ctid.block) == block
+                && ctid.offset > maxoff
+                && im & HEAP_XMAX_INVALID == 0
+            {
+                f.push("tuple_header.ctid", off, || {
+                    format!("t_ctid {ctid} names an item past the end of this page's {maxoff} line pointers")
+                });
+            }
+        }
+    }
+    f.finish(maxoff)
+}
+
 /// The btree special space: its size, and a cycle id no btree writes.
 pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -367,6 +566,20 @@ pub fn check_page(
     let header_sane = page.header_is_sane(page.len());
     match kind {
         PageKind::Heap => {
+            if page.special_size() != 0 && header_sane {
+                // PageIsVerified accepts it and the server reads the page, but heap pages have no
+                // special space: the tail of the tuple area is being treated as one.
+                out.push(Finding::new(
+                    "page_header.special_size",
+                    block,
+                    None,
+                    format!(
+                        "pd_special {} leaves {} bytes of special space on a heap page",
+                        page.header().pd_special,
+                        page.special_size()
+                    ),
+                ));
+            }
             out.extend(check_line_pointers(page, kind, block));
             if header_sane {
                 out.extend(check_heap_tuples(page, block));
@@ -378,8 +591,11 @@ pub fn check_page(
                 out.extend(check_line_pointers(page, kind, block));
             }
         }
-        PageKind::Zero | PageKind::Uninitialized | PageKind::Unknown => {}
-        _ => out.extend(check_line_pointers(page, kind, block)),
+        // GiST and sequence pages hold ordinary items. GIN data/meta pages, BRIN revmap, hash
+        // meta/bitmap pages and the maps keep other structures between the header and pd_lower, so
+        // only their headers are checked.
+        PageKind::Gist | PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
+        _ => {}
     }
     out
 }

@@ -109,6 +109,13 @@ pub fn describe(code: &str) -> CodeInfo {
             "none on read; corrupted page pointers: lower = L, upper = U, special = S (PANIC) on the next insert",
             REMEDY_HEADER,
         ),
+        "page_header.special_size" => (
+            PageHeader,
+            Error,
+            "none on PostgreSQL 15: rows are returned, those in the pretend special space may be wrong or missing; \
+later writes to the page corrupt it further",
+            REMEDY_HEADER,
+        ),
         "page_header.page_size" | "page_header.layout_version" => (
             PageHeader,
             Warning,
@@ -139,6 +146,107 @@ pub fn describe(code: &str) -> CodeInfo {
             Error,
             "wrong column values, invalid memory alloc request size, or a crashed backend",
             REMEDY_TUPLE,
+        ),
+        "tuple_header.xmin_old" | "tuple_header.xmax_old" => (
+            TupleHeader,
+            Error,
+            "could not access status of transaction X (DETAIL: Could not open file \"pg_xact/…\")",
+            REMEDY_TUPLE,
+        ),
+        "tuple_header.xmin_old_hinted" => (
+            TupleHeader,
+            Error,
+            "none while the hint bits last; VACUUM fails with found xmin X from before relfrozenxid",
+            REMEDY_TUPLE,
+        ),
+        "tuple_header.xmin_future" | "tuple_header.xmax_future" => (
+            TupleHeader,
+            Error,
+            "none: the row is silently invisible (or visible as never deleted) because its XID looks in progress",
+            REMEDY_TUPLE,
+        ),
+        "tuple_header.multi_future" => (
+            TupleHeader,
+            Error,
+            "MultiXactId M has not been created yet -- apparent wraparound",
+            REMEDY_TUPLE,
+        ),
+        "tuple_header.multi_old" => (
+            TupleHeader,
+            Error,
+            "MultiXactId M does no longer exist -- apparent wraparound",
+            REMEDY_TUPLE,
+        ),
+        "tuple_header.ctid_not_self" => (
+            TupleHeader,
+            Error,
+            "none on read: the rows of another block appear here (duplicates, or rows in the wrong place), and \
+the rows that belonged here are gone",
+            "the page holds another block's contents (a misdirected or torn write): restore the block from a backup, \
+or salvage the table and zero this page",
+        ),
+        "file.vm_beyond_end" => (
+            File,
+            Error,
+            "none: a sequential scan stops at the file's end, rows past it are silently missing",
+            "the relation file is shorter than the visibility map says: restore the file from a backup, salvage the rest",
+        ),
+        "tuple_header.xmin_invalid" | "tuple_header.infomask" | "tuple_header.ctid" => (
+            TupleHeader,
+            Error,
+            "wrong visibility, an UPDATE or VACUUM failing on the chain, or a crashed backend",
+            REMEDY_TUPLE,
+        ),
+        "page_header.zeroed_all_visible" => (
+            PageHeader,
+            Error,
+            "none: the server reads an all-zero page as empty, its rows are silently gone (pg_checksums accepts it)",
+            "restore the block from a backup if you have one; otherwise the rows are lost: find what referenced them \
+(index entries, foreign keys) and decide with the application owners",
+        ),
+        "page_header.zeroed_inside" => (
+            PageHeader,
+            Warning,
+            "none: the server reads an all-zero page as empty",
+            "compare the row count with expectations or a backup; a crash during relation extension can leave such \
+pages harmlessly, damage can too",
+        ),
+        "page_header.lsn_future" => (
+            PageHeader,
+            Error,
+            "none on read; after recovery or on a standby the page may be overwritten or disagree with WAL",
+            "the page comes from a later state of the cluster (a misdirected write or a mixed-up restore): \
+compare with a backup and salvage the table",
+        ),
+        "index.zero_page" => (
+            Index,
+            Error,
+            "index \"I\" contains unexpected zero page at block N (HINT: Please REINDEX it.)",
+            REMEDY_INDEX,
+        ),
+        "index.btree_flags" | "index.sibling_link" => (
+            Index,
+            Error,
+            "index \"I\" contains corrupted page at block N, or scans that skip or repeat entries",
+            REMEDY_INDEX,
+        ),
+        "file.unreadable" => (
+            File,
+            Error,
+            "could not read block N in file F: …",
+            "check the storage (dmesg, SMART) and file permissions; copy what can be read before anything else",
+        ),
+        "file.missing_segment" => (
+            File,
+            Error,
+            "could not open file F (target block N): No such file or directory, or rows past the gap silently missing",
+            "restore the missing segment file from a backup; otherwise salvage the blocks before the gap",
+        ),
+        "file.short_segment" | "file.partial_page" | "file.oversized_segment" => (
+            File,
+            Error,
+            "could not read block N in file F: read only X of 8192 bytes",
+            "the file was truncated or torn: salvage what is readable, then restore the file from a backup",
         ),
         "index.special_size" | "index.bad_cycle_id" => (
             Index,

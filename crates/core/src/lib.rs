@@ -16,5 +16,6 @@ pub mod inspect;
 pub mod itemid;
 pub mod page;
 pub mod relfile;
+pub mod scan;
 
 pub use error::{CoreError, Result};

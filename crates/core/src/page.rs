@@ -291,6 +291,8 @@ pub enum PageKind {
     Gin,
     Brin,
     Sequence,
+    /// Visibility map and free space map pages: a bitmap or tree in the page contents, no items.
+    Map,
     /// The special space matches nothing we know (often a damaged header).
     Unknown,
 }
@@ -321,6 +323,7 @@ impl PageKind {
             PageKind::Gin => "gin",
             PageKind::Brin => "brin",
             PageKind::Sequence => "sequence",
+            PageKind::Map => "map",
             PageKind::Unknown => "unknown",
         }
     }
@@ -336,6 +339,7 @@ impl PageKind {
             "gin" => PageKind::Gin,
             "brin" => PageKind::Brin,
             "sequence" => PageKind::Sequence,
+            "map" => PageKind::Map,
             _ => return None,
         })
     }

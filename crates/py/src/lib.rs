@@ -84,13 +84,133 @@ fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<St
     to_json(&rels)
 }
 
+/// A scan set up over a data directory (or some of its files), run once; `progress()` may be called
+/// from another thread while `run()` works with the GIL released.
+#[pyclass(frozen)]
+struct Scanner {
+    root: std::path::PathBuf,
+    relations: Vec<pgsurgeon_core::relfile::Relation>,
+    options: pgsurgeon_core::scan::ScanOptions,
+    progress: std::sync::Arc<pgsurgeon_core::scan::Progress>,
+}
+
+#[derive(serde::Deserialize)]
+struct ScannerConfig {
+    options: pgsurgeon_core::scan::ScanOptions,
+    #[serde(default)]
+    files: Vec<std::path::PathBuf>,
+    #[serde(default)]
+    databases: Vec<u32>,
+    #[serde(default)]
+    relfilenodes: Vec<u32>,
+}
+
+#[pymethods]
+impl Scanner {
+    /// `config` is a JSON document: {"options": ScanOptions, "files": [...], "databases": [...],
+    /// "relfilenodes": [...]}.
+    #[new]
+    fn new(py: Python<'_>, root: std::path::PathBuf, config: &str) -> PyResult<Self> {
+        let cfg: ScannerConfig = serde_json::from_str(config)
+            .map_err(|e| PyValueError::new_err(format!("bad scan configuration: {e}")))?;
+        let relations = py
+            .detach(|| {
+                if cfg.files.is_empty() {
+                    pgsurgeon_core::relfile::discover(&root)
+                } else {
+                    pgsurgeon_core::scan::relations_for_files(&root, &cfg.files)
+                }
+            })
+            .map_err(to_pyerr)?;
+        let relations =
+            pgsurgeon_core::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
+        Ok(Scanner {
+            root,
+            relations,
+            options: cfg.options,
+            progress: Default::default(),
+        })
+    }
+
+    /// Bytes the scan will read.
+    #[getter]
+    fn total_bytes(&self) -> u64 {
+        self.relations.iter().map(|r| r.total_size()).sum()
+    }
+
+    /// The relation forks selected, as JSON.
+    fn relations(&self) -> PyResult<String> {
+        to_json(&self.relations)
+    }
+
+    /// (bytes read, pages checked) so far.
+    fn progress(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.progress.bytes_done.load(Relaxed),
+            self.progress.pages_done.load(Relaxed),
+        )
+    }
+
+    /// Ask a running scan to stop at the next page.
+    fn cancel(&self) {
+        self.progress
+            .cancelled
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Run the scan with the GIL released; the result as JSON.
+    fn run(&self, py: Python<'_>) -> PyResult<String> {
+        let result = py
+            .detach(|| {
+                pgsurgeon_core::scan::scan(
+                    &self.root,
+                    &self.relations,
+                    &self.options,
+                    &self.progress,
+                )
+            })
+            .map_err(to_pyerr)?;
+        to_json(&result)
+    }
+}
+
+/// Damage one page image: `damages` is a JSON list of pgsurgeon_core::inject::DamageSpec; returns
+/// the changed byte runs and notes as JSON. Never touches a file.
+#[pyfunction]
+#[pyo3(signature = (data, block, damages, seed, keep_checksum=false, source=None))]
+fn inject_page(
+    data: &[u8],
+    block: u32,
+    damages: &str,
+    seed: u64,
+    keep_checksum: bool,
+    source: Option<&[u8]>,
+) -> PyResult<String> {
+    let specs: Vec<pgsurgeon_core::inject::DamageSpec> = serde_json::from_str(damages)
+        .map_err(|e| PyValueError::new_err(format!("bad damage specification: {e}")))?;
+    let result =
+        pgsurgeon_core::inject::inject_page(data, block, &specs, seed, keep_checksum, source)
+            .map_err(to_pyerr)?;
+    to_json(&result)
+}
+
+/// The page damage modes the core knows, with their fields; JSON.
+#[pyfunction]
+fn inject_modes() -> PyResult<String> {
+    to_json(&pgsurgeon_core::inject::MODES)
+}
+
 #[pymodule]
 fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Scanner>()?;
     m.add("FormatError", m.py().get_type::<FormatError>())?;
     m.add_function(wrap_pyfunction!(inspect_page, m)?)?;
     m.add_function(wrap_pyfunction!(page_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;
     m.add_function(wrap_pyfunction!(discover_relations, m)?)?;
+    m.add_function(wrap_pyfunction!(inject_page, m)?)?;
+    m.add_function(wrap_pyfunction!(inject_modes, m)?)?;
     Ok(())
 }

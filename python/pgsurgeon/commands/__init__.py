@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pgsurgeon.commands import control, files, inspect, lab
+from pgsurgeon.commands import control, files, inspect, lab, scan
 
-COMMANDS: tuple[ModuleType, ...] = (inspect, control, files, lab)
+COMMANDS: tuple[ModuleType, ...] = (scan, inspect, control, files, lab)

@@ -1,0 +1,732 @@
+//! Offline scan of relation files: every page of every fork through the page checks, in parallel,
+//! plus what needs more than one page (zeroed pages with evidence that rows were there, btree
+//! sibling links, segment gaps). Findings come back as data with their file context.
+//!
+//! Work is split into chunks of consecutive blocks of one segment file; rayon spreads the chunks
+//! over the threads. Each chunk returns its findings and a small summary of the pages that matter
+//! to relation-wide checks, which run once every chunk is in.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
+use crate::checks::{check_heap_tuple_headers, check_page, Horizons};
+use crate::error::{CoreError, Result};
+use crate::finding::Finding;
+use crate::page::{Page, PageKind};
+use crate::relfile::{Fork, Relation, SegmentProblemKind};
+
+/// Blocks read per work unit (2 MB with 8 KB pages): large sequential reads, many units to share.
+pub const DEFAULT_CHUNK_BLOCKS: u32 = 256;
+
+/// What the caller knows about a relation beyond its files (from the catalog, via a DSN).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RelMeta {
+    /// Page kind of the main fork (from pg_am): "heap", "btree", …; guessed per page when absent.
+    pub kind: Option<String>,
+    /// Attribute count of the relation (pg_class.relnatts), for heaps.
+    pub natts: Option<u16>,
+}
+
+/// (tablespace oid, database oid, relfilenode).
+pub type RelKey = (u32, u32, u32);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScanOptions {
+    /// Whether the cluster has data checksums (resolved by the caller from pg_control or a flag).
+    pub checksums: bool,
+    pub blcksz: u32,
+    pub relseg_size: u32,
+    /// XID/MultiXact horizons from pg_control; tuple XID checks are skipped without them.
+    pub horizons: Option<Horizons>,
+    /// When the cluster was shut down cleanly: the shutdown checkpoint's location. No page may
+    /// carry a newer LSN.
+    pub clean_shutdown_lsn: Option<u64>,
+    /// Scanning a running server's files: pages newer than this redo LSN are skipped (they may be
+    /// mid-write), and checksum mismatches are re-read before they are reported.
+    pub live_redo_lsn: Option<u64>,
+    /// Catalog knowledge per relation, when a DSN was given.
+    #[serde(default)]
+    pub relations: Vec<(RelKey, RelMeta)>,
+    /// Blocks per work unit.
+    pub chunk_blocks: u32,
+    /// Worker threads; all cores when absent.
+    #[serde(default)]
+    pub jobs: Option<usize>,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            checksums: false,
+            blcksz: 8192,
+            relseg_size: 131072,
+            horizons: None,
+            clean_shutdown_lsn: None,
+            live_redo_lsn: None,
+            relations: Vec::new(),
+            chunk_blocks: DEFAULT_CHUNK_BLOCKS,
+            jobs: None,
+        }
+    }
+}
+
+/// A finding with the file it was found in.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileFinding {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// Path of the segment file, relative to the data directory.
+    pub path: String,
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    pub fork: Fork,
+}
+
+/// Counters shared with a progress display while the scan runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub bytes_done: AtomicU64,
+    pub pages_done: AtomicU64,
+    pub cancelled: AtomicBool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ScanSummary {
+    pub files: u64,
+    pub relations: u64,
+    pub blocks: u64,
+    pub bytes: u64,
+    /// All-zero pages seen (valid to the server; flagged only with evidence of lost rows).
+    pub zero_pages: u64,
+    /// Pages skipped in a live scan because they changed after the scan began.
+    pub skipped_live: u64,
+    pub findings: u64,
+    pub errors: u64,
+    pub warnings: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanResult {
+    pub summary: ScanSummary,
+    pub findings: Vec<FileFinding>,
+}
+
+/// One chunk of one segment file.
+struct Unit<'a> {
+    rel: &'a Relation,
+    seg_index: usize,
+    first_block_in_file: u64,
+    nblocks: u64,
+}
+
+/// What a chunk tells the relation-wide checks.
+#[derive(Default)]
+struct ChunkSummary {
+    findings: Vec<Finding>,
+    /// Relation block numbers of all-zero pages.
+    zero_blocks: Vec<u64>,
+    /// Highest relation block that is initialised and not empty.
+    last_nonempty: Option<u64>,
+    /// Visibility map pages: (vm block, all-visible heap blocks on it).
+    vm_all_visible: Vec<u64>,
+    /// Btree pages: (block, prev, next, level, flags).
+    btree_links: Vec<(u64, u32, u32, u32, u16)>,
+    zero_pages: u64,
+    skipped_live: u64,
+}
+
+/// Heap blocks one visibility map page covers: (BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) bytes,
+/// four heap blocks a byte (`HEAPBLOCKS_PER_PAGE`, access/heap/visibilitymap.c).
+fn heapblocks_per_vm_page(blcksz: u32) -> u64 {
+    u64::from(blcksz - 24) * 4
+}
+/// `VISIBILITYMAP_ALL_VISIBLE` (access/visibilitymapdefs.h).
+const VISIBILITYMAP_ALL_VISIBLE: u8 = 0x01;
+
+struct Ctx<'a> {
+    root: &'a Path,
+    opts: &'a ScanOptions,
+    /// Page kind per relation fork (index into the relation list); None: guess page by page.
+    kinds: Vec<Option<PageKind>>,
+    progress: &'a Progress,
+}
+
+/// The page kind of a relation fork: the catalog's word when we have it; otherwise judged from
+/// its first pages, so one damaged page is not mistaken for another access method's.
+fn detect_kind(
+    root: &Path,
+    rel: &Relation,
+    meta: Option<&RelMeta>,
+    blcksz: u32,
+) -> Option<PageKind> {
+    if matches!(rel.fork, Fork::Fsm | Fork::Vm) {
+        return Some(PageKind::Map);
+    }
+    if let Some(k) = meta
+        .and_then(|m| m.kind.as_deref())
+        .and_then(PageKind::parse)
+    {
+        return Some(k);
+    }
+    let first = rel.segments.first().filter(|s| s.segno == 0)?;
+    let mut buf = Vec::new();
+    let blcksz = blcksz as usize;
+    read_chunk(&root.join(&first.path), 0, 4 * blcksz, &mut buf).ok()?;
+    let mut votes: HashMap<PageKind, u32> = HashMap::new();
+    for bytes in buf.chunks_exact(blcksz) {
+        let Some(page) = Page::new(bytes) else {
+            continue;
+        };
+        match PageKind::guess(&page) {
+            PageKind::BtreeMeta => return Some(PageKind::Btree),
+            PageKind::Zero | PageKind::Uninitialized | PageKind::Unknown => {}
+            k => *votes.entry(k).or_default() += 1,
+        }
+    }
+    votes.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k)
+}
+
+fn kind_of(ctx: &Ctx<'_>, rel_index: usize) -> Option<PageKind> {
+    ctx.kinds[rel_index]
+}
+
+fn relation_nblocks(rel: &Relation, blcksz: u32, relseg_size: u32) -> u64 {
+    rel.md_nblocks(blcksz, relseg_size)
+}
+
+fn read_chunk(path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(offset))?;
+    buf.clear();
+    buf.resize(len, 0);
+    let mut got = 0;
+    while got < len {
+        let n = f.read(&mut buf[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    buf.truncate(got);
+    Ok(got)
+}
+
+fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    match read_chunk(path, offset, blcksz, &mut buf) {
+        Ok(n) if n == blcksz => Some(buf),
+        _ => None,
+    }
+}
+
+fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64) -> ChunkSummary {
+    let opts = ctx.opts;
+    let blcksz = opts.blcksz as usize;
+    let seg = &unit.rel.segments[unit.seg_index];
+    let path = ctx.root.join(&seg.path);
+    let mut out = ChunkSummary::default();
+    let mut buf = Vec::new();
+    let offset = unit.first_block_in_file * blcksz as u64;
+    let want = unit.nblocks as usize * blcksz;
+    let got = match read_chunk(&path, offset, want, &mut buf) {
+        Ok(n) => n,
+        Err(e) => {
+            out.findings.push(Finding::new(
+                "file.unreadable",
+                Some(u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file),
+                None,
+                format!("cannot read {}: {e}", seg.path),
+            ));
+            return out;
+        }
+    };
+    let kind = kind_of(ctx, rel_index);
+    let is_main_heap = unit.rel.fork == Fork::Main || unit.rel.fork == Fork::Init;
+    let base_block = u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file;
+    for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
+        if ctx.progress.cancelled.load(Ordering::Relaxed) {
+            break;
+        }
+        let block = base_block + i as u64;
+        let Some(mut page) = Page::new(bytes) else {
+            continue;
+        };
+        let mut reread: Option<Vec<u8>> = None;
+        if let Some(redo) = opts.live_redo_lsn {
+            if page.header().pd_lsn.lsn() > redo {
+                out.skipped_live += 1;
+                continue;
+            }
+            if opts.checksums
+                && !page.header().is_new()
+                && crate::checksum::pg_checksum_page(bytes, block as u32)
+                    != Some(page.header().pd_checksum)
+            {
+                // A page being written while we read it can be torn in our copy: read it again.
+                reread = reread_page(&path, offset + (i * blcksz) as u64, blcksz);
+            }
+        }
+        if let Some(again) = reread.as_deref() {
+            match Page::new(again) {
+                Some(p) if p.header().pd_lsn.lsn() > opts.live_redo_lsn.unwrap_or(u64::MAX) => {
+                    out.skipped_live += 1;
+                    continue;
+                }
+                Some(p) => page = p,
+                None => {}
+            }
+        }
+        if page.is_all_zero() {
+            out.zero_blocks.push(block);
+            out.zero_pages += 1;
+            continue;
+        }
+        let page_kind = match kind {
+            Some(PageKind::Btree) if block == 0 => PageKind::BtreeMeta,
+            Some(k) => k,
+            None => PageKind::guess(&page),
+        };
+        let page_kind = if page.header().is_new() {
+            PageKind::Uninitialized
+        } else {
+            page_kind
+        };
+        out.findings
+            .extend(check_page(&page, page_kind, Some(block), opts.checksums));
+        let sane = page.header_is_sane(blcksz);
+        match page_kind {
+            PageKind::Heap if is_main_heap && sane => {
+                out.findings.extend(check_heap_tuple_headers(
+                    &page,
+                    block,
+                    rel_nblocks,
+                    opts.horizons.as_ref(),
+                ));
+            }
+            PageKind::Map if unit.rel.fork == Fork::Vm && sane => {
+                // Record the all-visible heap blocks this map page claims.
+                let per_page = heapblocks_per_vm_page(opts.blcksz);
+                let first = block * per_page;
+                for (byte_i, b) in bytes[24..].iter().enumerate() {
+                    if *b == 0 {
+                        continue;
+                    }
+                    for slot in 0..4 {
+                        if (b >> (slot * 2)) & VISIBILITYMAP_ALL_VISIBLE != 0 {
+                            out.vm_all_visible.push(first + (byte_i * 4 + slot) as u64);
+                        }
+                    }
+                }
+            }
+            PageKind::Btree | PageKind::BtreeMeta => {
+                if let Some(o) = BTPageOpaqueData::from_page(&page) {
+                    out.btree_links.push((
+                        block,
+                        o.btpo_prev,
+                        o.btpo_next,
+                        o.btpo_level,
+                        o.btpo_flags,
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if let Some(lsn) = opts.clean_shutdown_lsn {
+            let page_lsn = page.header().pd_lsn.lsn();
+            if page_lsn > lsn {
+                out.findings.push(Finding::new(
+                    "page_header.lsn_future",
+                    Some(block),
+                    None,
+                    format!(
+                        "page LSN {} is newer than the clean shutdown checkpoint {}",
+                        crate::page::format_lsn(page_lsn),
+                        crate::page::format_lsn(lsn)
+                    ),
+                ));
+            }
+        }
+        // In use: a heap page with items, or any initialised page of another kind.
+        if !page.header().is_new()
+            && (page.header().max_offset_number() > 0 || page_kind != PageKind::Heap)
+        {
+            out.last_nonempty = Some(block);
+        }
+    }
+    ctx.progress
+        .bytes_done
+        .fetch_add(got as u64, Ordering::Relaxed);
+    ctx.progress
+        .pages_done
+        .fetch_add((got / blcksz) as u64, Ordering::Relaxed);
+    out
+}
+
+/// Relation-wide checks once every chunk of the relation is in.
+fn relation_checks(
+    rel: &Relation,
+    rel_nblocks: u64,
+    kind: Option<PageKind>,
+    chunks: &mut [ChunkSummary],
+    vm_all_visible: Option<&[u64]>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let last_nonempty = chunks.iter().filter_map(|c| c.last_nonempty).max();
+    let is_index = matches!(kind, Some(PageKind::Btree));
+    for c in chunks.iter() {
+        for &zb in &c.zero_blocks {
+            if rel.fork != Fork::Main {
+                continue;
+            }
+            let vm_set = vm_all_visible.is_some_and(|v| v.binary_search(&zb).is_ok());
+            if vm_set {
+                out.push(Finding::new(
+                    "page_header.zeroed_all_visible",
+                    Some(zb),
+                    None,
+                    "all-zero page, but the visibility map marks this block all-visible: rows were here".to_string(),
+                ));
+            } else if is_index && last_nonempty.is_some_and(|l| l > zb) {
+                out.push(Finding::new(
+                    "index.zero_page",
+                    Some(zb),
+                    None,
+                    "all-zero page inside the index, before pages that are in use".to_string(),
+                ));
+            } else if last_nonempty.is_some_and(|l| l > zb) {
+                out.push(Finding::new(
+                    "page_header.zeroed_inside",
+                    Some(zb),
+                    None,
+                    format!(
+                        "all-zero page before in-use block {}: rows may have been lost (can also follow a crash \
+                         during relation extension)",
+                        last_nonempty.unwrap_or(0)
+                    ),
+                ));
+            }
+        }
+    }
+    // The visibility map marks blocks past the end of the fork: the file lost its tail.
+    if rel.fork == Fork::Main {
+        if let Some(vm) = vm_all_visible {
+            let nblocks = rel_nblocks;
+            let beyond: Vec<u64> = vm.iter().copied().filter(|b| *b >= nblocks).collect();
+            if let Some(first) = beyond.first() {
+                out.push(Finding::new(
+                    "file.vm_beyond_end",
+                    Some(*first),
+                    None,
+                    format!(
+                        "the visibility map marks {} block(s) from {first} on all-visible, but the relation ends at \
+                         block {nblocks}",
+                        beyond.len()
+                    ),
+                ));
+            }
+        }
+    }
+    // Btree sibling links, levels and flags, across pages.
+    let mut links: Vec<(u64, u32, u32, u32, u16)> = chunks
+        .iter_mut()
+        .flat_map(|c| std::mem::take(&mut c.btree_links))
+        .collect();
+    if !links.is_empty() {
+        links.sort_unstable_by_key(|l| l.0);
+        let find = |blk: u32| {
+            links
+                .binary_search_by_key(&u64::from(blk), |l| l.0)
+                .ok()
+                .map(|i| links[i])
+        };
+        for &(block, prev, next, level, flags) in &links {
+            let dead = flags & (BTP_DELETED | BTP_HALF_DEAD) != 0;
+            if flags & BTP_META != 0 {
+                if block != 0 {
+                    out.push(Finding::new(
+                        "index.btree_flags",
+                        Some(block),
+                        None,
+                        "a metapage flag on a block other than 0".to_string(),
+                    ));
+                }
+                continue;
+            }
+            if block == 0 {
+                out.push(Finding::new(
+                    "index.btree_flags",
+                    Some(block),
+                    None,
+                    format!("block 0 of a btree must be the metapage, flags are 0x{flags:04x}"),
+                ));
+                continue;
+            }
+            let leaf = flags & BTP_LEAF != 0;
+            if !dead && leaf != (level == 0) {
+                out.push(Finding::new(
+                    "index.btree_flags",
+                    Some(block),
+                    None,
+                    format!("level {level} disagrees with the leaf flag (flags 0x{flags:04x})"),
+                ));
+            }
+            if dead || next == P_NONE {
+                continue;
+            }
+            match find(next) {
+                None => out.push(Finding::new(
+                    "index.sibling_link",
+                    Some(block),
+                    None,
+                    format!("right sibling {next} is not a btree page of this index"),
+                )),
+                Some((_, nprev, _, nlevel, nflags)) => {
+                    if nflags & (BTP_DELETED | BTP_HALF_DEAD) == 0
+                        && (nprev as u64 != block || nlevel != level)
+                    {
+                        out.push(Finding::new(
+                            "index.sibling_link",
+                            Some(block),
+                            None,
+                            format!(
+                                "right sibling {next} points back to {nprev} (level {nlevel}), not to this page \
+                                 (level {level})"
+                            ),
+                        ));
+                    }
+                }
+            }
+            if prev != P_NONE && find(prev).is_none() {
+                out.push(Finding::new(
+                    "index.sibling_link",
+                    Some(block),
+                    None,
+                    format!("left sibling {prev} is not a btree page of this index"),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Scan `relations` (from [`crate::relfile::discover`] or built from explicit files) under `root`,
+/// on `opts.jobs` threads (all cores by default).
+pub fn scan(
+    root: &Path,
+    relations: &[Relation],
+    opts: &ScanOptions,
+    progress: &Progress,
+) -> Result<ScanResult> {
+    match opts.jobs {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .map_err(|e| CoreError::Invalid(format!("cannot start {n} scan threads: {e}")))?
+            .install(|| scan_on_pool(root, relations, opts, progress)),
+        None => scan_on_pool(root, relations, opts, progress),
+    }
+}
+
+fn scan_on_pool(
+    root: &Path,
+    relations: &[Relation],
+    opts: &ScanOptions,
+    progress: &Progress,
+) -> Result<ScanResult> {
+    if opts.blcksz == 0 || !opts.blcksz.is_multiple_of(128) || opts.relseg_size == 0 {
+        return Err(CoreError::Invalid(format!(
+            "unusable geometry: block size {} and segment size {}",
+            opts.blcksz, opts.relseg_size
+        )));
+    }
+    let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
+    let kinds = relations
+        .par_iter()
+        .map(|r| {
+            detect_kind(
+                root,
+                r,
+                meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode))
+                    .copied(),
+                opts.blcksz,
+            )
+        })
+        .collect();
+    let ctx = Ctx {
+        root,
+        opts,
+        kinds,
+        progress,
+    };
+    let chunk = u64::from(opts.chunk_blocks.max(1));
+    let mut units = Vec::new();
+    for (ri, rel) in relations.iter().enumerate() {
+        for (si, seg) in rel.segments.iter().enumerate() {
+            let blocks = seg.size / u64::from(opts.blcksz);
+            let mut first = 0;
+            while first < blocks {
+                let n = chunk.min(blocks - first);
+                units.push((
+                    ri,
+                    Unit {
+                        rel,
+                        seg_index: si,
+                        first_block_in_file: first,
+                        nblocks: n,
+                    },
+                ));
+                first += n;
+            }
+        }
+    }
+    let nblocks: Vec<u64> = relations
+        .iter()
+        .map(|r| relation_nblocks(r, opts.blcksz, opts.relseg_size))
+        .collect();
+    let mut chunks: Vec<(usize, ChunkSummary)> = units
+        .par_iter()
+        .map(|(ri, u)| (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri])))
+        .collect();
+    if progress.cancelled.load(Ordering::Relaxed) {
+        return Err(CoreError::Invalid("scan cancelled".to_string()));
+    }
+    // Group chunk summaries by relation (units were generated in relation order, par_iter keeps order).
+    let mut per_rel: Vec<Vec<ChunkSummary>> = relations.iter().map(|_| Vec::new()).collect();
+    for (ri, c) in chunks.drain(..) {
+        per_rel[ri].push(c);
+    }
+    // All-visible heap blocks per relation, from the VM forks.
+    let mut vm: HashMap<RelKey, Vec<u64>> = HashMap::new();
+    for (rel, cs) in relations.iter().zip(per_rel.iter_mut()) {
+        if rel.fork == Fork::Vm {
+            let v = vm
+                .entry((rel.tablespace_oid, rel.database_oid, rel.relfilenode))
+                .or_default();
+            for c in cs.iter_mut() {
+                v.append(&mut c.vm_all_visible);
+            }
+            v.sort_unstable();
+        }
+    }
+    let mut summary = ScanSummary {
+        relations: relations.len() as u64,
+        ..Default::default()
+    };
+    let mut findings = Vec::new();
+    for (ri, (rel, cs)) in relations.iter().zip(per_rel.iter_mut()).enumerate() {
+        let key = (rel.tablespace_oid, rel.database_oid, rel.relfilenode);
+        let kind = kind_of(&ctx, ri);
+        let mut rel_findings: Vec<Finding> = relation_checks(
+            rel,
+            nblocks[ri],
+            kind,
+            cs,
+            vm.get(&key).map(|v| v.as_slice()),
+        );
+        for c in cs.iter_mut() {
+            summary.zero_pages += c.zero_pages;
+            summary.skipped_live += c.skipped_live;
+            rel_findings.append(&mut c.findings);
+        }
+        for sp in rel.segment_problems(opts.blcksz, opts.relseg_size) {
+            let code = match sp.kind {
+                SegmentProblemKind::MissingSegment => "file.missing_segment",
+                SegmentProblemKind::ShortSegment => "file.short_segment",
+                SegmentProblemKind::OversizedSegment => "file.oversized_segment",
+                SegmentProblemKind::PartialPage => "file.partial_page",
+            };
+            findings.push(FileFinding {
+                finding: Finding::new(code, None, None, sp.detail),
+                path: sp.path,
+                tablespace_oid: rel.tablespace_oid,
+                database_oid: rel.database_oid,
+                relfilenode: rel.relfilenode,
+                fork: rel.fork,
+            });
+        }
+        summary.files += rel.segments.len() as u64;
+        summary.bytes += rel.total_size();
+        summary.blocks += rel
+            .segments
+            .iter()
+            .map(|s| s.size / u64::from(opts.blcksz))
+            .sum::<u64>();
+        rel_findings.sort_by_key(|f| (f.block, f.item));
+        for f in rel_findings {
+            let segno = f
+                .block
+                .map_or(0, |b| (b / u64::from(opts.relseg_size)) as u32);
+            let path = rel
+                .segments
+                .iter()
+                .find(|s| s.segno == segno)
+                .map_or_else(|| rel.segment_path(segno), |s| s.path.clone());
+            findings.push(FileFinding {
+                finding: f,
+                path,
+                tablespace_oid: rel.tablespace_oid,
+                database_oid: rel.database_oid,
+                relfilenode: rel.relfilenode,
+                fork: rel.fork,
+            });
+        }
+    }
+    summary.findings = findings.len() as u64;
+    summary.errors = findings
+        .iter()
+        .filter(|f| f.finding.severity == crate::finding::Severity::Error)
+        .count() as u64;
+    summary.warnings = summary.findings - summary.errors;
+    Ok(ScanResult { summary, findings })
+}
+
+/// The relations to scan when the caller names files instead of a data directory: each path is
+/// grouped with the other segments of its fork found next to it.
+pub fn relations_for_files(root: &Path, files: &[PathBuf]) -> Result<Vec<Relation>> {
+    let all = crate::relfile::discover(root)?;
+    let mut wanted = Vec::new();
+    for file in files {
+        let rel_path = file.strip_prefix(root).unwrap_or(file);
+        let text = rel_path.to_string_lossy().replace('\\', "/");
+        let hit = all
+            .iter()
+            .find(|r| r.segments.iter().any(|s| s.path == text) || r.path == text);
+        match hit {
+            Some(r) => {
+                if !wanted.iter().any(|w: &Relation| w.path == r.path) {
+                    wanted.push(r.clone());
+                }
+            }
+            None => {
+                return Err(CoreError::Invalid(format!(
+                    "{} is not a relation file under {}",
+                    text,
+                    root.display()
+                )))
+            }
+        }
+    }
+    Ok(wanted)
+}
+
+/// Keep the relations of the given databases (OIDs; shared catalogs count as database 0) and
+/// relfilenodes; an empty filter keeps everything.
+pub fn filter_relations(
+    relations: Vec<Relation>,
+    databases: &[u32],
+    relfilenodes: &[u32],
+) -> Vec<Relation> {
+    relations
+        .into_iter()
+        .filter(|r| databases.is_empty() || databases.contains(&r.database_oid))
+        .filter(|r| relfilenodes.is_empty() || relfilenodes.contains(&r.relfilenode))
+        .collect()
+}

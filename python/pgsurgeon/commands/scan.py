@@ -1,0 +1,188 @@
+"""``pgsurgeon scan``: offline corruption detection over a stopped cluster, a base backup or relation files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+from pgsurgeon.datadir import find_pgdata
+from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
+
+# Exit statuses, as pg_amcheck uses them.
+EXIT_CLEAN, EXIT_FAILED, EXIT_CORRUPT = 0, 1, 2
+CONTROL_FIELDS = (
+    "major_version",
+    "state",
+    "checkpoint",
+    "redo",
+    "next_xid",
+    "oldest_xid",
+    "next_multi",
+    "oldest_multi",
+    "data_checksum_version",
+    "blcksz",
+    "relseg_size",
+    "crc_ok",
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "scan",
+        help="find damaged pages and tuples in a stopped cluster, a base backup or relation files",
+        description="Read relation files directly and report every damaged page and tuple: what is wrong, the "
+        "error PostgreSQL raises when it reads it, and what to do. Works with or without data checksums.",
+    )
+    p.add_argument("targets", nargs="+", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files")
+    p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
+    p.add_argument("-P", "--progress", action="store_true", help="show bytes, MB/s and ETA on stderr")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--dsn", help="connection string of the cluster's server, to name relations and know their types")
+    p.add_argument("--database", action="append", default=[], help="only this database (name with --dsn, or OID)")
+    p.add_argument(
+        "--relation", action="append", default=[], help="only this relation (name with --dsn, or relfilenode)"
+    )
+    p.add_argument(
+        "--checksums",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="verify page checksums (auto: when pg_control says they are enabled)",
+    )
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="the server is running: skip pages written after the last checkpoint, re-read mismatches",
+    )
+    p.set_defaults(func=run)
+
+
+def request_from_args(args: argparse.Namespace) -> ScanRequest:
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    targets: list[Path] = args.targets
+    files: list[Path] = []
+    if len(targets) == 1 and targets[0].is_dir():
+        pgdata = targets[0]
+    else:
+        for t in targets:
+            if not t.is_file():
+                raise PgSurgeonError(f"no such relation file: {t}", hint="pass one data directory, or relation files")
+        found = {find_pgdata(t.resolve().parent) for t in targets}
+        if None in found or len(found) != 1:
+            raise PgSurgeonError(
+                "relation files must all lie inside one data directory",
+                hint="the scan needs that directory's global/pg_control for block size and horizons",
+            )
+        root = found.pop()
+        assert root is not None
+        pgdata = root
+        files = [t.resolve().relative_to(pgdata.resolve()) for t in targets]
+    return ScanRequest(
+        pgdata=pgdata,
+        files=files,
+        checksums=args.checksums,
+        dsn=args.dsn,
+        databases=args.database,
+        relations=args.relation,
+        live=args.live,
+        jobs=args.jobs,
+    )
+
+
+def to_json(outcome: ScanOutcome) -> dict[str, Any]:
+    return {
+        "pgdata": str(outcome.pgdata),
+        "control": {k: outcome.control.get(k) for k in CONTROL_FIELDS},
+        "summary": outcome.summary,
+        "findings": [
+            {
+                k: f.get(k)
+                for k in (
+                    "code",
+                    "area",
+                    "severity",
+                    "path",
+                    "relfilenode",
+                    "fork",
+                    "block",
+                    "item",
+                    "message",
+                    "pg_error",
+                    "remedy",
+                    "relation",
+                    "database",
+                )
+            }
+            for f in outcome.findings
+        ],
+    }
+
+
+def render_text(outcome: ScanOutcome, console: Console) -> None:
+    s = outcome.summary
+    console.print(
+        f"scanned {s['files']} files, {s['blocks']} blocks, {s['bytes'] / 1e6:.1f} MB in {s['seconds']:.2f}s "
+        f"({s['bytes'] / 1e6 / max(s['seconds'], 1e-6):.0f} MB/s)"
+    )
+    if s["skipped_live"]:
+        console.print(f"[yellow]{s['skipped_live']} pages skipped: written after the scan began (--live)[/]")
+    if not outcome.findings:
+        console.print("[green]no damage found[/]")
+        return
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for f in outcome.findings:
+        by_file.setdefault(f["path"], []).append(f)
+    for path, fs in by_file.items():
+        rel = fs[0].get("relation")
+        console.print(f"\n[bold]{path}[/]" + (f" ({rel})" if rel else "") + f" — {len(fs)} finding(s)")
+        for f in fs[:200]:
+            colour = "red" if f["severity"] == "error" else "yellow"
+            where = f"block {f['block']}" if f["block"] is not None else "file"
+            if f["item"] is not None:
+                where += f" item {f['item']}"
+            console.print(f"  [{colour}]{f['severity']:7}[/] {where:18} {f['code']}: {f['message']}")
+        if len(fs) > 200:
+            console.print(f"  … {len(fs) - 200} more (use --format json for all)")
+    codes = Counter(f["code"] for f in outcome.findings)
+    console.print(f"\n[bold]{s['errors']} error(s), {s['warnings']} warning(s)[/]")
+    for code, n in codes.most_common():
+        example = next(f for f in outcome.findings if f["code"] == code)
+        console.print(f"  {n:6} {code}")
+        if example["pg_error"]:
+            console.print(f"         server: {example['pg_error']}", style="dim")
+        console.print(f"         what to do: {example['remedy']}", style="dim")
+
+
+def run(args: argparse.Namespace) -> int:
+    req = request_from_args(args)
+    if args.progress:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=sys.stderr),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("scanning", total=None)
+
+            def show(done: int, total: int, _pages: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            outcome = run_scan(req, show)
+    else:
+        outcome = run_scan(req)
+    if args.format == "json":
+        print(json.dumps(to_json(outcome), indent=1))
+    else:
+        render_text(outcome, Console(highlight=False))
+    return EXIT_CORRUPT if outcome.summary["errors"] else EXIT_CLEAN

@@ -1,0 +1,199 @@
+"""Running an offline scan: options from pg_control and the catalog, the Rust scanner on a worker
+thread, progress while it runs. The command module renders what this returns."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon import core, db
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.relnames import RelKey, RelName, name_map
+
+# Page kinds the core knows, by pg_am.amname.
+_AM_KIND = {
+    "heap": "heap",
+    "btree": "btree",
+    "hash": "hash",
+    "gist": "gist",
+    "spgist": "spgist",
+    "gin": "gin",
+    "brin": "brin",
+    "sequence": "sequence",
+}
+
+
+def parse_lsn(text: str) -> int:
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def server_running(pgdata: Path) -> int | None:
+    """The postmaster's PID when postmaster.pid names a live process."""
+    try:
+        first = (pgdata / "postmaster.pid").read_text().splitlines()[0]
+        pid = int(first.strip())
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
+
+
+@dataclass
+class ScanRequest:
+    pgdata: Path
+    files: list[Path] = field(default_factory=list)
+    checksums: str = "auto"
+    dsn: str | None = None
+    databases: list[str] = field(default_factory=list)
+    relations: list[str] = field(default_factory=list)
+    live: bool = False
+    jobs: int | None = None
+
+
+@dataclass
+class ScanOutcome:
+    pgdata: Path
+    control: dict[str, Any]
+    summary: dict[str, Any]
+    findings: list[dict[str, Any]]
+    names: dict[RelKey, RelName]
+
+
+def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dict[str, Any]:
+    enabled = int(control["data_checksum_version"]) > 0 if checksums == "auto" else checksums == "on"
+    epoch_xid = str(control["next_xid"]).split(":")
+    horizons = {
+        "next_xid": int(epoch_xid[-1]),
+        "oldest_xid": int(control["oldest_xid"]),
+        "next_multi": int(control["next_multi"]),
+        "oldest_multi": int(control["oldest_multi"]),
+    }
+    clean = control["state"] == "shut down" and control.get("crc_ok", False)
+    return {
+        "checksums": enabled,
+        "blcksz": int(control["blcksz"]),
+        "relseg_size": int(control["relseg_size"]),
+        "horizons": horizons if control.get("crc_ok", False) else None,
+        "clean_shutdown_lsn": parse_lsn(control["checkpoint"]) if clean else None,
+        "live_redo_lsn": parse_lsn(control["redo"]) if live else None,
+        "relations": [],
+        "chunk_blocks": 256,
+    }
+
+
+def _catalog(dsn: str) -> tuple[dict[RelKey, RelName], list[Any]]:
+    names = name_map(dsn)
+    metas: list[Any] = []
+    with db.connect(dsn) as conn:
+        dbs = conn.execute(db.load_sql("databases")).fetchall()
+    for datname, _oid in dbs:
+        with db.connect(db.dsn_for_database(dsn, datname)) as conn:
+            for spc, dboid, node, amname, natts in conn.execute(db.load_sql("scan_metadata")):
+                metas.append([[int(spc), int(dboid), int(node)], {"kind": _AM_KIND.get(amname or ""), "natts": natts}])
+    return names, metas
+
+
+def _resolve_filters(
+    req: ScanRequest, names: dict[RelKey, RelName], databases_by_name: dict[str, int]
+) -> tuple[list[int], list[int]]:
+    db_oids: list[int] = []
+    for d in req.databases:
+        if d.isdigit():
+            db_oids.append(int(d))
+        elif d in databases_by_name:
+            db_oids.append(databases_by_name[d])
+        else:
+            raise PgSurgeonError(f"unknown database {d!r}", hint="give its OID, or --dsn so names can be looked up")
+    nodes: list[int] = []
+    for r in req.relations:
+        if r.isdigit():
+            nodes.append(int(r))
+            continue
+        hits = [k[2] for k, n in names.items() if r in (n.name, n.qualified)]
+        if not hits:
+            raise PgSurgeonError(
+                f"unknown relation {r!r}", hint="give its relfilenode, or --dsn so names can be looked up"
+            )
+        nodes.extend(hits)
+    return db_oids, nodes
+
+
+def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | None = None) -> ScanOutcome:
+    """Scan and return the outcome; ``on_progress(bytes_done, bytes_total, pages_done)`` is called
+    a few times a second while the scan runs."""
+    if not (req.pgdata / "global" / "pg_control").is_file():
+        raise PgSurgeonError(
+            f"{req.pgdata} is not a data directory (no global/pg_control)",
+            hint="pass a data directory, a base backup, or relation files inside one",
+        )
+    try:
+        control = core.read_control(req.pgdata)
+    except core.FormatError as exc:
+        raise PgSurgeonError(f"pg_control is unreadable: {exc}", hint="use --checksums on|off to scan anyway") from None
+    pid = server_running(req.pgdata)
+    if pid is not None and not req.live:
+        raise PgSurgeonError(
+            f"the server is running on {req.pgdata} (postmaster pid {pid}): pages change while they are read",
+            hint="stop the server, scan a base backup, or pass --live to skip pages written after the last checkpoint",
+        )
+    options = _control_options(control, req.checksums, req.live and pid is not None)
+    options["jobs"] = req.jobs
+    names: dict[RelKey, RelName] = {}
+    databases_by_name: dict[str, int] = {}
+    if req.dsn:
+        names, metas = _catalog(req.dsn)
+        options["relations"] = metas
+        with db.connect(req.dsn) as conn:
+            databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
+    db_oids, nodes = _resolve_filters(req, names, databases_by_name)
+    config = {"options": options, "files": [str(f) for f in req.files], "databases": db_oids, "relfilenodes": nodes}
+    try:
+        scanner = core.Scanner(str(req.pgdata), json.dumps(config))
+    except (ValueError, OSError) as exc:
+        raise PgSurgeonError(str(exc).splitlines()[0]) from None
+    total = scanner.total_bytes
+    result: dict[str, Any] = {}
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            result.update(json.loads(scanner.run()))
+        except BaseException as exc:  # handed to the calling thread
+            failure.append(exc)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=work, name="pgsurgeon-scan", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+            if on_progress is not None:
+                done, pages = scanner.progress()
+                on_progress(done, total, pages)
+    except KeyboardInterrupt:
+        scanner.cancel()
+        worker.join()
+        raise
+    if failure:
+        raise PgSurgeonError(f"scan failed: {failure[0]}")
+    summary = result["summary"]
+    summary["seconds"] = round(time.monotonic() - started, 3)
+    findings = result["findings"]
+    for f in findings:
+        key = (f["tablespace_oid"], f["database_oid"], f["relfilenode"])
+        name = names.get(key)
+        f["relation"] = name.qualified if name else None
+        f["database"] = name.database if name else None
+    return ScanOutcome(req.pgdata, control, summary, findings, names)
