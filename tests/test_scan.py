@@ -375,17 +375,21 @@ def test_healthy_clusters_have_no_findings(version: str, lab_base_dir: Path) -> 
         assert outcome["findings"] == [], json.dumps(outcome["findings"][:5], indent=1)
         assert outcome["summary"]["blocks"] > 2000
         assert outcome["control"]["state"] == "shut down"
+        # with the catalog: attribute walks, TOAST chunk checks, index TIDs against heaps, all relations named
+        cluster.start()
+        outcome = json.loads(_scan_json(cluster.pgdata, "--live", "--dsn", cluster.dsn()))
+        assert outcome["findings"] == [], json.dumps(outcome["findings"][:5], indent=1)
     finally:
         cluster.destroy()
 
 
-def _scan_json(pgdata: Path) -> str:
+def _scan_json(pgdata: Path, *extra: str) -> str:
     import contextlib
     import io
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        assert main(["scan", str(pgdata), "--format", "json"]) in (0, 2)
+        assert main(["scan", str(pgdata), "--format", "json", *extra]) in (0, 2)
     return buf.getvalue()
 
 
@@ -419,3 +423,109 @@ def test_junk_files_never_crash(damaged: Damaged, tmp_path: Path, capsys: pytest
     # a directory that is not a data directory: one clear line
     assert main(["scan", str(tmp_path)]) == 1
     assert "not a data directory" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------- index evidence
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_index_entries_reveal_lost_rows(version: str, make_lab: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --dsn the scan knows each btree's table and checks every leaf TID against the heap: entries into an
+    all-zero page (rows lost, though the server reads the page as empty), past a truncated heap's end, or at an
+    unused line pointer."""
+    cluster = make_lab(version)
+    files: dict[str, Path] = {}
+    with cluster.connect() as conn:
+        for table in ("ix_zero", "ix_trunc", "ix_unused", "ix_healthy"):
+            conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, label text)")
+            conn.execute(f"INSERT INTO {table} SELECT g, repeat('y', 90) FROM generate_series(1, 3000) g")
+            (path,) = conn.execute("SELECT pg_relation_filepath(%s::regclass)", [table]).fetchone() or ("",)
+            files[table] = cluster.pgdata / str(path)
+        conn.execute("CHECKPOINT")
+    cluster.stop()
+    write_at(files["ix_zero"], 4 * BLCKSZ, bytes(BLCKSZ))
+    os.truncate(files["ix_trunc"], files["ix_trunc"].stat().st_size - 3 * BLCKSZ)
+    page = read_page(files["ix_unused"], 2)
+    page[24 + 4 * 9 : 24 + 4 * 10] = bytes(4)  # line pointer 10 -> LP_UNUSED
+    write_page(files["ix_unused"], 2, page, restamp=True)
+    cluster.start()
+    code = main(["scan", str(cluster.pgdata), "--live", "--dsn", cluster.dsn(), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2
+    by_rel: dict[str, set[tuple[str, int | None]]] = {}
+    for f in report["findings"]:
+        by_rel.setdefault(f["relation"], set()).add((f["code"], f["block"]))
+    assert ("page_header.zeroed_referenced", 4) in by_rel["public.ix_zero"]
+    assert {c for c, _ in by_rel["public.ix_trunc_pkey"]} == {"index.tid_beyond_heap"}
+    assert ("index.tid_unused", None) not in by_rel.get("public.ix_unused", set())
+    assert "index.tid_unused" in {c for c, _ in by_rel["public.ix_unused_pkey"]}
+    assert "public.ix_healthy" not in by_rel and "public.ix_healthy_pkey" not in by_rel
+
+
+def test_progress_and_text_output(damaged: Damaged, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["scan", str(damaged.cluster.pgdata), "-P", "-j", "2"])
+    out = capsys.readouterr().out
+    assert code == 2
+    assert "scanned" in out and "MB/s" in out
+    assert "page_header.bad_flags" in out and "what to do:" in out
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_toast_damage_is_traced_to_the_row(version: str, make_lab: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A damaged TOAST chunk is reported at the table row whose value it breaks (block and line pointer), with
+    the server's error; healthy TOAST-ed text, bytea and jsonb, dropped and added columns give nothing."""
+    cluster = make_lab(version)
+    with cluster.connect() as conn:
+        conn.execute("CREATE TABLE tt (id int PRIMARY KEY, gone int, body text, blob bytea, doc jsonb)")
+        conn.execute(
+            "INSERT INTO tt SELECT g, g,"
+            " (SELECT string_agg(md5((g * 100 + i)::text), '') FROM generate_series(1, 120) i),"
+            " (SELECT decode(string_agg(md5((g * 7 + i)::text), ''), 'hex') FROM generate_series(1, 300) i),"
+            " jsonb_build_object('k', g, 'pad', repeat('z', 3000)) FROM generate_series(1, 60) g"
+        )
+        conn.execute("ALTER TABLE tt DROP COLUMN gone")
+        conn.execute("ALTER TABLE tt ADD COLUMN extra int DEFAULT 7")
+        conn.execute("UPDATE tt SET body = body || 'x' WHERE id % 10 = 0")
+        conn.execute("DELETE FROM tt WHERE id % 9 = 0")
+        (toast_path, toast_rel) = conn.execute(
+            "SELECT pg_relation_filepath(reltoastrelid), reltoastrelid::regclass::text"
+            " FROM pg_class WHERE relname = 'tt'"
+        ).fetchone() or ("", "")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        # the second chunk on the TOAST table's first page, and the value it belongs to
+        (chunk_id, lp_off) = conn.execute(
+            "SELECT (SELECT chunk_id FROM " + toast_rel + " WHERE ctid = '(0,2)'), lp_off "
+            "FROM heap_page_items(get_raw_page(%s, 0)) WHERE lp = 2",
+            [toast_rel],
+        ).fetchone() or (0, 0)
+        # the row holding the TOAST pointer to that value (va_valueid sits 8 bytes after the pointer's 0x01 0x12 tag)
+        needle = int(chunk_id).to_bytes(4, "little")
+        row_ctid = ""
+        for blk in range(int(conn.execute("SELECT pg_relation_size('tt') / 8192").fetchone()[0])):  # type: ignore[index]
+            for lp, data in conn.execute("SELECT lp, t_data FROM heap_page_items(get_raw_page('tt', %s))", [blk]):
+                raw = bytes(data or b"")
+                at = raw.find(b"\x01\x12")
+                while at >= 0:
+                    if raw[at + 10 : at + 14] == needle:
+                        row_ctid = f"({blk},{lp})"
+                    at = raw.find(b"\x01\x12", at + 1)
+        assert row_ctid
+        conn.execute("CHECKPOINT")
+    code = main(["scan", str(cluster.pgdata), "--live", "--dsn", cluster.dsn(), "--format", "json"])
+    assert code == 0, capsys.readouterr().out[:2000]
+    capsys.readouterr()
+    cluster.stop()
+    toast_file = cluster.pgdata / str(toast_path)
+    page = read_page(toast_file, 0)
+    seq_at = lp_off + 24 + 4  # t_hoff 24, chunk_id oid, then chunk_seq
+    page[seq_at : seq_at + 4] = (57).to_bytes(4, "little")
+    write_page(toast_file, 0, page, restamp=True)
+    cluster.start()
+    code = main(["scan", str(cluster.pgdata), "--live", "--dsn", cluster.dsn(), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2
+    on_row = [f for f in report["findings"] if f["relation"] == "public.tt" and f["area"] == "toast"]
+    assert on_row, report["findings"]
+    block, item = (int(x) for x in row_ctid.strip("()").split(","))
+    assert {(f["block"], f["item"]) for f in on_row} == {(block, item)}
+    assert any("chunk number" in f["pg_error"] for f in on_row)

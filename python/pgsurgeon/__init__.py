@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("pgsurgeon")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0+unknown"
+from pgsurgeon._pgsurgeon import __version__
 
 __all__ = ["__version__"]

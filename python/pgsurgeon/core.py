@@ -15,6 +15,18 @@ from pgsurgeon import _pgsurgeon as _ext
 FormatError = _ext.FormatError
 Scanner = _ext.Scanner
 
+# Page kind of each access method's pages, by pg_am.amname (sequences have relam 0: named here).
+AM_PAGE_KIND = {
+    "heap": "heap",
+    "btree": "btree",
+    "hash": "hash",
+    "gist": "gist",
+    "spgist": "spgist",
+    "gin": "gin",
+    "brin": "brin",
+    "sequence": "sequence",
+}
+
 # Page kinds the core knows by name (crates/core/src/page.rs PageKind).
 PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence", "map")
 
@@ -23,6 +35,11 @@ def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None =
     """Decode one page: header, line pointers, tuple headers or btree items, findings."""
     result: dict[str, Any] = json.loads(_ext.inspect_page(data, block, checksums, kind))
     return result
+
+
+def describe_code(code: str) -> tuple[str, str, str, str]:
+    """(area, severity, pg_error, remedy) of a finding code, from the core's catalogue."""
+    return _ext.describe_code(code)
 
 
 def page_checksum(data: bytes, block: int) -> int | None:

@@ -8,30 +8,61 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
-from typing import Any
-
-import psycopg
-from psycopg import errors, sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.errors import PgSurgeonError
 
-Connection = psycopg.Connection
-Error = psycopg.Error
-DatabaseError = psycopg.DatabaseError
-OperationalError = psycopg.OperationalError
-ProgrammingError = psycopg.ProgrammingError
-InterfaceError = psycopg.InterfaceError
-DataCorrupted = errors.DataCorrupted
-"""SQLSTATE XX001: e.g. ``invalid page in block``, checksum failures."""
-IndexCorrupted = errors.IndexCorrupted
-"""SQLSTATE XX002."""
-InternalError = errors.InternalError_
-"""SQLSTATE XX000: e.g. ``could not access status of transaction``."""
-QueryCanceled = errors.QueryCanceled
-UndefinedFile = errors.UndefinedFile
-UndefinedTable = errors.UndefinedTable
-FeatureNotSupported = errors.FeatureNotSupported
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import errors, sql
+
+    Connection = psycopg.Connection
+    Error = psycopg.Error
+    DatabaseError = psycopg.DatabaseError
+    OperationalError = psycopg.OperationalError
+    ProgrammingError = psycopg.ProgrammingError
+    InterfaceError = psycopg.InterfaceError
+    DataCorrupted = errors.DataCorrupted  # SQLSTATE XX001: invalid page in block, checksum failures
+    IndexCorrupted = errors.IndexCorrupted  # SQLSTATE XX002
+    InternalError = errors.InternalError_  # SQLSTATE XX000: could not access status of transaction
+    QueryCanceled = errors.QueryCanceled
+    UndefinedFile = errors.UndefinedFile
+    UndefinedTable = errors.UndefinedTable
+    FeatureNotSupported = errors.FeatureNotSupported
+else:
+    # The driver takes ~140 ms to import; commands that never touch a server (scan, inspect of a file)
+    # should not pay for it, so these names resolve on first use (PEP 562).
+    _LAZY = {
+        "Connection": ("psycopg", "Connection"),
+        "Error": ("psycopg", "Error"),
+        "DatabaseError": ("psycopg", "DatabaseError"),
+        "OperationalError": ("psycopg", "OperationalError"),
+        "ProgrammingError": ("psycopg", "ProgrammingError"),
+        "InterfaceError": ("psycopg", "InterfaceError"),
+        "DataCorrupted": ("psycopg.errors", "DataCorrupted"),
+        "IndexCorrupted": ("psycopg.errors", "IndexCorrupted"),
+        "InternalError": ("psycopg.errors", "InternalError_"),
+        "QueryCanceled": ("psycopg.errors", "QueryCanceled"),
+        "UndefinedFile": ("psycopg.errors", "UndefinedFile"),
+        "UndefinedTable": ("psycopg.errors", "UndefinedTable"),
+        "FeatureNotSupported": ("psycopg.errors", "FeatureNotSupported"),
+        "errors": ("psycopg", "errors"),
+        "sql": ("psycopg", "sql"),
+        "psycopg": ("psycopg", None),
+    }
+
+    def __getattr__(name: str) -> Any:
+        try:
+            module_name, attr = _LAZY[name]
+        except KeyError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        import importlib
+
+        module = importlib.import_module(module_name)
+        value = module if attr is None else getattr(module, attr)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "ConnectError",
@@ -66,16 +97,23 @@ class ConnectError(PgSurgeonError):
 
 def make_dsn(**params: str | int) -> str:
     """A libpq connection string from keyword parameters, values quoted as needed."""
+    from psycopg.conninfo import make_conninfo
+
     return make_conninfo("", **{k: str(v) for k, v in params.items()})
 
 
 def dsn_for_database(dsn: str, dbname: str) -> str:
     """The same connection string pointed at another database."""
+    from psycopg.conninfo import make_conninfo
+
     return make_conninfo(dsn, dbname=dbname)
 
 
 def describe_dsn(dsn: str) -> str:
     """``host:port/dbname`` for messages (never the password)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
     try:
         info = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
@@ -88,6 +126,8 @@ def describe_dsn(dsn: str) -> str:
 
 def connect(dsn: str, autocommit: bool = True, **kwargs: Any) -> psycopg.Connection[tuple[Any, ...]]:
     """Open a connection; a failure to connect becomes :class:`ConnectError` (one line plus hint)."""
+    import psycopg
+
     try:
         return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
     except psycopg.OperationalError as exc:

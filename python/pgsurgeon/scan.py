@@ -16,18 +16,6 @@ from pgsurgeon import core, db
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.relnames import RelKey, RelName, name_map
 
-# Page kinds the core knows, by pg_am.amname.
-_AM_KIND = {
-    "heap": "heap",
-    "btree": "btree",
-    "hash": "hash",
-    "gist": "gist",
-    "spgist": "spgist",
-    "gin": "gin",
-    "brin": "brin",
-    "sequence": "sequence",
-}
-
 
 def parse_lsn(text: str) -> int:
     hi, lo = text.split("/")
@@ -90,6 +78,7 @@ def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dic
         "live_redo_lsn": parse_lsn(control["redo"]) if live else None,
         "relations": [],
         "chunk_blocks": 256,
+        "toast_max_chunk_size": int(control.get("toast_max_chunk_size") or 1996),
     }
 
 
@@ -100,8 +89,17 @@ def _catalog(dsn: str) -> tuple[dict[RelKey, RelName], list[Any]]:
         dbs = conn.execute(db.load_sql("databases")).fetchall()
     for datname, _oid in dbs:
         with db.connect(db.dsn_for_database(dsn, datname)) as conn:
-            for spc, dboid, node, amname, natts in conn.execute(db.load_sql("scan_metadata")):
-                metas.append([[int(spc), int(dboid), int(node)], {"kind": _AM_KIND.get(amname or ""), "natts": natts}])
+            for row in conn.execute(db.load_sql("scan_metadata")):
+                spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name = row
+                meta = {
+                    "kind": core.AM_PAGE_KIND.get(amname or ""),
+                    "natts": natts,
+                    "heap": [int(hspc), int(hdb), int(hnode)] if hnode is not None else None,
+                    "desc": desc,
+                    "toast": [int(tspc), int(dboid), int(tnode)] if tnode is not None else None,
+                    "toast_name": toast_name,
+                }
+                metas.append([[int(spc), int(dboid), int(node)], meta])
     return names, metas
 
 

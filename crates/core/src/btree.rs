@@ -102,11 +102,7 @@ impl BTPageOpaqueData {
         self.btpo_flags & BTP_DELETED != 0
     }
     pub fn flag_names(&self) -> Vec<&'static str> {
-        FLAG_NAMES
-            .iter()
-            .filter(|(b, _)| self.btpo_flags & b != 0)
-            .map(|(_, n)| *n)
-            .collect()
+        FLAG_NAMES.iter().filter(|(b, _)| self.btpo_flags & b != 0).map(|(_, n)| *n).collect()
     }
 }
 
@@ -149,10 +145,7 @@ pub struct IndexTupleData {
 
 impl IndexTupleData {
     pub fn parse(tuple: &[u8]) -> Option<Self> {
-        Some(IndexTupleData {
-            t_tid: ItemPointerData::parse(tuple, 0)?,
-            t_info: u16_at(tuple, 6)?,
-        })
+        Some(IndexTupleData { t_tid: ItemPointerData::parse(tuple, 0)?, t_info: u16_at(tuple, 6)? })
     }
     /// `IndexTupleSize`.
     pub fn size(&self) -> usize {
@@ -210,12 +203,7 @@ pub struct BtItem {
 
 /// Decode one btree item the way bt_page_print_tuples does. `None` when the item's bytes lie
 /// outside the page or are too short to hold what its header claims.
-pub fn decode_item(
-    itemoffset: u16,
-    tuple: &[u8],
-    dead: bool,
-    opaque: &BTPageOpaqueData,
-) -> Option<BtItem> {
+pub fn decode_item(itemoffset: u16, tuple: &[u8], dead: bool, opaque: &BTPageOpaqueData) -> Option<BtItem> {
     let it = IndexTupleData::parse(tuple)?;
     let size = it.size();
     let body = tuple.get(..size)?;
@@ -242,9 +230,8 @@ pub fn decode_item(
     } else if it.is_posting() {
         let n = usize::from(it.alt_count());
         let start = it.posting_offset();
-        let list: Option<Vec<_>> = (0..n)
-            .map(|i| ItemPointerData::parse(body, start + i * SIZE_OF_ITEM_POINTER))
-            .collect();
+        let list: Option<Vec<_>> =
+            (0..n).map(|i| ItemPointerData::parse(body, start + i * SIZE_OF_ITEM_POINTER)).collect();
         let list = list?;
         let first = list.first().copied();
         tids = Some(list);
@@ -268,4 +255,26 @@ pub fn decode_item(
         is_pivot: it.is_pivot(),
         is_posting: it.is_posting(),
     })
+}
+
+/// The heap TIDs a leaf tuple points to: its t_tid, or every TID of a posting list. Pivot tuples
+/// (high keys) point nowhere. `false` when the tuple is too damaged to say.
+pub fn leaf_heap_tids(tuple: &[u8], out: &mut Vec<ItemPointerData>) -> bool {
+    out.clear();
+    let Some(it) = IndexTupleData::parse(tuple) else { return false };
+    if it.is_pivot() {
+        return true;
+    }
+    if it.is_posting() {
+        let start = it.posting_offset();
+        for i in 0..usize::from(it.alt_count()) {
+            match ItemPointerData::parse(tuple, start + i * SIZE_OF_ITEM_POINTER) {
+                Some(t) => out.push(t),
+                None => return false,
+            }
+        }
+        return true;
+    }
+    out.push(it.t_tid);
+    true
 }

@@ -5,13 +5,10 @@ use crate::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE, MAX_BT_CYCLE_ID};
 use crate::bytes::maxalign;
 use crate::checksum::pg_checksum_page;
 use crate::finding::Finding;
-use crate::heap::{
-    HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE, SIZEOF_HEAP_TUPLE_HEADER,
-};
+use crate::heap::{HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE};
+use crate::itemid::ItemIdData;
 use crate::itemid::{LP_NORMAL, LP_REDIRECT, SIZE_OF_ITEM_ID_DATA};
-use crate::page::{
-    Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA,
-};
+use crate::page::{Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
 
 /// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
 /// server does not check but later trips over (pd_lower inside the header, size/version word).
@@ -30,10 +27,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
                     "checksum.mismatch",
                     block,
                     None,
-                    format!(
-                        "calculated checksum {calc} but the page holds {}",
-                        h.pd_checksum
-                    ),
+                    format!("calculated checksum {calc} but the page holds {}", h.pd_checksum),
                 ));
             }
         }
@@ -55,10 +49,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
             "page_header.bad_flags",
             block,
             None,
-            format!(
-                "pd_flags 0x{:04x} has undefined bits 0x{unknown:04x}",
-                h.pd_flags
-            ),
+            format!("pd_flags 0x{:04x} has undefined bits 0x{unknown:04x}", h.pd_flags),
         ));
     }
     if h.pd_lower > h.pd_upper && !h.is_new() {
@@ -74,10 +65,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
             "page_header.upper_gt_special",
             block,
             None,
-            format!(
-                "pd_upper {} is above pd_special {}",
-                h.pd_upper, h.pd_special
-            ),
+            format!("pd_upper {} is above pd_special {}", h.pd_upper, h.pd_special),
         ));
     }
     if usize::from(h.pd_special) > blcksz {
@@ -85,10 +73,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
             "page_header.special_gt_blcksz",
             block,
             None,
-            format!(
-                "pd_special {} is beyond the {blcksz}-byte page",
-                h.pd_special
-            ),
+            format!("pd_special {} is beyond the {blcksz}-byte page", h.pd_special),
         ));
     }
     if usize::from(h.pd_special) != maxalign(usize::from(h.pd_special)) {
@@ -104,10 +89,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
             "page_header.lower_below_header",
             block,
             None,
-            format!(
-                "pd_lower {} points inside the 24-byte page header",
-                h.pd_lower
-            ),
+            format!("pd_lower {} points inside the 24-byte page header", h.pd_lower),
         ));
     }
     if h.page_size() != blcksz {
@@ -115,10 +97,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
             "page_header.page_size",
             block,
             None,
-            format!(
-                "the header says the page has {} bytes, the file has {blcksz}-byte blocks",
-                h.page_size()
-            ),
+            format!("the header says the page has {} bytes, the file has {blcksz}-byte blocks", h.page_size()),
         ));
     }
     if h.layout_version() != PG_PAGE_LAYOUT_VERSION {
@@ -126,10 +105,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
             "page_header.layout_version",
             block,
             None,
-            format!(
-                "page layout version {} (expected {PG_PAGE_LAYOUT_VERSION})",
-                h.layout_version()
-            ),
+            format!("page layout version {} (expected {PG_PAGE_LAYOUT_VERSION})", h.layout_version()),
         ));
     }
     out
@@ -149,8 +125,7 @@ struct ItemFindings {
 impl ItemFindings {
     fn push(&mut self, code: &'static str, item: u16, message: impl FnOnce() -> String) {
         if self.out.len() < MAX_ITEM_FINDINGS_PER_PAGE {
-            self.out
-                .push(Finding::new(code, self.block, Some(item), message()));
+            self.out.push(Finding::new(code, self.block, Some(item), message()));
         } else {
             self.suppressed += 1;
         }
@@ -174,152 +149,193 @@ impl ItemFindings {
     }
 }
 
-/// Line pointers: count against the page, placement of each item's storage, alignment and
-/// minimum size for heap tuples, redirect targets.
-pub fn check_line_pointers(page: &Page<'_>, kind: PageKind, block: Option<u64>) -> Vec<Finding> {
-    let h = page.header();
-    let len = page.len();
-    if h.is_new() || page.is_all_zero() {
-        return Vec::new();
+/// Where items may live on a page, computed once per page.
+struct Placement {
+    len: usize,
+    upper: usize,
+    special: usize,
+    array_end: usize,
+    maxoff: u16,
+}
+
+impl Placement {
+    fn of(page: &Page<'_>) -> Self {
+        let h = page.header();
+        let len = page.len();
+        Placement {
+            len,
+            upper: usize::from(h.pd_upper),
+            special: usize::from(h.pd_special).min(len),
+            array_end: SIZE_OF_PAGE_HEADER_DATA + usize::from(h.max_offset_number()) * SIZE_OF_ITEM_ID_DATA,
+            maxoff: page.readable_item_count(),
+        }
     }
-    let mut f = ItemFindings {
-        block,
-        out: Vec::new(),
-        suppressed: 0,
-    };
-    let claimed = usize::from(h.max_offset_number());
-    let array_end = SIZE_OF_PAGE_HEADER_DATA + claimed * SIZE_OF_ITEM_ID_DATA;
-    if array_end > len {
+}
+
+fn check_item_count(f: &mut ItemFindings, page: &Page<'_>, at: &Placement) {
+    if at.array_end > at.len {
+        let h = page.header();
         f.out.push(Finding::new(
             "line_pointer.count",
-            block,
+            f.block,
             None,
             format!(
-                "pd_lower {} claims {claimed} line pointers, more than the page can hold",
-                h.pd_lower
+                "pd_lower {} claims {} line pointers, more than the page can hold",
+                h.pd_lower,
+                h.max_offset_number()
             ),
         ));
     }
-    let upper = usize::from(h.pd_upper);
-    let special = usize::from(h.pd_special).min(len);
-    let maxoff = page.readable_item_count();
-    for (off, id) in page.item_ids() {
-        let flags = id.lp_flags();
-        if flags == LP_REDIRECT {
-            let target = id.lp_off();
-            if target == 0 || target > maxoff {
-                f.push("line_pointer.redirect_target", off, || {
-                    format!("redirect to item {target}, outside 1..{maxoff}")
-                });
-            } else if let Some(t) = page.item_id(target) {
-                if t.lp_flags() != LP_NORMAL {
-                    f.push("line_pointer.redirect_target", off, || {
-                        format!(
-                            "redirect to item {target}, which is {} rather than a tuple",
-                            t.flags_name()
-                        )
-                    });
-                }
-            }
-            continue;
-        }
-        if !id.has_storage() {
-            continue;
-        }
-        let start = usize::from(id.lp_off());
-        let end = start + usize::from(id.lp_len());
-        if end > len {
-            f.push("line_pointer.past_page", off, || {
-                format!(
-                    "item at {start} of length {} runs past the end of the {len}-byte page",
-                    id.lp_len()
-                )
-            });
-            continue;
-        }
-        if start < upper || start < array_end {
-            f.push("line_pointer.before_upper", off, || {
-                format!("item at {start} starts before pd_upper {upper} (free space or the line pointer array)")
-            });
-        } else if end > special {
-            f.push("line_pointer.past_special", off, || {
-                format!("item at {start}..{end} overlaps the special space at {special}")
-            });
-        }
-        if kind == PageKind::Heap && flags == LP_NORMAL {
-            if start != maxalign(start) {
-                f.push("line_pointer.unaligned", off, || {
-                    format!("tuple offset {start} is not a multiple of 8")
-                });
-            }
-            if usize::from(id.lp_len()) < MIN_HEAP_TUPLE_SIZE {
-                f.push("line_pointer.too_short", off, || {
-                    format!(
-                        "tuple length {} is below the {MIN_HEAP_TUPLE_SIZE}-byte minimum",
-                        id.lp_len()
-                    )
-                });
-            }
-        }
-    }
-    f.finish(maxoff)
 }
 
-/// Heap tuple headers whose storage lies inside the page: t_hoff against natts and the null
-/// bitmap, t_hoff against the item length, natts against the heap limit.
-pub fn check_heap_tuples(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if page.header().is_new() {
-        return out;
+#[inline(always)]
+/// One line pointer: redirect target, placement of its storage, and for heap tuples alignment
+/// and minimum size. Returns the item's bytes when they lie inside the page.
+fn check_item<'a>(
+    f: &mut ItemFindings,
+    page: &Page<'a>,
+    kind: PageKind,
+    at: &Placement,
+    off: u16,
+    id: ItemIdData,
+) -> Option<&'a [u8]> {
+    let flags = id.lp_flags();
+    if flags == LP_REDIRECT {
+        let target = id.lp_off();
+        let maxoff = at.maxoff;
+        if target == 0 || target > maxoff {
+            f.push("line_pointer.redirect_target", off, || format!("redirect to item {target}, outside 1..{maxoff}"));
+        } else if let Some(t) = page.item_id(target) {
+            if t.lp_flags() != LP_NORMAL {
+                f.push("line_pointer.redirect_target", off, || {
+                    format!("redirect to item {target}, which is {} rather than a tuple", t.flags_name())
+                });
+            }
+        }
+        return None;
     }
+    if !id.has_storage() {
+        return None;
+    }
+    let start = usize::from(id.lp_off());
+    let end = start + usize::from(id.lp_len());
+    if end > at.len {
+        let len = at.len;
+        f.push("line_pointer.past_page", off, || {
+            format!("item at {start} of length {} runs past the end of the {len}-byte page", id.lp_len())
+        });
+        return None;
+    }
+    if start < at.upper || start < at.array_end {
+        let upper = at.upper;
+        f.push("line_pointer.before_upper", off, || {
+            format!("item at {start} starts before pd_upper {upper} (free space or the line pointer array)")
+        });
+    } else if end > at.special {
+        let special = at.special;
+        f.push("line_pointer.past_special", off, || {
+            format!("item at {start}..{end} overlaps the special space at {special}")
+        });
+    }
+    if kind == PageKind::Heap && flags == LP_NORMAL {
+        if start != maxalign(start) {
+            f.push("line_pointer.unaligned", off, || format!("tuple offset {start} is not a multiple of 8"));
+        }
+        if usize::from(id.lp_len()) < MIN_HEAP_TUPLE_SIZE {
+            f.push("line_pointer.too_short", off, || {
+                format!("tuple length {} is below the {MIN_HEAP_TUPLE_SIZE}-byte minimum", id.lp_len())
+            });
+        }
+    }
+    page.bytes().get(start..end)
+}
+
+/// Line pointers of a page with ordinary items (btree, GiST, sequence): count, placement,
+/// redirect targets.
+pub fn check_line_pointers(page: &Page<'_>, kind: PageKind, block: Option<u64>) -> Vec<Finding> {
+    if page.header().is_new() || page.is_all_zero() {
+        return Vec::new();
+    }
+    let mut f = ItemFindings { block, out: Vec::new(), suppressed: 0 };
+    let at = Placement::of(page);
+    check_item_count(&mut f, page, &at);
     for (off, id) in page.item_ids() {
-        if id.lp_flags() != LP_NORMAL || usize::from(id.lp_len()) < SIZEOF_HEAP_TUPLE_HEADER {
+        check_item(&mut f, page, kind, &at, off, id);
+    }
+    f.finish(at.maxoff)
+}
+
+/// What heap tuple checks may use beyond the page: the relation's size and the cluster's
+/// transaction horizons. Both optional; checks that need them are skipped without.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HeapContext<'a> {
+    pub nblocks: Option<u64>,
+    pub horizons: Option<&'a Horizons>,
+    /// The relation's attribute count (pg_class.relnatts), when the catalog was consulted.
+    pub relnatts: Option<u16>,
+}
+
+/// A heap page's items in one pass: each line pointer, and the header of each tuple whose
+/// storage lies in the page (t_hoff, natts, XIDs against the horizons, infomask, t_ctid).
+/// `tuples`: whether the header is sane enough for tuple offsets to mean anything.
+pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tuples: bool) -> Vec<Finding> {
+    if page.header().is_new() || page.is_all_zero() {
+        return Vec::new();
+    }
+    let mut f = ItemFindings { block: Some(block), out: Vec::new(), suppressed: 0 };
+    let at = Placement::of(page);
+    check_item_count(&mut f, page, &at);
+    // HOT chain links on this page, (from, to): redirects and HOT-updated tuples' t_ctid.
+    let mut links: Vec<(u16, u16)> = Vec::new();
+    for (off, id) in page.item_ids() {
+        if id.lp_flags() == LP_REDIRECT {
+            links.push((off, id.lp_off()));
+        }
+        let Some(tuple) = check_item(&mut f, page, PageKind::Heap, &at, off, id) else { continue };
+        if !tuples || id.lp_flags() != LP_NORMAL {
             continue;
         }
-        let Some(tuple) = page.item_bytes(id) else {
-            continue;
-        };
-        let Some(t) = HeapTupleHeaderData::parse(tuple) else {
-            continue;
-        };
-        let hoff = usize::from(t.t_hoff);
-        if hoff > tuple.len() {
-            out.push(Finding::new(
-                "tuple_header.hoff_gt_len",
-                block,
-                Some(off),
-                format!("t_hoff {hoff} is beyond the tuple length {}", tuple.len()),
-            ));
-        } else if hoff != t.expected_hoff() {
-            out.push(Finding::new(
-                "tuple_header.t_hoff",
-                block,
-                Some(off),
-                format!(
-                    "t_hoff {hoff} but {} attributes{} need {}",
-                    t.natts(),
-                    if t.has_nulls() {
-                        " with a null bitmap"
-                    } else {
-                        ""
-                    },
-                    t.expected_hoff()
-                ),
-            ));
-        }
-        if t.natts() > MAX_HEAP_ATTRIBUTE_NUMBER {
-            out.push(Finding::new(
-                "tuple_header.natts",
-                block,
-                Some(off),
-                format!(
-                    "{} attributes, above the limit of {MAX_HEAP_ATTRIBUTE_NUMBER}",
-                    t.natts()
-                ),
-            ));
+        if let Some(t) = HeapTupleHeaderData::parse(tuple) {
+            check_heap_tuple(&mut f, block, off, tuple.len(), &t, at.maxoff, ctx);
+            if t.t_infomask2 & crate::heap::HEAP_HOT_UPDATED != 0 && u64::from(t.t_ctid.block) == block {
+                links.push((off, t.t_ctid.offset));
+            }
         }
     }
-    out
+    if tuples && !links.is_empty() {
+        check_hot_chains(&mut f, page, &at, &mut links);
+    }
+    f.finish(at.maxoff)
+}
+
+/// HOT chains inside one page, as verify_heapam follows them: a redirect or a HOT update must
+/// lead to a heap-only tuple, and no tuple may have two predecessors.
+fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links: &mut [(u16, u16)]) {
+    use crate::heap::HEAP_ONLY_TUPLE;
+    links.sort_unstable_by_key(|l| l.1);
+    for pair in links.windows(2) {
+        let ((a, to), (b, _)) = (pair[0], pair[1]);
+        if pair[0].1 == pair[1].1 {
+            f.push("line_pointer.hot_chain", b, || {
+                format!("items {a} and {b} both lead to item {to}: a tuple has two predecessors")
+            });
+        }
+    }
+    for &(from, to) in links.iter() {
+        if to == 0 || to > at.maxoff {
+            continue; // reported as a redirect target or t_ctid problem already
+        }
+        let Some(id) = page.item_id(to) else { continue };
+        if id.lp_flags() != LP_NORMAL {
+            continue; // a pruned successor (dead/unused) is normal for HOT updates; redirects are checked above
+        }
+        let Some(t) = page.item_bytes(id).and_then(HeapTupleHeaderData::parse) else { continue };
+        if t.t_infomask2 & HEAP_ONLY_TUPLE == 0 {
+            f.push("line_pointer.hot_chain", from, || {
+                format!("item {from} leads to item {to} by a HOT link, but item {to} is not a heap-only tuple")
+            });
+        }
+    }
 }
 
 /// The transaction horizons a tuple's XIDs must respect, from pg_control (and, with a DSN, the
@@ -358,167 +374,126 @@ pub fn multi_precedes(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
-/// Tuple header consistency that needs no catalog: XIDs and MultiXactIds against the cluster's
-/// horizons, contradictory infomask bits, and t_ctid. `nblocks` is the relation's size in blocks.
-/// A tuple whose XID lies outside the horizons is what produces "could not access status of
-/// transaction" (its pg_xact segment is gone) or rows that silently vanish (a "future" XID reads as
-/// in progress).
-pub fn check_heap_tuple_headers(
-    page: &Page<'_>,
+/// One heap tuple header: t_hoff against natts and the null bitmap and the item length, natts
+/// against the heap limit, XIDs and MultiXactIds against the cluster's horizons, contradictory
+/// infomask bits, and t_ctid. A tuple whose XID lies outside the horizons is what produces "could
+/// not access status of transaction" (its pg_xact segment is gone) or rows that silently vanish (a
+/// "future" XID reads as in progress).
+#[inline(always)]
+fn check_heap_tuple(
+    f: &mut ItemFindings,
     block: u64,
-    nblocks: u64,
-    horizons: Option<&Horizons>,
-) -> Vec<Finding> {
+    off: u16,
+    len: usize,
+    t: &HeapTupleHeaderData,
+    maxoff: u16,
+    ctx: &HeapContext<'_>,
+) {
     use crate::heap::{
-        HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED,
-        HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
-        HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
+        HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID,
+        HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED, HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
     };
-    let mut f = ItemFindings {
-        block: Some(block),
-        out: Vec::new(),
-        suppressed: 0,
-    };
-    if page.header().is_new() {
-        return f.out;
+    let hoff = usize::from(t.t_hoff);
+    if hoff > len {
+        f.push("tuple_header.hoff_gt_len", off, || format!("t_hoff {hoff} is beyond the tuple length {len}"));
+    } else if hoff != t.expected_hoff() {
+        f.push("tuple_header.t_hoff", off, || {
+            format!(
+                "t_hoff {hoff} but {} attributes{} need {}",
+                t.natts(),
+                if t.has_nulls() { " with a null bitmap" } else { "" },
+                t.expected_hoff()
+            )
+        });
     }
-    let maxoff = page.readable_item_count();
-    for (off, id) in page.item_ids() {
-        if id.lp_flags() != LP_NORMAL || usize::from(id.lp_len()) < SIZEOF_HEAP_TUPLE_HEADER {
-            continue;
+    if t.natts() > MAX_HEAP_ATTRIBUTE_NUMBER {
+        f.push("tuple_header.natts", off, || {
+            format!("{} attributes, above the limit of {MAX_HEAP_ATTRIBUTE_NUMBER}", t.natts())
+        });
+    } else if let Some(relnatts) = ctx.relnatts.filter(|n| t.natts() > *n) {
+        f.push("tuple_header.natts", off, || format!("{} attributes, the table has {relnatts}", t.natts()));
+    }
+    let im = t.t_infomask;
+    if let Some(h) = ctx.horizons {
+        let frozen = im & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN;
+        let xmin = t.t_xmin;
+        if !frozen && xmin >= FIRST_NORMAL_TRANSACTION_ID {
+            let hinted = im & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) != 0;
+            if !xid_precedes(xmin, h.next_xid) {
+                f.push("tuple_header.xmin_future", off, || {
+                    format!("xmin {xmin} equals or exceeds the next transaction ID {}", h.next_xid)
+                });
+            } else if xid_precedes(xmin, h.oldest_xid) {
+                let code = if hinted { "tuple_header.xmin_old_hinted" } else { "tuple_header.xmin_old" };
+                f.push(code, off, || format!("xmin {xmin} precedes the oldest valid transaction ID {}", h.oldest_xid));
+            }
+        } else if !frozen && xmin == 0 && im & HEAP_XMIN_INVALID == 0 {
+            f.push("tuple_header.xmin_invalid", off, || "xmin is 0 (invalid) on a normal tuple".to_string());
         }
-        let Some(tuple) = page.item_bytes(id) else {
-            continue;
-        };
-        let Some(t) = HeapTupleHeaderData::parse(tuple) else {
-            continue;
-        };
-        let im = t.t_infomask;
-        if let Some(h) = horizons {
-            let frozen = im & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN;
-            let xmin = t.t_xmin;
-            if !frozen && xmin >= FIRST_NORMAL_TRANSACTION_ID {
-                let hinted = im & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) != 0;
-                if !xid_precedes(xmin, h.next_xid) {
-                    f.push("tuple_header.xmin_future", off, || {
-                        format!(
-                            "xmin {xmin} equals or exceeds the next transaction ID {}",
-                            h.next_xid
-                        )
+        let xmax = t.t_xmax;
+        if im & HEAP_XMAX_INVALID == 0 && xmax != 0 {
+            if im & HEAP_XMAX_IS_MULTI != 0 {
+                if !multi_precedes(xmax, h.next_multi) {
+                    f.push("tuple_header.multi_future", off, || {
+                        format!("MultiXactId {xmax} equals or exceeds the next MultiXactId {}", h.next_multi)
                     });
-                } else if xid_precedes(xmin, h.oldest_xid) {
-                    let code = if hinted {
-                        "tuple_header.xmin_old_hinted"
-                    } else {
-                        "tuple_header.xmin_old"
-                    };
-                    f.push(code, off, || {
-                        format!(
-                            "xmin {xmin} precedes the oldest valid transaction ID {}",
-                            h.oldest_xid
-                        )
+                } else if multi_precedes(xmax, h.oldest_multi) {
+                    f.push("tuple_header.multi_old", off, || {
+                        format!("MultiXactId {xmax} precedes the oldest MultiXactId {}", h.oldest_multi)
                     });
                 }
-            } else if !frozen && xmin == 0 && im & HEAP_XMIN_INVALID == 0 {
-                f.push("tuple_header.xmin_invalid", off, || {
-                    "xmin is 0 (invalid) on a normal tuple".to_string()
-                });
-            }
-            let xmax = t.t_xmax;
-            if im & HEAP_XMAX_INVALID == 0 && xmax != 0 {
-                if im & HEAP_XMAX_IS_MULTI != 0 {
-                    if !multi_precedes(xmax, h.next_multi) {
-                        f.push("tuple_header.multi_future", off, || {
-                            format!(
-                                "MultiXactId {xmax} equals or exceeds the next MultiXactId {}",
-                                h.next_multi
-                            )
-                        });
-                    } else if multi_precedes(xmax, h.oldest_multi) {
-                        f.push("tuple_header.multi_old", off, || {
-                            format!(
-                                "MultiXactId {xmax} precedes the oldest MultiXactId {}",
-                                h.oldest_multi
-                            )
-                        });
-                    }
-                } else if xmax >= FIRST_NORMAL_TRANSACTION_ID {
-                    if !xid_precedes(xmax, h.next_xid) {
-                        f.push("tuple_header.xmax_future", off, || {
-                            format!(
-                                "xmax {xmax} equals or exceeds the next transaction ID {}",
-                                h.next_xid
-                            )
-                        });
-                    } else if xid_precedes(xmax, h.oldest_xid) && im & HEAP_XMAX_COMMITTED == 0 {
-                        f.push("tuple_header.xmax_old", off, || {
-                            format!(
-                                "xmax {xmax} precedes the oldest valid transaction ID {}",
-                                h.oldest_xid
-                            )
-                        });
-                    }
+            } else if xmax >= FIRST_NORMAL_TRANSACTION_ID {
+                if !xid_precedes(xmax, h.next_xid) {
+                    f.push("tuple_header.xmax_future", off, || {
+                        format!("xmax {xmax} equals or exceeds the next transaction ID {}", h.next_xid)
+                    });
+                } else if xid_precedes(xmax, h.oldest_xid) && im & HEAP_XMAX_COMMITTED == 0 {
+                    f.push("tuple_header.xmax_old", off, || {
+                        format!("xmax {xmax} precedes the oldest valid transaction ID {}", h.oldest_xid)
+                    });
                 }
             }
         }
-        if im & HEAP_XMAX_COMMITTED != 0 && im & HEAP_XMAX_IS_MULTI != 0 {
-            f.push("tuple_header.infomask", off, || {
-                format!("t_infomask 0x{im:04x}: a MultiXactId xmax cannot be marked committed")
+    }
+    if im & HEAP_XMAX_COMMITTED != 0 && im & HEAP_XMAX_IS_MULTI != 0 {
+        f.push("tuple_header.infomask", off, || {
+            format!("t_infomask 0x{im:04x}: a MultiXactId xmax cannot be marked committed")
+        });
+    }
+    if im & HEAP_XMAX_LOCK_ONLY != 0 && t.t_infomask2 & HEAP_KEYS_UPDATED != 0 {
+        f.push("tuple_header.infomask", off, || {
+            format!("t_infomask 0x{im:04x}: xmax is only a locker but key columns are marked updated")
+        });
+    }
+    if t.t_infomask2 & HEAP_ONLY_TUPLE != 0 && im & HEAP_UPDATED == 0 {
+        f.push("tuple_header.infomask", off, || "heap-only tuple that is not the result of an update".to_string());
+    }
+    let ctid = t.t_ctid;
+    let special_offset = ctid.offset == MOVED_PARTITIONS_OFFSET_NUMBER || ctid.offset == SPEC_TOKEN_OFFSET_NUMBER;
+    if t.t_xmax == 0 && !special_offset && (u64::from(ctid.block) != block || ctid.offset != off) {
+        // heap_insert points t_ctid at the tuple itself and only UPDATE (which sets xmax) moves
+        // it: a never-updated tuple elsewhere than its t_ctid says was written to the wrong place
+        // (a misdirected write, a torn page, a page copied over another).
+        f.push("tuple_header.ctid_not_self", off, || {
+            format!("t_ctid {ctid} but this tuple, never updated (xmax 0), is at ({block},{off})")
+        });
+        return;
+    }
+    if !special_offset {
+        if ctid.offset == 0 || ctid.offset > MAX_HEAP_TUPLES_PER_PAGE {
+            f.push("tuple_header.ctid", off, || format!("t_ctid {ctid} has an impossible item number"));
+        } else if let Some(nblocks) = ctx.nblocks.filter(|n| u64::from(ctid.block) >= *n) {
+            f.push("tuple_header.ctid", off, || {
+                format!("t_ctid {ctid} points beyond the end of the relation ({nblocks} blocks)")
             });
-        }
-        if im & HEAP_XMAX_LOCK_ONLY != 0 && t.t_infomask2 & HEAP_KEYS_UPDATED != 0 {
-            f.push("tuple_header.infomask", off, || {
-                format!("t_infomask 0x{im:04x}: xmax is only a locker but key columns are marked updated")
+        } else if t.t_infomask2 & HEAP_HOT_UPDATED != 0 && u64::from(ctid.block) != block {
+            f.push("tuple_header.ctid", off, || format!("HOT-updated tuple whose t_ctid {ctid} leaves the page"));
+        } else if u64::from(ctid.block) == block && ctid.offset > maxoff && im & HEAP_XMAX_INVALID == 0 {
+            f.push("tuple_header.ctid", off, || {
+                format!("t_ctid {ctid} names an item past the end of this page's {maxoff} line pointers")
             });
-        }
-        if t.t_infomask2 & HEAP_ONLY_TUPLE != 0 && im & HEAP_UPDATED == 0 {
-            f.push("tuple_header.infomask", off, || {
-                "heap-only tuple that is not the result of an update".to_string()
-            });
-        }
-        let ctid = t.t_ctid;
-        let special_offset = ctid.offset == MOVED_PARTITIONS_OFFSET_NUMBER
-            || ctid.offset == SPEC_TOKEN_OFFSET_NUMBER;
-        if t.t_xmax == 0
-            && !special_offset
-            && (u64::from(ctid.block) != block || ctid.offset != off)
-        {
-            // heap_insert points t_ctid at the tuple itself and only UPDATE (which sets xmax) moves
-            // it: a never-updated tuple elsewhere than its t_ctid says was written to the wrong place
-            // (a misdirected write, a torn page, a page copied over another).
-            f.push("tuple_header.ctid_not_self", off, || {
-                format!(
-                    "t_ctid {ctid} but this tuple, never updated (xmax 0), is at ({block},{off})"
-                )
-            });
-            continue;
-        }
-        if !special_offset {
-            if ctid.offset == 0 || ctid.offset > MAX_HEAP_TUPLES_PER_PAGE {
-                f.push("tuple_header.ctid", off, || {
-                    format!("t_ctid {ctid} has an impossible item number")
-                });
-            } else if u64::from(ctid.block) >= nblocks {
-                f.push("tuple_header.ctid", off, || {
-                    format!(
-                        "t_ctid {ctid} points beyond the end of the relation ({nblocks} blocks)"
-                    )
-                });
-            } else if t.t_infomask2 & HEAP_HOT_UPDATED != 0 && u64::from(ctid.block) != block {
-                f.push("tuple_header.ctid", off, || {
-                    format!("HOT-updated tuple whose t_ctid {ctid} leaves the page")
-                });
-            } else if u64::from(ctid.block) == block
-                && ctid.offset > maxoff
-                && im & HEAP_XMAX_INVALID == 0
-            {
-                f.push("tuple_header.ctid", off, || {
-                    format!("t_ctid {ctid} names an item past the end of this page's {maxoff} line pointers")
-                });
-            }
         }
     }
-    f.finish(maxoff)
 }
 
 /// The btree special space: its size, and a cycle id no btree writes.
@@ -532,10 +507,7 @@ pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> 
             "index.special_size",
             block,
             None,
-            format!(
-                "special space is {} bytes, a btree page has {BT_SPECIAL_SIZE}",
-                page.special_size()
-            ),
+            format!("special space is {} bytes, a btree page has {BT_SPECIAL_SIZE}", page.special_size()),
         ));
         return out;
     }
@@ -545,10 +517,7 @@ pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> 
                 "index.bad_cycle_id",
                 block,
                 None,
-                format!(
-                    "btpo_cycleid 0x{:04x} is above MAX_BT_CYCLE_ID",
-                    o.btpo_cycleid
-                ),
+                format!("btpo_cycleid 0x{:04x} is above MAX_BT_CYCLE_ID", o.btpo_cycleid),
             ));
         }
     }
@@ -556,11 +525,17 @@ pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> 
 }
 
 /// All page-local checks for a page of the given kind.
-pub fn check_page(
+pub fn check_page(page: &Page<'_>, kind: PageKind, block: Option<u64>, checksums: bool) -> Vec<Finding> {
+    check_page_in(page, kind, block, checksums, &HeapContext::default())
+}
+
+/// [`check_page`] with what the relation and cluster add for heap tuples.
+pub fn check_page_in(
     page: &Page<'_>,
     kind: PageKind,
     block: Option<u64>,
     checksums: bool,
+    ctx: &HeapContext<'_>,
 ) -> Vec<Finding> {
     let mut out = check_header(page, block, checksums);
     let header_sane = page.header_is_sane(page.len());
@@ -580,10 +555,7 @@ pub fn check_page(
                     ),
                 ));
             }
-            out.extend(check_line_pointers(page, kind, block));
-            if header_sane {
-                out.extend(check_heap_tuples(page, block));
-            }
+            out.extend(check_heap_items(page, block.unwrap_or(0), ctx, header_sane));
         }
         PageKind::Btree | PageKind::BtreeMeta => {
             out.extend(check_btree_special(page, block));
@@ -621,6 +593,7 @@ mod tests {
         p[24..28].copy_from_slice(&ItemIdData::new(8160, LP_NORMAL, 32).0.to_le_bytes());
         let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
         t.t_xmin = 750;
+        t.t_ctid = crate::heap::ItemPointerData { block: 0, offset: 1 };
         t.t_infomask2 = 2;
         t.t_hoff = 24;
         t.write(&mut p[8160..]);
@@ -629,10 +602,7 @@ mod tests {
 
     fn codes(p: &[u8]) -> Vec<&'static str> {
         let page = Page::new(p).unwrap();
-        check_page(&page, PageKind::guess(&page), Some(0), false)
-            .iter()
-            .map(|f| f.code)
-            .collect()
+        check_page(&page, PageKind::guess(&page), Some(0), false).iter().map(|f| f.code).collect()
     }
 
     #[test]
@@ -676,7 +646,7 @@ mod tests {
         let mut p = heap_page();
         p[8160 + 22] = 32;
         let page = Page::new(&p).unwrap();
-        let f = check_heap_tuples(&page, Some(41));
+        let f = check_page(&page, PageKind::Heap, Some(41), false);
         assert_eq!((f[0].block, f[0].item), (Some(41), Some(1)));
         assert!(!f[0].remedy.is_empty());
     }

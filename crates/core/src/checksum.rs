@@ -10,10 +10,10 @@ pub const N_SUMS: usize = 32;
 pub const FNV_PRIME: u32 = 16_777_619;
 /// Initial lane values (`checksumBaseOffsets`, checksum_impl.h).
 pub const CHECKSUM_BASE_OFFSETS: [u32; N_SUMS] = [
-    0x5B1F36E9, 0xB8525960, 0x02AB50AA, 0x1DE66D2A, 0x79FF467A, 0x9BB9F8A3, 0x217E7CD2, 0x83E13D2C,
-    0xF8D4474F, 0xE39EB970, 0x42C6AE16, 0x993216FA, 0x7B093B5D, 0x98DAFF3C, 0xF718902A, 0x0B1C9CDB,
-    0xE58F764B, 0x187636BC, 0x5D7B3BB1, 0xE73DE7DE, 0x92BEC979, 0xCCA6C0B2, 0x304A0979, 0x85AA43D4,
-    0x783125BB, 0x6CA8EAA2, 0xE407EAC6, 0x4B5CFC3E, 0x9FBF8C76, 0x15CA20BE, 0xF2CA9FD3, 0x959BD756,
+    0x5B1F36E9, 0xB8525960, 0x02AB50AA, 0x1DE66D2A, 0x79FF467A, 0x9BB9F8A3, 0x217E7CD2, 0x83E13D2C, 0xF8D4474F,
+    0xE39EB970, 0x42C6AE16, 0x993216FA, 0x7B093B5D, 0x98DAFF3C, 0xF718902A, 0x0B1C9CDB, 0xE58F764B, 0x187636BC,
+    0x5D7B3BB1, 0xE73DE7DE, 0x92BEC979, 0xCCA6C0B2, 0x304A0979, 0x85AA43D4, 0x783125BB, 0x6CA8EAA2, 0xE407EAC6,
+    0x4B5CFC3E, 0x9FBF8C76, 0x15CA20BE, 0xF2CA9FD3, 0x959BD756,
 ];
 /// Byte offset of `pd_checksum` in the page header (`src/include/storage/bufpage.h`).
 pub const PD_CHECKSUM_OFFSET: usize = 8;
@@ -33,12 +33,7 @@ fn checksum_block(page: &[u8]) -> u32 {
     // The first row holds pd_checksum (word 2, low half): mask it instead of copying the page.
     if let Some(first) = rows.next() {
         for (j, lane) in lanes.iter_mut().enumerate() {
-            let mut w = u32::from_le_bytes([
-                first[4 * j],
-                first[4 * j + 1],
-                first[4 * j + 2],
-                first[4 * j + 3],
-            ]);
+            let mut w = u32::from_le_bytes([first[4 * j], first[4 * j + 1], first[4 * j + 2], first[4 * j + 3]]);
             if j == PD_CHECKSUM_OFFSET / 4 {
                 w &= 0xFFFF_0000;
             }
@@ -104,11 +99,7 @@ mod tests {
         for (pat, expected) in cases {
             let page = pattern(pat);
             for (blk, want) in [0u32, 50, 100].iter().zip(expected) {
-                assert_eq!(
-                    pg_checksum_page(&page, *blk),
-                    Some(want),
-                    "pattern {pat:02x?} block {blk}"
-                );
+                assert_eq!(pg_checksum_page(&page, *blk), Some(want), "pattern {pat:02x?} block {blk}");
             }
         }
     }

@@ -50,14 +50,8 @@ pub const PG_DATA_CHECKSUM_VERSION: u32 = 1;
 /// starts from the previous release's number and only ever bumps it. 13 is listed only as the lower
 /// bound of 14 (all five values were confirmed by running each version's `initdb`).
 // src/include/catalog/catversion.h (CATALOG_VERSION_NO) of 13.x, 14.x, 15.x, 16.x, 17.x, 18.x
-pub const CATALOG_VERSION_RELEASES: [(u32, u32); 6] = [
-    (13, 202007201),
-    (14, 202107181),
-    (15, 202209061),
-    (16, 202307071),
-    (17, 202406281),
-    (18, 202506291),
-];
+pub const CATALOG_VERSION_RELEASES: [(u32, u32); 6] =
+    [(13, 202007201), (14, 202107181), (15, 202209061), (16, 202307071), (17, 202406281), (18, 202506291)];
 
 /// Byte offsets of the fields inside `ControlFileData` on x86-64 (LP64, 8-byte alignment of
 /// int64/double), derived from the struct definitions in `src/include/catalog/pg_control.h` of
@@ -232,11 +226,7 @@ pub enum ControlLayout {
 
 impl ControlLayout {
     /// All layouts this module knows, oldest first.
-    pub const ALL: [ControlLayout; 3] = [
-        ControlLayout::V1300,
-        ControlLayout::V1700,
-        ControlLayout::V1800,
-    ];
+    pub const ALL: [ControlLayout; 3] = [ControlLayout::V1300, ControlLayout::V1700, ControlLayout::V1800];
 
     /// The `PG_CONTROL_VERSION` that announces this layout.
     // src/include/catalog/pg_control.h (PG_CONTROL_VERSION) of 14–16, 17 and 18
@@ -250,9 +240,7 @@ impl ControlLayout {
 
     /// Layout announced by a `pg_control_version` value, if known.
     pub fn for_pg_control_version(version: u32) -> Option<ControlLayout> {
-        ControlLayout::ALL
-            .into_iter()
-            .find(|l| l.pg_control_version() == version)
+        ControlLayout::ALL.into_iter().find(|l| l.pg_control_version() == version)
     }
 
     /// Layout used by a major version (14..=18).
@@ -639,15 +627,10 @@ fn hex(bytes: &[u8]) -> String {
 /// Bounds-checked little-endian reads. Callers check the length once up front, but these still
 /// refuse to index out of range so a wrong offset can never panic.
 fn bytes_at<const N: usize>(buf: &[u8], at: usize) -> Result<[u8; N]> {
-    buf.get(at..at.saturating_add(N))
-        .and_then(|s| <[u8; N]>::try_from(s).ok())
-        .ok_or_else(|| CoreError::Format {
-            what: "pg_control",
-            detail: format!(
-                "read of {N} bytes at offset {at} beyond end ({} bytes)",
-                buf.len()
-            ),
-        })
+    buf.get(at..at.saturating_add(N)).and_then(|s| <[u8; N]>::try_from(s).ok()).ok_or_else(|| CoreError::Format {
+        what: "pg_control",
+        detail: format!("read of {N} bytes at offset {at} beyond end ({} bytes)", buf.len()),
+    })
 }
 
 fn u32_at(buf: &[u8], at: usize) -> Result<u32> {
@@ -751,10 +734,7 @@ impl ControlFileData {
             } else {
                 None
             },
-            mock_authentication_nonce: bytes_at::<MOCK_AUTH_NONCE_LEN>(
-                b,
-                layout.mock_authentication_nonce_offset(),
-            )?,
+            mock_authentication_nonce: bytes_at::<MOCK_AUTH_NONCE_LEN>(b, layout.mock_authentication_nonce_offset())?,
             crc: u32_at(b, layout.crc_offset())?,
         })
     }
@@ -768,40 +748,16 @@ impl ControlFileData {
         }
         let c = &self.check_point_copy;
         let b = buf;
-        put(
-            b,
-            off::SYSTEM_IDENTIFIER,
-            &self.system_identifier.to_le_bytes(),
-        );
-        put(
-            b,
-            off::PG_CONTROL_VERSION,
-            &self.pg_control_version.to_le_bytes(),
-        );
-        put(
-            b,
-            off::CATALOG_VERSION_NO,
-            &self.catalog_version_no.to_le_bytes(),
-        );
+        put(b, off::SYSTEM_IDENTIFIER, &self.system_identifier.to_le_bytes());
+        put(b, off::PG_CONTROL_VERSION, &self.pg_control_version.to_le_bytes());
+        put(b, off::CATALOG_VERSION_NO, &self.catalog_version_no.to_le_bytes());
         put(b, off::STATE, &self.state.to_le_bytes());
         put(b, off::TIME, &self.time.to_le_bytes());
         put(b, off::CHECK_POINT, &self.check_point.0.to_le_bytes());
         put(b, off::CKPT_REDO, &c.redo.0.to_le_bytes());
-        put(
-            b,
-            off::CKPT_THIS_TIMELINE_ID,
-            &c.this_timeline_id.to_le_bytes(),
-        );
-        put(
-            b,
-            off::CKPT_PREV_TIMELINE_ID,
-            &c.prev_timeline_id.to_le_bytes(),
-        );
-        put(
-            b,
-            off::CKPT_FULL_PAGE_WRITES,
-            &[u8::from(c.full_page_writes)],
-        );
+        put(b, off::CKPT_THIS_TIMELINE_ID, &c.this_timeline_id.to_le_bytes());
+        put(b, off::CKPT_PREV_TIMELINE_ID, &c.prev_timeline_id.to_le_bytes());
+        put(b, off::CKPT_FULL_PAGE_WRITES, &[u8::from(c.full_page_writes)]);
         if layout.has_checkpoint_wal_level() {
             let level = c.wal_level.map_or(0, WalLevel::code);
             put(b, off::CKPT_WAL_LEVEL, &level.to_le_bytes());
@@ -809,128 +765,53 @@ impl ControlFileData {
         put(b, off::CKPT_NEXT_XID, &c.next_xid.0.to_le_bytes());
         put(b, off::CKPT_NEXT_OID, &c.next_oid.to_le_bytes());
         put(b, off::CKPT_NEXT_MULTI, &c.next_multi.to_le_bytes());
-        put(
-            b,
-            off::CKPT_NEXT_MULTI_OFFSET,
-            &c.next_multi_offset.to_le_bytes(),
-        );
+        put(b, off::CKPT_NEXT_MULTI_OFFSET, &c.next_multi_offset.to_le_bytes());
         put(b, off::CKPT_OLDEST_XID, &c.oldest_xid.to_le_bytes());
         put(b, off::CKPT_OLDEST_XID_DB, &c.oldest_xid_db.to_le_bytes());
         put(b, off::CKPT_OLDEST_MULTI, &c.oldest_multi.to_le_bytes());
-        put(
-            b,
-            off::CKPT_OLDEST_MULTI_DB,
-            &c.oldest_multi_db.to_le_bytes(),
-        );
+        put(b, off::CKPT_OLDEST_MULTI_DB, &c.oldest_multi_db.to_le_bytes());
         put(b, off::CKPT_TIME, &c.time.to_le_bytes());
-        put(
-            b,
-            off::CKPT_OLDEST_COMMIT_TS_XID,
-            &c.oldest_commit_ts_xid.to_le_bytes(),
-        );
-        put(
-            b,
-            off::CKPT_NEWEST_COMMIT_TS_XID,
-            &c.newest_commit_ts_xid.to_le_bytes(),
-        );
-        put(
-            b,
-            off::CKPT_OLDEST_ACTIVE_XID,
-            &c.oldest_active_xid.to_le_bytes(),
-        );
+        put(b, off::CKPT_OLDEST_COMMIT_TS_XID, &c.oldest_commit_ts_xid.to_le_bytes());
+        put(b, off::CKPT_NEWEST_COMMIT_TS_XID, &c.newest_commit_ts_xid.to_le_bytes());
+        put(b, off::CKPT_OLDEST_ACTIVE_XID, &c.oldest_active_xid.to_le_bytes());
         put(b, off::UNLOGGED_LSN, &self.unlogged_lsn.0.to_le_bytes());
-        put(
-            b,
-            off::MIN_RECOVERY_POINT,
-            &self.min_recovery_point.0.to_le_bytes(),
-        );
-        put(
-            b,
-            off::MIN_RECOVERY_POINT_TLI,
-            &self.min_recovery_point_tli.to_le_bytes(),
-        );
-        put(
-            b,
-            off::BACKUP_START_POINT,
-            &self.backup_start_point.0.to_le_bytes(),
-        );
-        put(
-            b,
-            off::BACKUP_END_POINT,
-            &self.backup_end_point.0.to_le_bytes(),
-        );
-        put(
-            b,
-            off::BACKUP_END_REQUIRED,
-            &[u8::from(self.backup_end_required)],
-        );
+        put(b, off::MIN_RECOVERY_POINT, &self.min_recovery_point.0.to_le_bytes());
+        put(b, off::MIN_RECOVERY_POINT_TLI, &self.min_recovery_point_tli.to_le_bytes());
+        put(b, off::BACKUP_START_POINT, &self.backup_start_point.0.to_le_bytes());
+        put(b, off::BACKUP_END_POINT, &self.backup_end_point.0.to_le_bytes());
+        put(b, off::BACKUP_END_REQUIRED, &[u8::from(self.backup_end_required)]);
         put(b, off::WAL_LEVEL, &self.wal_level.to_le_bytes());
         put(b, off::WAL_LOG_HINTS, &[u8::from(self.wal_log_hints)]);
         put(b, off::MAX_CONNECTIONS, &self.max_connections.to_le_bytes());
-        put(
-            b,
-            off::MAX_WORKER_PROCESSES,
-            &self.max_worker_processes.to_le_bytes(),
-        );
+        put(b, off::MAX_WORKER_PROCESSES, &self.max_worker_processes.to_le_bytes());
         put(b, off::MAX_WAL_SENDERS, &self.max_wal_senders.to_le_bytes());
-        put(
-            b,
-            off::MAX_PREPARED_XACTS,
-            &self.max_prepared_xacts.to_le_bytes(),
-        );
-        put(
-            b,
-            off::MAX_LOCKS_PER_XACT,
-            &self.max_locks_per_xact.to_le_bytes(),
-        );
-        put(
-            b,
-            off::TRACK_COMMIT_TIMESTAMP,
-            &[u8::from(self.track_commit_timestamp)],
-        );
+        put(b, off::MAX_PREPARED_XACTS, &self.max_prepared_xacts.to_le_bytes());
+        put(b, off::MAX_LOCKS_PER_XACT, &self.max_locks_per_xact.to_le_bytes());
+        put(b, off::TRACK_COMMIT_TIMESTAMP, &[u8::from(self.track_commit_timestamp)]);
         put(b, off::MAX_ALIGN, &self.max_align.to_le_bytes());
-        put(
-            b,
-            off::FLOAT_FORMAT,
-            &self.float_format.to_bits().to_le_bytes(),
-        );
+        put(b, off::FLOAT_FORMAT, &self.float_format.to_bits().to_le_bytes());
         put(b, off::BLCKSZ, &self.blcksz.to_le_bytes());
         put(b, off::RELSEG_SIZE, &self.relseg_size.to_le_bytes());
         put(b, off::XLOG_BLCKSZ, &self.xlog_blcksz.to_le_bytes());
         put(b, off::XLOG_SEG_SIZE, &self.xlog_seg_size.to_le_bytes());
         put(b, off::NAME_DATA_LEN, &self.name_data_len.to_le_bytes());
         put(b, off::INDEX_MAX_KEYS, &self.index_max_keys.to_le_bytes());
-        put(
-            b,
-            off::TOAST_MAX_CHUNK_SIZE,
-            &self.toast_max_chunk_size.to_le_bytes(),
-        );
+        put(b, off::TOAST_MAX_CHUNK_SIZE, &self.toast_max_chunk_size.to_le_bytes());
         put(b, off::LOBLKSIZE, &self.loblksize.to_le_bytes());
         put(b, off::FLOAT8_BY_VAL, &[u8::from(self.float8_by_val)]);
-        put(
-            b,
-            off::DATA_CHECKSUM_VERSION,
-            &self.data_checksum_version.to_le_bytes(),
-        );
+        put(b, off::DATA_CHECKSUM_VERSION, &self.data_checksum_version.to_le_bytes());
         if layout.has_default_char_signedness() {
             let signed = self.default_char_signedness.unwrap_or(true);
             put(b, off::DEFAULT_CHAR_SIGNEDNESS, &[u8::from(signed)]);
         }
-        put(
-            b,
-            layout.mock_authentication_nonce_offset(),
-            &self.mock_authentication_nonce,
-        );
+        put(b, layout.mock_authentication_nonce_offset(), &self.mock_authentication_nonce);
         put(b, layout.crc_offset(), &self.crc.to_le_bytes());
         Ok(())
     }
 }
 
 fn too_short(len: usize, need: usize) -> CoreError {
-    CoreError::Format {
-        what: "pg_control",
-        detail: format!("file has {len} bytes; this layout needs at least {need}"),
-    }
+    CoreError::Format { what: "pg_control", detail: format!("file has {len} bytes; this layout needs at least {need}") }
 }
 
 /// pg_control of one cluster, normalized across versions: the fields `pg_controldata` prints,
@@ -1075,18 +956,13 @@ impl ControlFile {
 /// Major version implied by a catalog version, from the release table. `None` outside 14..=18
 /// (13 and older, or development snapshots newer than 18.0).
 pub fn major_from_catversion(catversion: u32) -> Option<u32> {
-    CATALOG_VERSION_RELEASES
-        .windows(2)
-        .find(|w| catversion > w[0].1 && catversion <= w[1].1)
-        .map(|w| w[1].0)
+    CATALOG_VERSION_RELEASES.windows(2).find(|w| catversion > w[0].1 && catversion <= w[1].1).map(|w| w[1].0)
 }
 
 /// CRC-32C (Castagnoli, reflected, init and final xor 0xFFFFFFFF — PostgreSQL's `pg_crc32c`,
 /// `src/include/port/pg_crc32c.h`) over the bytes before `layout`'s `crc` field.
 pub fn compute_crc(bytes: &[u8], layout: ControlLayout) -> Result<u32> {
-    let covered = bytes
-        .get(..layout.crc_offset())
-        .ok_or_else(|| too_short(bytes.len(), layout.size()))?;
+    let covered = bytes.get(..layout.crc_offset()).ok_or_else(|| too_short(bytes.len(), layout.size()))?;
     Ok(crc32c::crc32c(covered))
 }
 
@@ -1094,8 +970,7 @@ pub fn compute_crc(bytes: &[u8], layout: ControlLayout) -> Result<u32> {
 /// and returns it: what a fault injector does after editing a field so the server accepts the file.
 pub fn rewrite_crc(bytes: &mut [u8]) -> Result<u32> {
     let version = read_version(bytes)?;
-    let layout =
-        ControlLayout::for_pg_control_version(version).ok_or_else(|| unknown_version(version))?;
+    let layout = ControlLayout::for_pg_control_version(version).ok_or_else(|| unknown_version(version))?;
     let crc = compute_crc(bytes, layout)?;
     put(bytes, layout.crc_offset(), &crc.to_le_bytes());
     Ok(crc)
@@ -1104,10 +979,7 @@ pub fn rewrite_crc(bytes: &mut [u8]) -> Result<u32> {
 fn read_version(bytes: &[u8]) -> Result<u32> {
     u32_at(bytes, off::PG_CONTROL_VERSION).map_err(|_| CoreError::Format {
         what: "pg_control",
-        detail: format!(
-            "file has {} bytes; too short to hold pg_control_version",
-            bytes.len()
-        ),
+        detail: format!("file has {} bytes; too short to hold pg_control_version", bytes.len()),
     })
 }
 
@@ -1120,14 +992,9 @@ fn unknown_version(version: u32) -> CoreError {
              the file was probably written on a machine of the other endianness"
         )
     } else {
-        format!(
-            "unknown pg_control_version {version}; known: 1300 (PostgreSQL 14-16), 1700 (17), 1800 (18)"
-        )
+        format!("unknown pg_control_version {version}; known: 1300 (PostgreSQL 14-16), 1700 (17), 1800 (18)")
     };
-    CoreError::Format {
-        what: "pg_control",
-        detail,
-    }
+    CoreError::Format { what: "pg_control", detail }
 }
 
 /// Parses a pg_control image, choosing the layout from `pg_control_version` and, for 1300, the
@@ -1135,10 +1002,8 @@ fn unknown_version(version: u32) -> CoreError {
 /// or its version is unknown; a bad CRC or odd values are reported inside the result.
 pub fn parse_control(bytes: &[u8]) -> Result<ControlFile> {
     let version = read_version(bytes)?;
-    let layout =
-        ControlLayout::for_pg_control_version(version).ok_or_else(|| unknown_version(version))?;
-    let catversion = u32_at(bytes, off::CATALOG_VERSION_NO)
-        .map_err(|_| too_short(bytes.len(), layout.size()))?;
+    let layout = ControlLayout::for_pg_control_version(version).ok_or_else(|| unknown_version(version))?;
+    let catversion = u32_at(bytes, off::CATALOG_VERSION_NO).map_err(|_| too_short(bytes.len(), layout.size()))?;
     let major = match layout {
         ControlLayout::V1300 => match major_from_catversion(catversion) {
             Some(m @ 14..=16) => m,
@@ -1146,10 +1011,10 @@ pub fn parse_control(bytes: &[u8]) -> Result<ControlFile> {
                 return Err(CoreError::Format {
                     what: "pg_control",
                     detail: format!(
-                    "pg_control_version 1300 is used by PostgreSQL 13-16, and catalog_version_no \
+                        "pg_control_version 1300 is used by PostgreSQL 13-16, and catalog_version_no \
                          {catversion} is not one of 14-16 (13 ends at {}, 16 at {})",
-                    CATALOG_VERSION_RELEASES[0].1, CATALOG_VERSION_RELEASES[3].1
-                ),
+                        CATALOG_VERSION_RELEASES[0].1, CATALOG_VERSION_RELEASES[3].1
+                    ),
                 })
             }
         },
@@ -1163,11 +1028,8 @@ pub fn parse_control(bytes: &[u8]) -> Result<ControlFile> {
 /// fields say. For files whose `pg_control_version` or `catalog_version_no` is itself damaged,
 /// when the major is known from elsewhere (`PG_VERSION`). Disagreements become anomalies.
 pub fn parse_control_as(bytes: &[u8], major_version: u32) -> Result<ControlFile> {
-    let layout = ControlLayout::for_major(major_version).ok_or_else(|| {
-        CoreError::Invalid(format!(
-            "PostgreSQL {major_version} is not supported (14 to 18 are)"
-        ))
-    })?;
+    let layout = ControlLayout::for_major(major_version)
+        .ok_or_else(|| CoreError::Invalid(format!("PostgreSQL {major_version} is not supported (14 to 18 are)")))?;
     build(bytes, layout, major_version)
 }
 
@@ -1182,10 +1044,8 @@ pub fn read_control_file(pgdata: &Path) -> Result<ControlFile> {
         Ok(mut cf) => {
             if let Some(m) = pg_version {
                 if m != cf.major_version {
-                    cf.anomalies.push(format!(
-                        "PG_VERSION says {m} but pg_control identifies PostgreSQL {}",
-                        cf.major_version
-                    ));
+                    cf.anomalies
+                        .push(format!("PG_VERSION says {m} but pg_control identifies PostgreSQL {}", cf.major_version));
                 }
             }
             Ok(cf)
@@ -1193,10 +1053,7 @@ pub fn read_control_file(pgdata: &Path) -> Result<ControlFile> {
         Err(err) => {
             if let Some(m) = pg_version.filter(|m| ControlLayout::for_major(*m).is_some()) {
                 if let Ok(mut cf) = parse_control_as(&bytes, m) {
-                    cf.anomalies.insert(
-                        0,
-                        format!("layout chosen from PG_VERSION ({m}) because: {err}"),
-                    );
+                    cf.anomalies.insert(0, format!("layout chosen from PG_VERSION ({m}) because: {err}"));
                     return Ok(cf);
                 }
             }
@@ -1219,12 +1076,7 @@ fn wal_file_name(tli: u32, lsn: Lsn, seg_size: u32) -> Option<String> {
     }
     let segno = lsn.0 / u64::from(seg_size);
     let per_id = 0x1_0000_0000u64 / u64::from(seg_size);
-    Some(format!(
-        "{:08X}{:08X}{:08X}",
-        tli,
-        segno / per_id,
-        segno % per_id
-    ))
+    Some(format!("{:08X}{:08X}{:08X}", tli, segno / per_id, segno % per_id))
 }
 
 /// `IsValidWalSegSize`: a power of two from 1 MB to 1 GB (`src/include/access/xlog_internal.h`).
@@ -1239,10 +1091,7 @@ fn build(bytes: &[u8], layout: ControlLayout, major: u32) -> Result<ControlFile>
     let mut anomalies = Vec::new();
 
     if bytes.len() != PG_CONTROL_FILE_SIZE {
-        anomalies.push(format!(
-            "file is {} bytes, expected {PG_CONTROL_FILE_SIZE}",
-            bytes.len()
-        ));
+        anomalies.push(format!("file is {} bytes, expected {PG_CONTROL_FILE_SIZE}", bytes.len()));
     }
     if d.pg_control_version != layout.pg_control_version() {
         anomalies.push(format!(
@@ -1252,16 +1101,11 @@ fn build(bytes: &[u8], layout: ControlLayout, major: u32) -> Result<ControlFile>
         ));
     }
     if major_from_catversion(d.catalog_version_no) != Some(major) {
-        anomalies.push(format!(
-            "catalog_version_no {} is not a PostgreSQL {major} catalog version",
-            d.catalog_version_no
-        ));
+        anomalies
+            .push(format!("catalog_version_no {} is not a PostgreSQL {major} catalog version", d.catalog_version_no));
     }
     if !crc_ok {
-        let mut note = format!(
-            "CRC mismatch: stored {:08x}, computed {crc_computed:08x}",
-            d.crc
-        );
+        let mut note = format!("CRC mismatch: stored {:08x}, computed {crc_computed:08x}", d.crc);
         // Another layout whose CRC matches means a version mix-up rather than damage.
         for other in ControlLayout::ALL {
             if other == layout || other.crc_offset() == layout.crc_offset() {
@@ -1292,42 +1136,27 @@ fn build(bytes: &[u8], layout: ControlLayout, major: u32) -> Result<ControlFile>
         anomalies.push(format!("maxAlign is {}, expected 8 (or 4)", d.max_align));
     }
     if d.float_format != FLOATFORMAT_VALUE {
-        anomalies.push(format!(
-            "floatFormat is {}, expected {FLOATFORMAT_VALUE}",
-            d.float_format
-        ));
+        anomalies.push(format!("floatFormat is {}, expected {FLOATFORMAT_VALUE}", d.float_format));
     }
     // configure/meson accept block sizes of 1..32 kB (powers of two).
     if !d.blcksz.is_power_of_two() || !(1024..=32768).contains(&d.blcksz) {
-        anomalies.push(format!(
-            "blcksz {} is not a power of two in 1..32 kB",
-            d.blcksz
-        ));
+        anomalies.push(format!("blcksz {} is not a power of two in 1..32 kB", d.blcksz));
     }
     if d.relseg_size == 0 {
         anomalies.push("relseg_size is 0".to_string());
     }
     // XLOG_BLCKSZ is configurable in 1..64 kB (powers of two).
     if !d.xlog_blcksz.is_power_of_two() || !(1024..=65536).contains(&d.xlog_blcksz) {
-        anomalies.push(format!(
-            "xlog_blcksz {} is not a power of two in 1..64 kB",
-            d.xlog_blcksz
-        ));
+        anomalies.push(format!("xlog_blcksz {} is not a power of two in 1..64 kB", d.xlog_blcksz));
     }
     if !valid_wal_seg_size(d.xlog_seg_size) {
-        anomalies.push(format!(
-            "xlog_seg_size {} is not a power of two between 1 MB and 1 GB",
-            d.xlog_seg_size
-        ));
+        anomalies.push(format!("xlog_seg_size {} is not a power of two between 1 MB and 1 GB", d.xlog_seg_size));
     }
     if d.name_data_len == 0 || d.index_max_keys == 0 || d.toast_max_chunk_size == 0 {
         anomalies.push("nameDataLen, indexMaxKeys or toast_max_chunk_size is 0".to_string());
     }
     if d.data_checksum_version > PG_DATA_CHECKSUM_VERSION {
-        anomalies.push(format!(
-            "data_checksum_version {} is unknown (0 or 1 expected)",
-            d.data_checksum_version
-        ));
+        anomalies.push(format!("data_checksum_version {} is unknown (0 or 1 expected)", d.data_checksum_version));
     }
 
     let c = &d.check_point_copy;
@@ -1417,9 +1246,7 @@ mod tests {
                 this_timeline_id: 3,
                 prev_timeline_id: 2,
                 full_page_writes: true,
-                wal_level: layout
-                    .has_checkpoint_wal_level()
-                    .then_some(WalLevel::Logical),
+                wal_level: layout.has_checkpoint_wal_level().then_some(WalLevel::Logical),
                 next_xid: FullTransactionId::from_epoch_and_xid(5, 4_000_000_000),
                 next_oid: 11,
                 next_multi: 12,
@@ -1478,16 +1305,10 @@ mod tests {
             assert!(cf.anomalies.is_empty(), "{layout:?}: {:?}", cf.anomalies);
             assert_eq!(cf.state, DBState::InCrashRecovery);
             assert_eq!(cf.next_xid.to_string(), "5:4000000000");
-            assert_eq!(
-                cf.redo_wal_file.as_deref(),
-                Some("000000030000000200000000")
-            );
+            assert_eq!(cf.redo_wal_file.as_deref(), Some("000000030000000200000000"));
             assert_eq!(cf.default_char_signedness, data.default_char_signedness);
             // Every field lies inside the struct and before the CRC.
-            assert!(
-                layout.mock_authentication_nonce_offset() + MOCK_AUTH_NONCE_LEN
-                    <= layout.crc_offset()
-            );
+            assert!(layout.mock_authentication_nonce_offset() + MOCK_AUTH_NONCE_LEN <= layout.crc_offset());
             assert!(layout.crc_offset() + 4 <= layout.size());
         }
     }
@@ -1497,20 +1318,12 @@ mod tests {
         // An intact 18 file read with the 17 layout (say PG_VERSION was wrong): the CRC fails at
         // 17's offset but matches at 18's, which points at a version mix-up, not damage.
         let mut buf = vec![0u8; PG_CONTROL_FILE_SIZE];
-        sample(ControlLayout::V1800)
-            .encode_into(&mut buf, ControlLayout::V1800)
-            .unwrap();
+        sample(ControlLayout::V1800).encode_into(&mut buf, ControlLayout::V1800).unwrap();
         rewrite_crc(&mut buf).unwrap();
         let cf = parse_control_as(&buf, 17).unwrap();
         assert!(!cf.crc_ok);
-        assert!(cf
-            .anomalies
-            .iter()
-            .any(|a| a.contains("does match the layout of pg_control_version 1800")));
-        assert!(cf
-            .anomalies
-            .iter()
-            .any(|a| a.contains("pg_control_version is 1800")));
+        assert!(cf.anomalies.iter().any(|a| a.contains("does match the layout of pg_control_version 1800")));
+        assert!(cf.anomalies.iter().any(|a| a.contains("pg_control_version is 1800")));
     }
 
     #[test]
@@ -1542,10 +1355,7 @@ mod tests {
         assert_eq!(DBState::from_code(99).name(), "unrecognized status code");
         assert!(DBState::Shutdowned.is_clean_shutdown());
         assert!(!DBState::InProduction.is_clean_shutdown());
-        assert_eq!(
-            serde_json::to_string(&DBState::InProduction).unwrap(),
-            "\"in production\""
-        );
+        assert_eq!(serde_json::to_string(&DBState::InProduction).unwrap(), "\"in production\"");
     }
 
     #[test]
@@ -1563,14 +1373,8 @@ mod tests {
 
     #[test]
     fn wal_file_names() {
-        assert_eq!(
-            wal_file_name(1, Lsn(0x1CA7450), 16 << 20).as_deref(),
-            Some("000000010000000000000001")
-        );
-        assert_eq!(
-            wal_file_name(2, Lsn(0x0000_0003_2100_0000), 16 << 20).as_deref(),
-            Some("000000020000000300000021")
-        );
+        assert_eq!(wal_file_name(1, Lsn(0x1CA7450), 16 << 20).as_deref(), Some("000000010000000000000001"));
+        assert_eq!(wal_file_name(2, Lsn(0x0000_0003_2100_0000), 16 << 20).as_deref(), Some("000000020000000300000021"));
         assert_eq!(wal_file_name(1, Lsn(1), 0), None);
         assert_eq!(wal_file_name(1, Lsn(1), 3 << 20), None);
     }

@@ -8,10 +8,7 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub enum CoreError {
     /// An operating-system error on `path`.
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     /// A file that must be parsed as a whole (pg_control, a manifest) is not in a form we know.
     Format { what: &'static str, detail: String },
     /// The caller asked for something that cannot be done (block beyond the end, wrong page size …).
@@ -20,10 +17,7 @@ pub enum CoreError {
 
 impl CoreError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        CoreError::Io {
-            path: path.into(),
-            source,
-        }
+        CoreError::Io { path: path.into(), source }
     }
 }
 

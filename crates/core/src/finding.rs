@@ -71,19 +71,16 @@ pub struct CodeInfo {
 }
 
 const INVALID_PAGE: &str = "invalid page in block N of relation R";
-const REMEDY_HEADER: &str =
-    "the page header is damaged, so the server refuses the whole page: salvage the table \
+const REMEDY_HEADER: &str = "the page header is damaged, so the server refuses the whole page: salvage the table \
 (pgsurgeon salvage) to carve its rows, then zero or rebuild the page (pgsurgeon repair)";
-const REMEDY_ITEMS: &str =
-    "rows on this page may be returned wrong or crash the backend: salvage the readable rows \
+const REMEDY_ITEMS: &str = "rows on this page may be returned wrong or crash the backend: salvage the readable rows \
 first, then repair (pg_surgery heap_force_kill on the damaged items, or zero the page)";
-const REMEDY_TUPLE: &str =
-    "salvage the table, then remove the damaged tuple with pg_surgery's heap_force_kill \
+const REMEDY_TUPLE: &str = "salvage the table, then remove the damaged tuple with pg_surgery's heap_force_kill \
 using its physical ctid (block, line pointer), and reindex";
-const REMEDY_INDEX: &str =
-    "indexes hold no unique data: REINDEX INDEX (or REINDEX TABLE) rebuilds it from the heap";
-const REMEDY_CHECKSUM: &str =
-    "the page changed after it was written: compare with a backup, salvage the readable \
+const REMEDY_TOAST: &str = "the row's other columns are intact: salvage it with this column set to NULL, then \
+delete the row with pg_surgery heap_force_kill (block, lp) and re-insert";
+const REMEDY_INDEX: &str = "indexes hold no unique data: REINDEX INDEX (or REINDEX TABLE) rebuilds it from the heap";
+const REMEDY_CHECKSUM: &str = "the page changed after it was written: compare with a backup, salvage the readable \
 rows (ignore_checksum_failure=on lets the server read a page whose header is sane), then repair";
 
 /// The catalogue of finding codes. Unknown codes get a neutral description rather than a panic.
@@ -135,7 +132,8 @@ later writes to the page corrupt it further",
         | "line_pointer.past_page"
         | "line_pointer.redirect_target"
         | "line_pointer.count"
-        | "line_pointer.many_invalid" => (
+        | "line_pointer.many_invalid"
+        | "line_pointer.hot_chain" => (
             LinePointer,
             Error,
             "none on read, or invalid memory alloc request size, or a crashed backend (SIGSEGV)",
@@ -197,7 +195,7 @@ or salvage the table and zero this page",
             "wrong visibility, an UPDATE or VACUUM failing on the chain, or a crashed backend",
             REMEDY_TUPLE,
         ),
-        "page_header.zeroed_all_visible" => (
+        "page_header.zeroed_all_visible" | "page_header.zeroed_referenced" => (
             PageHeader,
             Error,
             "none: the server reads an all-zero page as empty, its rows are silently gone (pg_checksums accepts it)",
@@ -217,6 +215,20 @@ pages harmlessly, damage can too",
             "none on read; after recovery or on a standby the page may be overwritten or disagree with WAL",
             "the page comes from a later state of the cluster (a misdirected write or a mixed-up restore): \
 compare with a backup and salvage the table",
+        ),
+        "index.tid_beyond_heap" => (
+            Index,
+            Error,
+            "could not read block N in file F: read only 0 of 8192 bytes (index scans that reach the entry)",
+            "the heap lost its tail (or the index is wrong): salvage the table, then REINDEX; restore the heap file \
+from a backup if the rows matter",
+        ),
+        "index.tid_unused" => (
+            Index,
+            Error,
+            "none: index scans silently miss the row, or return a different row that reused the slot",
+            "the heap row is gone while the index still has it (or the heap page was overwritten): REINDEX after \
+checking the heap page with pgsurgeon inspect",
         ),
         "index.zero_page" => (
             Index,
@@ -248,6 +260,152 @@ compare with a backup and salvage the table",
             "could not read block N in file F: read only X of 8192 bytes",
             "the file was truncated or torn: salvage what is readable, then restore the file from a backup",
         ),
+        "tuple_data.natts_gt_relation" => (
+            TupleData,
+            Error,
+            "none on read: attributes beyond the relation's are ignored (amcheck: number of attributes N exceeds \
+maximum expected for table M)",
+            "t_infomask2 is damaged, so the row may be read with wrong values: salvage the row's columns, then delete it \
+with pg_surgery heap_force_kill (block, lp) and re-insert it",
+        ),
+        "tuple_data.attr_past_end" | "tuple_data.varlena_bad_header" => (
+            TupleData,
+            Error,
+            "wrong values, invalid memory alloc request size, or a crashed backend",
+            "the columns before this attribute are readable: salvage the row with this and later columns set to NULL \
+(pgsurgeon salvage), then delete it with pg_surgery heap_force_kill (block, lp) and re-insert it",
+        ),
+        "tuple_data.compressed_bad" => (
+            TupleData,
+            Error,
+            "compressed pglz data is corrupt / compressed lz4 data is corrupt / invalid compression method id N / \
+invalid memory alloc request size N",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+        ),
+        "tuple_data.trailing_bytes" => (
+            TupleData,
+            Error,
+            "none on read: the extra bytes are ignored, but a length or alignment before them is wrong, so values \
+are read wrong",
+            "compare the row's values with a backup or the application; salvage the row, then delete it with \
+pg_surgery heap_force_kill (block, lp) and re-insert it corrected",
+        ),
+        "toast.pointer_bad" => (
+            Toast,
+            Error,
+            "invalid compression method id N or compressed pglz data is corrupt (the value is decompressed as if \
+compressed) / could not open relation with OID N / missing chunk number 0 for toast value V in pg_toast_R / \
+unexpected chunk size N (expected M) / invalid memory alloc request size N; some fields are only used by length() \
+and pg_column_compression(), then only amcheck notices",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+        ),
+        "toast.flag_missing" => (
+            Toast,
+            Error,
+            "none on read when the TOAST table exists (the value leaks on DELETE/UPDATE); could not open relation \
+with OID N when the relation has no TOAST table",
+            "the value may still be readable: copy the row out (INSERT … SELECT), delete the original with \
+pg_surgery heap_force_kill (block, lp); or set HEAP_HASEXTERNAL again (pgsurgeon repair)",
+        ),
+        "toast.value_missing" => (
+            Toast,
+            Error,
+            "missing chunk number 0 for toast value V in pg_toast_R",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+        ),
+        "toast.chunk_missing" => (
+            Toast,
+            Error,
+            "missing chunk number N for toast value V in pg_toast_R / unexpected chunk number N (expected M) for \
+toast value V in pg_toast_R",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+        ),
+        "toast.chunk_unexpected" => (
+            Toast,
+            Error,
+            "unexpected chunk number N (expected M) for toast value V in pg_toast_R / unexpected chunk number N \
+(out of range 0..M) for toast value V in pg_toast_R",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert; REINDEX the TOAST table if its index is the culprit",
+        ),
+        "toast.chunk_size" => (
+            Toast,
+            Error,
+            "unexpected chunk size N (expected M) in chunk C of T for toast value V in pg_toast_R",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+        ),
+        "toast.chunk_header" => (
+            Toast,
+            Error,
+            "found toasted toast chunk for toast value V in pg_toast_R",
+            "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+        ),
+        // Codes of `pgsurgeon diagnose`, for what the server itself said while reading or checking.
+        "server.invalid_page" => (
+            PageHeader,
+            Error,
+            "invalid page in block N of relation R (PostgreSQL 18: relation \"R\")",
+            "the server refuses the whole page: salvage the table (pgsurgeon salvage) to carve its rows from the \
+file, then zero or rebuild the page (pgsurgeon repair); never set zero_damaged_pages before the rows are saved",
+        ),
+        "server.read_error" => (
+            File,
+            Error,
+            "could not read block N in file F: read only X of 8192 bytes / could not open file F (target block N)",
+            "the relation file is shorter than the server expects or a segment is missing: salvage what is \
+readable, then restore the file from a backup",
+        ),
+        "server.error" => (
+            TupleHeader,
+            Error,
+            "the ERROR in observed_error, raised while amcheck checked this block",
+            "inspect the block (pgsurgeon inspect) and salvage the table before repairing it",
+        ),
+        "server.crash" => (
+            LinePointer,
+            Error,
+            "server process was terminated by signal 11: Segmentation fault (every session is disconnected and \
+the server runs crash recovery)",
+            "do not query these blocks with ordinary SQL: decode them offline (pgsurgeon inspect/scan) and salvage \
+the table from its files",
+        ),
+        "server.timeout" => (
+            File,
+            Warning,
+            "canceling statement due to statement timeout / lock timeout",
+            "the range was not checked: run diagnose again with a longer --statement-timeout, or when the table is \
+not locked (ALTER TABLE, VACUUM FULL, CLUSTER take conflicting locks)",
+        ),
+        "amcheck.heap" => {
+            (TupleHeader, Error, "see the amcheck message: reading the tuple may fail or return wrong values", REMEDY_TUPLE)
+        }
+        "amcheck.toast" => (Toast, Error, "see the amcheck message", REMEDY_TOAST),
+        "amcheck.btree" => (
+            Index,
+            Error,
+            "index scans that skip or repeat rows, or index \"I\" contains corrupted page at block N",
+            REMEDY_INDEX,
+        ),
+        "index.missing_entry" => (
+            Index,
+            Error,
+            "none: index scans silently miss this row (a unique index lets a duplicate in)",
+            REMEDY_INDEX,
+        ),
+        "file.heap_truncated" => (
+            File,
+            Error,
+            "none on a sequential scan: the rows past the end are silently missing; could not read block N in file \
+F when an index scan follows an entry into the missing part",
+            "the table file is shorter than its indexes or visibility map say: restore the file from a backup; the \
+indexes still hold the key columns of the lost rows",
+        ),
         "index.special_size" | "index.bad_cycle_id" => (
             Index,
             Error,
@@ -261,10 +419,5 @@ compare with a backup and salvage the table",
             "inspect the page (pgsurgeon inspect) and compare with a healthy copy",
         ),
     };
-    CodeInfo {
-        area,
-        severity,
-        pg_error,
-        remedy,
-    }
+    CodeInfo { area, severity, pg_error, remedy }
 }

@@ -65,17 +65,9 @@ const INFOMASK2_NAMES: [(u16, &str); 3] = [
 /// Raw flag names for t_infomask and t_infomask2, in pageinspect's order
 /// (`heap_tuple_infomask_flags`), followed by the combined ones it reports separately.
 pub fn infomask_flags(t_infomask: u16, t_infomask2: u16) -> (Vec<&'static str>, Vec<&'static str>) {
-    let mut raw: Vec<&'static str> = INFOMASK_NAMES
-        .iter()
-        .filter(|(b, _)| t_infomask & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
-    raw.extend(
-        INFOMASK2_NAMES
-            .iter()
-            .filter(|(b, _)| t_infomask2 & b != 0)
-            .map(|(_, n)| *n),
-    );
+    let mut raw: Vec<&'static str> =
+        INFOMASK_NAMES.iter().filter(|(b, _)| t_infomask & b != 0).map(|(_, n)| *n).collect();
+    raw.extend(INFOMASK2_NAMES.iter().filter(|(b, _)| t_infomask2 & b != 0).map(|(_, n)| *n));
     let mut combined = Vec::new();
     if t_infomask & HEAP_XMAX_SHR_LOCK == HEAP_XMAX_SHR_LOCK {
         combined.push("HEAP_XMAX_SHR_LOCK");
@@ -100,10 +92,7 @@ impl ItemPointerData {
     pub fn parse(buf: &[u8], at: usize) -> Option<Self> {
         let hi = u16_at(buf, at)?;
         let lo = u16_at(buf, at + 2)?;
-        Some(ItemPointerData {
-            block: (u32::from(hi) << 16) | u32::from(lo),
-            offset: u16_at(buf, at + 4)?,
-        })
+        Some(ItemPointerData { block: (u32::from(hi) << 16) | u32::from(lo), offset: u16_at(buf, at + 4)? })
     }
 
     pub fn write(&self, buf: &mut [u8], at: usize) {
@@ -174,11 +163,7 @@ impl HeapTupleHeaderData {
 
     /// The t_hoff heap_form_tuple would have written for this natts and HASNULL.
     pub fn expected_hoff(&self) -> usize {
-        let bitmap = if self.has_nulls() {
-            bitmaplen(self.natts())
-        } else {
-            0
-        };
+        let bitmap = if self.has_nulls() { bitmaplen(self.natts()) } else { 0 };
         maxalign(SIZEOF_HEAP_TUPLE_HEADER + bitmap)
     }
 }
@@ -222,8 +207,7 @@ impl HeapTuple {
         let header = HeapTupleHeaderData::parse(tuple)?;
         let (flags, combined) = infomask_flags(header.t_infomask, header.t_infomask2);
         let hoff = usize::from(header.t_hoff);
-        let hoff_usable =
-            hoff >= SIZEOF_HEAP_TUPLE_HEADER && hoff <= tuple.len() && hoff == maxalign(hoff);
+        let hoff_usable = hoff >= SIZEOF_HEAP_TUPLE_HEADER && hoff <= tuple.len() && hoff == maxalign(hoff);
         let mut t_bits = None;
         let mut t_oid = None;
         let mut data_len = None;
@@ -231,9 +215,7 @@ impl HeapTuple {
             if header.has_nulls() {
                 let n = bitmaplen(header.natts());
                 if n <= hoff - SIZEOF_HEAP_TUPLE_HEADER {
-                    t_bits = Some(bits_to_text(
-                        &tuple[SIZEOF_HEAP_TUPLE_HEADER..SIZEOF_HEAP_TUPLE_HEADER + n],
-                    ));
+                    t_bits = Some(bits_to_text(&tuple[SIZEOF_HEAP_TUPLE_HEADER..SIZEOF_HEAP_TUPLE_HEADER + n]));
                 }
             }
             if header.t_infomask & HEAP_HASOID_OLD != 0 {
@@ -263,10 +245,7 @@ mod tests {
             t_xmin: 745,
             t_xmax: 0,
             t_field3: 3,
-            t_ctid: ItemPointerData {
-                block: 0x0001_0002,
-                offset: 7,
-            },
+            t_ctid: ItemPointerData { block: 0x0001_0002, offset: 7 },
             t_infomask2: 3 | HEAP_HOT_UPDATED,
             t_infomask: HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID | HEAP_HASNULL,
             t_hoff: 24,
@@ -300,15 +279,7 @@ mod tests {
     #[test]
     fn flag_names() {
         let (raw, combined) = infomask_flags(HEAP_XMIN_FROZEN | HEAP_XMAX_INVALID, HEAP_ONLY_TUPLE);
-        assert_eq!(
-            raw,
-            vec![
-                "HEAP_XMIN_COMMITTED",
-                "HEAP_XMIN_INVALID",
-                "HEAP_XMAX_INVALID",
-                "HEAP_ONLY_TUPLE"
-            ]
-        );
+        assert_eq!(raw, vec!["HEAP_XMIN_COMMITTED", "HEAP_XMIN_INVALID", "HEAP_XMAX_INVALID", "HEAP_ONLY_TUPLE"]);
         assert_eq!(combined, vec!["HEAP_XMIN_FROZEN"]);
     }
 }

@@ -71,12 +71,7 @@ pub struct PageReport {
 /// Decode `bytes` as block `block` of its fork. `checksums`: whether the cluster has data
 /// checksums on (decides whether a mismatch is damage). `kind`: the access method's page kind
 /// when the caller knows it.
-pub fn inspect_page(
-    bytes: &[u8],
-    block: u64,
-    checksums: bool,
-    kind: Option<PageKind>,
-) -> Option<PageReport> {
+pub fn inspect_page(bytes: &[u8], block: u64, checksums: bool, kind: Option<PageKind>) -> Option<PageReport> {
     let page = Page::new(bytes)?;
     let h = *page.header();
     let guessed = PageKind::guess(&page);
@@ -99,24 +94,16 @@ pub fn inspect_page(
         free_space: i64::from(h.pd_upper) - i64::from(h.pd_lower),
     };
     let btree = match kind {
-        PageKind::Btree | PageKind::BtreeMeta => {
-            BTPageOpaqueData::from_page(&page).map(|o| BtreeView {
-                flags: o.flag_names(),
-                meta: if o.is_meta() {
-                    BTMetaPageData::parse(bytes)
-                } else {
-                    None
-                },
-                opaque: o,
-            })
-        }
+        PageKind::Btree | PageKind::BtreeMeta => BTPageOpaqueData::from_page(&page).map(|o| BtreeView {
+            flags: o.flag_names(),
+            meta: if o.is_meta() { BTMetaPageData::parse(bytes) } else { None },
+            opaque: o,
+        }),
         _ => None,
     };
     let mut items = Vec::new();
-    let list_items = !matches!(
-        kind,
-        PageKind::Zero | PageKind::Uninitialized | PageKind::BtreeMeta
-    ) && !btree.as_ref().is_some_and(|b| b.opaque.is_deleted());
+    let list_items = !matches!(kind, PageKind::Zero | PageKind::Uninitialized | PageKind::BtreeMeta)
+        && !btree.as_ref().is_some_and(|b| b.opaque.is_deleted());
     if list_items {
         for (off, id) in page.item_ids() {
             let mut view = ItemView {
@@ -129,15 +116,12 @@ pub fn inspect_page(
             let len = usize::from(id.lp_len());
             match (kind, &btree) {
                 (PageKind::Btree, Some(b)) if id.has_storage() => {
-                    view.btree = page
-                        .item_bytes(id)
-                        .and_then(|t| decode_item(off, t, id.lp_flags() == LP_DEAD, &b.opaque));
+                    view.btree =
+                        page.item_bytes(id).and_then(|t| decode_item(off, t, id.lp_flags() == LP_DEAD, &b.opaque));
                 }
                 // pageinspect's guard: storage, minimum size, aligned, inside the page.
                 (PageKind::Heap, _)
-                    if len >= MIN_HEAP_TUPLE_SIZE
-                        && start.is_multiple_of(8)
-                        && start + len <= bytes.len() =>
+                    if len >= MIN_HEAP_TUPLE_SIZE && start.is_multiple_of(8) && start + len <= bytes.len() =>
                 {
                     view.heap = page.item_bytes(id).and_then(HeapTuple::decode);
                 }
@@ -153,11 +137,7 @@ pub fn inspect_page(
         kind,
         kind_guessed,
         all_zero: page.is_all_zero(),
-        checksum: ChecksumView {
-            stored: h.pd_checksum,
-            computed,
-            matches: computed == Some(h.pd_checksum),
-        },
+        checksum: ChecksumView { stored: h.pd_checksum, computed, matches: computed == Some(h.pd_checksum) },
         verification: page.verify(blk32, checksums),
         header,
         items,

@@ -26,11 +26,7 @@ impl ItemIdData {
     }
 
     pub fn new(lp_off: u16, lp_flags: u8, lp_len: u16) -> Self {
-        ItemIdData(
-            u32::from(lp_off & 0x7FFF)
-                | (u32::from(lp_flags & 3) << 15)
-                | (u32::from(lp_len & 0x7FFF) << 17),
-        )
+        ItemIdData(u32::from(lp_off & 0x7FFF) | (u32::from(lp_flags & 3) << 15) | (u32::from(lp_len & 0x7FFF) << 17))
     }
 
     /// `lp_off`: byte offset of the item, or the redirect target's offset number.
@@ -74,12 +70,7 @@ pub struct LinePointer {
 
 impl LinePointer {
     pub fn from_item(lp: u16, id: ItemIdData) -> Self {
-        LinePointer {
-            lp,
-            lp_off: id.lp_off(),
-            lp_flags: id.lp_flags(),
-            lp_len: id.lp_len(),
-        }
+        LinePointer { lp, lp_off: id.lp_off(), lp_flags: id.lp_flags(), lp_len: id.lp_len() }
     }
 }
 
@@ -91,10 +82,7 @@ mod tests {
     fn bitfields_match_the_reference_example() {
         // off 8152, NORMAL, len 40 is stored as d8 9f 50 00
         let id = ItemIdData::parse(&[0xd8, 0x9f, 0x50, 0x00], 0).unwrap();
-        assert_eq!(
-            (id.lp_off(), id.lp_flags(), id.lp_len()),
-            (8152, LP_NORMAL, 40)
-        );
+        assert_eq!((id.lp_off(), id.lp_flags(), id.lp_len()), (8152, LP_NORMAL, 40));
         assert_eq!(ItemIdData::new(8152, LP_NORMAL, 40), id);
         assert!(ItemIdData::parse(&[0, 0, 0], 0).is_none());
     }

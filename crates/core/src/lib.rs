@@ -12,10 +12,13 @@ pub mod control;
 pub mod error;
 pub mod finding;
 pub mod heap;
+pub mod inject;
 pub mod inspect;
 pub mod itemid;
 pub mod page;
 pub mod relfile;
 pub mod scan;
+pub mod toast;
+pub mod tuple;
 
 pub use error::{CoreError, Result};

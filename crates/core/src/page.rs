@@ -67,10 +67,7 @@ impl PageHeaderData {
     /// Read the header from the first 24 bytes; `None` if the buffer is shorter.
     pub fn parse(buf: &[u8]) -> Option<Self> {
         Some(PageHeaderData {
-            pd_lsn: PageXLogRecPtr {
-                xlogid: u32_at(buf, 0)?,
-                xrecoff: u32_at(buf, 4)?,
-            },
+            pd_lsn: PageXLogRecPtr { xlogid: u32_at(buf, 0)?, xrecoff: u32_at(buf, 4)? },
             pd_checksum: u16_at(buf, 8)?,
             pd_flags: u16_at(buf, 10)?,
             pd_lower: u16_at(buf, 12)?,
@@ -165,10 +162,7 @@ pub struct Page<'a> {
 impl<'a> Page<'a> {
     /// View `bytes` as a page. `None` only when the buffer cannot even hold a header.
     pub fn new(bytes: &'a [u8]) -> Option<Self> {
-        Some(Page {
-            bytes,
-            header: PageHeaderData::parse(bytes)?,
-        })
+        Some(Page { bytes, header: PageHeaderData::parse(bytes)? })
     }
 
     pub fn bytes(&self) -> &'a [u8] {
@@ -202,9 +196,7 @@ impl<'a> Page<'a> {
 
     /// `PageGetSpecialSize`, from the buffer length (not the header's size word).
     pub fn special_size(&self) -> usize {
-        self.bytes
-            .len()
-            .saturating_sub(usize::from(self.header.pd_special))
+        self.bytes.len().saturating_sub(usize::from(self.header.pd_special))
     }
 
     /// How many line pointers can be read without leaving the buffer, at most what pd_lower claims.
@@ -225,9 +217,12 @@ impl<'a> Page<'a> {
 
     /// All readable line pointers with their offset numbers.
     pub fn item_ids(&self) -> impl Iterator<Item = (u16, ItemIdData)> + 'a {
-        let page = *self;
-        (1..=self.readable_item_count())
-            .filter_map(move |off| page.item_id(off).map(|id| (off, id)))
+        let n = usize::from(self.readable_item_count());
+        let array = &self.bytes[SIZE_OF_PAGE_HEADER_DATA..SIZE_OF_PAGE_HEADER_DATA + n * SIZE_OF_ITEM_ID_DATA];
+        array
+            .chunks_exact(SIZE_OF_ITEM_ID_DATA)
+            .enumerate()
+            .map(|(i, w)| ((i + 1) as u16, ItemIdData(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))))
     }
 
     /// The bytes an item's storage covers, when it lies wholly inside the buffer.
@@ -253,8 +248,7 @@ impl<'a> Page<'a> {
         let mut header_sane = false;
         if !self.header.is_new() {
             if checksums {
-                checksum_failure =
-                    pg_checksum_page(self.bytes, blkno) != Some(self.header.pd_checksum);
+                checksum_failure = pg_checksum_page(self.bytes, blkno) != Some(self.header.pd_checksum);
             }
             header_sane = self.header_is_sane(self.bytes.len());
             if header_sane && !checksum_failure {
@@ -264,10 +258,7 @@ impl<'a> Page<'a> {
         if self.is_all_zero() {
             return Verification::AllZero;
         }
-        Verification::Invalid {
-            header_sane,
-            checksum_failure,
-        }
+        Verification::Invalid { header_sane, checksum_failure }
     }
 }
 
@@ -356,11 +347,7 @@ impl PageKind {
         let Some(special) = page.special() else {
             return PageKind::Unknown;
         };
-        let last = if special.len() >= 2 {
-            u16_at(special, special.len() - 2)
-        } else {
-            None
-        };
+        let last = if special.len() >= 2 { u16_at(special, special.len() - 2) } else { None };
         match special.len() {
             0 => PageKind::Heap,
             8 => match last {
@@ -409,10 +396,7 @@ mod tests {
     fn header_round_trip() {
         let mut p = empty_page();
         let mut h = PageHeaderData::parse(&p).unwrap();
-        h.pd_lsn = PageXLogRecPtr {
-            xlogid: 1,
-            xrecoff: 0x2A,
-        };
+        h.pd_lsn = PageXLogRecPtr { xlogid: 1, xrecoff: 0x2A };
         h.pd_prune_xid = 77;
         h.write(&mut p);
         let back = PageHeaderData::parse(&p).unwrap();
@@ -428,29 +412,14 @@ mod tests {
         let page = Page::new(&p).unwrap();
         assert_eq!(page.verify(0, false), Verification::Valid);
         // without a stamped checksum, checksums-on verification fails
-        assert!(matches!(
-            page.verify(0, true),
-            Verification::Invalid {
-                checksum_failure: true,
-                ..
-            }
-        ));
+        assert!(matches!(page.verify(0, true), Verification::Invalid { checksum_failure: true, .. }));
         let z = vec![0u8; BLCKSZ];
-        assert_eq!(
-            Page::new(&z).unwrap().verify(3, true),
-            Verification::AllZero
-        );
+        assert_eq!(Page::new(&z).unwrap().verify(3, true), Verification::AllZero);
 
         let mut bad = empty_page();
         bad[16..18].copy_from_slice(&8190u16.to_le_bytes()); // unaligned pd_special
         let page = Page::new(&bad).unwrap();
-        assert!(matches!(
-            page.verify(0, false),
-            Verification::Invalid {
-                header_sane: false,
-                ..
-            }
-        ));
+        assert!(matches!(page.verify(0, false), Verification::Invalid { header_sane: false, .. }));
     }
 
     #[test]

@@ -121,11 +121,7 @@ pub struct RelFileName {
 /// Digits with no sign, no leading zero, at most `OIDCHARS` long, fitting u32, not zero.
 /// PostgreSQL never writes other forms, so anything else is a stray file, not a relation.
 fn parse_number(text: &str) -> Option<u32> {
-    if text.is_empty()
-        || text.len() > OIDCHARS
-        || !text.bytes().all(|b| b.is_ascii_digit())
-        || text.starts_with('0')
-    {
+    if text.is_empty() || text.len() > OIDCHARS || !text.bytes().all(|b| b.is_ascii_digit()) || text.starts_with('0') {
         return None;
     }
     text.parse::<u32>().ok()
@@ -140,11 +136,7 @@ pub fn parse_relation_file_name(name: &str) -> Option<RelFileName> {
         Some(tail) => {
             let (backend, rest) = tail.split_once('_')?;
             // Backend/proc numbers start at 0 (17+) or 1 (14–16); "0" is allowed, leading zeros not.
-            let backend = if backend == "0" {
-                0
-            } else {
-                parse_number(backend)?
-            };
+            let backend = if backend == "0" { 0 } else { parse_number(backend)? };
             (Some(backend), rest)
         }
         None => (None, name),
@@ -164,12 +156,7 @@ pub fn parse_relation_file_name(name: &str) -> Option<RelFileName> {
         }
         None => (stem, Fork::Main),
     };
-    Some(RelFileName {
-        temp_backend,
-        relfilenode: parse_number(number)?,
-        fork,
-        segno,
-    })
+    Some(RelFileName { temp_backend, relfilenode: parse_number(number)?, fork, segno })
 }
 
 /// Name of a tablespace's version subdirectory, `PG_<major>_<catversion>`
@@ -180,29 +167,18 @@ pub fn tablespace_version_directory(major_version: u32, catversion: u32) -> Stri
 
 /// Directory of a database in a tablespace, relative to the data directory (`GetDatabasePath`).
 /// For pg_global the database OID is ignored: shared relations have none.
-pub fn database_dir(
-    tablespace_oid: u32,
-    database_oid: u32,
-    major_version: u32,
-    catversion: u32,
-) -> String {
+pub fn database_dir(tablespace_oid: u32, database_oid: u32, major_version: u32, catversion: u32) -> String {
     match tablespace_oid {
         GLOBALTABLESPACE_OID => "global".to_string(),
         DEFAULTTABLESPACE_OID => format!("base/{database_oid}"),
-        spc => format!(
-            "{PG_TBLSPC_DIR}/{spc}/{}/{database_oid}",
-            tablespace_version_directory(major_version, catversion)
-        ),
+        spc => {
+            format!("{PG_TBLSPC_DIR}/{spc}/{}/{database_oid}", tablespace_version_directory(major_version, catversion))
+        }
     }
 }
 
 /// File name of one segment: `[t<backend>_]<relfilenode>[_<fork>][.<segno>]`.
-pub fn relation_file_name(
-    relfilenode: u32,
-    fork: Fork,
-    segno: u32,
-    temp_backend: Option<u32>,
-) -> String {
+pub fn relation_file_name(relfilenode: u32, fork: Fork, segno: u32, temp_backend: Option<u32>) -> String {
     let mut name = match temp_backend {
         Some(backend) => format!("t{backend}_{relfilenode}"),
         None => relfilenode.to_string(),
@@ -368,11 +344,7 @@ impl Relation {
             // after it are md.c's inactive leftovers of a truncation.
             if seg.size < segment_bytes {
                 if let Some(later) = self.segments[i + 1..].iter().find(|s| s.size > 0) {
-                    let blocks = if blcksz > 0 {
-                        seg.size / u64::from(blcksz)
-                    } else {
-                        0
-                    };
+                    let blocks = if blcksz > 0 { seg.size / u64::from(blcksz) } else { 0 };
                     out.push(SegmentProblem {
                         kind: SegmentProblemKind::ShortSegment,
                         path: seg.path.clone(),
@@ -428,15 +400,8 @@ pub struct SegmentProblem {
 /// short non-last segments (when a later one holds data), oversized segments, sizes that are not
 /// whole blocks. `blcksz` and `relseg_size` come from pg_control; a zero disables the checks that
 /// need it.
-pub fn segment_problems(
-    relations: &[Relation],
-    blcksz: u32,
-    relseg_size: u32,
-) -> Vec<SegmentProblem> {
-    relations
-        .iter()
-        .flat_map(|r| r.segment_problems(blcksz, relseg_size))
-        .collect()
+pub fn segment_problems(relations: &[Relation], blcksz: u32, relseg_size: u32) -> Vec<SegmentProblem> {
+    relations.iter().flat_map(|r| r.segment_problems(blcksz, relseg_size)).collect()
 }
 
 /// Where a directory of relation files sits.
@@ -513,12 +478,7 @@ fn scan_relation_dir(dir: &Path, ctx: &DirContext<'_>, out: &mut Vec<RelationFil
 
 /// Scans `<parent>/<dboid>/` database directories (numeric names only; `pgsql_tmp` and the like
 /// are skipped).
-fn scan_database_dirs(
-    parent: &Path,
-    rel_parent: &str,
-    tablespace_oid: u32,
-    out: &mut Vec<RelationFile>,
-) -> Result<()> {
+fn scan_database_dirs(parent: &Path, rel_parent: &str, tablespace_oid: u32, out: &mut Vec<RelationFile>) -> Result<()> {
     let Some(entries) = list_dir(parent)? else {
         return Ok(());
     };
@@ -530,12 +490,7 @@ fn scan_database_dirs(
             continue;
         }
         let rel_dir = format!("{rel_parent}/{name}");
-        let ctx = DirContext {
-            rel_dir: &rel_dir,
-            tablespace_oid,
-            database_oid,
-            allow_temp: true,
-        };
+        let ctx = DirContext { rel_dir: &rel_dir, tablespace_oid, database_oid, allow_temp: true };
         scan_relation_dir(&path, &ctx, out)?;
     }
     Ok(())
@@ -571,9 +526,7 @@ fn is_version_dir(name: &str, major: Option<u32>) -> bool {
 pub fn discover(pgdata: &Path) -> Result<Vec<Relation>> {
     // An unreadable data directory is an error, not an empty cluster.
     fs::read_dir(pgdata).map_err(|e| io_err(pgdata, e))?;
-    let major = fs::read_to_string(pgdata.join("PG_VERSION"))
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok());
+    let major = fs::read_to_string(pgdata.join("PG_VERSION")).ok().and_then(|s| s.trim().parse::<u32>().ok());
 
     let mut files = Vec::new();
     scan_relation_dir(
@@ -587,12 +540,7 @@ pub fn discover(pgdata: &Path) -> Result<Vec<Relation>> {
         },
         &mut files,
     )?;
-    scan_database_dirs(
-        &pgdata.join("base"),
-        "base",
-        DEFAULTTABLESPACE_OID,
-        &mut files,
-    )?;
+    scan_database_dirs(&pgdata.join("base"), "base", DEFAULTTABLESPACE_OID, &mut files)?;
     let tblspc = pgdata.join(PG_TBLSPC_DIR);
     if let Some(links) = list_dir(&tblspc)? {
         for (name, link) in links {
@@ -623,14 +571,8 @@ pub fn group(files: Vec<RelationFile>) -> Vec<Relation> {
     let mut groups: BTreeMap<Key, Relation> = BTreeMap::new();
     for file in files {
         let base = segment_zero_path(&file.path, file.segno);
-        let key = (
-            file.tablespace_oid,
-            file.database_oid,
-            file.relfilenode,
-            file.fork,
-            file.temp_backend,
-            base.clone(),
-        );
+        let key =
+            (file.tablespace_oid, file.database_oid, file.relfilenode, file.fork, file.temp_backend, base.clone());
         groups
             .entry(key)
             .or_insert_with(|| Relation {
@@ -669,12 +611,7 @@ mod tests {
     use super::*;
 
     fn name(temp_backend: Option<u32>, relfilenode: u32, fork: Fork, segno: u32) -> RelFileName {
-        RelFileName {
-            temp_backend,
-            relfilenode,
-            fork,
-            segno,
-        }
+        RelFileName { temp_backend, relfilenode, fork, segno }
     }
 
     #[test]
@@ -691,10 +628,7 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(parse_relation_file_name(text), Some(want), "{text}");
-            assert_eq!(
-                relation_file_name(want.relfilenode, want.fork, want.segno, want.temp_backend),
-                text
-            );
+            assert_eq!(relation_file_name(want.relfilenode, want.fork, want.segno, want.temp_backend), text);
         }
     }
 
@@ -749,10 +683,7 @@ mod tests {
     fn segment_zero_paths() {
         assert_eq!(segment_zero_path("base/1/16384.12", 12), "base/1/16384");
         assert_eq!(segment_zero_path("base/1/16384", 0), "base/1/16384");
-        assert_eq!(
-            tablespace_version_directory(17, 202406281),
-            "PG_17_202406281"
-        );
+        assert_eq!(tablespace_version_directory(17, 202406281), "PG_17_202406281");
         assert_eq!(database_dir(1664, 7, 17, 1), "global");
     }
 }

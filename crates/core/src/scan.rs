@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
-use crate::checks::{check_heap_tuple_headers, check_page, Horizons};
+use crate::checks::{check_page_in, HeapContext, Horizons};
 use crate::error::{CoreError, Result};
 use crate::finding::Finding;
 use crate::page::{Page, PageKind};
@@ -32,6 +32,48 @@ pub struct RelMeta {
     pub kind: Option<String>,
     /// Attribute count of the relation (pg_class.relnatts), for heaps.
     pub natts: Option<u16>,
+    /// For a btree index: its table's file key, so leaf TIDs can be checked against the heap.
+    #[serde(default)]
+    pub heap: Option<RelKey>,
+    /// For a table: its columns, so each tuple's attributes can be walked.
+    #[serde(default)]
+    pub desc: Option<crate::tuple::RelDesc>,
+    /// For a table with a TOAST table: that table's file key, to check every pointer's chunks.
+    #[serde(default)]
+    pub toast: Option<RelKey>,
+    /// For a TOAST table: its name (pg_toast_N), as the server names it in errors.
+    #[serde(default)]
+    pub toast_name: Option<String>,
+}
+
+/// A heap page as index entries see it.
+#[derive(Debug, Clone, Default)]
+enum PageLp {
+    /// Not read, or too damaged to say which items exist.
+    #[default]
+    Unknown,
+    /// All zeroes: every row that was here is gone.
+    Zero,
+    /// Bit i set: item i+1 can be the target of an index entry (normal, redirect or dead).
+    Items(Box<[u8]>),
+}
+
+/// Line pointer states of one heap, for the index TID checks.
+struct HeapMap {
+    nblocks: u64,
+    pages: Vec<PageLp>,
+}
+
+fn page_lp(page: &Page<'_>) -> PageLp {
+    let n = usize::from(page.readable_item_count());
+    let mut bits = vec![0u8; n.div_ceil(8)];
+    for (off, id) in page.item_ids() {
+        if id.lp_flags() != crate::itemid::LP_UNUSED {
+            let i = usize::from(off - 1);
+            bits[i / 8] |= 1 << (i % 8);
+        }
+    }
+    PageLp::Items(bits.into_boxed_slice())
 }
 
 /// (tablespace oid, database oid, relfilenode).
@@ -59,6 +101,13 @@ pub struct ScanOptions {
     /// Worker threads; all cores when absent.
     #[serde(default)]
     pub jobs: Option<usize>,
+    /// TOAST_MAX_CHUNK_SIZE from pg_control.
+    #[serde(default = "default_toast_chunk")]
+    pub toast_max_chunk_size: u32,
+}
+
+fn default_toast_chunk() -> u32 {
+    crate::toast::TOAST_MAX_CHUNK_SIZE_8K
 }
 
 impl Default for ScanOptions {
@@ -73,6 +122,7 @@ impl Default for ScanOptions {
             relations: Vec::new(),
             chunk_blocks: DEFAULT_CHUNK_BLOCKS,
             jobs: None,
+            toast_max_chunk_size: default_toast_chunk(),
         }
     }
 }
@@ -141,6 +191,14 @@ struct ChunkSummary {
     btree_links: Vec<(u64, u32, u32, u32, u16)>,
     zero_pages: u64,
     skipped_live: u64,
+    /// Heap pages' line pointer states, when an index of this heap will be checked.
+    lp_states: Vec<(u64, PageLp)>,
+    /// Index entries into all-zero heap pages: (heap block, entries).
+    zero_refs: Vec<(u64, u32)>,
+    /// TOAST pointers found in a table's tuples: (block, line pointer, pointer).
+    toast_ptrs: Vec<(u64, u16, crate::tuple::ToastPointer)>,
+    /// The chunks found in a TOAST table's pages.
+    toast_inv: Option<crate::toast::ChunkInventory>,
 }
 
 /// Heap blocks one visibility map page covers: (BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) bytes,
@@ -156,24 +214,20 @@ struct Ctx<'a> {
     opts: &'a ScanOptions,
     /// Page kind per relation fork (index into the relation list); None: guess page by page.
     kinds: Vec<Option<PageKind>>,
+    /// Attribute count per relation fork, from the catalog.
+    natts: Vec<Option<u16>>,
+    /// Catalog knowledge per relation fork (main forks only).
+    metas: Vec<Option<&'a RelMeta>>,
     progress: &'a Progress,
 }
 
 /// The page kind of a relation fork: the catalog's word when we have it; otherwise judged from
 /// its first pages, so one damaged page is not mistaken for another access method's.
-fn detect_kind(
-    root: &Path,
-    rel: &Relation,
-    meta: Option<&RelMeta>,
-    blcksz: u32,
-) -> Option<PageKind> {
+fn detect_kind(root: &Path, rel: &Relation, meta: Option<&RelMeta>, blcksz: u32) -> Option<PageKind> {
     if matches!(rel.fork, Fork::Fsm | Fork::Vm) {
         return Some(PageKind::Map);
     }
-    if let Some(k) = meta
-        .and_then(|m| m.kind.as_deref())
-        .and_then(PageKind::parse)
-    {
+    if let Some(k) = meta.and_then(|m| m.kind.as_deref()).and_then(PageKind::parse) {
         return Some(k);
     }
     let first = rel.segments.first().filter(|s| s.segno == 0)?;
@@ -206,17 +260,9 @@ fn read_chunk(path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> std::i
     let mut f = File::open(path)?;
     f.seek(SeekFrom::Start(offset))?;
     buf.clear();
-    buf.resize(len, 0);
-    let mut got = 0;
-    while got < len {
-        let n = f.read(&mut buf[got..])?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    buf.truncate(got);
-    Ok(got)
+    buf.reserve(len);
+    // read_to_end fills spare capacity without zeroing it first.
+    f.take(len as u64).read_to_end(buf)
 }
 
 fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
@@ -227,7 +273,14 @@ fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
     }
 }
 
-fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64) -> ChunkSummary {
+fn scan_unit(
+    ctx: &Ctx<'_>,
+    rel_index: usize,
+    unit: &Unit<'_>,
+    rel_nblocks: u64,
+    collect_lp: bool,
+    heap: Option<&HeapMap>,
+) -> ChunkSummary {
     let opts = ctx.opts;
     let blcksz = opts.blcksz as usize;
     let seg = &unit.rel.segments[unit.seg_index];
@@ -249,6 +302,7 @@ fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64)
         }
     };
     let kind = kind_of(ctx, rel_index);
+    let ctx_natts = ctx.natts[rel_index];
     let is_main_heap = unit.rel.fork == Fork::Main || unit.rel.fork == Fork::Init;
     let base_block = u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file;
     for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
@@ -267,8 +321,7 @@ fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64)
             }
             if opts.checksums
                 && !page.header().is_new()
-                && crate::checksum::pg_checksum_page(bytes, block as u32)
-                    != Some(page.header().pd_checksum)
+                && crate::checksum::pg_checksum_page(bytes, block as u32) != Some(page.header().pd_checksum)
             {
                 // A page being written while we read it can be torn in our copy: read it again.
                 reread = reread_page(&path, offset + (i * blcksz) as u64, blcksz);
@@ -287,6 +340,9 @@ fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64)
         if page.is_all_zero() {
             out.zero_blocks.push(block);
             out.zero_pages += 1;
+            if collect_lp {
+                out.lp_states.push((block, PageLp::Zero));
+            }
             continue;
         }
         let page_kind = match kind {
@@ -294,23 +350,26 @@ fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64)
             Some(k) => k,
             None => PageKind::guess(&page),
         };
-        let page_kind = if page.header().is_new() {
-            PageKind::Uninitialized
+        let page_kind = if page.header().is_new() { PageKind::Uninitialized } else { page_kind };
+        let heap_ctx = if is_main_heap {
+            HeapContext { nblocks: Some(rel_nblocks), horizons: opts.horizons.as_ref(), relnatts: ctx_natts }
         } else {
-            page_kind
+            HeapContext::default()
         };
-        out.findings
-            .extend(check_page(&page, page_kind, Some(block), opts.checksums));
+        out.findings.extend(check_page_in(&page, page_kind, Some(block), opts.checksums, &heap_ctx));
         let sane = page.header_is_sane(blcksz);
-        match page_kind {
-            PageKind::Heap if is_main_heap && sane => {
-                out.findings.extend(check_heap_tuple_headers(
-                    &page,
-                    block,
-                    rel_nblocks,
-                    opts.horizons.as_ref(),
-                ));
+        if collect_lp && sane && page_kind == PageKind::Heap {
+            out.lp_states.push((block, page_lp(&page)));
+        }
+        if let (Some(h), PageKind::Btree, true) = (heap, page_kind, sane) {
+            check_leaf_tids(&page, block, h, &mut out);
+        }
+        if page_kind == PageKind::Heap && sane {
+            if let Some(meta) = ctx.metas[rel_index] {
+                check_tuple_data(&page, block, meta, opts.toast_max_chunk_size, &mut out);
             }
+        }
+        match page_kind {
             PageKind::Map if unit.rel.fork == Fork::Vm && sane => {
                 // Record the all-visible heap blocks this map page claims.
                 let per_page = heapblocks_per_vm_page(opts.blcksz);
@@ -328,13 +387,7 @@ fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64)
             }
             PageKind::Btree | PageKind::BtreeMeta => {
                 if let Some(o) = BTPageOpaqueData::from_page(&page) {
-                    out.btree_links.push((
-                        block,
-                        o.btpo_prev,
-                        o.btpo_next,
-                        o.btpo_level,
-                        o.btpo_flags,
-                    ));
+                    out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
                 }
             }
             _ => {}
@@ -355,24 +408,127 @@ fn scan_unit(ctx: &Ctx<'_>, rel_index: usize, unit: &Unit<'_>, rel_nblocks: u64)
             }
         }
         // In use: a heap page with items, or any initialised page of another kind.
-        if !page.header().is_new()
-            && (page.header().max_offset_number() > 0 || page_kind != PageKind::Heap)
-        {
+        if !page.header().is_new() && (page.header().max_offset_number() > 0 || page_kind != PageKind::Heap) {
             out.last_nonempty = Some(block);
         }
     }
-    ctx.progress
-        .bytes_done
-        .fetch_add(got as u64, Ordering::Relaxed);
-    ctx.progress
-        .pages_done
-        .fetch_add((got / blcksz) as u64, Ordering::Relaxed);
+    ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
+    ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
     out
+}
+
+/// Every heap TID on a btree leaf page against the heap's line pointers: past the heap's end
+/// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
+/// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
+fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
+    let Some(o) = BTPageOpaqueData::from_page(page) else { return };
+    if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+        return;
+    }
+    let first = if o.is_rightmost() { 1 } else { 2 }; // skip the high key
+    let mut tids = Vec::new();
+    let mut reported = 0usize;
+    let mut summary_code = "index.tid_unused";
+    let mut report = |out: &mut ChunkSummary, code: &'static str, item: u16, msg: String| {
+        if reported < 16 {
+            out.findings.push(Finding::new(code, Some(block), Some(item), msg));
+        } else {
+            summary_code = code;
+        }
+        reported += 1;
+    };
+    for (off, id) in page.item_ids() {
+        if off < first || id.lp_flags() != crate::itemid::LP_NORMAL {
+            continue; // LP_DEAD entries may point at rows vacuum already removed
+        }
+        let Some(t) = page.item_bytes(id) else { continue };
+        if !crate::btree::leaf_heap_tids(t, &mut tids) {
+            continue;
+        }
+        for tid in &tids {
+            let hb = u64::from(tid.block);
+            if hb >= heap.nblocks {
+                report(
+                    out,
+                    "index.tid_beyond_heap",
+                    off,
+                    format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
+                );
+                continue;
+            }
+            match &heap.pages[hb as usize] {
+                PageLp::Unknown => {}
+                PageLp::Zero => match out.zero_refs.last_mut() {
+                    Some((b, n)) if *b == hb => *n += 1,
+                    _ => out.zero_refs.push((hb, 1)),
+                },
+                PageLp::Items(bits) => {
+                    let i = usize::from(tid.offset).wrapping_sub(1);
+                    let exists = tid.offset > 0 && bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
+                    if !exists {
+                        report(
+                            out,
+                            "index.tid_unused",
+                            off,
+                            format!("points to heap {tid}, an unused or missing line pointer"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if reported > 16 {
+        out.findings.push(Finding::new(
+            summary_code,
+            Some(block),
+            None,
+            format!("{reported} index entries on this page point to missing heap rows ({} not listed)", reported - 16),
+        ));
+    }
+}
+
+/// With the catalog's column types: each tuple's attributes walked (lengths, varlena headers,
+/// compression, TOAST pointers), the TOAST pointers kept for checking against their TOAST table,
+/// and a TOAST table's chunks added to its inventory.
+fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32, out: &mut ChunkSummary) {
+    let toast_name = meta.toast_name.as_deref();
+    if meta.desc.is_none() && toast_name.is_none() {
+        return;
+    }
+    let mut kept = 0usize;
+    for (off, id) in page.item_ids() {
+        if id.lp_flags() != crate::itemid::LP_NORMAL {
+            continue;
+        }
+        let Some(tuple) = page.item_bytes(id) else { continue };
+        let Some(header) = crate::heap::HeapTupleHeaderData::parse(tuple) else { continue };
+        if let Some(name) = toast_name {
+            let inv = out.toast_inv.get_or_insert_with(|| crate::toast::ChunkInventory::new(name, max_chunk));
+            for p in inv.add_tuple(block as u32, off, tuple, &header) {
+                if kept < 16 {
+                    out.findings.push(p.to_finding(Some(block), Some(off)));
+                }
+                kept += 1;
+            }
+        } else if let Some(desc) = &meta.desc {
+            let walk = crate::tuple::walk_attributes(tuple, &header, desc);
+            for p in &walk.problems {
+                if kept < 16 {
+                    out.findings.push(p.to_finding(Some(block), Some(off)));
+                }
+                kept += 1;
+            }
+            if meta.toast.is_some() {
+                out.toast_ptrs.extend(walk.toast_pointers.into_iter().map(|ptr| (block, off, ptr)));
+            }
+        }
+    }
 }
 
 /// Relation-wide checks once every chunk of the relation is in.
 fn relation_checks(
     rel: &Relation,
+    live: bool,
     rel_nblocks: u64,
     kind: Option<PageKind>,
     chunks: &mut [ChunkSummary],
@@ -435,18 +591,11 @@ fn relation_checks(
         }
     }
     // Btree sibling links, levels and flags, across pages.
-    let mut links: Vec<(u64, u32, u32, u32, u16)> = chunks
-        .iter_mut()
-        .flat_map(|c| std::mem::take(&mut c.btree_links))
-        .collect();
+    let mut links: Vec<(u64, u32, u32, u32, u16)> =
+        chunks.iter_mut().flat_map(|c| std::mem::take(&mut c.btree_links)).collect();
     if !links.is_empty() {
         links.sort_unstable_by_key(|l| l.0);
-        let find = |blk: u32| {
-            links
-                .binary_search_by_key(&u64::from(blk), |l| l.0)
-                .ok()
-                .map(|i| links[i])
-        };
+        let find = |blk: u32| links.binary_search_by_key(&u64::from(blk), |l| l.0).ok().map(|i| links[i]);
         for &(block, prev, next, level, flags) in &links {
             let dead = flags & (BTP_DELETED | BTP_HALF_DEAD) != 0;
             if flags & BTP_META != 0 {
@@ -482,6 +631,9 @@ fn relation_checks(
                 continue;
             }
             match find(next) {
+                // In a live scan the neighbour may have been skipped for being written after the
+                // scan began: only pages both read as stable are compared.
+                None if live => {}
                 None => out.push(Finding::new(
                     "index.sibling_link",
                     Some(block),
@@ -489,9 +641,7 @@ fn relation_checks(
                     format!("right sibling {next} is not a btree page of this index"),
                 )),
                 Some((_, nprev, _, nlevel, nflags)) => {
-                    if nflags & (BTP_DELETED | BTP_HALF_DEAD) == 0
-                        && (nprev as u64 != block || nlevel != level)
-                    {
+                    if nflags & (BTP_DELETED | BTP_HALF_DEAD) == 0 && (nprev as u64 != block || nlevel != level) {
                         out.push(Finding::new(
                             "index.sibling_link",
                             Some(block),
@@ -504,7 +654,7 @@ fn relation_checks(
                     }
                 }
             }
-            if prev != P_NONE && find(prev).is_none() {
+            if prev != P_NONE && !live && find(prev).is_none() {
                 out.push(Finding::new(
                     "index.sibling_link",
                     Some(block),
@@ -519,12 +669,7 @@ fn relation_checks(
 
 /// Scan `relations` (from [`crate::relfile::discover`] or built from explicit files) under `root`,
 /// on `opts.jobs` threads (all cores by default).
-pub fn scan(
-    root: &Path,
-    relations: &[Relation],
-    opts: &ScanOptions,
-    progress: &Progress,
-) -> Result<ScanResult> {
+pub fn scan(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
     match opts.jobs {
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n.max(1))
@@ -535,12 +680,7 @@ pub fn scan(
     }
 }
 
-fn scan_on_pool(
-    root: &Path,
-    relations: &[Relation],
-    opts: &ScanOptions,
-    progress: &Progress,
-) -> Result<ScanResult> {
+fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
     if opts.blcksz == 0 || !opts.blcksz.is_multiple_of(128) || opts.relseg_size == 0 {
         return Err(CoreError::Invalid(format!(
             "unusable geometry: block size {} and segment size {}",
@@ -551,21 +691,24 @@ fn scan_on_pool(
     let kinds = relations
         .par_iter()
         .map(|r| {
-            detect_kind(
-                root,
-                r,
-                meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode))
-                    .copied(),
-                opts.blcksz,
-            )
+            detect_kind(root, r, meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode)).copied(), opts.blcksz)
         })
         .collect();
-    let ctx = Ctx {
-        root,
-        opts,
-        kinds,
-        progress,
-    };
+    let natts = relations
+        .iter()
+        .map(|r| meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode)).and_then(|m| m.natts))
+        .collect();
+    let metas = relations
+        .iter()
+        .map(|r| {
+            if r.fork == Fork::Main {
+                meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode)).copied()
+            } else {
+                None
+            }
+        })
+        .collect();
+    let ctx = Ctx { root, opts, kinds, natts, metas, progress };
     let chunk = u64::from(opts.chunk_blocks.max(1));
     let mut units = Vec::new();
     for (ri, rel) in relations.iter().enumerate() {
@@ -574,29 +717,103 @@ fn scan_on_pool(
             let mut first = 0;
             while first < blocks {
                 let n = chunk.min(blocks - first);
-                units.push((
-                    ri,
-                    Unit {
-                        rel,
-                        seg_index: si,
-                        first_block_in_file: first,
-                        nblocks: n,
-                    },
-                ));
+                units.push((ri, Unit { rel, seg_index: si, first_block_in_file: first, nblocks: n }));
                 first += n;
             }
         }
     }
-    let nblocks: Vec<u64> = relations
+    let nblocks: Vec<u64> = relations.iter().map(|r| relation_nblocks(r, opts.blcksz, opts.relseg_size)).collect();
+    let key_of = |r: &Relation| (r.tablespace_oid, r.database_oid, r.relfilenode);
+    // Btree indexes whose heap is scanned too get a second phase: their leaf TIDs are checked
+    // against the heap's line pointers, collected in the first.
+    let main_index: HashMap<RelKey, usize> =
+        relations.iter().enumerate().filter(|(_, r)| r.fork == Fork::Main).map(|(i, r)| (key_of(r), i)).collect();
+    let heap_of: Vec<Option<usize>> = relations
         .iter()
-        .map(|r| relation_nblocks(r, opts.blcksz, opts.relseg_size))
+        .enumerate()
+        .map(|(i, r)| {
+            let heap = meta.get(&key_of(r)).and_then(|m| m.heap)?;
+            let hi = *main_index.get(&heap)?;
+            (r.fork == Fork::Main && ctx.kinds[i] == Some(PageKind::Btree)).then_some(hi)
+        })
         .collect();
-    let mut chunks: Vec<(usize, ChunkSummary)> = units
+    let mut collect_lp = vec![false; relations.len()];
+    for hi in heap_of.iter().flatten() {
+        collect_lp[*hi] = true;
+    }
+    let (phase2, phase1): (Vec<_>, Vec<_>) = units.iter().partition(|(ri, _)| heap_of[*ri].is_some());
+    let mut chunks: Vec<(usize, ChunkSummary)> =
+        phase1.par_iter().map(|(ri, u)| (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri], collect_lp[*ri], None))).collect();
+    let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
+    for (ri, c) in chunks.iter_mut() {
+        if collect_lp[*ri] {
+            let map = heaps.entry(*ri).or_insert_with(|| HeapMap {
+                nblocks: nblocks[*ri],
+                pages: vec![PageLp::Unknown; nblocks[*ri] as usize],
+            });
+            for (b, lp) in c.lp_states.drain(..) {
+                if let Some(slot) = map.pages.get_mut(b as usize) {
+                    *slot = lp;
+                }
+            }
+        }
+    }
+    let second: Vec<(usize, ChunkSummary)> = phase2
         .par_iter()
-        .map(|(ri, u)| (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri])))
+        .map(|(ri, u)| {
+            let heap = heap_of[*ri].and_then(|hi| heaps.get(&hi));
+            (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri], false, heap))
+        })
         .collect();
+    chunks.extend(second);
     if progress.cancelled.load(Ordering::Relaxed) {
         return Err(CoreError::Invalid("scan cancelled".to_string()));
+    }
+    // TOAST: one inventory per TOAST table, then every pointer of its table checked against it.
+    let mut inventories: HashMap<usize, crate::toast::ChunkInventory> = HashMap::new();
+    for (ri, c) in chunks.iter_mut() {
+        if let Some(inv) = c.toast_inv.take() {
+            match inventories.get_mut(ri) {
+                Some(all) => all.merge(inv),
+                None => {
+                    inventories.insert(*ri, inv);
+                }
+            }
+        }
+    }
+    let toast_of: Vec<Option<usize>> = relations
+        .iter()
+        .enumerate()
+        .map(|(i, _)| ctx.metas[i].and_then(|m| m.toast).and_then(|k| main_index.get(&k).copied()))
+        .collect();
+    for (ri, c) in chunks.iter_mut() {
+        let Some(ti) = toast_of[*ri] else {
+            c.toast_ptrs.clear();
+            continue;
+        };
+        let empty;
+        let inv = match inventories.get(&ti) {
+            Some(inv) => inv,
+            None => {
+                let name = ctx.metas[ti].and_then(|m| m.toast_name.clone()).unwrap_or_default();
+                empty = crate::toast::ChunkInventory::new(name, opts.toast_max_chunk_size);
+                &empty
+            }
+        };
+        for (block, lp, ptr) in c.toast_ptrs.drain(..) {
+            for p in inv.check_value(&ptr, opts.toast_max_chunk_size) {
+                c.findings.push(p.to_finding(Some(block), Some(lp)));
+            }
+        }
+    }
+    // Index entries into all-zero heap pages, counted per heap block.
+    let mut zero_refs: HashMap<(usize, u64), u32> = HashMap::new();
+    for (ri, c) in chunks.iter_mut() {
+        if let Some(hi) = heap_of[*ri] {
+            for (b, n) in c.zero_refs.drain(..) {
+                *zero_refs.entry((hi, b)).or_default() += n;
+            }
+        }
     }
     // Group chunk summaries by relation (units were generated in relation order, par_iter keeps order).
     let mut per_rel: Vec<Vec<ChunkSummary>> = relations.iter().map(|_| Vec::new()).collect();
@@ -607,30 +824,38 @@ fn scan_on_pool(
     let mut vm: HashMap<RelKey, Vec<u64>> = HashMap::new();
     for (rel, cs) in relations.iter().zip(per_rel.iter_mut()) {
         if rel.fork == Fork::Vm {
-            let v = vm
-                .entry((rel.tablespace_oid, rel.database_oid, rel.relfilenode))
-                .or_default();
+            let v = vm.entry((rel.tablespace_oid, rel.database_oid, rel.relfilenode)).or_default();
             for c in cs.iter_mut() {
                 v.append(&mut c.vm_all_visible);
             }
             v.sort_unstable();
         }
     }
-    let mut summary = ScanSummary {
-        relations: relations.len() as u64,
-        ..Default::default()
-    };
+    let mut summary = ScanSummary { relations: relations.len() as u64, ..Default::default() };
     let mut findings = Vec::new();
     for (ri, (rel, cs)) in relations.iter().zip(per_rel.iter_mut()).enumerate() {
         let key = (rel.tablespace_oid, rel.database_oid, rel.relfilenode);
         let kind = kind_of(&ctx, ri);
         let mut rel_findings: Vec<Finding> = relation_checks(
             rel,
+            opts.live_redo_lsn.is_some(),
             nblocks[ri],
             kind,
             cs,
             vm.get(&key).map(|v| v.as_slice()),
         );
+        let mut referenced: Vec<(u64, u32)> =
+            zero_refs.iter().filter(|((hi, _), _)| *hi == ri).map(|((_, b), n)| (*b, *n)).collect();
+        referenced.sort_unstable();
+        for (b, n) in referenced {
+            rel_findings.retain(|f| !(f.block == Some(b) && f.code.starts_with("page_header.zeroed")));
+            rel_findings.push(Finding::new(
+                "page_header.zeroed_referenced",
+                Some(b),
+                None,
+                format!("all-zero page, but {n} index entries point into it: its rows were lost"),
+            ));
+        }
         for c in cs.iter_mut() {
             summary.zero_pages += c.zero_pages;
             summary.skipped_live += c.skipped_live;
@@ -654,16 +879,10 @@ fn scan_on_pool(
         }
         summary.files += rel.segments.len() as u64;
         summary.bytes += rel.total_size();
-        summary.blocks += rel
-            .segments
-            .iter()
-            .map(|s| s.size / u64::from(opts.blcksz))
-            .sum::<u64>();
+        summary.blocks += rel.segments.iter().map(|s| s.size / u64::from(opts.blcksz)).sum::<u64>();
         rel_findings.sort_by_key(|f| (f.block, f.item));
         for f in rel_findings {
-            let segno = f
-                .block
-                .map_or(0, |b| (b / u64::from(opts.relseg_size)) as u32);
+            let segno = f.block.map_or(0, |b| (b / u64::from(opts.relseg_size)) as u32);
             let path = rel
                 .segments
                 .iter()
@@ -680,10 +899,7 @@ fn scan_on_pool(
         }
     }
     summary.findings = findings.len() as u64;
-    summary.errors = findings
-        .iter()
-        .filter(|f| f.finding.severity == crate::finding::Severity::Error)
-        .count() as u64;
+    summary.errors = findings.iter().filter(|f| f.finding.severity == crate::finding::Severity::Error).count() as u64;
     summary.warnings = summary.findings - summary.errors;
     Ok(ScanResult { summary, findings })
 }
@@ -696,9 +912,7 @@ pub fn relations_for_files(root: &Path, files: &[PathBuf]) -> Result<Vec<Relatio
     for file in files {
         let rel_path = file.strip_prefix(root).unwrap_or(file);
         let text = rel_path.to_string_lossy().replace('\\', "/");
-        let hit = all
-            .iter()
-            .find(|r| r.segments.iter().any(|s| s.path == text) || r.path == text);
+        let hit = all.iter().find(|r| r.segments.iter().any(|s| s.path == text) || r.path == text);
         match hit {
             Some(r) => {
                 if !wanted.iter().any(|w: &Relation| w.path == r.path) {
@@ -706,11 +920,7 @@ pub fn relations_for_files(root: &Path, files: &[PathBuf]) -> Result<Vec<Relatio
                 }
             }
             None => {
-                return Err(CoreError::Invalid(format!(
-                    "{} is not a relation file under {}",
-                    text,
-                    root.display()
-                )))
+                return Err(CoreError::Invalid(format!("{} is not a relation file under {}", text, root.display())))
             }
         }
     }
@@ -719,11 +929,7 @@ pub fn relations_for_files(root: &Path, files: &[PathBuf]) -> Result<Vec<Relatio
 
 /// Keep the relations of the given databases (OIDs; shared catalogs count as database 0) and
 /// relfilenodes; an empty filter keeps everything.
-pub fn filter_relations(
-    relations: Vec<Relation>,
-    databases: &[u32],
-    relfilenodes: &[u32],
-) -> Vec<Relation> {
+pub fn filter_relations(relations: Vec<Relation>, databases: &[u32], relfilenodes: &[u32]) -> Vec<Relation> {
     relations
         .into_iter()
         .filter(|r| databases.is_empty() || databases.contains(&r.database_oid))

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use pgsurgeon_core::control::{
-    parse_control, parse_control_as, read_control_file, rewrite_crc, ControlFile, ControlFileData,
-    ControlLayout, DBState, Lsn,
+    parse_control, parse_control_as, read_control_file, rewrite_crc, ControlFile, ControlFileData, ControlLayout,
+    DBState, Lsn,
 };
 use pgsurgeon_core::CoreError;
 
@@ -62,27 +62,15 @@ fn split_time(t: i64) -> ((i64, u32, u32), i64, i64, i64, usize) {
     let days = t.div_euclid(86_400);
     let secs = t.rem_euclid(86_400);
     let weekday = (days + 4).rem_euclid(7) as usize; // 1970-01-01 was a Thursday
-    (
-        civil_from_days(days),
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        weekday,
-    )
+    (civil_from_days(days), secs / 3600, secs / 60 % 60, secs % 60, weekday)
 }
 
 /// strftime("%c") in the C locale, UTC: `Sun Nov 22 02:07:09 2026`.
 fn c_time(t: i64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let ((y, mo, d), h, mi, s, wd) = split_time(t);
-    format!(
-        "{} {} {d:>2} {h:02}:{mi:02}:{s:02} {y}",
-        DAYS[wd],
-        MONTHS[mo as usize - 1]
-    )
+    format!("{} {} {d:>2} {h:02}:{mi:02}:{s:02} {y}", DAYS[wd], MONTHS[mo as usize - 1])
 }
 
 /// timestamptz output with TimeZone=UTC: `2026-11-22 02:06:59+00`.
@@ -102,152 +90,60 @@ fn t_f(b: bool) -> String {
 /// Every line pg_controldata prints, rendered from our parse.
 fn as_pg_controldata(cf: &ControlFile) -> BTreeMap<&'static str, String> {
     let mut m = BTreeMap::new();
-    m.insert(
-        "pg_control version number",
-        cf.pg_control_version.to_string(),
-    );
+    m.insert("pg_control version number", cf.pg_control_version.to_string());
     m.insert("Catalog version number", cf.catalog_version_no.to_string());
-    m.insert(
-        "Database system identifier",
-        cf.system_identifier.to_string(),
-    );
+    m.insert("Database system identifier", cf.system_identifier.to_string());
     m.insert("Database cluster state", cf.state.name().to_string());
     m.insert("pg_control last modified", c_time(cf.time));
     m.insert("Latest checkpoint location", cf.checkpoint.to_string());
     m.insert("Latest checkpoint's REDO location", cf.redo.to_string());
-    m.insert(
-        "Latest checkpoint's REDO WAL file",
-        cf.redo_wal_file.clone().unwrap_or_default(),
-    );
-    m.insert(
-        "Latest checkpoint's TimeLineID",
-        cf.this_timeline_id.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's PrevTimeLineID",
-        cf.prev_timeline_id.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's full_page_writes",
-        on_off(cf.full_page_writes),
-    );
+    m.insert("Latest checkpoint's REDO WAL file", cf.redo_wal_file.clone().unwrap_or_default());
+    m.insert("Latest checkpoint's TimeLineID", cf.this_timeline_id.to_string());
+    m.insert("Latest checkpoint's PrevTimeLineID", cf.prev_timeline_id.to_string());
+    m.insert("Latest checkpoint's full_page_writes", on_off(cf.full_page_writes));
     m.insert("Latest checkpoint's NextXID", cf.next_xid.to_string());
     m.insert("Latest checkpoint's NextOID", cf.next_oid.to_string());
-    m.insert(
-        "Latest checkpoint's NextMultiXactId",
-        cf.next_multi.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's NextMultiOffset",
-        cf.next_multi_offset.to_string(),
-    );
+    m.insert("Latest checkpoint's NextMultiXactId", cf.next_multi.to_string());
+    m.insert("Latest checkpoint's NextMultiOffset", cf.next_multi_offset.to_string());
     m.insert("Latest checkpoint's oldestXID", cf.oldest_xid.to_string());
-    m.insert(
-        "Latest checkpoint's oldestXID's DB",
-        cf.oldest_xid_db.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's oldestActiveXID",
-        cf.oldest_active_xid.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's oldestMultiXid",
-        cf.oldest_multi.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's oldestMulti's DB",
-        cf.oldest_multi_db.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's oldestCommitTsXid",
-        cf.oldest_commit_ts_xid.to_string(),
-    );
-    m.insert(
-        "Latest checkpoint's newestCommitTsXid",
-        cf.newest_commit_ts_xid.to_string(),
-    );
+    m.insert("Latest checkpoint's oldestXID's DB", cf.oldest_xid_db.to_string());
+    m.insert("Latest checkpoint's oldestActiveXID", cf.oldest_active_xid.to_string());
+    m.insert("Latest checkpoint's oldestMultiXid", cf.oldest_multi.to_string());
+    m.insert("Latest checkpoint's oldestMulti's DB", cf.oldest_multi_db.to_string());
+    m.insert("Latest checkpoint's oldestCommitTsXid", cf.oldest_commit_ts_xid.to_string());
+    m.insert("Latest checkpoint's newestCommitTsXid", cf.newest_commit_ts_xid.to_string());
     m.insert("Time of latest checkpoint", c_time(cf.checkpoint_time));
-    m.insert(
-        "Fake LSN counter for unlogged rels",
-        cf.unlogged_lsn.to_string(),
-    );
-    m.insert(
-        "Minimum recovery ending location",
-        cf.min_recovery_point.to_string(),
-    );
-    m.insert(
-        "Min recovery ending loc's timeline",
-        cf.min_recovery_point_tli.to_string(),
-    );
+    m.insert("Fake LSN counter for unlogged rels", cf.unlogged_lsn.to_string());
+    m.insert("Minimum recovery ending location", cf.min_recovery_point.to_string());
+    m.insert("Min recovery ending loc's timeline", cf.min_recovery_point_tli.to_string());
     m.insert("Backup start location", cf.backup_start_point.to_string());
     m.insert("Backup end location", cf.backup_end_point.to_string());
-    m.insert(
-        "End-of-backup record required",
-        if cf.backup_end_required { "yes" } else { "no" }.to_string(),
-    );
+    m.insert("End-of-backup record required", if cf.backup_end_required { "yes" } else { "no" }.to_string());
     m.insert("wal_level setting", cf.wal_level.name().to_string());
     m.insert("wal_log_hints setting", on_off(cf.wal_log_hints));
     m.insert("max_connections setting", cf.max_connections.to_string());
-    m.insert(
-        "max_worker_processes setting",
-        cf.max_worker_processes.to_string(),
-    );
+    m.insert("max_worker_processes setting", cf.max_worker_processes.to_string());
     m.insert("max_wal_senders setting", cf.max_wal_senders.to_string());
-    m.insert(
-        "max_prepared_xacts setting",
-        cf.max_prepared_xacts.to_string(),
-    );
-    m.insert(
-        "max_locks_per_xact setting",
-        cf.max_locks_per_xact.to_string(),
-    );
-    m.insert(
-        "track_commit_timestamp setting",
-        on_off(cf.track_commit_timestamp),
-    );
+    m.insert("max_prepared_xacts setting", cf.max_prepared_xacts.to_string());
+    m.insert("max_locks_per_xact setting", cf.max_locks_per_xact.to_string());
+    m.insert("track_commit_timestamp setting", on_off(cf.track_commit_timestamp));
     m.insert("Maximum data alignment", cf.max_align.to_string());
     m.insert("Database block size", cf.blcksz.to_string());
-    m.insert(
-        "Blocks per segment of large relation",
-        cf.relseg_size.to_string(),
-    );
+    m.insert("Blocks per segment of large relation", cf.relseg_size.to_string());
     m.insert("WAL block size", cf.xlog_blcksz.to_string());
     m.insert("Bytes per WAL segment", cf.xlog_seg_size.to_string());
-    m.insert(
-        "Maximum length of identifiers",
-        cf.name_data_len.to_string(),
-    );
+    m.insert("Maximum length of identifiers", cf.name_data_len.to_string());
     m.insert("Maximum columns in an index", cf.index_max_keys.to_string());
-    m.insert(
-        "Maximum size of a TOAST chunk",
-        cf.toast_max_chunk_size.to_string(),
-    );
+    m.insert("Maximum size of a TOAST chunk", cf.toast_max_chunk_size.to_string());
     m.insert("Size of a large-object chunk", cf.loblksize.to_string());
     // Not stored in pg_control; pg_controldata prints a constant.
     m.insert("Date/time type storage", "64-bit integers".to_string());
-    m.insert(
-        "Float8 argument passing",
-        if cf.float8_by_val {
-            "by value"
-        } else {
-            "by reference"
-        }
-        .to_string(),
-    );
-    m.insert(
-        "Data page checksum version",
-        cf.data_checksum_version.to_string(),
-    );
+    m.insert("Float8 argument passing", if cf.float8_by_val { "by value" } else { "by reference" }.to_string());
+    m.insert("Data page checksum version", cf.data_checksum_version.to_string());
     if let Some(signed) = cf.default_char_signedness {
-        m.insert(
-            "Default char data signedness",
-            if signed { "signed" } else { "unsigned" }.to_string(),
-        );
+        m.insert("Default char data signedness", if signed { "signed" } else { "unsigned" }.to_string());
     }
-    m.insert(
-        "Mock authentication nonce",
-        cf.mock_authentication_nonce.clone(),
-    );
+    m.insert("Mock authentication nonce", cf.mock_authentication_nonce.clone());
     m
 }
 
@@ -260,10 +156,7 @@ fn as_sql(cf: &ControlFile) -> BTreeMap<&'static str, String> {
     m.insert("pg_control_last_modified", sql_time(cf.time));
     m.insert("checkpoint_lsn", cf.checkpoint.to_string());
     m.insert("redo_lsn", cf.redo.to_string());
-    m.insert(
-        "redo_wal_file",
-        cf.redo_wal_file.clone().unwrap_or_default(),
-    );
+    m.insert("redo_wal_file", cf.redo_wal_file.clone().unwrap_or_default());
     m.insert("timeline_id", cf.this_timeline_id.to_string());
     m.insert("prev_timeline_id", cf.prev_timeline_id.to_string());
     m.insert("full_page_writes", t_f(cf.full_page_writes));
@@ -280,10 +173,7 @@ fn as_sql(cf: &ControlFile) -> BTreeMap<&'static str, String> {
     m.insert("newest_commit_ts_xid", cf.newest_commit_ts_xid.to_string());
     m.insert("checkpoint_time", sql_time(cf.checkpoint_time));
     m.insert("min_recovery_end_lsn", cf.min_recovery_point.to_string());
-    m.insert(
-        "min_recovery_end_timeline",
-        cf.min_recovery_point_tli.to_string(),
-    );
+    m.insert("min_recovery_end_timeline", cf.min_recovery_point_tli.to_string());
     m.insert("backup_start_lsn", cf.backup_start_point.to_string());
     m.insert("backup_end_lsn", cf.backup_end_point.to_string());
     m.insert("end_of_backup_record_required", t_f(cf.backup_end_required));
@@ -297,10 +187,7 @@ fn as_sql(cf: &ControlFile) -> BTreeMap<&'static str, String> {
     m.insert("max_toast_chunk_size", cf.toast_max_chunk_size.to_string());
     m.insert("large_object_chunk_size", cf.loblksize.to_string());
     m.insert("float8_pass_by_value", t_f(cf.float8_by_val));
-    m.insert(
-        "data_page_checksum_version",
-        cf.data_checksum_version.to_string(),
-    );
+    m.insert("data_page_checksum_version", cf.data_checksum_version.to_string());
     if let Some(signed) = cf.default_char_signedness {
         m.insert("default_char_signedness", t_f(signed));
     }
@@ -311,16 +198,11 @@ fn as_sql(cf: &ControlFile) -> BTreeMap<&'static str, String> {
 fn assert_matches(name: &str, expected: &BTreeMap<String, String>, ours: &BTreeMap<&str, String>) {
     assert!(!expected.is_empty(), "{name}: empty reference");
     for (label, want) in expected {
-        let got = ours
-            .get(label.as_str())
-            .unwrap_or_else(|| panic!("{name}: field {label:?} not produced by the parser"));
+        let got =
+            ours.get(label.as_str()).unwrap_or_else(|| panic!("{name}: field {label:?} not produced by the parser"));
         assert_eq!(got, want, "{name}: {label}");
     }
-    assert_eq!(
-        ours.len(),
-        expected.len(),
-        "{name}: the parser renders fields the reference lacks"
-    );
+    assert_eq!(ours.len(), expected.len(), "{name}: the parser renders fields the reference lacks");
 }
 
 fn parse_ok(name: &str) -> ControlFile {
@@ -344,11 +226,7 @@ fn pg_controldata_fixtures_match_field_by_field() {
         let cf = parse_ok(name);
         assert_eq!(cf.major_version, major, "{name}");
         assert_eq!(cf.layout, layout, "{name}");
-        assert_matches(
-            name,
-            &text(name, "pg_controldata.txt"),
-            &as_pg_controldata(&cf),
-        );
+        assert_matches(name, &text(name, "pg_controldata.txt"), &as_pg_controldata(&cf));
     }
 }
 
@@ -367,11 +245,7 @@ fn sql_function_fixtures_match_field_by_field() {
         assert_matches(name, &text(name, "sql.txt"), &as_sql(&cf));
     }
     let cf = parse_ok("pg17_prod");
-    assert_eq!(
-        cf.checkpoint_wal_level.map(|l| l.name()),
-        Some("replica"),
-        "17 keeps wal_level in the checkpoint copy"
-    );
+    assert_eq!(cf.checkpoint_wal_level.map(|l| l.name()), Some("replica"), "17 keeps wal_level in the checkpoint copy");
 }
 
 #[test]
@@ -484,10 +358,7 @@ fn truncated_files_are_format_errors() {
 fn unknown_and_swapped_versions_are_format_errors() {
     let mut bytes = fixture("pg15_prod");
     bytes[8..12].copy_from_slice(&1201u32.to_le_bytes());
-    assert!(matches!(
-        parse_control(&bytes),
-        Err(CoreError::Format { .. })
-    ));
+    assert!(matches!(parse_control(&bytes), Err(CoreError::Format { .. })));
     bytes[8..12].copy_from_slice(&1300u32.to_be_bytes());
     match parse_control(&bytes) {
         Err(CoreError::Format { detail, .. }) => assert!(detail.contains("byte-swapped")),
@@ -501,20 +372,11 @@ fn pg13_catversion_is_rejected_but_layout_can_be_forced() {
     // PostgreSQL 13 shares pg_control_version 1300; its release catversion is 202007201.
     bytes[12..16].copy_from_slice(&202007201u32.to_le_bytes());
     rewrite_crc(&mut bytes).unwrap();
-    assert!(matches!(
-        parse_control(&bytes),
-        Err(CoreError::Format { .. })
-    ));
+    assert!(matches!(parse_control(&bytes), Err(CoreError::Format { .. })));
     let cf = parse_control_as(&bytes, 14).unwrap();
     assert!(cf.crc_ok);
-    assert!(cf
-        .anomalies
-        .iter()
-        .any(|a| a.contains("catalog_version_no")));
-    assert!(matches!(
-        parse_control_as(&bytes, 13),
-        Err(CoreError::Invalid(_))
-    ));
+    assert!(cf.anomalies.iter().any(|a| a.contains("catalog_version_no")));
+    assert!(matches!(parse_control_as(&bytes, 13), Err(CoreError::Invalid(_))));
 }
 
 fn scratch_dir(tag: &str) -> PathBuf {
@@ -539,10 +401,7 @@ fn read_control_file_and_pg_version_fallback() {
 
     std::fs::write(dir.join("PG_VERSION"), "15\n").unwrap();
     let cf = read_control_file(&dir).unwrap();
-    assert!(cf
-        .anomalies
-        .iter()
-        .any(|a| a.contains("PG_VERSION says 15")));
+    assert!(cf.anomalies.iter().any(|a| a.contains("PG_VERSION says 15")));
 
     // Damaged catversion: unusable alone, rescued by PG_VERSION.
     let mut bad = good.clone();
@@ -555,10 +414,7 @@ fn read_control_file_and_pg_version_fallback() {
     assert!(cf.anomalies[0].contains("PG_VERSION"));
 
     std::fs::remove_file(dir.join("PG_VERSION")).unwrap();
-    assert!(matches!(
-        read_control_file(&dir),
-        Err(CoreError::Format { .. })
-    ));
+    assert!(matches!(read_control_file(&dir), Err(CoreError::Format { .. })));
 
     std::fs::remove_file(dir.join("global/pg_control")).unwrap();
     assert!(matches!(read_control_file(&dir), Err(CoreError::Io { .. })));

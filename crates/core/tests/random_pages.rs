@@ -67,13 +67,7 @@ fn btree_page(rng: &mut Rng) -> Vec<u8> {
         ..Default::default()
     }
     .write(&mut p);
-    let o = BTPageOpaqueData {
-        btpo_prev: 0,
-        btpo_next: 2,
-        btpo_level: 0,
-        btpo_flags: BTP_LEAF,
-        btpo_cycleid: 0,
-    };
+    let o = BTPageOpaqueData { btpo_prev: 0, btpo_next: 2, btpo_level: 0, btpo_flags: BTP_LEAF, btpo_cycleid: 0 };
     p[special..special + 4].copy_from_slice(&o.btpo_prev.to_le_bytes());
     p[special + 4..special + 8].copy_from_slice(&o.btpo_next.to_le_bytes());
     p[special + 12..special + 14].copy_from_slice(&o.btpo_flags.to_le_bytes());
@@ -125,13 +119,8 @@ fn mutate(rng: &mut Rng, p: &mut [u8]) {
     }
 }
 
-const KINDS: [Option<PageKind>; 5] = [
-    None,
-    Some(PageKind::Heap),
-    Some(PageKind::Btree),
-    Some(PageKind::BtreeMeta),
-    Some(PageKind::Gin),
-];
+const KINDS: [Option<PageKind>; 5] =
+    [None, Some(PageKind::Heap), Some(PageKind::Btree), Some(PageKind::BtreeMeta), Some(PageKind::Gin)];
 
 fn exercise(p: &[u8], rng: &mut Rng) -> usize {
     let kind = KINDS[rng.below(KINDS.len())];
@@ -155,11 +144,7 @@ fn two_hundred_thousand_pages_without_a_panic() {
     let mut findings = 0usize;
     // 120k mutated pages
     for i in 0..120_000 {
-        let mut p = if i % 2 == 0 {
-            heap_page(&mut rng)
-        } else {
-            btree_page(&mut rng)
-        };
+        let mut p = if i % 2 == 0 { heap_page(&mut rng) } else { btree_page(&mut rng) };
         for _ in 0..1 + rng.below(3) {
             mutate(&mut rng, &mut p);
         }
@@ -182,8 +167,5 @@ fn two_hundred_thousand_pages_without_a_panic() {
         pages += 1;
     }
     assert_eq!(pages, 200_000);
-    assert!(
-        findings > 100_000,
-        "mutations should mostly be noticed, got {findings}"
-    );
+    assert!(findings > 100_000, "mutations should mostly be noticed, got {findings}");
 }

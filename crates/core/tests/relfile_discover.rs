@@ -5,8 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use pgsurgeon_core::relfile::{
-    block_of, database_dir, discover, relation_file_name, relation_path, segment_problems, Fork,
-    Relation, SegmentProblemKind, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID,
+    block_of, database_dir, discover, relation_file_name, relation_path, segment_problems, Fork, Relation,
+    SegmentProblemKind, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID,
 };
 use pgsurgeon_core::CoreError;
 
@@ -19,8 +19,7 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("pgsurgeon-relfile-{tag}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("pgsurgeon-relfile-{tag}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
@@ -133,11 +132,7 @@ fn build_cluster(s: &Scratch) -> PathBuf {
 fn summary(rels: &[Relation]) -> Vec<String> {
     rels.iter()
         .map(|r| {
-            let segs: Vec<String> = r
-                .segments
-                .iter()
-                .map(|s| format!("{}:{}", s.segno, s.size))
-                .collect();
+            let segs: Vec<String> = r.segments.iter().map(|s| format!("{}:{}", s.segno, s.size)).collect();
             format!(
                 "{} {}/{}/{}/{}{} [{}]",
                 r.path,
@@ -204,22 +199,13 @@ fn discovers_exactly_the_relation_files() {
             assert_eq!(seg.path, r.segment_path(seg.segno));
             assert_eq!(seg.temp, seg.temp_backend.is_some());
             assert_eq!(
-                (
-                    seg.tablespace_oid,
-                    seg.database_oid,
-                    seg.relfilenode,
-                    seg.fork
-                ),
+                (seg.tablespace_oid, seg.database_oid, seg.relfilenode, seg.fork),
                 (r.tablespace_oid, r.database_oid, r.relfilenode, r.fork)
             );
         }
     }
-    assert!(rels
-        .iter()
-        .any(|r| r.tablespace_oid == GLOBALTABLESPACE_OID && r.database_oid == 0));
-    assert!(rels
-        .iter()
-        .any(|r| r.tablespace_oid == DEFAULTTABLESPACE_OID));
+    assert!(rels.iter().any(|r| r.tablespace_oid == GLOBALTABLESPACE_OID && r.database_oid == 0));
+    assert!(rels.iter().any(|r| r.tablespace_oid == DEFAULTTABLESPACE_OID));
 }
 
 #[test]
@@ -235,35 +221,18 @@ fn relation_path_is_the_inverse_of_discovery() {
                     relation_file_name(seg.relfilenode, seg.fork, seg.segno, seg.temp_backend)
                 )
             } else {
-                relation_path(
-                    seg.tablespace_oid,
-                    seg.database_oid,
-                    seg.relfilenode,
-                    seg.fork,
-                    seg.segno,
-                    15,
-                    202209061,
-                )
+                relation_path(seg.tablespace_oid, seg.database_oid, seg.relfilenode, seg.fork, seg.segno, 15, 202209061)
             };
             assert_eq!(built, seg.path);
         }
     }
-    assert_eq!(
-        relation_path(1663, 5, 16384, Fork::Fsm, 3, 18, 202506291),
-        "base/5/16384_fsm.3"
-    );
-    assert_eq!(
-        relation_path(1664, 0, 1262, Fork::Main, 0, 18, 202506291),
-        "global/1262"
-    );
+    assert_eq!(relation_path(1663, 5, 16384, Fork::Fsm, 3, 18, 202506291), "base/5/16384_fsm.3");
+    assert_eq!(relation_path(1664, 0, 1262, Fork::Main, 0, 18, 202506291), "global/1262");
     assert_eq!(
         relation_path(16500, 5, 16600, Fork::Vm, 0, 18, 202506291),
         "pg_tblspc/16500/PG_18_202506291/5/16600_vm"
     );
-    assert_eq!(
-        relation_file_name(16600, Fork::Init, 0, Some(12)),
-        "t12_16600_init"
-    );
+    assert_eq!(relation_file_name(16600, Fork::Init, 0, Some(12)), "t12_16600_init");
 }
 
 #[test]
@@ -272,8 +241,7 @@ fn segment_problems_found_from_sizes() {
     let pgdata = build_cluster(&s);
     let rels = discover(&pgdata).unwrap();
     let problems = segment_problems(&rels, BLCKSZ, RELSEG);
-    let got: Vec<(SegmentProblemKind, &str)> =
-        problems.iter().map(|p| (p.kind, p.path.as_str())).collect();
+    let got: Vec<(SegmentProblemKind, &str)> = problems.iter().map(|p| (p.kind, p.path.as_str())).collect();
     assert_eq!(
         got,
         vec![
@@ -292,12 +260,7 @@ fn segment_problems_found_from_sizes() {
     assert_eq!(json["path"], "base/1/16386.1");
 
     // Block counts as md.c would see them.
-    let nblocks = |path: &str| {
-        rels.iter()
-            .find(|r| r.path == path)
-            .unwrap()
-            .md_nblocks(BLCKSZ, RELSEG)
-    };
+    let nblocks = |path: &str| rels.iter().find(|r| r.path == path).unwrap().md_nblocks(BLCKSZ, RELSEG);
     assert_eq!(nblocks("base/1/16384"), 3);
     assert_eq!(nblocks("base/1/16386"), 2); // stops at the missing segment
     assert_eq!(nblocks("base/1/16393"), 1); // inactive segments add nothing
@@ -322,9 +285,7 @@ fn segment_problems_found_from_sizes() {
 
     // Zero geometry disables size checks instead of dividing by zero.
     let only_gaps = segment_problems(&rels, 0, 0);
-    assert!(only_gaps
-        .iter()
-        .all(|p| p.kind == SegmentProblemKind::MissingSegment));
+    assert!(only_gaps.iter().all(|p| p.kind == SegmentProblemKind::MissingSegment));
 }
 
 #[test]
@@ -333,11 +294,7 @@ fn without_pg_version_all_tablespace_version_dirs_are_read() {
     let pgdata = build_cluster(&s);
     fs::remove_file(pgdata.join("PG_VERSION")).unwrap();
     let rels = discover(&pgdata).unwrap();
-    let paths: Vec<&str> = rels
-        .iter()
-        .filter(|r| r.tablespace_oid == 16500)
-        .map(|r| r.path.as_str())
-        .collect();
+    let paths: Vec<&str> = rels.iter().filter(|r| r.tablespace_oid == 16500).map(|r| r.path.as_str()).collect();
     assert_eq!(
         paths,
         vec![
@@ -374,18 +331,12 @@ fn empty_or_missing_directories() {
 fn block_numbers_span_segments() {
     assert_eq!(block_of(0, 0, 131072), 0);
     assert_eq!(block_of(2, 5, 131072), 262149);
-    assert_eq!(
-        block_of(u32::MAX, u32::MAX, u32::MAX),
-        u64::from(u32::MAX) * u64::from(u32::MAX) + u64::from(u32::MAX)
-    );
+    assert_eq!(block_of(u32::MAX, u32::MAX, u32::MAX), u64::from(u32::MAX) * u64::from(u32::MAX) + u64::from(u32::MAX));
 }
 
 #[test]
 fn forks_serialize_as_names() {
-    let names: Vec<String> = Fork::ALL
-        .iter()
-        .map(|f| serde_json::to_string(f).unwrap())
-        .collect();
+    let names: Vec<String> = Fork::ALL.iter().map(|f| serde_json::to_string(f).unwrap()).collect();
     assert_eq!(names, ["\"main\"", "\"fsm\"", "\"vm\"", "\"init\""]);
     assert_eq!(Fork::from_name("vm"), Some(Fork::Vm));
     assert_eq!(Fork::from_name("VM"), None);

@@ -7,12 +7,7 @@ use pyo3::prelude::*;
 use pgsurgeon_core::page::PageKind;
 use pgsurgeon_core::CoreError;
 
-pyo3::create_exception!(
-    _pgsurgeon,
-    FormatError,
-    PyValueError,
-    "A file is not in a format pgsurgeon knows."
-);
+pyo3::create_exception!(_pgsurgeon, FormatError, PyValueError, "A file is not in a format pgsurgeon knows.");
 
 /// The one place core errors become Python exceptions.
 fn to_pyerr(err: CoreError) -> PyErr {
@@ -29,8 +24,7 @@ fn to_pyerr(err: CoreError) -> PyErr {
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> PyResult<String> {
-    serde_json::to_string(value)
-        .map_err(|e| PyValueError::new_err(format!("cannot serialise result: {e}")))
+    serde_json::to_string(value).map_err(|e| PyValueError::new_err(format!("cannot serialise result: {e}")))
 }
 
 /// Decode one page; returns the report as a JSON document.
@@ -39,18 +33,10 @@ fn to_json<T: serde::Serialize>(value: &T) -> PyResult<String> {
 fn inspect_page(data: &[u8], block: u64, checksums: bool, kind: Option<&str>) -> PyResult<String> {
     let kind = match kind {
         None => None,
-        Some(k) => Some(
-            PageKind::parse(k)
-                .ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?,
-        ),
+        Some(k) => Some(PageKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?),
     };
-    let report =
-        pgsurgeon_core::inspect::inspect_page(data, block, checksums, kind).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "a page needs at least 24 bytes, got {}",
-                data.len()
-            ))
-        })?;
+    let report = pgsurgeon_core::inspect::inspect_page(data, block, checksums, kind)
+        .ok_or_else(|| PyValueError::new_err(format!("a page needs at least 24 bytes, got {}", data.len())))?;
     to_json(&report)
 }
 
@@ -58,6 +44,19 @@ fn inspect_page(data: &[u8], block: u64, checksums: bool, kind: Option<&str>) ->
 #[pyfunction]
 fn page_checksum(data: &[u8], block: u32) -> Option<u16> {
     pgsurgeon_core::checksum::pg_checksum_page(data, block)
+}
+
+/// The catalogue entry of a finding code: (area, severity, pg_error, remedy).
+#[pyfunction]
+fn describe_code(code: &str) -> (String, String, &'static str, &'static str) {
+    let info = pgsurgeon_core::finding::describe(code);
+    let text = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    (
+        text(serde_json::to_value(info.area).unwrap_or_default()),
+        text(serde_json::to_value(info.severity).unwrap_or_default()),
+        info.pg_error,
+        info.remedy,
+    )
 }
 
 /// Parse a pg_control image; JSON document.
@@ -69,18 +68,14 @@ fn parse_control(data: &[u8]) -> PyResult<String> {
 /// Read and parse `<pgdata>/global/pg_control`; JSON document.
 #[pyfunction]
 fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
-    let control = py
-        .detach(|| pgsurgeon_core::control::read_control_file(&pgdata))
-        .map_err(to_pyerr)?;
+    let control = py.detach(|| pgsurgeon_core::control::read_control_file(&pgdata)).map_err(to_pyerr)?;
     to_json(&control)
 }
 
 /// Every relation file under a data directory, grouped by relation and fork; JSON document.
 #[pyfunction]
 fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
-    let rels = py
-        .detach(|| pgsurgeon_core::relfile::discover(&pgdata))
-        .map_err(to_pyerr)?;
+    let rels = py.detach(|| pgsurgeon_core::relfile::discover(&pgdata)).map_err(to_pyerr)?;
     to_json(&rels)
 }
 
@@ -111,8 +106,8 @@ impl Scanner {
     /// "relfilenodes": [...]}.
     #[new]
     fn new(py: Python<'_>, root: std::path::PathBuf, config: &str) -> PyResult<Self> {
-        let cfg: ScannerConfig = serde_json::from_str(config)
-            .map_err(|e| PyValueError::new_err(format!("bad scan configuration: {e}")))?;
+        let cfg: ScannerConfig =
+            serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad scan configuration: {e}")))?;
         let relations = py
             .detach(|| {
                 if cfg.files.is_empty() {
@@ -122,14 +117,8 @@ impl Scanner {
                 }
             })
             .map_err(to_pyerr)?;
-        let relations =
-            pgsurgeon_core::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
-        Ok(Scanner {
-            root,
-            relations,
-            options: cfg.options,
-            progress: Default::default(),
-        })
+        let relations = pgsurgeon_core::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
+        Ok(Scanner { root, relations, options: cfg.options, progress: Default::default() })
     }
 
     /// Bytes the scan will read.
@@ -146,30 +135,18 @@ impl Scanner {
     /// (bytes read, pages checked) so far.
     fn progress(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        (
-            self.progress.bytes_done.load(Relaxed),
-            self.progress.pages_done.load(Relaxed),
-        )
+        (self.progress.bytes_done.load(Relaxed), self.progress.pages_done.load(Relaxed))
     }
 
     /// Ask a running scan to stop at the next page.
     fn cancel(&self) {
-        self.progress
-            .cancelled
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Run the scan with the GIL released; the result as JSON.
     fn run(&self, py: Python<'_>) -> PyResult<String> {
         let result = py
-            .detach(|| {
-                pgsurgeon_core::scan::scan(
-                    &self.root,
-                    &self.relations,
-                    &self.options,
-                    &self.progress,
-                )
-            })
+            .detach(|| pgsurgeon_core::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
             .map_err(to_pyerr)?;
         to_json(&result)
     }
@@ -187,11 +164,10 @@ fn inject_page(
     keep_checksum: bool,
     source: Option<&[u8]>,
 ) -> PyResult<String> {
-    let specs: Vec<pgsurgeon_core::inject::DamageSpec> = serde_json::from_str(damages)
-        .map_err(|e| PyValueError::new_err(format!("bad damage specification: {e}")))?;
+    let specs: Vec<pgsurgeon_core::inject::DamageSpec> =
+        serde_json::from_str(damages).map_err(|e| PyValueError::new_err(format!("bad damage specification: {e}")))?;
     let result =
-        pgsurgeon_core::inject::inject_page(data, block, &specs, seed, keep_checksum, source)
-            .map_err(to_pyerr)?;
+        pgsurgeon_core::inject::inject_page(data, block, &specs, seed, keep_checksum, source).map_err(to_pyerr)?;
     to_json(&result)
 }
 
@@ -203,9 +179,11 @@ fn inject_modes() -> PyResult<String> {
 
 #[pymodule]
 fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Scanner>()?;
     m.add("FormatError", m.py().get_type::<FormatError>())?;
     m.add_function(wrap_pyfunction!(inspect_page, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_code, m)?)?;
     m.add_function(wrap_pyfunction!(page_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;

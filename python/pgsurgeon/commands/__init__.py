@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pgsurgeon.commands import control, files, inspect, lab, scan
+from pgsurgeon.commands import control, corrupt, diagnose, explain, files, inspect, lab, scan, undo
 
-COMMANDS: tuple[ModuleType, ...] = (scan, inspect, control, files, lab)
+COMMANDS: tuple[ModuleType, ...] = (scan, inspect, control, files, lab, corrupt, undo, diagnose, explain)

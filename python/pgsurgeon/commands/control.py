@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.render import term
+
+if TYPE_CHECKING:
+    pass
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(control, indent=2))
     else:
-        console = Console(highlight=False)
-        table = Table(title=f"pg_control of {args.pgdata}", header_style="bold")
+        console = term.console()
+        table = term.table(title=f"pg_control of {args.pgdata}", header_style="bold")
         table.add_column("field")
         table.add_column("value")
         for key, value in control.items():

@@ -6,14 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.relnames import name_map
+from pgsurgeon.render import term
+
+if TYPE_CHECKING:
+    pass
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(relations, indent=2))
         return 0
-    table = Table(header_style="bold")
+    table = term.table(header_style="bold")
     for col in ("path", "fork", "segments", "blocks", "name"):
         table.add_column(col)
     for rel in relations:
         table.add_row(rel["path"], rel["fork"], str(len(rel["segments"])), str(rel["blocks"]), rel["name"] or "")
-    Console(highlight=False).print(table)
+    term.console().print(table)
     return 0

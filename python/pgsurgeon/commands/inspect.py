@@ -7,27 +7,19 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.datadir import Geometry, read_block
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.render import term
 from pgsurgeon.render.hexdump import hexdump
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
 FORKS = ("main", "fsm", "vm", "init")
-# Access method name -> page kind the core decodes (pg_am.amname).
-_AM_KIND = {
-    "heap": "heap",
-    "btree": "btree",
-    "hash": "hash",
-    "gist": "gist",
-    "spgist": "spgist",
-    "gin": "gin",
-    "brin": "brin",
-}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -80,7 +72,7 @@ def _from_dsn(dsn: str, table: str, fork: str, block: int) -> Target:
         filepath, data_directory, amname, _relkind, relname, checksums = row
         if filepath is None:
             raise PgSurgeonError(f"relation {relname} has no storage (a view or a partitioned table?)")
-        kind = _AM_KIND.get(amname or "")
+        kind = core.AM_PAGE_KIND.get(amname or "")
         rel_file = Path(data_directory) / filepath
         if fork != "main":
             rel_file = rel_file.with_name(f"{rel_file.name}_{fork}")
@@ -136,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             report["raw_hex"] = target.data.hex()
         print(json.dumps(report, indent=2))
     else:
-        render_text(report, target.data if args.raw else None, Console(highlight=False))
+        render_text(report, target.data if args.raw else None, term.console())
     return 2 if any(f["severity"] == "error" for f in report["findings"]) else 0
 
 
@@ -156,7 +148,7 @@ def _server_view(report: dict[str, Any]) -> str:
 
 def _header_table(report: dict[str, Any]) -> Table:
     h = report["header"]
-    t = Table(title="page header", show_header=True, header_style="bold")
+    t = term.table(title="page header", show_header=True, header_style="bold")
     t.add_column("field")
     t.add_column("value", justify="right")
     t.add_column("meaning")
@@ -191,7 +183,9 @@ def _items_table(report: dict[str, Any]) -> Table | None:
     if not items:
         return None
     btree = report["kind"] == "btree"
-    t = Table(title="line pointers" + (" and index tuples" if btree else " and tuple headers"), header_style="bold")
+    t = term.table(
+        title="line pointers" + (" and index tuples" if btree else " and tuple headers"), header_style="bold"
+    )
     for col in ("lp", "lp_off", "lp_flags", "lp_len"):
         t.add_column(col, justify="right")
     if btree:

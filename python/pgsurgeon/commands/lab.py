@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.errors import LabError, UsageError
 from pgsurgeon.lab import LabCluster, default_base_dir, list_labs
 from pgsurgeon.lab.cluster import STOP_MODES
 from pgsurgeon.pgbin import find_install
+from pgsurgeon.render import term
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 NOT_BUILT = "the end-to-end lab run (issue 8) is not built yet; use 'pgsurgeon lab up' to create a cluster"
 
@@ -62,7 +63,7 @@ def _lab_dir(args: argparse.Namespace) -> Path:
 
 
 def _console() -> Console:
-    console = Console(highlight=False, soft_wrap=True)
+    console = term.console(soft_wrap=True)
     if not console.is_terminal:
         console.width = 200  # piped or captured: do not fold paths and dsns into 80 columns
     return console
@@ -128,7 +129,7 @@ def _print_table(console: Console, rows: list[dict[str, Any]], base: Path) -> No
     if not rows:
         console.print(f"no lab clusters in {base}; create one with 'pgsurgeon lab up'")
         return
-    table = Table(title=f"lab clusters in {base}", title_justify="left")
+    table = term.table(title=f"lab clusters in {base}", title_justify="left")
     for column in ("name", "version", "checksums", "port", "running", "pgdata", "dsn"):
         table.add_column(column, overflow="fold")
     for row in rows:

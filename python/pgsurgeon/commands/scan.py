@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections import Counter
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.render import findings, term
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # Exit statuses, as pg_amcheck uses them.
 EXIT_CLEAN, EXIT_FAILED, EXIT_CORRUPT = 0, 1, 2
@@ -102,27 +101,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "pgdata": str(outcome.pgdata),
         "control": {k: outcome.control.get(k) for k in CONTROL_FIELDS},
         "summary": outcome.summary,
-        "findings": [
-            {
-                k: f.get(k)
-                for k in (
-                    "code",
-                    "area",
-                    "severity",
-                    "path",
-                    "relfilenode",
-                    "fork",
-                    "block",
-                    "item",
-                    "message",
-                    "pg_error",
-                    "remedy",
-                    "relation",
-                    "database",
-                )
-            }
-            for f in outcome.findings
-        ],
+        "findings": [{k: f.get(k) for k in findings.FINDING_FIELDS} for f in outcome.findings],
     }
 
 
@@ -137,42 +116,19 @@ def render_text(outcome: ScanOutcome, console: Console) -> None:
     if not outcome.findings:
         console.print("[green]no damage found[/]")
         return
-    by_file: dict[str, list[dict[str, Any]]] = {}
-    for f in outcome.findings:
-        by_file.setdefault(f["path"], []).append(f)
-    for path, fs in by_file.items():
+
+    def title(path: str, fs: list[dict[str, Any]]) -> str:
         rel = fs[0].get("relation")
-        console.print(f"\n[bold]{path}[/]" + (f" ({rel})" if rel else "") + f" — {len(fs)} finding(s)")
-        for f in fs[:200]:
-            colour = "red" if f["severity"] == "error" else "yellow"
-            where = f"block {f['block']}" if f["block"] is not None else "file"
-            if f["item"] is not None:
-                where += f" item {f['item']}"
-            console.print(f"  [{colour}]{f['severity']:7}[/] {where:18} {f['code']}: {f['message']}")
-        if len(fs) > 200:
-            console.print(f"  … {len(fs) - 200} more (use --format json for all)")
-    codes = Counter(f["code"] for f in outcome.findings)
-    console.print(f"\n[bold]{s['errors']} error(s), {s['warnings']} warning(s)[/]")
-    for code, n in codes.most_common():
-        example = next(f for f in outcome.findings if f["code"] == code)
-        console.print(f"  {n:6} {code}")
-        if example["pg_error"]:
-            console.print(f"         server: {example['pg_error']}", style="dim")
-        console.print(f"         what to do: {example['remedy']}", style="dim")
+        return f"{path} ({rel})" if rel else path
+
+    findings.print_groups(console, findings.group_by(outcome.findings, "path"), title=title)
+    findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 
 
 def run(args: argparse.Namespace) -> int:
     req = request_from_args(args)
     if args.progress:
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
-            transient=True,
-        ) as bar:
+        with term.transfer_progress(console=term.console(stderr=True), transient=True) as bar:
             task = bar.add_task("scanning", total=None)
 
             def show(done: int, total: int, _pages: int) -> None:
@@ -184,5 +140,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:
-        render_text(outcome, Console(highlight=False))
+        render_text(outcome, term.console())
     return EXIT_CORRUPT if outcome.summary["errors"] else EXIT_CLEAN

@@ -1,0 +1,772 @@
+//! TOAST tables: an inventory of their chunks, built from every chunk tuple of the relation, and
+//! the checks `heap_fetch_toast_slice` (`access/heap/heaptoast.c`) and amcheck's
+//! `check_toasted_attribute` make when a value is fetched. Also bounds-checked pglz and LZ4
+//! decoders following `pglz_decompress` (`common/pg_lzcompress.c`) and `LZ4_decompress_safe`,
+//! as `toast_compression.c` calls them.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::bytes::u32_at;
+use crate::finding::Finding;
+use crate::heap::{HeapTupleHeaderData, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID};
+use crate::tuple::{
+    walk_attributes_with, xmax_is_live, Referrer, RelDesc, ToastPointer, VarlenaKind, WalkOptions,
+    TOAST_LZ4_COMPRESSION_ID, TOAST_PGLZ_COMPRESSION_ID,
+};
+
+/// `TOAST_MAX_CHUNK_SIZE` for 8 KB pages (heaptoast.h); pg_control records the cluster's value.
+pub const TOAST_MAX_CHUNK_SIZE_8K: u32 = 1996;
+
+// ---------------------------------------------------------------------------------------------
+// Decompression
+// ---------------------------------------------------------------------------------------------
+
+/// Why a compressed stream does not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecompressError {
+    /// The method id is neither pglz (0) nor lz4 (1).
+    BadMethod(u8),
+    /// The stream reads past its end, copies from before the start of the output, or (pglz)
+    /// does not end exactly where the input and the raw size end.
+    Corrupt(&'static str),
+}
+
+impl fmt::Display for DecompressError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecompressError::BadMethod(m) => write!(f, "invalid compression method id {m}"),
+            DecompressError::Corrupt(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Decompress `src` (the bytes after va_tcinfo) with compression method `method` into at most
+/// `rawsize` bytes, as `toast_decompress_datum` does.
+pub fn decompress(method: u8, src: &[u8], rawsize: usize) -> Result<Vec<u8>, DecompressError> {
+    match method {
+        TOAST_PGLZ_COMPRESSION_ID => pglz_decompress(src, rawsize),
+        TOAST_LZ4_COMPRESSION_ID => lz4_decompress(src, rawsize),
+        m => Err(DecompressError::BadMethod(m)),
+    }
+}
+
+/// `pglz_decompress(source, slen, dest, rawsize, check_complete = true)`: a control byte, then
+/// 8 items, each a literal byte (bit 0) or a 2–3 byte back-reference (bit 1): length 3..=18
+/// (+ one extension byte when 18) and a 12-bit offset. Output is capped at `rawsize`; the result
+/// is an error unless input and output are both consumed exactly.
+pub fn pglz_decompress(src: &[u8], rawsize: usize) -> Result<Vec<u8>, DecompressError> {
+    // A 3-byte tag yields at most 273 bytes: cap the allocation by what the input can produce.
+    let mut out: Vec<u8> = Vec::with_capacity(rawsize.min(src.len().saturating_mul(92)));
+    let mut sp = 0usize;
+    while sp < src.len() && out.len() < rawsize {
+        let mut ctrl = src[sp];
+        sp += 1;
+        let mut i = 0;
+        while i < 8 && sp < src.len() && out.len() < rawsize {
+            if ctrl & 1 != 0 {
+                let (Some(&t0), Some(&t1)) = (src.get(sp), src.get(sp + 1)) else {
+                    return Err(DecompressError::Corrupt("a match tag runs past the input"));
+                };
+                let mut len = usize::from(t0 & 0x0f) + 3;
+                let off = (usize::from(t0 & 0xf0) << 4) | usize::from(t1);
+                sp += 2;
+                if len == 18 {
+                    let Some(&ext) = src.get(sp) else {
+                        return Err(DecompressError::Corrupt("a match tag runs past the input"));
+                    };
+                    len += usize::from(ext);
+                    sp += 1;
+                }
+                if off == 0 || off > out.len() {
+                    return Err(DecompressError::Corrupt("a match refers to before the start of the output"));
+                }
+                let len = len.min(rawsize - out.len());
+                let from = out.len() - off;
+                for k in 0..len {
+                    let b = out[from + k];
+                    out.push(b);
+                }
+            } else {
+                out.push(src[sp]);
+                sp += 1;
+            }
+            ctrl >>= 1;
+            i += 1;
+        }
+    }
+    if out.len() != rawsize {
+        return Err(DecompressError::Corrupt("the input ends before the raw size is reached"));
+    }
+    if sp != src.len() {
+        return Err(DecompressError::Corrupt("input is left over after the raw size is reached"));
+    }
+    Ok(out)
+}
+
+/// `LZ4_decompress_safe(src, dst, srcSize, dstCapacity = rawsize)`: LZ4 block format, with the
+/// end-of-block rules the reference decoder enforces (the last sequence is literals only and ends
+/// the input exactly; a match may not end in the last 5 bytes of the output). A result shorter
+/// than `rawsize` is not an error here, as it is not for the server.
+pub fn lz4_decompress(src: &[u8], rawsize: usize) -> Result<Vec<u8>, DecompressError> {
+    const MINMATCH: usize = 4;
+    const LASTLITERALS: usize = 5;
+    const MFLIMIT: usize = 12;
+    const CORRUPT_END: DecompressError = DecompressError::Corrupt("the stream runs past the input or the raw size");
+    if rawsize == 0 {
+        return if src == [0] {
+            Ok(Vec::new())
+        } else {
+            Err(DecompressError::Corrupt("empty output needs a single zero token"))
+        };
+    }
+    let iend = src.len();
+    let mut out: Vec<u8> = Vec::with_capacity(rawsize.min(src.len().saturating_mul(256)));
+    let mut ip = 0usize;
+    loop {
+        let Some(&token) = src.get(ip) else {
+            return Err(CORRUPT_END);
+        };
+        ip += 1;
+        let mut lit = usize::from(token >> 4);
+        if lit == 15 {
+            loop {
+                let Some(&s) = src.get(ip) else {
+                    return Err(CORRUPT_END);
+                };
+                ip += 1;
+                lit = lit.saturating_add(usize::from(s));
+                if s != 255 {
+                    break;
+                }
+            }
+        }
+        let op = out.len();
+        let cpy = op.saturating_add(lit);
+        let lit_end = ip.saturating_add(lit);
+        if cpy > rawsize.saturating_sub(MFLIMIT) || lit_end > iend.saturating_sub(2 + 1 + LASTLITERALS) {
+            // Must be the last sequence: its literals end the input exactly and fit the output.
+            if lit_end != iend || cpy > rawsize {
+                return Err(CORRUPT_END);
+            }
+            out.extend_from_slice(&src[ip..lit_end]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&src[ip..lit_end]);
+        ip = lit_end;
+        let (Some(&o0), Some(&o1)) = (src.get(ip), src.get(ip + 1)) else {
+            return Err(CORRUPT_END);
+        };
+        ip += 2;
+        let offset = usize::from(u16::from_le_bytes([o0, o1]));
+        if offset == 0 || offset > out.len() {
+            return Err(DecompressError::Corrupt("a match refers to before the start of the output"));
+        }
+        let mut ml = usize::from(token & 0x0f);
+        if ml == 15 {
+            loop {
+                let Some(&s) = src.get(ip) else {
+                    return Err(CORRUPT_END);
+                };
+                ip += 1;
+                if ip > iend.saturating_sub(LASTLITERALS) {
+                    return Err(CORRUPT_END);
+                }
+                ml = ml.saturating_add(usize::from(s));
+                if s != 255 {
+                    break;
+                }
+            }
+        }
+        ml = ml.saturating_add(MINMATCH);
+        if out.len().saturating_add(ml) > rawsize.saturating_sub(LASTLITERALS) {
+            return Err(DecompressError::Corrupt("a match reaches into the last 5 bytes, which must be literals"));
+        }
+        let from = out.len() - offset;
+        for k in 0..ml {
+            let b = out[from + k];
+            out.push(b);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chunk inventory
+// ---------------------------------------------------------------------------------------------
+
+/// Something wrong with a TOAST chunk or value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToastProblem {
+    /// A finding code (`toast.*`, or `tuple_data.*` for a damaged chunk tuple).
+    pub code: &'static str,
+    /// chunk_id / va_valueid (0 when the chunk_id itself is unreadable).
+    pub valueid: u32,
+    pub chunk_seq: Option<i32>,
+    /// The chunk tuple's place in the TOAST relation, when the problem is about one chunk.
+    pub block: Option<u32>,
+    pub lp: Option<u16>,
+    /// The referencing column, for problems found through a pointer.
+    pub attnum: Option<i16>,
+    pub message: String,
+    /// What the server raises, with the values filled in.
+    pub pg_error: String,
+}
+
+impl ToastProblem {
+    /// As a finding at (`block`, `item`): the chunk's place for [`ChunkInventory::add_tuple`]
+    /// problems, the referencing heap tuple's place for [`ChunkInventory::check_value`] ones.
+    pub fn to_finding(&self, block: Option<u64>, item: Option<u16>) -> Finding {
+        let mut message = self.message.clone();
+        if !self.pg_error.is_empty() {
+            message.push_str(" (server: ");
+            message.push_str(&self.pg_error);
+            message.push(')');
+        }
+        Finding::new(self.code, block, item, message)
+    }
+}
+
+/// chunk_data has a compressed-inline (or otherwise unusable) varlena header.
+const F_BAD_HEADER: u8 = 1;
+/// chunk_data is NULL.
+const F_NULL_DATA: u8 = 2;
+/// chunk_data could not be walked (runs past the tuple and so on).
+const F_UNREADABLE: u8 = 4;
+/// Invisible to SnapshotToast: HEAP_XMIN_INVALID without COMMITTED, or xmin 0.
+const F_XMIN_INVALID: u8 = 8;
+/// xmax set and not lock-only (deleted, or being deleted).
+const F_XMAX_SET: u8 = 16;
+
+/// One chunk tuple as the inventory remembers it (16 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ChunkRec {
+    pub chunk_seq: i32,
+    /// Data bytes as the server computes them (VARSIZE - header; -1 for a 0x01 header).
+    pub len: i32,
+    pub block: u32,
+    pub lp: u16,
+    flags: u8,
+}
+
+impl ChunkRec {
+    /// Visible to the TOAST snapshot (`HeapTupleSatisfiesToast` only rejects an invalid xmin).
+    pub fn toast_visible(&self) -> bool {
+        self.flags & F_XMIN_INVALID == 0
+    }
+    /// Not deleted: xmax invalid, zero or lock-only.
+    pub fn live(&self) -> bool {
+        self.flags & (F_XMIN_INVALID | F_XMAX_SET) == 0
+    }
+    pub fn bad_header(&self) -> bool {
+        self.flags & F_BAD_HEADER != 0
+    }
+    pub fn null_data(&self) -> bool {
+        self.flags & F_NULL_DATA != 0
+    }
+    pub fn unreadable(&self) -> bool {
+        self.flags & F_UNREADABLE != 0
+    }
+}
+
+/// Every chunk of one TOAST relation, by chunk_id: sequence number, data length, place and
+/// liveness. Build one per TOAST relation (or one per worker and [`merge`](Self::merge) them),
+/// feeding it every LP_NORMAL tuple; then check each external pointer of the main table.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkInventory {
+    relname: String,
+    max_chunk_size: u32,
+    values: HashMap<u32, Vec<ChunkRec>>,
+    chunks: u64,
+}
+
+impl ChunkInventory {
+    /// `relname` is the TOAST table's name as errors print it (`pg_toast_16467`; may be empty);
+    /// `max_chunk_size` is pg_control's toast_max_chunk_size ([`TOAST_MAX_CHUNK_SIZE_8K`]).
+    pub fn new(relname: impl Into<String>, max_chunk_size: u32) -> Self {
+        ChunkInventory {
+            relname: relname.into(),
+            max_chunk_size: max_chunk_size.max(1),
+            values: HashMap::new(),
+            chunks: 0,
+        }
+    }
+
+    pub fn relname(&self) -> &str {
+        &self.relname
+    }
+
+    /// Number of distinct chunk_ids.
+    pub fn value_count(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Number of chunk tuples recorded.
+    pub fn chunk_count(&self) -> u64 {
+        self.chunks
+    }
+
+    /// The recorded chunks of a value, in the order they were added.
+    pub fn chunks_of(&self, valueid: u32) -> Option<&[ChunkRec]> {
+        self.values.get(&valueid).map(Vec::as_slice)
+    }
+
+    /// Every chunk_id present.
+    pub fn value_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.values.keys().copied()
+    }
+
+    /// Fold another inventory of the same relation (from another worker) into this one.
+    pub fn merge(&mut self, other: ChunkInventory) {
+        self.chunks += other.chunks;
+        for (k, mut v) in other.values {
+            self.values.entry(k).or_default().append(&mut v);
+        }
+    }
+
+    fn name_for(&self, toastrelid: u32) -> String {
+        if self.relname.is_empty() && toastrelid == 0 {
+            "the TOAST table".to_string()
+        } else if self.relname.is_empty() {
+            format!("pg_toast relation {toastrelid}")
+        } else {
+            self.relname.clone()
+        }
+    }
+
+    /// Record one chunk tuple (an LP_NORMAL item of the TOAST relation at `block`, `lp`) and
+    /// return what is wrong with the chunk itself: a damaged tuple, NULL columns, a
+    /// compressed chunk_data ("found toasted toast chunk"), or more data than a chunk holds.
+    pub fn add_tuple(&mut self, block: u32, lp: u16, tuple: &[u8], header: &HeapTupleHeaderData) -> Vec<ToastProblem> {
+        let rel = toast_desc();
+        let walk = walk_attributes_with(tuple, header, rel, &WalkOptions { verify_compressed: false });
+        let mut out = Vec::new();
+        let span = |n: usize| walk.spans.get(n).filter(|s| !s.is_null && !s.missing);
+        let int = |n: usize| span(n).and_then(|s| u32_at(tuple, s.offset));
+        let valueid = int(0);
+        let seq = int(1).map(|v| v as i32);
+        let data = span(2);
+        // A 0x01 first byte counts as a short header of length 0 for the fetch code: the chunk
+        // then fails the size check with size -1. The walk's pointer complaints do not apply.
+        let data_1b_e = walk.spans.get(2).is_some_and(|s| matches!(s.varlena, Some(VarlenaKind::External { .. })))
+            || (walk.stopped
+                && walk.spans.len() == 2
+                && chunk_data_start(tuple, &walk).is_some_and(|at| tuple.get(at) == Some(&0x01)));
+        let problem = |code: &'static str, message: String, pg_error: String| ToastProblem {
+            code,
+            valueid: valueid.unwrap_or(0),
+            chunk_seq: seq,
+            block: Some(block),
+            lp: Some(lp),
+            attnum: None,
+            message,
+            pg_error,
+        };
+        for p in &walk.problems {
+            // A 0x01 chunk_data is judged by its size below; a compressed one by its header (the
+            // fetch refuses it before looking at va_tcinfo).
+            if data_1b_e && p.attnum >= 3
+                || data_1b_e && p.attnum == 0 && walk.stopped
+                || p.attnum == 3 && p.code == "tuple_data.compressed_bad"
+            {
+                continue;
+            }
+            let mut tp = problem(p.code, p.message.clone(), p.pg_error.clone());
+            tp.message = format!("TOAST chunk: {}", tp.message);
+            out.push(tp);
+        }
+        let name = self.name_for(0);
+        let Some(valueid) = valueid else {
+            out.push(problem(
+                "toast.chunk_header",
+                "TOAST chunk tuple without a readable chunk_id (NULL or damaged)".into(),
+                "none for this chunk (the index cannot find it), but its value misses a chunk".into(),
+            ));
+            return out;
+        };
+        let Some(seq) = seq else {
+            out.push(problem(
+                "toast.chunk_header",
+                format!("chunk of toast value {valueid} without a readable chunk_seq (NULL or damaged)"),
+                format!("unexpected chunk number 0 (expected N) for toast value {valueid} in {name}, or a crash"),
+            ));
+            return out;
+        };
+        let mut flags = 0u8;
+        // Size as heap_fetch_toast_slice computes it (-1 for a 0x01 header).
+        let mut len: i32 = -1;
+        if data_1b_e {
+            // reported below as a size of -1
+        } else if let Some(s) = data {
+            match s.varlena {
+                Some(VarlenaKind::Plain) => len = s.len as i32 - 4,
+                Some(VarlenaKind::Short) => len = s.len as i32 - 1,
+                Some(VarlenaKind::Compressed { .. }) => {
+                    len = s.len as i32 - 4;
+                    flags |= F_BAD_HEADER;
+                    out.push(problem(
+                        "toast.chunk_header",
+                        format!(
+                            "chunk {seq} of toast value {valueid} has a compressed-inline \
+chunk_data header (0x{:08x}); chunks are stored plain",
+                            u32_at(tuple, s.offset).unwrap_or(0)
+                        ),
+                        format!("found toasted toast chunk for toast value {valueid} in {name}"),
+                    ));
+                }
+                _ => flags |= F_UNREADABLE,
+            }
+        } else if walk.spans.get(2).is_some_and(|s| s.is_null || s.missing) {
+            flags |= F_NULL_DATA;
+            out.push(problem(
+                "toast.chunk_header",
+                format!("chunk {seq} of toast value {valueid} has NULL chunk_data"),
+                "a crashed backend (the fetch code dereferences the NULL datum)".into(),
+            ));
+        } else {
+            flags |= F_UNREADABLE;
+        }
+        if !data_1b_e && flags & (F_UNREADABLE | F_NULL_DATA) == 0 && i64::from(len) > i64::from(self.max_chunk_size) {
+            out.push(problem(
+                "toast.chunk_size",
+                format!(
+                    "chunk {seq} of toast value {valueid} holds {len} bytes, more than \
+TOAST_MAX_CHUNK_SIZE {}",
+                    self.max_chunk_size
+                ),
+                format!(
+                    "unexpected chunk size {len} (expected at most {}) in chunk {seq} for toast \
+value {valueid} in {name}",
+                    self.max_chunk_size
+                ),
+            ));
+        }
+        if data_1b_e {
+            out.push(problem(
+                "toast.chunk_size",
+                format!(
+                    "chunk {seq} of toast value {valueid}: chunk_data starts with 0x01 (a TOAST \
+pointer header), read as a short varlena of size -1"
+                ),
+                format!(
+                    "unexpected chunk size -1 (expected E) in chunk {seq} of N for toast value {valueid} in {name}"
+                ),
+            ));
+        }
+        let m = header.t_infomask;
+        if (m & HEAP_XMIN_INVALID != 0 && m & HEAP_XMIN_COMMITTED == 0) || header.t_xmin == 0 {
+            flags |= F_XMIN_INVALID;
+        }
+        if !xmax_is_live(header) {
+            flags |= F_XMAX_SET;
+        }
+        self.values.entry(valueid).or_default().push(ChunkRec { chunk_seq: seq, len, block, lp, flags });
+        self.chunks += 1;
+        out
+    }
+
+    /// Check one external pointer's value against the inventory, as fetching it would:
+    /// value absent ("missing chunk number 0"), gaps, duplicates or chunks beyond the last
+    /// ("unexpected chunk number"), wrong sizes ("unexpected chunk size") and unusable
+    /// chunk_data. Pointers from rows whose inserter aborted are skipped; for rows that may be
+    /// deleted (xmax set) absent chunks are not reported, since VACUUM may have removed them.
+    /// Deleted copies of a chunk are ignored when a live copy exists.
+    pub fn check_value(&self, ptr: &ToastPointer, max_chunk_size: u32) -> Vec<ToastProblem> {
+        let mut out = Vec::new();
+        if ptr.referrer == Referrer::XminAborted || ptr.extsize == 0 {
+            return out;
+        }
+        let maybe_pruned = ptr.referrer == Referrer::MaybeDeleted;
+        let max = max_chunk_size.max(1);
+        let extsize = ptr.extsize;
+        let n = i64::from(ptr.chunk_count(max));
+        let last = n - 1;
+        let v = ptr.va_valueid;
+        let name = self.name_for(ptr.va_toastrelid);
+        let problem = |code: &'static str, c: Option<&ChunkRec>, message: String, pg: String| ToastProblem {
+            code,
+            valueid: v,
+            chunk_seq: c.map(|c| c.chunk_seq),
+            block: c.map(|c| c.block),
+            lp: c.map(|c| c.lp),
+            attnum: Some(ptr.attnum),
+            message,
+            pg_error: pg,
+        };
+        let missing0 = format!("missing chunk number 0 for toast value {v} in {name}");
+        let Some(all) = self.values.get(&v) else {
+            if !maybe_pruned {
+                out.push(problem(
+                    "toast.value_missing",
+                    None,
+                    format!(
+                        "attribute {}: toast value {v} ({extsize} bytes in {n} chunks) has no \
+chunks in {name}",
+                        ptr.attnum
+                    ),
+                    missing0,
+                ));
+            }
+            return out;
+        };
+        let mut chosen: Vec<&ChunkRec> = all.iter().filter(|c| c.toast_visible()).collect();
+        if chosen.is_empty() {
+            // Only chunks of an aborted insert: missing for a committed row; otherwise the row is
+            // most likely the aborted insert itself, so judge the chunks as they are.
+            if ptr.referrer_xmin_committed && !maybe_pruned {
+                out.push(problem(
+                    "toast.value_missing",
+                    None,
+                    format!(
+                        "attribute {}: all {} chunks of toast value {v} were inserted by an \
+aborted transaction (HEAP_XMIN_INVALID) and are invisible to the TOAST snapshot",
+                        ptr.attnum,
+                        all.len()
+                    ),
+                    missing0,
+                ));
+                return out;
+            }
+            chosen = all.iter().collect();
+        }
+        // Index order: (chunk_seq); for a sequence number that has a live copy, drop the deleted
+        // ones.
+        chosen.sort_by_key(|c| (c.chunk_seq, !c.live(), c.block, c.lp));
+        let mut picked: Vec<&ChunkRec> = Vec::with_capacity(chosen.len());
+        let mut i = 0;
+        while i < chosen.len() {
+            let seq = chosen[i].chunk_seq;
+            let mut j = i;
+            while j < chosen.len() && chosen[j].chunk_seq == seq {
+                j += 1;
+            }
+            let group = &chosen[i..j];
+            if group[0].live() {
+                picked.extend(group.iter().filter(|c| c.live()));
+            } else {
+                picked.extend(group.iter());
+            }
+            i = j;
+        }
+
+        let mut expected: i64 = 0;
+        let mut total: i64 = 0;
+        // (first, last missing seq, index in out) and (seq, index in out) of surplus chunks.
+        let mut missing: Vec<(i64, i64, usize)> = Vec::new();
+        let mut extras: Vec<(i64, usize)> = Vec::new();
+        for c in &picked {
+            let seq = i64::from(c.chunk_seq);
+            if c.bad_header() {
+                out.push(problem(
+                    "toast.chunk_header",
+                    Some(c),
+                    format!(
+                        "attribute {}: chunk {seq} of toast value {v} (block {}, lp {}) has a \
+compressed-inline chunk_data header",
+                        ptr.attnum, c.block, c.lp
+                    ),
+                    format!("found toasted toast chunk for toast value {v} in {name}"),
+                ));
+            } else if c.null_data() || c.unreadable() {
+                out.push(problem(
+                    "toast.chunk_header",
+                    Some(c),
+                    format!(
+                        "attribute {}: chunk {seq} of toast value {v} (block {}, lp {}) has {} \
+chunk_data",
+                        ptr.attnum,
+                        c.block,
+                        c.lp,
+                        if c.null_data() { "NULL" } else { "unreadable" }
+                    ),
+                    "wrong values or a crashed backend".into(),
+                ));
+            }
+            if seq < expected {
+                extras.push((seq, out.len()));
+                out.push(problem(
+                    "toast.chunk_unexpected",
+                    Some(c),
+                    format!(
+                        "attribute {}: toast value {v} has chunk {seq} (block {}, lp {}) where \
+chunk {expected} is expected ({})",
+                        ptr.attnum,
+                        c.block,
+                        c.lp,
+                        if seq >= 0 && seq == expected - 1 { "a duplicate" } else { "out of order" }
+                    ),
+                    format!(
+                        "unexpected chunk number {seq} (expected {expected}) for toast value {v} \
+in {name}"
+                    ),
+                ));
+                continue;
+            }
+            if seq > expected && expected <= last && !maybe_pruned {
+                let upto = seq.min(n) - 1;
+                missing.push((expected, upto, out.len()));
+                out.push(problem(
+                    "toast.chunk_missing",
+                    None,
+                    format!(
+                        "attribute {}: toast value {v} ({extsize} bytes in {n} chunks) lacks {}",
+                        ptr.attnum,
+                        chunk_range(expected, upto)
+                    ),
+                    format!(
+                        "unexpected chunk number {seq} (expected {expected}) for toast value {v} \
+in {name}"
+                    ),
+                ));
+            }
+            if seq > last {
+                let pg = if seq == expected || maybe_pruned {
+                    format!(
+                        "unexpected chunk number {seq} (out of range 0..{last}) for toast value \
+{v} in {name}"
+                    )
+                } else {
+                    format!(
+                        "unexpected chunk number {seq} (expected {expected}) for toast value {v} \
+in {name}"
+                    )
+                };
+                extras.push((seq, out.len()));
+                out.push(problem(
+                    "toast.chunk_unexpected",
+                    Some(c),
+                    format!(
+                        "attribute {}: toast value {v} has {n} chunks (0..{last}) but also chunk \
+{seq} (block {}, lp {}), {} bytes",
+                        ptr.attnum, c.block, c.lp, c.len
+                    ),
+                    pg,
+                ));
+                expected = seq + 1;
+                continue;
+            }
+            let want = if seq < last { i64::from(max) } else { i64::from(extsize) - last * i64::from(max) };
+            if !c.bad_header() && !c.null_data() && !c.unreadable() && i64::from(c.len) != want {
+                out.push(problem(
+                    "toast.chunk_size",
+                    Some(c),
+                    format!(
+                        "attribute {}: chunk {seq} of {n} of toast value {v} (block {}, lp {}) \
+holds {} bytes, expected {want} (extsize {extsize}, {max} per chunk)",
+                        ptr.attnum, c.block, c.lp, c.len
+                    ),
+                    format!(
+                        "unexpected chunk size {} (expected {want}) in chunk {seq} of {n} for \
+toast value {v} in {name}",
+                        c.len
+                    ),
+                ));
+            }
+            total += i64::from(c.len.max(0));
+            expected = seq + 1;
+        }
+        if expected <= last && !maybe_pruned {
+            missing.push((expected, last, out.len()));
+            out.push(problem(
+                "toast.chunk_missing",
+                None,
+                format!(
+                    "attribute {}: toast value {v} ({extsize} bytes in {n} chunks) lacks {} \
+({total} of {extsize} bytes present)",
+                    ptr.attnum,
+                    chunk_range(expected, last)
+                ),
+                format!("missing chunk number {expected} for toast value {v} in {name}"),
+            ));
+        }
+        // One chunk missing and one surplus: most likely that chunk's chunk_seq was damaged. The
+        // TOAST index still files it under its old number, so the fetch meets it where the
+        // missing one belongs.
+        if let ([(k, k2, mi)], [(s, xi)]) = (missing.as_slice(), extras.as_slice()) {
+            if k == k2 {
+                let pg = format!("unexpected chunk number {s} (expected {k}) for toast value {v} in {name}");
+                out[*mi].pg_error = pg.clone();
+                out[*mi].message.push_str(&format!(" (chunk {s} is probably chunk {k} with a damaged chunk_seq)"));
+                out[*xi].pg_error = pg;
+            }
+        }
+        out
+    }
+}
+
+fn chunk_range(from: i64, to: i64) -> String {
+    if from == to {
+        format!("chunk {from}")
+    } else {
+        format!("chunks {from}..{to}")
+    }
+}
+
+/// Where chunk_data would start after chunk_seq (att_align_pointer for an 'i' varlena).
+fn chunk_data_start(tuple: &[u8], walk: &crate::tuple::Walk) -> Option<usize> {
+    let s = walk.spans.get(1)?;
+    let off = s.offset + s.len;
+    match tuple.get(off) {
+        Some(0) => Some(crate::tuple::align_nominal(off, b'i')),
+        Some(_) => Some(off),
+        None => None,
+    }
+}
+
+fn toast_desc() -> &'static RelDesc {
+    static DESC: std::sync::OnceLock<RelDesc> = std::sync::OnceLock::new();
+    DESC.get_or_init(RelDesc::toast_table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pglz_literals_and_matches() {
+        // ctrl 0b0000_0010: literal 'a', then a match len 3+2=5 off 1, then literal 'b'.
+        let src = [0b0000_0010, b'a', 0x02, 0x01, b'b'];
+        assert_eq!(pglz_decompress(&src, 7).unwrap(), b"aaaaaab");
+        // Wrong raw size either way is corrupt (check_complete).
+        assert!(pglz_decompress(&src, 8).is_err());
+        assert!(pglz_decompress(&src, 6).is_err());
+        // Offset 0 and offsets before the start are corrupt.
+        assert!(pglz_decompress(&[0b10, b'a', 0x02, 0x00], 6).is_err());
+        assert!(pglz_decompress(&[0b10, b'a', 0x02, 0x02], 6).is_err());
+        // A truncated tag.
+        assert!(pglz_decompress(&[0b10, b'a', 0x02], 6).is_err());
+        // Extension byte: len 18 + 10 = 28.
+        let src = [0b10, b'z', 0x0f, 0x01, 10];
+        assert_eq!(pglz_decompress(&src, 29).unwrap(), vec![b'z'; 29]);
+    }
+
+    #[test]
+    fn lz4_blocks() {
+        // One literal-only sequence.
+        let src = [0x50, b'h', b'e', b'l', b'l', b'o'];
+        assert_eq!(lz4_decompress(&src, 5).unwrap(), b"hello");
+        // Output shorter than the capacity is accepted (as LZ4_decompress_safe does).
+        assert_eq!(lz4_decompress(&src, 40).unwrap(), b"hello");
+        // Literal 'a', match len 4+15+5=24 offset 1, then 5 literal bytes.
+        let mut src = vec![0x1f, b'a', 0x01, 0x00, 5, 0x50];
+        src.extend_from_slice(b"bcdef");
+        let out = lz4_decompress(&src, 30).unwrap();
+        assert_eq!(&out[..25], &[b'a'; 25][..]);
+        assert_eq!(&out[25..], b"bcdef");
+        // Offset beyond the output, offset 0, truncations.
+        let mut bad = src.clone();
+        bad[2] = 2;
+        assert!(lz4_decompress(&bad, 30).is_err());
+        bad[2] = 0;
+        assert!(lz4_decompress(&bad, 30).is_err());
+        // A cut stream either fails or (like LZ4_decompress_safe) yields a short result.
+        for cut in 0..src.len() {
+            let r = lz4_decompress(&src[..cut], 30);
+            assert!(r.map_or(true, |o| o.len() < 30), "cut {cut}");
+        }
+        // Capacity too small.
+        assert!(lz4_decompress(&src, 20).is_err());
+        assert_eq!(lz4_decompress(&[0], 0).unwrap(), Vec::<u8>::new());
+    }
+}

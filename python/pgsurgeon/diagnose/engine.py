@@ -1,0 +1,1310 @@
+"""Finding every damaged block and tuple of a live database, through SQL, without crashing it.
+
+The order is what keeps a damaged server up:
+
+1. Read every page raw (pageinspect's ``get_raw_page``: a copy of the buffer, the executor never looks at the
+   tuples) and decode it in the core. A range the server refuses is bisected down to the refused blocks; those
+   are read from the relation files when the data directory is on this host, so even a page with a bad header
+   gets its line pointers named.
+2. Compare index entries with the table's line pointers (entries past the end of the table, or on unused line
+   pointers), and the visibility map with the table's length.
+3. ``verify_heapam`` over the ranges of pages the server accepts (TOAST tables first, without following TOAST
+   pointers; then the tables, following them only when the TOAST table is sound). A range that raises an ERROR
+   is bisected to the failing blocks and the rest is checked. A backend crash is recorded, the session reconnects
+   and amcheck is not run again (a crash restarts every session of the server).
+4. ``bt_index_check`` on every btree index (``heapallindexed`` only over tables whose pages are all sound: it reads
+   the table with the executor).
+5. The offline scan of the same relations' files, when the data directory is on this host.
+
+Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
+taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is never used).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pgsurgeon import core, db
+from pgsurgeon.datadir import Geometry, read_block
+from pgsurgeon.diagnose import amcheck
+from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.findings import RelContext
+from pgsurgeon.diagnose.session import BackendLost, Limits, ServerError, Session
+from pgsurgeon.errors import PgSurgeonError, UsageError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
+LOCK_RETRIES = 3
+MAX_CROSS_FINDINGS = 50
+TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
+# Scan findings that compare several pages: on a live server the files mix pages from different moments, and
+# diagnose checks the same things through the server (bt_index_check, its own index/table cross-check).
+SCAN_CROSS_PAGE = frozenset({"index.sibling_link", "index.tid_unused", "index.tid_beyond_heap", "file.vm_beyond_end"})
+_VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
+_BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
+_AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin"}
+
+
+@dataclass
+class DiagnoseRequest:
+    dsn: str
+    tables: list[str] = field(default_factory=list)
+    jobs: int = 1
+    heapallindexed: bool = False
+    use_files: bool = True
+    """Read refused blocks from the relation files and merge the offline scan, when the data directory is here."""
+    pgdata: Path | None = None
+    """Where the server's data directory is mounted on this host, when not at the path the server reports."""
+    limits: Limits = field(default_factory=Limits)
+    raw_batch: int = 64
+    amcheck_batch: int = 1024
+    max_crashes: int = 1
+    on_progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class DiagnoseOutcome:
+    server: dict[str, Any]
+    relations: list[dict[str, Any]]
+    findings: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+@dataclass
+class Rel:
+    role: str
+    oid: int
+    table_oid: int
+    relname: str
+    schema: str
+    name: str
+    relkind: str
+    amname: str | None
+    path: str
+    relfilenode: int
+    size: int
+    vm_size: int
+    natts: int
+    usable: bool
+    ctx: RelContext
+    block_size: int
+    refused: dict[int, ServerError] = field(default_factory=dict)
+    suspect: set[int] = field(default_factory=set)
+    unchecked: set[int] = field(default_factory=set)
+    """Blocks not read (lock or statement timeout): amcheck skips them too."""
+    locked: ServerError | None = None
+    """The lock_timeout error, once another session's lock kept diagnose out of this relation."""
+    lp_state: dict[int, bytes] | None = None
+    pages_read: int = 0
+    amcheck: str = "not run"
+    notes: list[str] = field(default_factory=list)
+    observed: list[str] = field(default_factory=list)
+
+    @property
+    def nblocks(self) -> int:
+        return self.size // self.block_size
+
+    @property
+    def kind(self) -> str | None:
+        return _AM_KIND.get(self.amname or "")
+
+    @property
+    def is_heap(self) -> bool:
+        return self.relkind in ("r", "m", "t")
+
+    @property
+    def is_btree(self) -> bool:
+        return self.relkind == "i" and self.amname == "btree"
+
+    def observe(self, text: str) -> None:
+        if text not in self.observed and len(self.observed) < 10:
+            self.observed.append(text)
+
+
+class NotChecked(Exception):
+    """A statement gave no answer about the pages (lock_timeout or statement_timeout fired)."""
+
+    def __init__(self, error: ServerError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass
+class Crossref:
+    """An index entry whose table line pointer is missing: (index block, index item, table block, table item)."""
+
+    index_block: int
+    index_item: int
+    heap_block: int
+    heap_item: int
+    past_end: bool
+
+
+# ---------------------------------------------------------------------------------------------------- the run
+
+
+class Diagnosis:
+    def __init__(self, req: DiagnoseRequest) -> None:
+        self.req = req
+        self.started = time.monotonic()
+        self.local = threading.local()
+        self.sessions: list[Session] = []
+        self.sessions_lock = threading.Lock()
+        self.findings: list[dict[str, Any]] = []
+        self.findings_lock = threading.Lock()
+        self.crashes = 0
+        self.amcheck_stopped: str | None = None
+        self.main = Session(req.dsn, req.limits)
+        self.sessions.append(self.main)
+        self.server = self._server_info()
+        self.geometry: Geometry | None = None
+        self.pgdata = self._local_pgdata()
+        self.rels: list[Rel] = []
+        self.scan_note: str | None = None
+        self.reported: set[tuple[int, str, int]] = set()
+        self.blamed: set[tuple[int, int]] = set()
+        """(TOAST value, chunk) that amcheck found the wrong size."""
+
+    # ------------------------------------------------------------------ setup
+
+    def _one(self, session: Session, name: str, params: dict[str, Any] | None = None) -> list[Any]:
+        rows = session.run(db.load_sql(name), params)
+        if isinstance(rows, ServerError):
+            raise PgSurgeonError(f"{name.replace('_', ' ')} query failed: {rows.message}")
+        result: list[Any] = rows
+        return result
+
+    def _server_info(self) -> dict[str, Any]:
+        (row,) = self._one(self.main, "diagnose_server")
+        keys = (
+            "version_num",
+            "version",
+            "checksums",
+            "block_size",
+            "segment_blocks",
+            "data_directory",
+            "system_identifier",
+            "database",
+            "database_oid",
+            "amcheck_schema",
+            "pageinspect_schema",
+            "superuser",
+        )
+        info = dict(zip(keys, row, strict=True))
+        missing = [ext for ext in ("amcheck", "pageinspect") if info[f"{ext}_schema"] is None]
+        if missing:
+            raise PgSurgeonError(
+                f"extension{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
+                f"{'are' if len(missing) > 1 else 'is'} not installed in database {info['database']}",
+                hint="as a superuser: "
+                + " ".join(f"CREATE EXTENSION {e};" for e in missing)
+                + " (both ship with PostgreSQL's contrib; diagnose itself never changes the database)",
+            )
+        return info
+
+    def _local_pgdata(self) -> Path | None:
+        """The data directory when it is on this host and belongs to this server (same system identifier)."""
+        if not self.req.use_files:
+            return None
+        candidate = self.req.pgdata or Path(str(self.server["data_directory"]))
+        try:
+            control = core.read_control(candidate)
+        except (OSError, ValueError):
+            return None
+        if str(control.get("system_identifier")) != str(self.server["system_identifier"]):
+            return None
+        self.geometry = Geometry(
+            blcksz=int(control["blcksz"]),
+            relseg_size=int(control["relseg_size"]),
+            checksums=bool(self.server["checksums"]),
+            pgdata=candidate,
+            control=control,
+        )
+        return candidate
+
+    def fn(self, ext: str, name: str) -> Any:
+        """An extension function, schema-qualified (the extension may live outside the search_path)."""
+        return db.sql.Identifier(str(self.server[f"{ext}_schema"]), name)
+
+    def _lookup(self, text: str) -> tuple[int, str] | None:
+        """A --table argument: SQL text first, then the exact stored name (schema.name split at each dot)."""
+        rows = self.main.run(db.load_sql("diagnose_regclass"), {"sqlname": text})
+        if not isinstance(rows, ServerError) and rows:  # to_regclass raises on invalid syntax before 16
+            return int(rows[0][0]), str(rows[0][1])
+        candidates: list[tuple[str | None, str]] = [(None, text)]
+        candidates += [(text[:i], text[i + 1 :]) for i, ch in enumerate(text) if ch == "."]
+        for schema, name in candidates:
+            rows = self.main.run(db.load_sql("diagnose_resolve"), {"schema": schema, "name": name})
+            if not isinstance(rows, ServerError) and rows:
+                return int(rows[0][0]), str(rows[0][1])
+        return None
+
+    def resolve_tables(self) -> tuple[list[int], list[int]]:
+        tables: list[int] = []
+        indexes: list[int] = []
+        for text in self.req.tables:
+            found = self._lookup(text)
+            if found is None:
+                raise UsageError(
+                    f"no table {text!r} in database {self.server['database']}",
+                    hint='give the name as SQL text (schema."Mixed Case") or exactly as stored (my schema.My Table)',
+                )
+            oid, relkind = found
+            if relkind == "p":
+                parts = self._one(self.main, "diagnose_partitions", {"oid": oid})
+                tables.extend(int(r[0]) for r in parts)
+            elif relkind in ("i", "I"):
+                indexes.append(oid)
+            elif relkind in ("r", "m", "t"):
+                tables.append(oid)
+            else:
+                raise UsageError(f"{text} is not a table, materialized view or index (relkind {relkind})")
+        return tables, indexes
+
+    def load_relations(self) -> None:
+        tables, indexes = self.resolve_tables()
+        params = {"tables": tables or None, "indexes": indexes or None}
+        if self.req.tables and not tables and not indexes:
+            raise UsageError("none of the given tables has storage", hint="a partitioned table without partitions?")
+        rows = self._one(self.main, "diagnose_relations", params)
+        bs = int(self.server["block_size"])
+        for role, oid, table_oid, relname, schema, name, relkind, amname, path, node, natts, ok in rows:
+            if path is None or node is None:
+                continue
+            ctx = RelContext(
+                path=str(path), relfilenode=int(node), relation=str(relname), database=self.server["database"]
+            )
+            self.rels.append(
+                Rel(
+                    role=role,
+                    oid=int(oid),
+                    table_oid=int(table_oid),
+                    relname=str(relname),
+                    schema=str(schema),
+                    name=str(name),
+                    relkind=str(relkind),
+                    amname=amname,
+                    path=str(path),
+                    relfilenode=int(node),
+                    size=0,
+                    vm_size=0,
+                    natts=int(natts or 0),
+                    usable=bool(ok),
+                    ctx=ctx,
+                    block_size=bs,
+                )
+            )
+        self.load_sizes()
+
+    def load_sizes(self) -> None:
+        """Sizes for all relations in one statement; when another session's lock makes it time out, one by one,
+        and a relation that stays locked is marked so (and not checked)."""
+        query = db.load_sql("diagnose_sizes")
+        rows = self.main.run(query, {"oids": [r.oid for r in self.rels]})
+        if isinstance(rows, ServerError) and rows.sqlstate != "55P03":
+            raise PgSurgeonError(f"reading relation sizes failed: {rows.message}")
+        sizes: dict[int, tuple[int, int]] = {}
+        if isinstance(rows, ServerError):
+            for rel in self.rels:
+                one = self.main.run(query, {"oids": [rel.oid]})
+                if isinstance(one, ServerError):
+                    rel.locked = one
+                    continue
+                sizes.update({int(o): (int(m or 0), int(v or 0)) for o, m, v in one})
+        else:
+            sizes = {int(o): (int(m or 0), int(v or 0)) for o, m, v in rows}
+        for rel in self.rels:
+            rel.size, rel.vm_size = sizes.get(rel.oid, (0, 0))
+            if rel.locked is not None:
+                rel.amcheck = "not checked: locked by another session"
+                self.add(
+                    [
+                        fmod.make(
+                            "server.timeout",
+                            rel.ctx,
+                            None,
+                            None,
+                            f"not checked: {rel.locked.message} (another session holds a conflicting lock, e.g. "
+                            "ALTER TABLE, VACUUM FULL, CLUSTER or REINDEX)",
+                            source=fmod.SOURCE_SERVER,
+                            observed_error=rel.locked.observed,
+                        )
+                    ]
+                )
+
+    # ------------------------------------------------------------------ plumbing
+
+    def session(self) -> Session:
+        s: Session | None = getattr(self.local, "session", None)
+        if s is None:
+            s = Session(self.req.dsn, self.req.limits)
+            self.local.session = s
+            with self.sessions_lock:
+                self.sessions.append(s)
+        return s
+
+    def parallel(self, fn: Callable[[Session, T], R], tasks: Iterable[T]) -> list[R]:
+        items = list(tasks)
+        if not items:
+            return []
+        if self.req.jobs <= 1 or len(items) == 1:
+            return [fn(self.main, t) for t in items]
+        with ThreadPoolExecutor(max_workers=self.req.jobs, thread_name_prefix="pgsurgeon-diagnose") as pool:
+            return list(pool.map(lambda t: fn(self.session(), t), items))
+
+    def add(self, found: Iterable[dict[str, Any]]) -> None:
+        with self.findings_lock:
+            self.findings.extend(found)
+
+    def progress(self, text: str) -> None:
+        if self.req.on_progress is not None:
+            self.req.on_progress(text)
+
+    def close(self) -> None:
+        for s in self.sessions:
+            s.close()
+
+    def rel_by_oid(self, oid: int) -> Rel | None:
+        return next((r for r in self.rels if r.oid == oid), None)
+
+    def heap_of(self, index: Rel) -> Rel | None:
+        """The table an index belongs to (the TOAST table for the TOAST index)."""
+        if index.role == "toast-index":
+            return next((r for r in self.rels if r.role == "toast" and r.table_oid == index.table_oid), None)
+        return self.rel_by_oid(index.table_oid)
+
+    def toast_of(self, table: Rel) -> Rel | None:
+        return next((r for r in self.rels if r.role == "toast" and r.table_oid == table.oid), None)
+
+    # ------------------------------------------------------------------ 1. raw pages
+
+    def raw_pages(
+        self, session: Session, rel: Rel, first: int, last: int, fork: str = "main"
+    ) -> Iterator[tuple[int, bytes | ServerError]]:
+        """Each block of first..last as the buffer manager returns it, or the error it raises for that block.
+
+        A failing range is bisected; an error that names its block splits the range around that block.
+        """
+        query = db.sql.SQL(
+            "SELECT b, {fn}(%(rel)s::oid::regclass::text, %(fork)s, b) FROM generate_series(%(a)s::bigint,"
+            " %(b)s::bigint) b"
+        ).format(fn=self.fn("pageinspect", "get_raw_page"))
+        stack = [(first, last)]
+        while stack:
+            a, b = stack.pop()
+            if a > b:
+                continue
+            if rel.locked is not None:
+                raise NotChecked(rel.locked)
+            rows = self._run_locked(session, query, {"rel": rel.oid, "fork": fork, "a": a, "b": b})
+            if not isinstance(rows, ServerError):
+                for blk, data in rows:
+                    yield int(blk), bytes(data)
+                continue
+            err = rows
+            if err.sqlstate in ("55P03", "57014"):  # lock_timeout, statement_timeout: not an answer about the pages
+                if err.sqlstate == "55P03":
+                    rel.locked = err
+                raise NotChecked(err)
+            if "out of range for relation" in err.message:  # the relation shrank since its size was read
+                if a < b:
+                    stack.extend([(a + (b - a) // 2 + 1, b), (a, a + (b - a) // 2)])
+                continue
+            named = amcheck.invalid_page_block(err.message) or amcheck.read_error_block(err.message)
+            if named is not None and a <= named[0] <= b:
+                yield named[0], err
+                stack.extend([(named[0] + 1, b), (a, named[0] - 1)])
+            elif a == b:
+                yield a, err
+            else:
+                mid = a + (b - a) // 2
+                stack.extend([(mid + 1, b), (a, mid)])
+
+    def one_page(self, rel: Rel, blk: int) -> bytes | None:
+        """Block ``blk`` as the server has it now, or None when it refuses it or gives no answer."""
+        try:
+            got = next(iter(self.raw_pages(self.main, rel, blk, blk)), None)
+        except NotChecked:
+            return None
+        return None if got is None or isinstance(got[1], ServerError) else got[1]
+
+    def raw_task(self, session: Session, task: tuple[Rel, int, int]) -> dict[str, Any]:
+        rel, a, b = task
+        out: list[dict[str, Any]] = []
+        refused: dict[int, ServerError] = {}
+        suspect: set[int] = set()
+        lp_state: dict[int, bytes] = {}
+        leaf_refs: list[tuple[int, int, list[tuple[int, int]]]] = []
+        pages = 0
+        try:
+            pages = self._decode_pages(session, rel, a, b, out, refused, suspect, lp_state, leaf_refs)
+        except NotChecked as why:
+            rel.unchecked.update(range(a, b + 1))
+            out.append(
+                fmod.make(
+                    "server.timeout",
+                    rel.ctx,
+                    a,
+                    None,
+                    f"blocks {a}..{b} not read: {why.error.message} (another session holds a conflicting lock, or "
+                    "the statement took too long); amcheck skips them too",
+                    source=fmod.SOURCE_SERVER,
+                    observed_error=why.error.observed,
+                )
+            )
+        return {
+            "findings": out,
+            "refused": refused,
+            "suspect": suspect,
+            "lp_state": lp_state,
+            "pages": pages,
+            "leaf_refs": leaf_refs,
+        }
+
+    def _decode_pages(
+        self,
+        session: Session,
+        rel: Rel,
+        a: int,
+        b: int,
+        out: list[dict[str, Any]],
+        refused: dict[int, ServerError],
+        suspect: set[int],
+        lp_state: dict[int, bytes],
+        leaf_refs: list[tuple[int, int, list[tuple[int, int]]]],
+    ) -> int:
+        pages = 0
+        kind = rel.kind
+        for blk, got in self.raw_pages(session, rel, a, b):
+            if isinstance(got, ServerError):
+                refused[blk] = got
+                out.extend(self.refused_findings(rel, blk, got))
+                suspect.add(blk)
+                continue
+            pages += 1
+            page_kind = "btree_meta" if kind == "btree" and blk == 0 else kind
+            try:
+                report = core.inspect_page(got, blk, checksums=False, kind=page_kind)
+            except ValueError as exc:
+                out.append(
+                    fmod.make(
+                        "server.error", rel.ctx, blk, None, f"page could not be decoded: {exc}", source=fmod.SOURCE_PAGE
+                    )
+                )
+                continue
+            page_findings = [fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in report["findings"]]
+            out.extend(page_findings)
+            damaged = any(f["severity"] == "error" and f["area"] in STRUCTURAL_AREAS for f in page_findings)
+            if damaged:
+                suspect.add(blk)
+            if rel.is_heap and not damaged and not report["all_zero"]:
+                lp_state[blk] = bytes(it["lp_flags"] for it in report["items"])
+            elif rel.is_heap and report["all_zero"]:
+                lp_state[blk] = b""
+            if rel.is_btree and not damaged and report["btree"] and "BTP_LEAF" in report["btree"]["flags"]:
+                for it in report["items"]:
+                    bt = it.get("btree")
+                    if not bt or bt["is_pivot"] or bt["dead"] or it["lp_flags"] != 1:
+                        continue
+                    tids = bt["tids"] or ([bt["htid"]] if bt["htid"] else [])
+                    leaf_refs.append((blk, it["lp"], [(t["block"], t["offset"]) for t in tids]))
+        return pages
+
+    def refused_findings(self, rel: Rel, blk: int, err: ServerError) -> list[dict[str, Any]]:
+        """The server refused block ``blk``: say so, and decode the file's copy when the files are here."""
+        rel.observe(err.observed)
+        is_read = amcheck.read_error_block(err.message) is not None
+        code = "server.read_error" if is_read else "server.invalid_page"
+        what = "cannot read" if is_read else "refuses"
+        out = [
+            fmod.make(
+                code,
+                rel.ctx,
+                blk,
+                None,
+                f"the server {what} block {blk}: {err.message}",
+                source=fmod.SOURCE_SERVER,
+                observed_error=err.observed,
+            )
+        ]
+        if self.pgdata is None or self.geometry is None or is_read:
+            return out
+        try:
+            block = read_block(self.pgdata / rel.path, blk, self.geometry)
+        except PgSurgeonError as exc:
+            out[0]["message"] += f" (the file could not be read here: {exc.message})"
+            return out
+        if len(block.data) < 24:
+            return out
+        kind = "btree_meta" if rel.kind == "btree" and blk == 0 else rel.kind
+        report = core.inspect_page(block.data, blk, checksums=bool(self.server["checksums"]), kind=kind)
+        out.extend(
+            fmod.from_core(f, rel.ctx, source=fmod.SOURCE_FILE, observed_error=err.observed) for f in report["findings"]
+        )
+        return out
+
+    def raw_phase(self, rels: list[Rel]) -> list[tuple[Rel, list[tuple[int, int, list[tuple[int, int]]]]]]:
+        tasks = [
+            (rel, a, min(a + self.req.raw_batch, rel.nblocks) - 1)
+            for rel in rels
+            for a in range(0, rel.nblocks, self.req.raw_batch)
+        ]
+        results = self.parallel(self.raw_task, tasks)
+        refs: dict[int, list[tuple[int, int, list[tuple[int, int]]]]] = {}
+        for (rel, _a, _b), res in zip(tasks, results, strict=True):
+            self.add(res["findings"])
+            rel.refused.update(res["refused"])
+            rel.suspect.update(res["suspect"])
+            rel.pages_read += res["pages"]
+            if rel.is_heap:
+                if rel.lp_state is None:
+                    rel.lp_state = {}
+                rel.lp_state.update(res["lp_state"])
+            refs.setdefault(rel.oid, []).extend(res["leaf_refs"])
+        return [(rel, refs.get(rel.oid, [])) for rel in rels if rel.is_btree]
+
+    # ------------------------------------------------------------------ 2. cross-checks
+
+    def file_checks(self, rel: Rel) -> None:
+        """A trailing partial block and visibility-map bits for blocks past the end of the table."""
+        if rel.size % rel.block_size:
+            self.add(
+                [
+                    fmod.make(
+                        "file.partial_page",
+                        rel.ctx,
+                        rel.nblocks,
+                        None,
+                        f"the file ends {rel.size % rel.block_size} bytes into block {rel.nblocks}: the server does "
+                        "not count that block, its rows are not returned",
+                        source=fmod.SOURCE_SERVER,
+                    )
+                ]
+            )
+        if not rel.is_heap or rel.vm_size <= 0:
+            return
+        per_page = (rel.block_size - _VM_HEADER) * 4
+        first_vm = rel.nblocks // per_page
+        last_vm = rel.vm_size // rel.block_size - 1
+        beyond: list[int] = []
+        try:
+            for vm_blk, got in self.raw_pages(self.main, rel, first_vm, last_vm, fork="vm"):
+                if isinstance(got, ServerError) or len(got) < rel.block_size:
+                    continue
+                base = vm_blk * per_page
+                start = max(rel.nblocks - base, 0)
+                for heap_blk in range(start, per_page):
+                    byte = got[_VM_HEADER + heap_blk // 4]
+                    if byte == 0:
+                        continue
+                    if (byte >> ((heap_blk % 4) * 2)) & 0x3:
+                        beyond.append(base + heap_blk)
+        except NotChecked:
+            return
+        if beyond:
+            self.add(
+                [
+                    fmod.make(
+                        "file.vm_beyond_end",
+                        rel.ctx,
+                        rel.nblocks,
+                        None,
+                        f"the visibility map marks {len(beyond)} block(s) {beyond[0]}..{beyond[-1]} all-visible but "
+                        f"the table ends at block {rel.nblocks - 1}: blocks {rel.nblocks}..{beyond[-1]} were cut off",
+                        source=fmod.SOURCE_CROSS,
+                        fork="main",
+                    )
+                ]
+            )
+
+    def index_refs(self, index: Rel, refs: list[tuple[int, int, list[tuple[int, int]]]]) -> None:
+        """Index entries that point past the end of the table or at unused line pointers, rechecked against
+        fresh copies of the pages (a concurrent insert or VACUUM can explain a first mismatch)."""
+        heap = self.heap_of(index)
+        if heap is None or heap.lp_state is None:
+            return
+        candidates: list[Crossref] = []
+        for iblk, iitem, tids in refs:
+            for hblk, hoff in tids:
+                if hblk >= heap.nblocks:
+                    candidates.append(Crossref(iblk, iitem, hblk, hoff, True))
+                    continue
+                flags = heap.lp_state.get(hblk)
+                if flags is None:
+                    continue
+                if hoff > len(flags) or flags[hoff - 1] == 0:
+                    candidates.append(Crossref(iblk, iitem, hblk, hoff, False))
+            if len(candidates) > 10 * MAX_CROSS_FINDINGS:
+                break
+        if not candidates:
+            return
+        confirmed = self.recheck(index, heap, candidates)
+        past = [c for c in confirmed if c.past_end]
+        dangling = [c for c in confirmed if not c.past_end]
+        out: list[dict[str, Any]] = []
+        zeroed: dict[int, int] = {}
+        for c in dangling:
+            if heap.lp_state.get(c.heap_block) == b"":
+                zeroed[c.heap_block] = zeroed.get(c.heap_block, 0) + 1
+        for blk, n in sorted(zeroed.items()):
+            if (heap.oid, "zero", blk) in self.reported:
+                continue
+            self.reported.add((heap.oid, "zero", blk))
+            out.append(
+                fmod.make(
+                    "page_header.zeroed_referenced",
+                    heap.ctx,
+                    blk,
+                    None,
+                    f"block {blk} is all zeroes but index {index.relname} has {n} entr{'y' if n == 1 else 'ies'} "
+                    "pointing into it: its rows are gone",
+                    source=fmod.SOURCE_CROSS,
+                )
+            )
+        if past and (heap.oid, "truncated", 0) not in self.reported:
+            self.reported.add((heap.oid, "truncated", 0))
+            top = max(c.heap_block for c in past)
+            out.append(
+                fmod.make(
+                    "file.heap_truncated",
+                    heap.ctx,
+                    heap.nblocks,
+                    None,
+                    f"index {index.relname} has {len(past)} entr{'y' if len(past) == 1 else 'ies'} pointing to "
+                    f"blocks {min(c.heap_block for c in past)}..{top}, but the table ends at block {heap.nblocks - 1}: "
+                    f"blocks {heap.nblocks}..{top} are missing from the file",
+                    source=fmod.SOURCE_CROSS,
+                )
+            )
+        for c in (past + dangling)[:MAX_CROSS_FINDINGS]:
+            code = "index.tid_beyond_heap" if c.past_end else "index.tid_unused"
+            what = (
+                f"past the end of the table (it ends at block {heap.nblocks - 1})"
+                if c.past_end
+                else "an unused or missing line pointer: the row it indexed is gone from the table"
+            )
+            out.append(
+                fmod.make(
+                    code,
+                    index.ctx,
+                    c.index_block,
+                    c.index_item,
+                    f"points to heap ({c.heap_block},{c.heap_item}), {what}",
+                    source=fmod.SOURCE_CROSS,
+                )
+            )
+        if len(past) + len(dangling) > MAX_CROSS_FINDINGS:
+            index.notes.append(f"{len(past) + len(dangling) - MAX_CROSS_FINDINGS} more index entries without a row")
+        self.add(out)
+
+    def recheck(self, index: Rel, heap: Rel, candidates: list[Crossref]) -> list[Crossref]:
+        size_rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": heap.oid})
+        nblocks = heap.nblocks if isinstance(size_rows, ServerError) else int(size_rows[0][0]) // heap.block_size
+        fresh: dict[int, bytes | None] = {}
+        confirmed: list[Crossref] = []
+        for c in candidates:
+            if c.past_end:
+                if c.heap_block >= nblocks:
+                    confirmed.append(c)
+                continue
+            if c.heap_block not in fresh:
+                page = self.one_page(heap, c.heap_block)
+                if page is None:
+                    fresh[c.heap_block] = None
+                else:
+                    rep = core.inspect_page(page, c.heap_block, checksums=False, kind="heap")
+                    fresh[c.heap_block] = bytes(it["lp_flags"] for it in rep["items"])
+            flags = fresh[c.heap_block]
+            if flags is not None and (c.heap_item > len(flags) or flags[c.heap_item - 1] == 0):
+                confirmed.append(c)
+        if not confirmed:
+            return []
+        # the index entries must still be there too
+        still: list[Crossref] = []
+        pages: dict[int, dict[int, list[tuple[int, int]]]] = {}
+        for c in confirmed:
+            if c.index_block not in pages:
+                ipage = self.one_page(index, c.index_block)
+                entries: dict[int, list[tuple[int, int]]] = {}
+                if ipage is not None:
+                    rep = core.inspect_page(ipage, c.index_block, checksums=False, kind="btree")
+                    for it in rep["items"]:
+                        bt = it.get("btree")
+                        if bt and not bt["is_pivot"]:
+                            tids = bt["tids"] or ([bt["htid"]] if bt["htid"] else [])
+                            entries[it["lp"]] = [(t["block"], t["offset"]) for t in tids]
+                pages[c.index_block] = entries
+            if (c.heap_block, c.heap_item) in pages[c.index_block].get(c.index_item, []):
+                still.append(c)
+        return still
+
+    # ------------------------------------------------------------------ 3. verify_heapam
+
+    def ranges(self, rel: Rel) -> list[tuple[int, int]]:
+        """Runs of blocks the server accepted, cut to amcheck_batch blocks."""
+        out: list[tuple[int, int]] = []
+        blk, n = 0, rel.nblocks
+        skip = rel.refused.keys() | rel.unchecked
+        while blk < n:
+            if blk in skip:
+                blk += 1
+                continue
+            start = blk
+            while blk < n and blk not in skip and blk - start < self.req.amcheck_batch:
+                blk += 1
+            out.append((start, blk - 1))
+        return out
+
+    def heap_task(self, session: Session, task: tuple[Rel, int, int, bool]) -> list[dict[str, Any]]:
+        rel, first, last, check_toast = task
+        query = db.sql.SQL(
+            "SELECT blkno, offnum, attnum, msg FROM {fn}(%(rel)s::oid::regclass, false, %(toast)s, 'none', "
+            "%(a)s::bigint, %(b)s::bigint)"
+        ).format(fn=self.fn("amcheck", "verify_heapam"))
+        out: list[dict[str, Any]] = []
+        stack = [(first, last)]
+        while stack:
+            a, b = stack.pop()
+            if a > b:
+                continue
+            if self.amcheck_stopped:
+                out.append(self._unchecked(rel, a, b, self.amcheck_stopped))
+                continue
+            try:
+                rows = self._run_locked(session, query, {"rel": rel.oid, "toast": check_toast, "a": a, "b": b})
+            except BackendLost as lost:
+                out.append(self._crashed(rel, a, b, lost.message))
+                continue
+            if not isinstance(rows, ServerError):
+                for blkno, offnum, attnum, msg in rows:
+                    code, area = amcheck.classify_heap(msg)
+                    out.append(
+                        fmod.make(
+                            code,
+                            rel.ctx,
+                            int(blkno),
+                            int(offnum) if offnum is not None else None,
+                            msg if attnum is None else f"attribute {attnum}: {msg}",
+                            source=fmod.SOURCE_AMCHECK,
+                            observed_error=f"verify_heapam: {msg}",
+                            attnum=attnum,
+                            area=area,
+                        )
+                    )
+                continue
+            err = rows
+            if "must be between 0 and" in err.message:  # the table shrank since its size was read
+                continue
+            if err.sqlstate in ("57014", "55P03") and a == b:
+                out.append(
+                    fmod.make(
+                        "server.timeout",
+                        rel.ctx,
+                        a,
+                        None,
+                        f"block {a} not checked: {err.message}",
+                        source=fmod.SOURCE_SERVER,
+                        observed_error=err.observed,
+                    )
+                )
+                continue
+            named = amcheck.invalid_page_block(err.message)
+            if named is not None and named[1] == rel.path and a <= named[0] <= b:
+                rel.observe(err.observed)
+                rel.refused[named[0]] = err
+                out.extend(self.refused_findings(rel, named[0], err))
+                stack.extend([(named[0] + 1, b), (a, named[0] - 1)])
+            elif a == b:
+                rel.observe(err.observed)
+                out.append(
+                    fmod.make(
+                        "server.error",
+                        rel.ctx,
+                        a,
+                        None,
+                        f"verify_heapam failed on block {a}: {err.message}",
+                        source=fmod.SOURCE_SERVER,
+                        observed_error=err.observed,
+                    )
+                )
+            else:
+                mid = a + (b - a) // 2
+                stack.extend([(mid + 1, b), (a, mid)])
+        return out
+
+    def _run_locked(self, session: Session, query: Any, params: dict[str, Any]) -> Any:
+        """Run, retrying a few times when lock_timeout fired (someone holds a conflicting lock briefly)."""
+        for attempt in range(LOCK_RETRIES):
+            rows = session.run(query, params)
+            if not (isinstance(rows, ServerError) and rows.sqlstate == "55P03") or attempt == LOCK_RETRIES - 1:
+                return rows
+            time.sleep(0.5 * (attempt + 1))
+        return rows
+
+    def _crashed(self, rel: Rel, a: int, b: int, message: str) -> dict[str, Any]:
+        with self.findings_lock:
+            self.crashes += 1
+            if self.crashes >= self.req.max_crashes:
+                self.amcheck_stopped = f"amcheck stopped after {self.crashes} lost backend(s)"
+        rel.amcheck = "crashed"
+        rel.observe(f"connection lost: {message}")
+        return fmod.make(
+            "server.crash",
+            rel.ctx,
+            a,
+            None,
+            f"the backend running verify_heapam on blocks {a}..{b} was lost ({message}); those blocks were not "
+            "checked by amcheck, the page decoder's findings for them stand",
+            source=fmod.SOURCE_SERVER,
+            observed_error=message,
+        )
+
+    def _unchecked(self, rel: Rel, a: int, b: int, why: str) -> dict[str, Any]:
+        f = fmod.make(
+            "server.timeout",
+            rel.ctx,
+            a,
+            None,
+            f"blocks {a}..{b} not checked by amcheck: {why}",
+            source=fmod.SOURCE_SERVER,
+        )
+        return f
+
+    def heap_phase(self, rels: list[Rel]) -> None:
+        tasks: list[tuple[Rel, int, int, bool]] = []
+        for rel in rels:
+            check_toast = False
+            if rel.role == "table":
+                toast = self.toast_of(rel)
+                check_toast = toast is not None and toast.nblocks > 0 and not toast.refused and not toast.suspect
+                if toast is not None and toast.nblocks > 0 and not check_toast:
+                    rel.notes.append("TOAST values not followed: the TOAST table has damaged pages")
+            tasks.extend((rel, a, b, check_toast) for a, b in self.ranges(rel))
+        results = self.parallel(self.heap_task, tasks)
+        by_rel: dict[int, list[dict[str, Any]]] = {}
+        for (rel, _a, _b, _t), res in zip(tasks, results, strict=True):
+            by_rel.setdefault(rel.oid, []).extend(res)
+        for rel in rels:
+            res = by_rel.get(rel.oid, [])
+            self.add(res)
+            if rel.amcheck == "crashed":
+                continue
+            if not self.ranges(rel) and rel.nblocks:
+                rel.amcheck = "skipped: no readable block"
+            elif any(f["source"] == fmod.SOURCE_AMCHECK for f in res):
+                rel.amcheck = "corrupt"
+            elif any(f["code"] in ("server.error", "server.invalid_page", "server.timeout") for f in res):
+                rel.amcheck = "errors"
+            else:
+                rel.amcheck = "ok" if rel.nblocks else "empty"
+            if rel.refused and rel.amcheck in ("ok", "corrupt", "errors"):
+                rel.amcheck += f" ({len(rel.refused)} refused block(s) not checked)"
+
+    # ------------------------------------------------------------------ 4. bt_index_check
+
+    def btree_task(self, session: Session, index: Rel) -> list[dict[str, Any]]:
+        if not index.usable:
+            index.amcheck = "skipped: index is not valid (an interrupted CREATE INDEX CONCURRENTLY?)"
+            return []
+        if self.amcheck_stopped:
+            index.amcheck = f"skipped: {self.amcheck_stopped}"
+            return []
+        heap = self.heap_of(index)
+        if index.locked is not None or (heap is not None and heap.locked is not None):
+            index.amcheck = "not checked: its table is locked by another session"
+            return []
+        heap_sound = heap is not None and not heap.refused and not heap.suspect
+        if heap is not None and index.role == "index":
+            # heapallindexed deforms the indexed columns of every row: only over a table with no damage at all
+            with self.findings_lock:
+                heap_sound = heap_sound and not any(
+                    f["relfilenode"] == heap.relfilenode and f["severity"] == "error" for f in self.findings
+                )
+        want_all = self.req.heapallindexed or (index.role == "toast-index" and self._toast_trouble(index))
+        heapallindexed = want_all and heap_sound
+        if want_all and not heap_sound:
+            index.notes.append("heapallindexed skipped: the table has damaged pages (it is read with the executor)")
+        query = db.sql.SQL("SELECT {fn}(%(rel)s::oid::regclass, %(all)s)").format(
+            fn=self.fn("amcheck", "bt_index_check")
+        )
+        try:
+            rows = self._run_locked(session, query, {"rel": index.oid, "all": heapallindexed})
+        except BackendLost as lost:
+            return [self._crashed(index, 0, max(index.nblocks - 1, 0), lost.message)]
+        index.amcheck = "ok (heapallindexed)" if heapallindexed else "ok"
+        if not isinstance(rows, ServerError):
+            return []
+        err = rows
+        index.observe(err.observed)
+        if err.sqlstate in ("57014", "55P03"):
+            index.amcheck = "not checked"
+            return [
+                fmod.make(
+                    "server.timeout",
+                    index.ctx,
+                    None,
+                    None,
+                    f"bt_index_check not finished: {err.message}",
+                    source=fmod.SOURCE_SERVER,
+                    observed_error=err.observed,
+                )
+            ]
+        index.amcheck = "corrupt"
+        where = amcheck.classify_btree(err.message, err.detail)
+        if where.code == "server.invalid_page" and where.block in index.refused:
+            return []  # the raw pass named this block already
+        if where.heap_tid is not None and heap is not None:
+            hblk, hoff = where.heap_tid
+            return [
+                fmod.make(
+                    "index.missing_entry",
+                    heap.ctx,
+                    hblk,
+                    hoff,
+                    f"index {index.relname} has no entry for this row: its key columns changed after it was "
+                    f"indexed, or the index lost the entry ({err.message})",
+                    source=fmod.SOURCE_AMCHECK,
+                    observed_error=f"bt_index_check: {err.observed}",
+                )
+            ]
+        return [
+            fmod.make(
+                where.code,
+                index.ctx,
+                where.block,
+                where.item,
+                err.message + (f" ({err.detail})" if err.detail else ""),
+                source=fmod.SOURCE_AMCHECK,
+                observed_error=f"bt_index_check: {err.observed}",
+            )
+        ]
+
+    def _toast_trouble(self, toast_index: Rel) -> bool:
+        with self.findings_lock:
+            return any(
+                f["code"].startswith("toast.") and f["source"] == fmod.SOURCE_AMCHECK for f in self.findings
+            ) or any(
+                f["relfilenode"] == t.relfilenode and f["severity"] == "error"
+                for t in self.rels
+                if t.role == "toast" and t.table_oid == toast_index.table_oid
+                for f in self.findings
+            )
+
+    def btree_phase(self, indexes: list[Rel]) -> None:
+        for res in self.parallel(self.btree_task, indexes):
+            self.add(res)
+
+    # ------------------------------------------------------------------ 4b. TOAST chunks named
+
+    def locate_toast_chunks(self) -> None:
+        """For TOAST problems amcheck reports on a table row, find the chunks of that value through the TOAST
+        index's entries and name the TOAST block and line pointer of each chunk that is wrong."""
+        wanted: dict[int, dict[int, dict[str, Any]]] = {}
+        for f in list(self.findings):
+            if f["source"] != fmod.SOURCE_AMCHECK or not str(f["code"]).startswith("toast."):
+                continue
+            value = amcheck.toast_value_id(f["message"])
+            table = next((r for r in self.rels if r.relfilenode == f["relfilenode"] and r.role == "table"), None)
+            if value is None or table is None:
+                continue
+            wanted.setdefault(table.oid, {}).setdefault(value, f)
+            if m := _BLAMED_CHUNK.search(f["message"]):
+                self.blamed.add((value, int(m.group(1))))
+        for table_oid, values in wanted.items():
+            toast = next((r for r in self.rels if r.role == "toast" and r.table_oid == table_oid), None)
+            tindex = next((r for r in self.rels if r.role == "toast-index" and r.table_oid == table_oid), None)
+            if toast is None or tindex is None:
+                continue
+            chunks = self._toast_index_entries(tindex, set(values))
+            self.add(self._check_chunks(toast, chunks, values))
+
+    def _toast_index_entries(self, tindex: Rel, values: set[int]) -> dict[int, list[tuple[int, int, int]]]:
+        """value id -> [(chunk_seq, toast block, toast item)] from the TOAST index's leaf pages."""
+        found: dict[int, list[tuple[int, int, int]]] = {}
+        try:
+            for blk, got in self.raw_pages(self.main, tindex, 1, max(tindex.nblocks - 1, 0)):
+                if isinstance(got, ServerError):
+                    continue
+                rep = core.inspect_page(got, blk, checksums=False, kind="btree")
+                if not rep["btree"] or "BTP_LEAF" not in rep["btree"]["flags"]:
+                    continue
+                for it in rep["items"]:
+                    bt = it.get("btree")
+                    if not bt or bt["is_pivot"] or not bt["htid"]:
+                        continue
+                    key = bytes.fromhex(bt["data"].replace(" ", ""))
+                    if len(key) < 8:
+                        continue
+                    value, seq = struct.unpack_from("<Ii", key)
+                    if value in values:
+                        found.setdefault(value, []).append((seq, bt["htid"]["block"], bt["htid"]["offset"]))
+        except NotChecked:
+            pass
+        return found
+
+    def _check_chunks(
+        self, toast: Rel, chunks: dict[int, list[tuple[int, int, int]]], values: dict[int, dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        pages: dict[int, bytes | None] = {}
+        for value, entries in chunks.items():
+            row = values[value]
+            where = f"table row ({row['block']},{row['item']})"
+            for seq, blk, off in sorted(entries):
+                if blk not in pages:
+                    pages[blk] = self.one_page(toast, blk) if blk < toast.nblocks else None
+                page = pages[blk]
+                if page is None:
+                    continue
+                problem = _chunk_problem(page, blk, off, value, seq)
+                if problem is None and (value, seq) in self.blamed:
+                    problem = (
+                        "toast.chunk_size",
+                        "amcheck found this chunk's size wrong (see the table row's finding)",
+                    )
+                if problem:
+                    code, text = problem
+                    out.append(
+                        fmod.make(
+                            code,
+                            toast.ctx,
+                            blk,
+                            off,
+                            f"chunk {seq} of toast value {value} (of {where}): {text}",
+                            source=fmod.SOURCE_CROSS,
+                            observed_error=row["observed_error"],
+                        )
+                    )
+            locations = ", ".join(f"{s}@({b},{o})" for s, b, o in sorted(entries)[:8])
+            row["message"] += f" [chunks in {toast.relname}: {locations or 'none indexed'}]"
+        return out
+
+    # ------------------------------------------------------------------ 5. offline scan
+
+    def merge_scan(self) -> None:
+        if self.pgdata is None or not self.rels:
+            return
+        from pgsurgeon.scan import ScanRequest, run_scan
+
+        by_node = {r.relfilenode: r for r in self.rels}
+        try:
+            outcome = run_scan(
+                ScanRequest(
+                    pgdata=self.pgdata,
+                    dsn=self.req.dsn,
+                    databases=[str(self.server["database_oid"])],
+                    relations=[str(n) for n in by_node],
+                    live=True,
+                )
+            )
+        except PgSurgeonError as exc:
+            self.scan_note = f"offline scan not merged: {exc.message}"
+            return
+        seen = {(f["relfilenode"], f["fork"], f["block"], f["item"], f["code"]) for f in self.findings}
+        merged = []
+        same: dict[tuple[int, int], bool] = {}
+        for f in outcome.findings:
+            rel = by_node.get(int(f["relfilenode"]))
+            if rel is None or f["code"] in SCAN_CROSS_PAGE:
+                continue
+            key = (rel.relfilenode, f["fork"], f["block"], f["item"], f["code"])
+            if key in seen:
+                continue
+            if f["fork"] == "main" and f["block"] is not None and f["block"] not in rel.refused:
+                where = (rel.oid, int(f["block"]))
+                if where not in same:
+                    same[where] = self._disk_matches_buffer(rel, int(f["block"]))
+                if not same[where]:
+                    continue  # the server holds a newer copy of the page, decoded above
+            seen.add(key)
+            merged.append(
+                {
+                    **{k: f.get(k) for k in fmod.FINDING_KEYS},
+                    "path": f["path"],
+                    "relation": rel.relname,
+                    "database": self.server["database"],
+                    "observed_error": None,
+                    "source": fmod.SOURCE_SCAN,
+                    "attnum": None,
+                }
+            )
+        self.add(merged)
+        self.scan_note = f"offline scan of {outcome.summary['files']} file(s) merged ({len(merged)} more finding(s))"
+
+    def _disk_matches_buffer(self, rel: Rel, blk: int) -> bool:
+        """Whether the file's copy of a block is what the server has (pd_checksum aside: a buffer keeps the
+        checksum it was read with, the file gets a fresh one on every write)."""
+        assert self.pgdata is not None and self.geometry is not None
+        live = self.one_page(rel, blk)
+        if live is None:
+            return True
+        try:
+            disk = read_block(self.pgdata / rel.path, blk, self.geometry).data
+        except PgSurgeonError:
+            return False
+        return disk[:8] == live[:8] and disk[10:] == live[10:]
+
+    # ------------------------------------------------------------------ results
+
+    def fold_amcheck(self) -> None:
+        """An amcheck finding about a line pointer that the page decoder also found damaged (same area) is one
+        problem: the decoder's finding keeps amcheck's words as what the server said."""
+        decoded: dict[tuple[int, int | None, int | None, str], list[dict[str, Any]]] = {}
+        for f in self.findings:
+            if f["source"] in (fmod.SOURCE_PAGE, fmod.SOURCE_FILE):
+                decoded.setdefault((f["relfilenode"], f["block"], f["item"], f["area"]), []).append(f)
+        kept = []
+        for f in self.findings:
+            if f["source"] == fmod.SOURCE_AMCHECK and f["item"] is not None:
+                twins = decoded.get((f["relfilenode"], f["block"], f["item"], f["area"]))
+                if twins:
+                    for t in twins:
+                        if t["observed_error"] is None:
+                            t["observed_error"] = f["observed_error"]
+                    continue
+            kept.append(f)
+        self.findings = kept
+
+    def relation_summaries(self) -> list[dict[str, Any]]:
+        out = []
+        for rel in self.rels:
+            mine = [f for f in self.findings if f["relfilenode"] == rel.relfilenode]
+            out.append(
+                {
+                    "relation": rel.relname,
+                    "oid": rel.oid,
+                    "role": rel.role,
+                    "table": (self.rel_by_oid(rel.table_oid) or rel).relname,
+                    "access_method": rel.amname,
+                    "path": rel.path,
+                    "relfilenode": rel.relfilenode,
+                    "blocks": rel.nblocks,
+                    "pages_read": rel.pages_read,
+                    "pages_refused": sorted(rel.refused),
+                    "amcheck": rel.amcheck,
+                    "errors": sum(1 for f in mine if f["severity"] == "error"),
+                    "warnings": sum(1 for f in mine if f["severity"] == "warning"),
+                    "damaged_blocks": sorted(
+                        {f["block"] for f in mine if f["block"] is not None and f["severity"] == "error"}
+                    ),
+                    "observed_errors": rel.observed,
+                    "notes": rel.notes,
+                }
+            )
+        return out
+
+    def run(self) -> DiagnoseOutcome:
+        try:
+            self.load_relations()
+            heaps = [r for r in self.rels if r.is_heap]
+            others = [r for r in self.rels if not r.is_heap and r.relkind == "i"]
+            self.progress(f"reading {sum(r.nblocks for r in self.rels)} pages of {len(self.rels)} relation(s)")
+            self.raw_phase(heaps)
+            refs = self.raw_phase(others)
+            for rel in heaps:
+                self.file_checks(rel)
+            for index, leaf_refs in refs:
+                self.index_refs(index, leaf_refs)
+            for rel in heaps:
+                rel.lp_state = None  # memory: only the cross-check needed it
+            self.progress("verify_heapam on TOAST tables")
+            self.heap_phase([r for r in heaps if r.role == "toast"])
+            self.progress("verify_heapam on tables")
+            self.heap_phase([r for r in heaps if r.role != "toast"])
+            self.progress("bt_index_check on indexes")
+            self.btree_phase([r for r in self.rels if r.is_btree and r.role == "index"])
+            self.btree_phase([r for r in self.rels if r.is_btree and r.role == "toast-index"])
+            self.locate_toast_chunks()
+            for r in self.rels:
+                if r.relkind == "i" and not r.is_btree:
+                    r.amcheck = f"pages only (no amcheck for {r.amname})"
+            self.progress("offline scan")
+            self.merge_scan()
+            self.fold_amcheck()
+        finally:
+            self.close()
+        findings = sorted(self.findings, key=fmod.sort_key)
+        reconnects = sum(s.reconnects for s in self.sessions)
+        summary = {
+            "database": self.server["database"],
+            "relations": len(self.rels),
+            "blocks": sum(r.nblocks for r in self.rels),
+            "pages_read": sum(r.pages_read for r in self.rels),
+            "pages_refused": sum(len(r.refused) for r in self.rels),
+            "findings": len(findings),
+            "errors": sum(1 for f in findings if f["severity"] == "error"),
+            "warnings": sum(1 for f in findings if f["severity"] == "warning"),
+            "damaged_relations": sorted({f["relation"] for f in findings if f["severity"] == "error"}),
+            "files_used": self.pgdata is not None,
+            "scan": self.scan_note,
+            "crashes": self.crashes,
+            "reconnects": reconnects,
+            "amcheck_stopped": self.amcheck_stopped,
+            "seconds": round(time.monotonic() - self.started, 3),
+        }
+        server = {
+            k: self.server[k]
+            for k in ("version", "version_num", "checksums", "block_size", "data_directory", "database", "database_oid")
+        }
+        server["data_directory_here"] = self.pgdata is not None
+        return DiagnoseOutcome(server, self.relation_summaries(), findings, summary)
+
+
+def _chunk_problem(page: bytes, blk: int, off: int, value: int, seq: int) -> tuple[str, str] | None:
+    """What is wrong with the TOAST chunk the index says is chunk ``seq`` of ``value`` at (blk, off)."""
+    if len(page) < 24:
+        return None
+    lower = int.from_bytes(page[12:14], "little")
+    maxoff = max((lower - 24) // 4, 0)
+    if off < 1 or off > maxoff:
+        return (
+            "toast.chunk_missing",
+            f"line pointer {off} is beyond the page's {maxoff} line pointers: the chunk is gone",
+        )
+    (lp,) = struct.unpack_from("<I", page, 24 + (off - 1) * 4)
+    lp_off, lp_flags, lp_len = lp & 0x7FFF, (lp >> 15) & 0x3, lp >> 17
+    if lp_flags != 1:
+        name = {0: "unused", 2: "a redirect", 3: "dead"}[lp_flags]
+        return "toast.chunk_missing", f"line pointer {off} is {name}: the chunk is gone"
+    if lp_off + lp_len > len(page) or lp_len < 24 + 9:
+        return None  # the page decoder reports the line pointer itself
+    t_hoff = page[lp_off + 22]
+    data = lp_off + t_hoff
+    if data + 8 > lp_off + lp_len:
+        return None
+    chunk_id, chunk_seq = struct.unpack_from("<Ii", page, data)
+    if chunk_id != value:
+        return (
+            "toast.chunk_unexpected",
+            f"the tuple holds chunk_id {chunk_id}, not {value}: the chunk is lost to its value",
+        )
+    if chunk_seq != seq:
+        return "toast.chunk_unexpected", f"the tuple holds chunk_seq {chunk_seq} where the index says {seq}"
+    b0 = page[data + 8]
+    if b0 & 0x01:
+        size = (b0 >> 1) - 1
+    elif b0 & 0x03 == 0:
+        size = (int.from_bytes(page[data + 8 : data + 12], "little") >> 2) - 4
+    else:
+        return "toast.chunk_header", f"chunk_data has a compressed varlena header (0x{b0:02x})"
+    room = lp_off + lp_len - (data + 8) - (1 if b0 & 0x01 else 4)
+    if size < 0 or size > TOAST_MAX_CHUNK_SIZE or size > room:
+        return "toast.chunk_size", f"chunk_data claims {size} bytes, the tuple holds {room}"
+    return None
+
+
+def run_diagnose(req: DiagnoseRequest) -> DiagnoseOutcome:
+    """Diagnose the database ``req.dsn`` points at (or the tables in ``req.tables``)."""
+    if req.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    return Diagnosis(req).run()

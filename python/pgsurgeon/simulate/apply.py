@@ -1,0 +1,279 @@
+"""Writing a planned corruption to disk, and undoing it from its manifest.
+
+Order when corrupting: side files (old bytes of cut tails and removed segments) are written and fsynced,
+then the manifest (state ``applying``), then the data files (each checked to still hold the old bytes,
+written, fsynced), then the manifest again (state ``applied``). The server must be down meanwhile
+(:func:`pgsurgeon.simulate.server.server_stopped`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.lab.marker import utc_now
+from pgsurgeon.simulate.manifest import (
+    KIND_BYTES,
+    KIND_REMOVE,
+    KIND_TRUNCATE,
+    FileChange,
+    Manifest,
+    PageRecord,
+    fsync_dir,
+    sha256,
+    write_durably,
+)
+
+_COPY_CHUNK = 1 << 20
+
+
+def _read_at(path: Path, offset: int, length: int) -> bytes | None:
+    """``length`` bytes at ``offset``, or None when the file is missing."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read(length)
+    except FileNotFoundError:
+        return None
+
+
+def _write_at(path: Path, offset: int, data: bytes) -> None:
+    with path.open("r+b") as fh:
+        fh.seek(offset)
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _copy_range(src: Path, offset: int, length: int, dst: Path) -> str:
+    """Copy ``length`` bytes of ``src`` from ``offset`` into a new file ``dst`` (fsynced); sha256."""
+    h = hashlib.sha256()
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    with src.open("rb") as fin, tmp.open("wb") as fout:
+        fin.seek(offset)
+        left = length
+        while left > 0:
+            chunk = fin.read(min(_COPY_CHUNK, left))
+            if not chunk:
+                raise PgSurgeonError(f"{src} ended early while saving its bytes")
+            h.update(chunk)
+            fout.write(chunk)
+            left -= len(chunk)
+        fout.flush()
+        os.fsync(fout.fileno())
+    tmp.replace(dst)
+    fsync_dir(dst.parent)
+    return h.hexdigest()
+
+
+def _sha_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_COPY_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def apply(manifest: Manifest, say: Callable[[str], None]) -> None:
+    """Save the old data, write the manifest, then change the data files."""
+    pgdata = manifest.pgdata
+    for n, change in enumerate(manifest.changes):
+        if change.kind == KIND_BYTES:
+            continue
+        manifest.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        name = f"{n:04d}-{Path(change.file).name}.bin"
+        change.old_sha256 = _copy_range(pgdata / change.file, change.offset, change.length, manifest.data_dir / name)
+        change.saved = f"{manifest.data_dir.name}/{name}"
+    if manifest.pages:
+        manifest.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        offset = 0
+        for page in manifest.pages:
+            page.saved_at = offset
+            offset += len(page.original)
+        write_durably(manifest.pages_file, b"".join(p.original for p in manifest.pages))
+    manifest.write("applying")
+    for change in manifest.changes:
+        path = pgdata / change.file
+        if change.kind == KIND_BYTES:
+            current = _read_at(path, change.offset, len(change.old))
+            if current != change.old:
+                raise PgSurgeonError(
+                    f"{change.file} changed while pgsurgeon was planning (offset {change.offset})",
+                    hint=f"nothing after this change was written; undo the rest with: pgsurgeon undo {manifest.path}",
+                )
+            _write_at(path, change.offset, change.new)
+        elif change.kind == KIND_TRUNCATE:
+            os.truncate(path, change.offset)
+            with path.open("rb+") as fh:
+                os.fsync(fh.fileno())
+        elif change.kind == KIND_REMOVE:
+            path.unlink()
+            fsync_dir(path.parent)
+    manifest.write("applied", applied_at=utc_now())
+    say(f"wrote {len(manifest.changes)} change(s) to {len({c.file for c in manifest.changes})} file(s)")
+
+
+# --------------------------------------------------------------------------------------------- undo
+
+
+@dataclass
+class UndoReport:
+    restored: int = 0
+    already: int = 0
+    mismatched: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Check:
+    """Where each change stands: still as corrupt left it (to restore), already restored, or changed since."""
+
+    todo: list[FileChange] = field(default_factory=list)
+    already: list[FileChange] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+    """Descriptions of the pages and files changed since corrupt wrote them."""
+    rewritten_pages: list[PageRecord] = field(default_factory=list)
+
+
+def _page_state(page: PageRecord, pgdata: Path) -> str:
+    data = _read_at(pgdata / page.file, page.offset, page.length)
+    if data is None or len(data) != page.length:
+        return "other"
+    digest = sha256(data)
+    if digest == page.sha256_after:
+        return "new"
+    return "old" if digest == page.sha256_before else "other"
+
+
+def _file_state(change: FileChange, pgdata: Path) -> str:
+    """``new`` (as corrupt left it), ``old`` (already restored) or ``other``, for cut and removed files."""
+    path = pgdata / change.file
+    try:
+        size: int | None = path.stat().st_size
+    except FileNotFoundError:
+        size = None
+    if change.kind == KIND_TRUNCATE:
+        if size == change.offset:
+            return "new"
+        return "old" if size == change.old_size else "other"
+    if size is None:
+        return "new"
+    return "old" if size == change.old_size and _sha_file(path) == change.old_sha256 else "other"
+
+
+def check(manifest: Manifest) -> Check:
+    """Compare the files with the manifest. Pages are compared whole: a page the server rewrote since (hint
+    bits set through a damaged line pointer, pruning) counts as changed even where pgsurgeon's bytes survive."""
+    pgdata = manifest.pgdata
+    result = Check()
+    page_states = {(p.file, p.block): (p, _page_state(p, pgdata)) for p in manifest.pages}
+    for page, state in page_states.values():
+        if state == "other":
+            result.rewritten_pages.append(page)
+            result.other.append(f"{page.file} block {page.block}")
+    for change in manifest.changes:
+        if change.kind == KIND_BYTES:
+            found = page_states.get((change.file, change.block if change.block is not None else -1))
+            state = found[1] if found is not None else "other"
+        else:
+            state = _file_state(change, pgdata)
+            if state == "other":
+                what = "cut" if change.kind == KIND_TRUNCATE else "removed"
+                result.other.append(f"{change.file} (was {what})")
+        if state == "old":
+            result.already.append(change)
+        else:
+            result.todo.append(change)
+    return result
+
+
+def _saved_path(manifest: Manifest, change: FileChange) -> Path:
+    assert change.saved is not None
+    path = manifest.path.parent / change.saved
+    if not path.is_file():
+        raise PgSurgeonError(
+            f"the saved bytes of {change.file} are missing: {path}",
+            hint="undo needs the manifest's .data directory next to it",
+        )
+    if _sha_file(path) != change.old_sha256:
+        raise PgSurgeonError(
+            f"the saved bytes of {change.file} ({path}) do not match their sha256",
+            hint="the side file was modified; restore the cluster from a backup",
+        )
+    return path
+
+
+def _original_page(manifest: Manifest, page: PageRecord) -> bytes:
+    data = _read_at(manifest.pages_file, page.saved_at, page.length)
+    if data is None or sha256(data) != page.sha256_before:
+        raise PgSurgeonError(
+            f"the saved image of {page.file} block {page.block} is missing or damaged ({manifest.pages_file})",
+            hint="undo needs the manifest's .data directory next to it",
+        )
+    return data
+
+
+def _restore(manifest: Manifest, change: FileChange) -> None:
+    path = manifest.pgdata / change.file
+    if change.kind == KIND_BYTES:
+        _write_at(path, change.offset, change.old)
+        return
+    saved = _saved_path(manifest, change)
+    if change.kind == KIND_TRUNCATE:
+        with path.open("r+b") as fh, saved.open("rb") as src:
+            fh.seek(change.offset)
+            shutil.copyfileobj(src, fh, _COPY_CHUNK)
+            fh.truncate(change.offset + change.length)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return
+    # KIND_REMOVE: recreate with the saved content, mode and owner
+    tmp = path.with_name(f".{path.name}.pgsurgeon-undo")
+    with saved.open("rb") as src, tmp.open("wb") as fh:
+        shutil.copyfileobj(src, fh, _COPY_CHUNK)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if change.mode is not None:
+        tmp.chmod(change.mode)
+    if change.uid is not None and change.gid is not None and os.geteuid() == 0:
+        os.chown(tmp, change.uid, change.gid)
+    tmp.replace(path)
+    fsync_dir(path.parent)
+
+
+def undo(manifest: Manifest, *, force: bool) -> UndoReport:
+    """Restore every change, last first. Refuses (unless ``force``) when a page or file is not what corrupt
+    left; forced, a rewritten page gets its whole original image back (the server's later changes to it are
+    lost), so every file ends byte-identical to before corrupt."""
+    report = UndoReport()
+    state = check(manifest)
+    report.already = len(state.already)
+    report.mismatched = state.other
+    if state.other and not force:
+        more = f" (and {len(state.other) - 1} more)" if len(state.other) > 1 else ""
+        raise PgSurgeonError(
+            f"{state.other[0]}{more} is no longer what corrupt left: refusing to restore",
+            hint="the server rewrote it since (hint bits or pruning through the damage), or a later corrupt run "
+            "changed it (undo that first); --force puts the saved original back anyway",
+        )
+    rewritten = {(p.file, p.block) for p in state.rewritten_pages}
+    todo_ids = {id(c) for c in state.todo}
+    for change in reversed(manifest.changes):
+        if id(change) not in todo_ids:
+            continue
+        if change.kind == KIND_BYTES and (change.file, change.block) in rewritten:
+            continue
+        _restore(manifest, change)
+        report.restored += 1
+    for page in state.rewritten_pages:
+        _write_at(manifest.pgdata / page.file, page.offset, _original_page(manifest, page))
+        report.notes.append(
+            f"{page.file} block {page.block}: rewritten by the server since corrupt; its original image is back"
+        )
+    manifest.write("undone", undone_at=utc_now(), undo_forced=bool(state.other))
+    return report
