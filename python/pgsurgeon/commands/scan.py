@@ -111,6 +111,12 @@ def render_text(outcome: ScanOutcome, console: Console) -> None:
         f"scanned {s['files']} files, {s['blocks']} blocks, {s['bytes'] / 1e6:.1f} MB in {s['seconds']:.2f}s "
         f"({s['bytes'] / 1e6 / max(s['seconds'], 1e-6):.0f} MB/s)"
     )
+    if s.get("zero_pages_inside"):
+        console.print(
+            f"{s['zero_pages_inside']} all-zero page(s) before in-use pages: normal after concurrent inserts extend a "
+            "table, reported as damage only when the visibility map or an index says rows were there",
+            style="dim",
+        )
     if s["skipped_live"]:
         console.print(f"[yellow]{s['skipped_live']} pages skipped: written after the scan began (--live)[/]")
     if not outcome.findings:

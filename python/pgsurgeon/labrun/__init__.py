@@ -1,0 +1,1 @@
+"""The end-to-end corruption lab (`pgsurgeon lab` without a verb): scenarios, runner, observation, reports."""

@@ -1,0 +1,79 @@
+"""`pgsurgeon lab` end to end on a reduced set of scenarios: the report's numbers against the ground truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgsurgeon.cli import main
+
+
+@pytest.fixture(scope="module")
+def lab_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("lab")
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(
+            ["lab", "--modes", "zero,header,checksum,item-ids", "--seed", "7", "--out", str(out), "--format", "json"]
+        )
+    report = json.loads(buf.getvalue())
+    assert code == 0, [r["error"] for r in report["results"] if r["error"]]
+    return report, out
+
+
+def results(report: dict[str, Any], name: str) -> dict[bool, dict[str, Any]]:
+    return {r["checksums"]: r for r in report["results"] if r["scenario"]["name"] == name}
+
+
+def test_both_clusters_ran_every_scenario(lab_report: tuple[dict[str, Any], Path]) -> None:
+    report, out = lab_report
+    assert {(c["checksums"], c["version"].split(".")[0]) for c in report["clusters"]} == {(True, "18"), (False, "18")}
+    assert len(report["results"]) == 8
+    for r in report["results"]:
+        assert r["error"] is None
+        assert r["rows"] == 2400
+        assert r["timings"]["corrupt"] > 0
+    assert {p.name for p in out.iterdir()} >= {"lab-report.md", "lab-report.html", "lab-report.json"}
+
+
+def test_zeroed_page_loses_exactly_its_rows_silently(lab_report: tuple[dict[str, Any], Path]) -> None:
+    for r in results(lab_report[0], "zero").values():
+        sel = r["observation"]["select"]
+        assert sel["error"] is None and not sel["crashed"]
+        assert r["rows_on_damaged_blocks"] > 0
+        assert sel["missing"] == r["rows_on_damaged_blocks"] and sel["wrong"] == 0
+        assert r["observation"]["pg_dump"]["code"] == 0  # pg_dump is fooled too
+        assert r["scan"]["found"] and "page_header.zeroed_referenced" in r["scan"]["codes"]
+        assert r["block_map"]["damaged"] == [9] and 9 in {int(b) for b in r["block_map"]["flagged"]}
+
+
+def test_header_damage_is_refused_and_found(lab_report: tuple[dict[str, Any], Path]) -> None:
+    for r in results(lab_report[0], "header").values():
+        assert "invalid page in block 3" in (r["observation"]["select"]["error"] or "")
+        assert r["observation"]["pg_dump"]["code"] != 0
+        assert r["scan"]["found"] and r["diagnose"]["found"]
+        assert 3 in {int(b) for b in r["block_map"]["flagged"]}
+
+
+def test_checksum_flip_depends_on_checksums(lab_report: tuple[dict[str, Any], Path]) -> None:
+    by = results(lab_report[0], "checksum")
+    assert "invalid page in block 8" in (by[True]["observation"]["select"]["error"] or "")
+    assert by[True]["scan"]["codes"] == ["checksum.mismatch"]
+    off = by[False]
+    assert off["observation"]["select"]["error"] is None and off["observation"]["select"]["missing"] == 0
+    assert off["scan"]["found"] is False
+
+
+def test_html_report_is_self_contained_with_block_maps(lab_report: tuple[dict[str, Any], Path]) -> None:
+    page = (lab_report[1] / "lab-report.html").read_text()
+    assert page.count("<svg") == 8
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
+    assert "<script" not in page
+    md = (lab_report[1] / "lab-report.md").read_text()
+    assert "| zero | on |" in md
