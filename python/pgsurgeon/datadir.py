@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,24 @@ DEFAULT_BLCKSZ = 8192
 DEFAULT_RELSEG_SIZE = 131072
 
 _SEGMENT = re.compile(r"^(?P<base>.+?)\.(?P<segno>[1-9][0-9]*)$")
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    """PID of the postmaster running on ``pgdata`` (from postmaster.pid, checked alive), or None."""
+    try:
+        first = (pgdata / "postmaster.pid").read_text(encoding="utf-8").split("\n", 1)[0]
+        pid = int(first.strip())
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, owned by the server user
+        return pid
+    return pid
 
 
 def find_pgdata(start: Path) -> Path | None:

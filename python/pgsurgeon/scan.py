@@ -4,7 +4,6 @@ thread, progress while it runs. The command module renders what this returns."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.relnames import RelKey, RelName, name_map
 
@@ -20,22 +20,6 @@ from pgsurgeon.relnames import RelKey, RelName, name_map
 def parse_lsn(text: str) -> int:
     hi, lo = text.split("/")
     return (int(hi, 16) << 32) | int(lo, 16)
-
-
-def server_running(pgdata: Path) -> int | None:
-    """The postmaster's PID when postmaster.pid names a live process."""
-    try:
-        first = (pgdata / "postmaster.pid").read_text().splitlines()[0]
-        pid = int(first.strip())
-    except (OSError, ValueError, IndexError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
 
 
 @dataclass
@@ -140,7 +124,7 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         control = core.read_control(req.pgdata)
     except core.FormatError as exc:
         raise PgSurgeonError(f"pg_control is unreadable: {exc}", hint="use --checksums on|off to scan anyway") from None
-    pid = server_running(req.pgdata)
+    pid = postmaster_pid(req.pgdata)
     if pid is not None and not req.live:
         raise PgSurgeonError(
             f"the server is running on {req.pgdata} (postmaster pid {pid}): pages change while they are read",

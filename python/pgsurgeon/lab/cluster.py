@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import psycopg
 
 from pgsurgeon import __version__, db
+from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import LabError
 from pgsurgeon.lab.marker import new_marker, read_lab_marker, write_lab_marker
 from pgsurgeon.pgbin import (
@@ -356,20 +357,7 @@ class LabCluster:
 
     def postmaster_pid(self) -> int | None:
         """PID of the running postmaster, or None."""
-        try:
-            first = (self.pgdata / "postmaster.pid").read_text(encoding="utf-8").split("\n", 1)[0]
-            pid = int(first.strip())
-        except (OSError, ValueError):
-            return None
-        if pid <= 0:
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return pid
-        return pid
+        return postmaster_pid(self.pgdata)
 
     def is_running(self) -> bool:
         return self.postmaster_pid() is not None

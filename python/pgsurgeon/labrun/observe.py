@@ -4,6 +4,7 @@ as it happened (rows compared with the ground truth, errors, crashed backends)."
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,34 +88,20 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def read_rows(cluster: LabCluster, table: str, truth: dict[int, str]) -> Read:
-    """Every row by sequential scan, compared with the ground truth (id -> md5 of the row's text)."""
+def _guarded(cluster: LabCluster, out: Read, query: Callable[[], None]) -> Read:
+    """Run ``query``, recording into ``out`` how it ended: rows, an ERROR, a hang, or a crashed backend."""
     started = time.monotonic()
-    out = Read()
     try:
-        with cluster.connect() as conn:
-            conn.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
-            conn.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
-            query = db.sql.SQL("SELECT id, md5(t::text) FROM {} t").format(db.sql.Identifier(table))
-            seen: dict[int, str] = {}
-            dup = 0
-            for key, digest in conn.execute(query):
-                if key in seen:
-                    dup += 1
-                seen[key] = digest
-            out.rows = len(seen) + dup
-            out.missing = sum(1 for k in truth if k not in seen)
-            out.wrong = sum(1 for k, d in seen.items() if k in truth and truth[k] != d)
-            out.extra = dup + sum(1 for k in seen if k not in truth)
+        query()
     except db.QueryCanceled:
         out.timed_out = True
-    except db.OperationalError as exc:
+    except db.OperationalError as exc:  # the connection died under us: the backend crashed
         out.crashed = True
         out.error = _first_line(exc)
         wait_ready(cluster)
     except db.Error as exc:
         out.error = _first_line(exc)
-    except db.ConnectError as exc:  # the previous step left the server in recovery
+    except db.ConnectError as exc:  # the previous step left the server in crash recovery
         out.crashed = True
         out.error = exc.message
         wait_ready(cluster)
@@ -122,26 +109,41 @@ def read_rows(cluster: LabCluster, table: str, truth: dict[int, str]) -> Read:
     return out
 
 
-def count_rows(cluster: LabCluster, table: str, expected: int) -> Read:
-    started = time.monotonic()
+def read_rows(cluster: LabCluster, table: str, truth: dict[int, str]) -> Read:
+    """Every row by sequential scan, compared with the ground truth (id -> md5 of the row's text)."""
     out = Read()
-    try:
+
+    def query() -> None:
+        with cluster.connect() as conn:
+            conn.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+            conn.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
+            sql = db.sql.SQL("SELECT id, md5(t::text) FROM {} t").format(db.sql.Identifier(table))
+            seen: dict[int, str] = {}
+            dup = 0
+            for key, digest in conn.execute(sql):
+                if key in seen:
+                    dup += 1
+                seen[key] = digest
+            out.rows = len(seen) + dup
+            out.missing = sum(1 for k in truth if k not in seen)
+            out.wrong = sum(1 for k, d in seen.items() if k in truth and truth[k] != d)
+            out.extra = dup + sum(1 for k in seen if k not in truth)
+
+    return _guarded(cluster, out, query)
+
+
+def count_rows(cluster: LabCluster, table: str, expected: int) -> Read:
+    out = Read()
+
+    def query() -> None:
         with cluster.connect() as conn:
             conn.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
             row = conn.execute(db.sql.SQL("SELECT count(*) FROM {}").format(db.sql.Identifier(table))).fetchone()
             out.rows = int(row[0]) if row else 0
             out.missing = max(0, expected - out.rows)
             out.extra = max(0, out.rows - expected)
-    except db.QueryCanceled:
-        out.timed_out = True
-    except db.OperationalError as exc:
-        out.crashed = True
-        out.error = _first_line(exc)
-        wait_ready(cluster)
-    except db.Error as exc:
-        out.error = _first_line(exc)
-    out.seconds = time.monotonic() - started
-    return out
+
+    return _guarded(cluster, out, query)
 
 
 def run_tool(cluster: LabCluster, *args: str) -> Tool:

@@ -9,30 +9,12 @@ did not create.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pgsurgeon.datadir import postmaster_pid as postmaster_pid  # re-exported for the commands
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab import META_NAME, LabCluster
-
-
-def postmaster_pid(pgdata: Path) -> int | None:
-    """PID of the postmaster running on ``pgdata`` (from postmaster.pid), or None."""
-    try:
-        first = (pgdata / "postmaster.pid").read_text(encoding="utf-8").split("\n", 1)[0]
-        pid = int(first.strip())
-    except (OSError, ValueError):
-        return None
-    if pid <= 0:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
 
 
 def lab_cluster_for(pgdata: Path) -> LabCluster | None:
