@@ -77,3 +77,19 @@ def test_html_report_is_self_contained_with_block_maps(lab_report: tuple[dict[st
     assert "<script" not in page
     md = (lab_report[1] / "lab-report.md").read_text()
     assert "| zero | on |" in md
+
+
+def test_salvage_and_repair_against_ground_truth(lab_report: tuple[dict[str, Any], Path]) -> None:
+    for r in lab_report[0]["results"]:
+        s, rep = r["salvage"], r["repair"]
+        assert s["duplicates"] == 0 and s["wrong"] == 0, r["scenario"]["name"]
+        assert s["saved"] + s["lost"] == r["rows"]
+        assert rep["readable"] and rep["clean"], (r["scenario"]["name"], rep)
+        assert rep["lost"] == rep["planned_lost"], (r["scenario"]["name"], rep)
+        assert rep["wrong"] == 0 and rep["extra"] == 0
+    for r in results(lab_report[0], "header").values():  # a destroyed header: every row carved back
+        assert r["salvage"]["lost"] == 0 and r["salvage"]["carved"] == r["rows_on_damaged_blocks"] > 0
+        assert r["repair"]["lost"] == 0
+    for r in results(lab_report[0], "zero").values():  # a zeroed page: its rows are gone, and said so
+        assert r["salvage"]["lost"] == r["rows_on_damaged_blocks"]
+        assert r["repair"]["lost"] == r["rows_on_damaged_blocks"]

@@ -86,3 +86,33 @@ def inject_modes() -> list[dict[str, Any]]:
     """The page damage modes of the core: ``{"mode", "fields", "needs_item", "needs_source"}``."""
     result: list[dict[str, Any]] = json.loads(_ext.inject_modes())
     return result
+
+
+def classify_relation(config: dict[str, Any]) -> dict[str, Any]:
+    """Classify every block of a heap relation from its files (crates/core/src/carve.rs ClassifyConfig):
+    ``{"nblocks", "healthy", "zero", "damaged", "missing", "bytes_read", "blocks": [{"block", "state", "codes",
+    "message"}…]}`` listing only the blocks that are not healthy."""
+    result: dict[str, Any] = json.loads(_ext.classify_relation(json.dumps(config)))
+    return result
+
+
+def classify_pages(data: bytes, first: int, config: dict[str, Any]) -> dict[str, Any]:
+    """Like :func:`classify_relation` for consecutive pages held in ``data`` from block ``first``."""
+    result: dict[str, Any] = json.loads(_ext.classify_pages(data, first, json.dumps(config)))
+    return result
+
+
+def carve_pages(
+    data: bytes, blocks: list[int], config: dict[str, Any], blob: bytes = b""
+) -> tuple[dict[str, Any], bytes]:
+    """Carve rows out of heap pages (crates/core/src/carve.rs CarveConfig): the result (rows with provenance,
+    lost items, what to ask the server) and the formatted rows, each ``rows[i]["data_start"]:["data_end"]``."""
+    doc, out = _ext.carve_pages(data, blocks, blob, json.dumps(config))
+    result: dict[str, Any] = json.loads(doc)
+    return result, out
+
+
+def index_evidence(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Heap TIDs inside the given blocks that btree leaf entries point to: ``[{"block", "lp", "index"}…]``."""
+    result: list[dict[str, Any]] = json.loads(_ext.index_evidence(json.dumps(config)))
+    return result

@@ -276,6 +276,14 @@ invalid memory alloc request size N",
             "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
 pg_surgery heap_force_kill (block, lp) and re-insert",
         ),
+        "tuple_data.value_bad" => (
+            TupleData,
+            Error,
+            "wrong values, an error from the type's output function (array size exceeds the maximum allowed, \
+invalid numeric), or a crashed backend when it reads the value's damaged internals (jsonb, arrays)",
+            "the row's other columns are intact: salvage it (pgsurgeon salvage keeps the row apart with this column \
+NULL), then delete it with pg_surgery heap_force_kill (block, lp) and re-insert it",
+        ),
         "tuple_data.trailing_bytes" => (
             TupleData,
             Error,

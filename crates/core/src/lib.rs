@@ -6,9 +6,11 @@
 
 pub mod btree;
 pub mod bytes;
+pub mod carve;
 pub mod checks;
 pub mod checksum;
 pub mod control;
+pub mod datum;
 pub mod error;
 pub mod finding;
 pub mod heap;
@@ -20,5 +22,6 @@ pub mod relfile;
 pub mod scan;
 pub mod toast;
 pub mod tuple;
+pub mod xact;
 
 pub use error::{CoreError, Result};

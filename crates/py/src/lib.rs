@@ -177,6 +177,58 @@ fn inject_modes() -> PyResult<String> {
     to_json(&pgsurgeon_core::inject::MODES)
 }
 
+/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::carve::ClassifyConfig as
+/// JSON): which blocks are all zeroes, which are damaged and must be carved; JSON.
+#[pyfunction]
+fn classify_relation(py: Python<'_>, config: &str) -> PyResult<String> {
+    let cfg: pgsurgeon_core::carve::ClassifyConfig =
+        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
+    let res = py.detach(|| pgsurgeon_core::carve::classify_relation(&cfg)).map_err(to_pyerr)?;
+    to_json(&res)
+}
+
+/// Classify consecutive heap pages held in `data` (block `first` onwards); JSON like classify_relation.
+#[pyfunction]
+fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &str) -> PyResult<String> {
+    let cfg: pgsurgeon_core::carve::ClassifyConfig =
+        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
+    let count = (data.len() as u64).div_ceil(u64::from(cfg.blcksz.max(1)));
+    let blocks = py.detach(|| pgsurgeon_core::carve::classify_buffer(data, first, count, &cfg));
+    let mut res = pgsurgeon_core::carve::ClassifyResult {
+        nblocks: count,
+        bytes_read: data.len() as u64,
+        blocks,
+        ..Default::default()
+    };
+    pgsurgeon_core::carve::tally(&mut res);
+    to_json(&res)
+}
+
+/// Carve heap pages: `data` holds the pages of `blocks` one after another, `blob` the TOAST chunk bytes the
+/// configuration's `toast_chunks` refer to. Returns (result JSON, formatted rows).
+#[pyfunction]
+fn carve_pages(
+    py: Python<'_>,
+    data: &[u8],
+    blocks: Vec<u64>,
+    blob: &[u8],
+    config: &str,
+) -> PyResult<(String, Py<pyo3::types::PyBytes>)> {
+    let cfg: pgsurgeon_core::carve::CarveConfig =
+        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad carve configuration: {e}")))?;
+    let (res, out) = py.detach(|| pgsurgeon_core::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
+    Ok((to_json(&res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
+}
+
+/// Heap TIDs in the given blocks that btree index entries point to; JSON list.
+#[pyfunction]
+fn index_evidence(py: Python<'_>, config: &str) -> PyResult<String> {
+    let cfg: pgsurgeon_core::carve::IndexEvidenceConfig =
+        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad index configuration: {e}")))?;
+    let res = py.detach(|| pgsurgeon_core::carve::index_evidence(&cfg)).map_err(to_pyerr)?;
+    to_json(&res)
+}
+
 #[pymodule]
 fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -190,5 +242,9 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discover_relations, m)?)?;
     m.add_function(wrap_pyfunction!(inject_page, m)?)?;
     m.add_function(wrap_pyfunction!(inject_modes, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_relation, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_pages, m)?)?;
+    m.add_function(wrap_pyfunction!(carve_pages, m)?)?;
+    m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
     Ok(())
 }

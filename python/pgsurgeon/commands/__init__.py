@@ -4,6 +4,32 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pgsurgeon.commands import control, corrupt, diagnose, explain, files, inspect, lab, scan, undo
+from pgsurgeon.commands import (
+    control,
+    corrupt,
+    diagnose,
+    dump_tables,
+    explain,
+    files,
+    inspect,
+    lab,
+    repair,
+    salvage,
+    scan,
+    undo,
+)
 
-COMMANDS: tuple[ModuleType, ...] = (scan, inspect, control, files, lab, corrupt, undo, diagnose, explain)
+COMMANDS: tuple[ModuleType, ...] = (
+    scan,
+    inspect,
+    control,
+    files,
+    lab,
+    corrupt,
+    undo,
+    diagnose,
+    explain,
+    salvage,
+    dump_tables,
+    repair,
+)

@@ -55,7 +55,12 @@ def _salvage(d: dict[str, Any]) -> str:
         return "not run"
     if d.get("error"):
         return f"failed: {d['error']}"
-    return f"{d['saved']} saved ({d.get('carved', 0)} carved), {d['lost']} lost"
+    text = f"{d['saved']} saved ({d.get('carved', 0)} carved), {d['lost']} lost"
+    if d.get("wrong") or d.get("duplicates"):
+        text += f", {d.get('wrong', 0)} wrong, {d.get('duplicates', 0)} duplicated"
+    if d.get("kept_apart"):
+        text += f", {d['kept_apart']} kept apart"
+    return text
 
 
 def _repair(d: dict[str, Any]) -> str:

@@ -77,8 +77,61 @@ def summarize(findings: list[dict[str, Any]], table: str) -> dict[str, Any]:
 
 
 def salvage(cluster: LabCluster, table: str, truth: dict[int, str]) -> dict[str, Any]:
-    return {"available": False}
+    """`pgsurgeon salvage --into`, then the saved rows compared with the ground truth: saved correctly, saved with
+    wrong values, saved twice, lost (and the carved rows kept apart as uncertain)."""
+    from pgsurgeon import db
+    from pgsurgeon.salvage.engine import SalvageOptions
+    from pgsurgeon.salvage.engine import salvage as run_salvage
+
+    into = f"{table}_saved"
+    with cluster.connect() as conn:
+        for suffix in ("", "_carved", "_salvage"):
+            conn.execute(db.sql.SQL("DROP TABLE IF EXISTS {}").format(db.sql.Identifier(into + suffix)))
+    report = run_salvage(SalvageOptions(dsn=cluster.dsn(), table=f"public.{table}", into=into, jobs=2))
+    with cluster.connect() as conn:
+        query = db.sql.SQL("SELECT id, md5(t::text) FROM {} t").format(db.sql.Identifier(into))
+        rows = [(int(k), str(d)) for k, d in conn.execute(query)]
+    seen: dict[int, str] = {}
+    duplicates = 0
+    for key, digest in rows:
+        duplicates += key in seen
+        seen[key] = digest
+    correct = sum(1 for k, d in seen.items() if truth.get(k) == d)
+    return {
+        "saved": correct,
+        "wrong": sum(1 for k, d in seen.items() if k in truth and truth[k] != d),
+        "duplicates": duplicates,
+        "lost": sum(1 for k in truth if k not in seen),
+        "carved": int(report["rows"]["carved"]),
+        "kept_apart": int(report["rows"]["carved_kept_apart"]),
+        "via_sql": int(report["rows"]["sql"]),
+    }
 
 
 def repair(cluster: LabCluster, table: str, truth: dict[int, str]) -> dict[str, Any]:
-    return {"available": False}
+    """`pgsurgeon repair --execute --yes --reinsert`, then the table read again against the ground truth: the rows
+    missing must be the ones the plan said would be lost (minus those carving put back)."""
+    from pgsurgeon.labrun.observe import read_rows
+    from pgsurgeon.repair import RepairRequest, build_plan, execute
+
+    run_dir = cluster.lab_dir / "repairs" / table
+    plan, ctx = build_plan(RepairRequest(dsn=cluster.dsn(), table=f"public.{table}", reinsert=True, run_dir=run_dir))
+    try:
+        if plan.blockers:
+            return {"error": plan.blockers[0][0]}
+        planned = len({loss.tid for loss in plan.lost if not loss.carved})
+        report = execute(plan, ctx, run_dir, lambda _text: None) if plan.steps else None
+    finally:
+        ctx.conn.close()
+    after = read_rows(cluster, table, truth)
+    clean = bool(report["after"].get("clean")) if report and report.get("after") else not plan.steps
+    return {
+        "steps": len(plan.steps),
+        "planned_lost": planned,
+        "lost": after.missing,
+        "wrong": after.wrong,
+        "extra": after.extra,
+        "readable": after.error is None and not after.crashed and not after.timed_out,
+        "clean": clean and after.error is None,
+        "reinserted": sum(1 for loss in plan.lost if loss.carved),
+    }

@@ -1,0 +1,1612 @@
+//! Carving rows out of heap pages the server cannot read (or should not be asked to read): line
+//! pointers recovered from the tuple headers found in the page body when the item-ID array or
+//! the page header is destroyed, columns decoded by the table's types ([`crate::datum`]), TOAST
+//! values reassembled from the TOAST relation, and visibility decided from hint bits and
+//! pg_xact ([`crate::xact`]) so deleted and aborted rows stay dead.
+//!
+//! Also the block classifier salvage runs before it sends SQL: which blocks are safe to read
+//! through the executor (a garbage item-ID array or tuple header can crash the backend), which
+//! are all zeroes, which must be carved.
+//!
+//! Layout facts relied on (`storage/bufpage.c` PageAddItem, PageRepairFragmentation): tuples are
+//! MAXALIGNed, stored from the end of the page downwards, and the tuple area [pd_upper,
+//! pd_special) has no gaps: each tuple starts at the previous one's start minus
+//! MAXALIGN(t_len). A tuple found below that run lies in free space: a stale copy left behind by
+//! compaction, never a live row by itself.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::bytes::{maxalign, u32_at};
+use crate::checks::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
+use crate::datum::{copy_csv_escape, copy_text_escape, format_value, OutputOptions, TypeDesc};
+use crate::error::{CoreError, Result};
+use crate::finding::Severity;
+use crate::heap::{
+    bitmaplen, HeapTupleHeaderData, HEAP_HASEXTERNAL, HEAP_HASOID_OLD, HEAP_HASVARWIDTH, HEAP_HOT_UPDATED, HEAP_MOVED,
+    HEAP_NATTS_MASK, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_FROZEN, SIZEOF_HEAP_TUPLE_HEADER,
+};
+use crate::itemid::{ItemIdData, LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
+use crate::page::{Page, PageKind, Verification, SIZE_OF_PAGE_HEADER_DATA};
+use crate::tuple::{walk_attributes_with, RelDesc, VarlenaKind, Walk, WalkOptions};
+use crate::xact::{judge, Clog, StatusSources, Verdict, XidStatus};
+
+/// One segment file of a relation fork.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SegFile {
+    pub segno: u32,
+    pub path: PathBuf,
+}
+
+/// Reads blocks of one relation fork from its segment files.
+#[derive(Debug, Clone)]
+pub struct BlockReader {
+    segments: HashMap<u32, PathBuf>,
+    blcksz: usize,
+    relseg_size: u64,
+}
+
+impl BlockReader {
+    pub fn new(segments: &[SegFile], blcksz: u32, relseg_size: u32) -> BlockReader {
+        BlockReader {
+            segments: segments.iter().map(|s| (s.segno, s.path.clone())).collect(),
+            blcksz: blcksz as usize,
+            relseg_size: u64::from(relseg_size.max(1)),
+        }
+    }
+
+    /// Blocks `first..first + count` (fewer when the relation ends): the bytes read, which may
+    /// end inside a page.
+    pub fn read(&self, first: u64, count: u64) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity((count as usize) * self.blcksz);
+        let mut block = first;
+        let end = first + count;
+        while block < end {
+            let segno = (block / self.relseg_size) as u32;
+            let in_seg = block % self.relseg_size;
+            let n = (end - block).min(self.relseg_size - in_seg);
+            let Some(path) = self.segments.get(&segno) else { break };
+            let mut f = File::open(path)?;
+            f.seek(SeekFrom::Start(in_seg * self.blcksz as u64))?;
+            let before = out.len();
+            f.take(n * self.blcksz as u64).read_to_end(&mut out)?;
+            if ((out.len() - before) as u64) < n * self.blcksz as u64 {
+                break;
+            }
+            block += n;
+        }
+        Ok(out)
+    }
+}
+
+/// `MaxHeapTuplesPerPage` for a block size.
+pub fn max_heap_tuples(blcksz: usize) -> u16 {
+    ((blcksz - SIZE_OF_PAGE_HEADER_DATA) / (maxalign(SIZEOF_HEAP_TUPLE_HEADER) + SIZE_OF_ITEM_ID_DATA)) as u16
+}
+
+// =============================================================================================
+// Classification
+// =============================================================================================
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClassifyConfig {
+    #[serde(default)]
+    pub files: Vec<SegFile>,
+    pub nblocks: u64,
+    #[serde(default = "default_blcksz")]
+    pub blcksz: u32,
+    #[serde(default = "default_relseg")]
+    pub relseg_size: u32,
+    #[serde(default)]
+    pub checksums: bool,
+    #[serde(default)]
+    pub desc: Option<RelDesc>,
+    #[serde(default)]
+    pub horizons: Option<Horizons>,
+    #[serde(default)]
+    pub jobs: Option<usize>,
+    /// Blocks per work unit.
+    #[serde(default = "default_unit")]
+    pub unit_blocks: u64,
+    /// The table's output columns with their types: values whose output functions read internal structure
+    /// (jsonb, arrays, numeric, network and bit types) are decoded, because damage inside them can crash the
+    /// backend that prints them.
+    #[serde(default)]
+    pub columns: Vec<ColumnOut>,
+}
+
+fn default_blcksz() -> u32 {
+    8192
+}
+fn default_relseg() -> u32 {
+    131072
+}
+fn default_unit() -> u64 {
+    256
+}
+
+/// A block that is not plainly healthy.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockClass {
+    pub block: u64,
+    /// `zero` (all zeroes: reads as empty), `damaged` (must be carved), `missing` (not in the
+    /// files: beyond a short segment).
+    pub state: &'static str,
+    /// Finding codes, errors first.
+    pub codes: Vec<&'static str>,
+    /// The first error finding's message.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ClassifyResult {
+    pub nblocks: u64,
+    pub healthy: u64,
+    pub zero: u64,
+    pub damaged: u64,
+    pub missing: u64,
+    pub bytes_read: u64,
+    /// Every block that is not healthy, by block number.
+    pub blocks: Vec<BlockClass>,
+}
+
+/// Judge one heap page: None when it is safe to read through SQL.
+pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<BlockClass> {
+    let blcksz = cfg.blcksz as usize;
+    if bytes.len() < blcksz {
+        return Some(BlockClass {
+            block,
+            state: "missing",
+            codes: vec!["file.partial_page"],
+            message: format!("only {} of {blcksz} bytes could be read", bytes.len()),
+        });
+    }
+    let page = Page::new(bytes)?;
+    if page.is_all_zero() {
+        return Some(BlockClass { block, state: "zero", codes: vec![], message: "all-zero page".into() });
+    }
+    let ctx = HeapContext {
+        nblocks: Some(cfg.nblocks),
+        horizons: cfg.horizons.as_ref(),
+        relnatts: cfg.desc.as_ref().map(|d| d.natts),
+    };
+    let mut findings = check_page_in(&page, PageKind::Heap, Some(block), cfg.checksums, &ctx);
+    let sane = page.header_is_sane(blcksz);
+    if sane && !matches!(page.verify(block as u32, cfg.checksums), Verification::Invalid { .. }) {
+        if let Some(desc) = &cfg.desc {
+            for (off, id) in page.item_ids() {
+                if id.lp_flags() != LP_NORMAL {
+                    continue;
+                }
+                let Some(tuple) = page.item_bytes(id) else { continue };
+                let Some(header) = HeapTupleHeaderData::parse(tuple) else { continue };
+                let walk = walk_attributes_with(tuple, &header, desc, &WalkOptions { verify_compressed: true });
+                findings.extend(walk.problems.iter().map(|p| p.to_finding(Some(block), Some(off))));
+                if !walk.stopped {
+                    if let Some(bad) = check_values(tuple, &walk, cfg) {
+                        findings.push(crate::finding::Finding::new(
+                            "tuple_data.value_bad",
+                            Some(block),
+                            Some(off),
+                            bad,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let mut errors: Vec<_> = findings.iter().filter(|f| f.severity == Severity::Error).collect();
+    if errors.is_empty() {
+        if let Verification::Invalid { .. } = page.verify(block as u32, cfg.checksums) {
+            return Some(BlockClass {
+                block,
+                state: "damaged",
+                codes: vec!["page_header.invalid"],
+                message: "the server rejects this page".into(),
+            });
+        }
+        return None;
+    }
+    errors.sort_by_key(|f| f.code);
+    let message = errors[0].message.clone();
+    let mut codes: Vec<&'static str> = errors.iter().map(|f| f.code).collect();
+    codes.dedup();
+    Some(BlockClass { block, state: "damaged", codes, message })
+}
+
+/// Types whose text output only copies bytes (no internal structure to trust).
+fn structured(t: &TypeDesc) -> bool {
+    use crate::datum::oid;
+    t.typlen == -1
+        // the text-like types are copied as they are; numeric digits are checked (the server prints garbage)
+        && !matches!(t.oid, oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::BYTEA | oid::JSON | oid::XML)
+        && t.name != "citext"
+}
+
+/// Decode the structured values of a tuple (inline ones; external values are checked when fetched): the first
+/// that does not decode, described.
+fn check_values(tuple: &[u8], walk: &Walk, cfg: &ClassifyConfig) -> Option<String> {
+    let opts = OutputOptions::default();
+    let mut scratch = Vec::new();
+    for col in &cfg.columns {
+        let Some(ty) = col.r#type.as_ref().filter(|t| structured(t)) else { continue };
+        let Some(span) = walk.spans.get(usize::from(col.attnum.max(1) as u16) - 1) else { continue };
+        if span.is_null || span.missing {
+            continue;
+        }
+        let raw: std::borrow::Cow<'_, [u8]> = match span.varlena {
+            Some(VarlenaKind::Short) | Some(VarlenaKind::Plain) => match span.payload(tuple) {
+                Some(p) => std::borrow::Cow::Borrowed(p),
+                None => continue,
+            },
+            Some(VarlenaKind::Compressed { rawsize, method }) => {
+                let Some(b) = span.bytes(tuple).and_then(|b| b.get(8..)) else { continue };
+                match crate::toast::decompress(method, b, rawsize as usize) {
+                    Ok(v) => std::borrow::Cow::Owned(v),
+                    Err(_) => continue, // reported by the walk
+                }
+            }
+            _ => continue,
+        };
+        if let Err(e) = crate::datum::validate_value(&raw, ty, &opts, &mut scratch) {
+            return Some(format!("column {} ({}): {e}", col.name, ty.name));
+        }
+    }
+    None
+}
+
+/// Classify every block of a relation read from its files, in parallel.
+pub fn classify_relation(cfg: &ClassifyConfig) -> Result<ClassifyResult> {
+    let reader = BlockReader::new(&cfg.files, cfg.blcksz, cfg.relseg_size);
+    let unit = cfg.unit_blocks.max(1);
+    let units: Vec<u64> = (0..cfg.nblocks.div_ceil(unit)).collect();
+    let run = || -> Vec<std::io::Result<(u64, Vec<BlockClass>)>> {
+        units
+            .par_iter()
+            .map(|u| {
+                let first = u * unit;
+                let count = unit.min(cfg.nblocks - first);
+                let data = reader.read(first, count)?;
+                Ok((data.len() as u64, classify_buffer(&data, first, count, cfg)))
+            })
+            .collect()
+    };
+    let parts = match cfg.jobs {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .map_err(|e| CoreError::Invalid(format!("cannot start {n} threads: {e}")))?
+            .install(run),
+        None => run(),
+    };
+    let mut res = ClassifyResult { nblocks: cfg.nblocks, ..Default::default() };
+    for p in parts {
+        let (bytes, blocks) = p.map_err(|e| CoreError::Invalid(format!("cannot read the relation: {e}")))?;
+        res.bytes_read += bytes;
+        res.blocks.extend(blocks);
+    }
+    res.blocks.sort_by_key(|b| b.block);
+    tally(&mut res);
+    Ok(res)
+}
+
+/// Classify `count` consecutive blocks from `first` held in `data` (which may be short).
+pub fn classify_buffer(data: &[u8], first: u64, count: u64, cfg: &ClassifyConfig) -> Vec<BlockClass> {
+    let blcksz = cfg.blcksz as usize;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let start = i as usize * blcksz;
+        let bytes = data.get(start..(start + blcksz).min(data.len())).unwrap_or(&[]);
+        if let Some(c) = classify_page(bytes, first + i, cfg) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Fill in the counts from the block list.
+pub fn tally(res: &mut ClassifyResult) {
+    res.zero = res.blocks.iter().filter(|b| b.state == "zero").count() as u64;
+    res.damaged = res.blocks.iter().filter(|b| b.state == "damaged").count() as u64;
+    res.missing = res.blocks.iter().filter(|b| b.state == "missing").count() as u64;
+    res.healthy = res.nblocks - res.zero - res.damaged - res.missing;
+}
+
+// =============================================================================================
+// Finding tuples in a page
+// =============================================================================================
+
+/// How a tuple was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// Through a line pointer that points exactly at a well-formed tuple.
+    LinePointer,
+    /// By recognising a tuple header in the page body.
+    PageBody,
+}
+
+/// Where a found tuple lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// In the tuple area (pd_upper..pd_special, or the contiguous run of tuples ending there).
+    TupleArea,
+    /// Below it, in free space: possibly a stale copy left behind by compaction.
+    FreeSpace,
+}
+
+/// A tuple found in a page.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub off: usize,
+    pub len: usize,
+    pub lp: Option<u16>,
+    pub via: Via,
+    pub placement: Placement,
+    pub header: HeapTupleHeaderData,
+    pub walk: Walk,
+}
+
+/// What finding tuples learned about the page itself.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PageInfo {
+    pub block: u64,
+    pub all_zero: bool,
+    pub header_sane: bool,
+    /// Line pointers read (from pd_lower, or counted while they look plausible).
+    pub line_pointers: u16,
+    /// Whether the line pointer count came from a sane pd_lower.
+    pub lp_count_trusted: bool,
+    /// LP_NORMAL pointers that point at a well-formed tuple.
+    pub lp_valid: u16,
+    /// LP_NORMAL pointers that do not.
+    pub lp_bad: Vec<u16>,
+    /// LP_REDIRECT / LP_DEAD / LP_UNUSED counts.
+    pub lp_redirect: u16,
+    pub lp_dead: u16,
+    pub lp_unused: u16,
+    /// Whether the page body was searched for tuple headers.
+    pub body_scanned: bool,
+    pub found_in_body: u16,
+    /// So many line pointers are damaged that the array tells nothing: which rows were here must come from
+    /// elsewhere (index entries).
+    pub lp_array_destroyed: bool,
+    /// Line pointer numbers of every tuple found (dead ones too).
+    pub claimed_lps: Vec<u16>,
+    /// Tuples found whose line pointer number is unknown.
+    pub unnumbered: u16,
+    /// The page holds copies of another block's tuples: that block (the most named one).
+    pub copies_from: Option<u64>,
+    /// Where the copied bytes start (a torn page), or 0 when the whole page is a copy (misdirected write).
+    pub copies_at: Option<usize>,
+}
+
+/// Limits a tuple header must respect to be believed.
+#[derive(Debug, Clone, Copy)]
+pub struct Plausibility<'a> {
+    pub nblocks: Option<u64>,
+    pub horizons: Option<&'a Horizons>,
+    pub max_tuples: u16,
+}
+
+fn header_plausible(
+    h: &HeapTupleHeaderData,
+    t: &[u8],
+    desc: &RelDesc,
+    p: &Plausibility<'_>,
+    strict: bool,
+) -> std::result::Result<(), &'static str> {
+    let natts = h.natts();
+    if natts > desc.natts || (natts == 0 && desc.natts > 0) {
+        return Err("attribute count");
+    }
+    if h.t_infomask2 & !(HEAP_NATTS_MASK | 0xE000) != 0 {
+        return Err("unused t_infomask2 bits");
+    }
+    if h.t_infomask & HEAP_HASOID_OLD != 0 {
+        return Err("pre-12 OID column");
+    }
+    if usize::from(h.t_hoff) != h.expected_hoff() {
+        return Err("t_hoff");
+    }
+    let hoff = usize::from(h.t_hoff);
+    if t.len() < hoff {
+        return Err("shorter than its header");
+    }
+    // Padding between the null bitmap and t_hoff is zero, and so are the bitmap bits past natts.
+    let bm_end = SIZEOF_HEAP_TUPLE_HEADER + if h.has_nulls() { bitmaplen(natts) } else { 0 };
+    if t[bm_end..hoff].iter().any(|b| *b != 0) {
+        return Err("header padding");
+    }
+    if h.has_nulls() {
+        let bits = &t[SIZEOF_HEAP_TUPLE_HEADER..bm_end];
+        let n = usize::from(natts);
+        if n % 8 != 0 && bits[bits.len() - 1] >> (n % 8) != 0 {
+            return Err("null bitmap bits past natts");
+        }
+        if strict && (0..n).all(|i| bits[i / 8] & (1 << (i % 8)) != 0) {
+            return Err("HEAP_HASNULL without a null");
+        }
+    }
+    if !strict {
+        return Ok(());
+    }
+    let m = h.t_infomask;
+    if m & HEAP_MOVED != 0 {
+        return Err("HEAP_MOVED");
+    }
+    if m & HEAP_XMAX_COMMITTED != 0 && m & HEAP_XMAX_INVALID != 0 {
+        return Err("xmax both committed and invalid");
+    }
+    let frozen = m & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN;
+    if !frozen {
+        if h.t_xmin == 0 {
+            return Err("xmin 0");
+        }
+        if let Some(hz) = p.horizons {
+            if h.t_xmin >= FIRST_NORMAL_TRANSACTION_ID && !crate::checks::xid_precedes(h.t_xmin, hz.next_xid) {
+                return Err("xmin in the future");
+            }
+        }
+    }
+    let ctid = h.t_ctid;
+    let special = ctid.offset == crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
+        || ctid.offset == crate::checks::SPEC_TOKEN_OFFSET_NUMBER;
+    if !special {
+        if ctid.offset == 0 || ctid.offset > p.max_tuples {
+            return Err("t_ctid offset");
+        }
+        if p.nblocks.is_some_and(|n| u64::from(ctid.block) >= n) {
+            return Err("t_ctid block");
+        }
+    }
+    Ok(())
+}
+
+/// Whether a walk shows a well-formed tuple: `exact` when the tuple's length is known (a line
+/// pointer's lp_len) and must match the data's end.
+fn walk_clean(w: &Walk, h: &HeapTupleHeaderData, exact: bool, strict: bool) -> bool {
+    if w.stopped {
+        return false;
+    }
+    let bad = w.problems.iter().any(|p| exact || p.code != "tuple_data.trailing_bytes");
+    if bad {
+        return false;
+    }
+    if strict {
+        let has_ext = !w.toast_pointers.is_empty();
+        if has_ext != (h.t_infomask & HEAP_HASEXTERNAL != 0) {
+            return false;
+        }
+        let has_var = w.spans.iter().any(|s| s.varlena.is_some() && !s.is_null && !s.missing);
+        if has_var && h.t_infomask & HEAP_HASVARWIDTH == 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// A line pointer that may be real (used to count entries when pd_lower is lost).
+fn lp_plausible(id: ItemIdData, blcksz: usize, max_tuples: u16) -> bool {
+    let (off, len) = (usize::from(id.lp_off()), usize::from(id.lp_len()));
+    match id.lp_flags() {
+        LP_UNUSED => off == 0 && len == 0,
+        LP_REDIRECT => len == 0 && off >= 1 && off <= usize::from(max_tuples),
+        LP_DEAD => len == 0 && off == 0 || (off % 8 == 0 && len >= SIZEOF_HEAP_TUPLE_HEADER && off + len <= blcksz),
+        _ => {
+            off % 8 == 0
+                && off >= SIZE_OF_PAGE_HEADER_DATA + 4
+                && len >= SIZEOF_HEAP_TUPLE_HEADER
+                && off + len <= blcksz
+        }
+    }
+}
+
+/// Every tuple that can be found in `page`: through line pointers that point at well-formed
+/// tuples, and (when line pointers are missing, damaged or untrustworthy) by their headers in
+/// the page body.
+pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>) -> (Vec<Found>, PageInfo) {
+    let blcksz = page.len();
+    let mut info = PageInfo { block, ..Default::default() };
+    let Some(pg) = Page::new(page) else { return (vec![], info) };
+    if pg.is_all_zero() {
+        info.all_zero = true;
+        return (vec![], info);
+    }
+    let h = *pg.header();
+    info.header_sane = pg.header_is_sane(blcksz) && h.pd_lower >= SIZE_OF_PAGE_HEADER_DATA as u16;
+    // Line pointer count: pd_lower when sane; otherwise as many as look plausible.
+    let fit = ((blcksz - SIZE_OF_PAGE_HEADER_DATA) / SIZE_OF_ITEM_ID_DATA).min(usize::from(p.max_tuples)) as u16;
+    let n = if info.header_sane {
+        info.lp_count_trusted = true;
+        h.max_offset_number().min(fit)
+    } else {
+        let mut n = 0u16;
+        let mut lowest_tuple = blcksz;
+        for i in 1..=fit {
+            let at = SIZE_OF_PAGE_HEADER_DATA + usize::from(i - 1) * SIZE_OF_ITEM_ID_DATA;
+            if at + SIZE_OF_ITEM_ID_DATA > lowest_tuple {
+                break;
+            }
+            let Some(id) = ItemIdData::parse(page, at) else { break };
+            if !lp_plausible(id, blcksz, p.max_tuples) {
+                break;
+            }
+            if id.lp_len() > 0 {
+                lowest_tuple = lowest_tuple.min(usize::from(id.lp_off()));
+            }
+            n = i;
+        }
+        // Trailing unused entries are free space that happens to be zero.
+        while n > 0 && pg.item_id(n).is_some_and(|id| id.0 == 0) {
+            n -= 1;
+        }
+        n
+    };
+    info.line_pointers = n;
+    let opts = WalkOptions { verify_compressed: true };
+    let mut found: Vec<Found> = Vec::new();
+    for off in 1..=n {
+        let Some(id) = pg.item_id(off) else { break };
+        if id.lp_flags() != LP_NORMAL && !lp_plausible(id, blcksz, p.max_tuples) {
+            info.lp_bad.push(off);
+            continue;
+        }
+        match id.lp_flags() {
+            LP_UNUSED => info.lp_unused += 1,
+            LP_REDIRECT => info.lp_redirect += 1,
+            LP_DEAD => info.lp_dead += 1,
+            _ => {
+                let start = usize::from(id.lp_off());
+                let len = usize::from(id.lp_len());
+                let ok = (|| {
+                    if start % 8 != 0 || start < SIZE_OF_PAGE_HEADER_DATA || len < SIZEOF_HEAP_TUPLE_HEADER {
+                        return None;
+                    }
+                    let t = page.get(start..start.checked_add(len)?)?;
+                    let hdr = HeapTupleHeaderData::parse(t)?;
+                    header_plausible(&hdr, t, desc, p, false).ok()?;
+                    let walk = walk_attributes_with(t, &hdr, desc, &opts);
+                    if walk.stopped {
+                        return None;
+                    }
+                    Some(Found {
+                        off: start,
+                        len,
+                        lp: Some(off),
+                        via: Via::LinePointer,
+                        placement: Placement::TupleArea,
+                        header: hdr,
+                        walk,
+                    })
+                })();
+                match ok {
+                    // Two pointers at one tuple: a stale pointer; keep the one the tuple names.
+                    Some(f) if found.iter().any(|g| g.off == f.off) => {
+                        if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == block {
+                            found.retain(|g| g.off != f.off);
+                            found.push(f);
+                        }
+                        info.lp_bad.push(off);
+                    }
+                    Some(f) => found.push(f),
+                    None => info.lp_bad.push(off),
+                }
+            }
+        }
+    }
+    info.lp_valid = found.len() as u16;
+    let need_body = !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
+    if need_body {
+        info.body_scanned = true;
+        let body = scan_body(page, block, desc, p, &found, n);
+        info.found_in_body = body.len() as u16;
+        found.extend(body);
+        // Which tuples lie in the tuple area?
+        let area_start = if info.header_sane { usize::from(h.pd_upper) } else { contiguous_area_start(&found, blcksz) };
+        for f in found.iter_mut() {
+            if f.via == Via::PageBody && f.off < area_start {
+                f.placement = Placement::FreeSpace;
+            }
+        }
+        assign_line_pointers(&mut found, block);
+        let n_entries = usize::from(n.max(1));
+        info.lp_array_destroyed = n == 0 || info.lp_bad.len() * 4 > n_entries && info.lp_bad.len() > 2;
+    }
+    info.claimed_lps = found.iter().filter_map(|f| f.lp).collect();
+    info.claimed_lps.sort_unstable();
+    info.claimed_lps.dedup();
+    info.unnumbered = found.iter().filter(|f| f.lp.is_none()).count() as u16;
+    found.sort_by_key(|f| (f.lp.unwrap_or(u16::MAX), f.off));
+    (found, info)
+}
+
+/// Body tuples take the line pointer number their own t_ctid names, unless that number belongs to another
+/// tuple: a line pointer's tuple, or a newer version of the row (an updated tuple's t_ctid names its successor,
+/// whose xmin is the updated tuple's xmax).
+fn assign_line_pointers(found: &mut [Found], block: u64) {
+    let taken: HashSet<u16> = found.iter().filter(|f| f.via == Via::LinePointer).filter_map(|f| f.lp).collect();
+    let claims: Vec<(usize, u16, u32, u32)> = found
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.via == Via::PageBody)
+        .filter_map(|(i, f)| f.lp.map(|lp| (i, lp, f.header.t_xmin, f.header.t_xmax)))
+        .collect();
+    for &(i, lp, _xmin, xmax) in &claims {
+        let superseded = taken.contains(&lp)
+            || (xmax != 0 && claims.iter().any(|&(j, l2, xmin2, _)| j != i && l2 == lp && xmin2 == xmax))
+            || found[i].header.t_infomask2 & HEAP_HOT_UPDATED != 0
+            || u64::from(found[i].header.t_ctid.block) != block;
+        if superseded {
+            found[i].lp = None;
+        }
+    }
+}
+
+/// Search the page body (outside the tuples already found) for well-formed tuples, at every
+/// MAXALIGNed offset past the line pointer array.
+fn scan_body(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>, known: &[Found], n_lp: u16) -> Vec<Found> {
+    let blcksz = page.len();
+    let opts = WalkOptions { verify_compressed: true };
+    let covered = |o: usize| known.iter().any(|f| o >= f.off && o < f.off + f.len);
+    let first = maxalign(SIZE_OF_PAGE_HEADER_DATA + SIZE_OF_ITEM_ID_DATA * usize::from(n_lp.max(1)));
+    let mut cands: Vec<Found> = Vec::new();
+    let mut o = first;
+    while o + SIZEOF_HEAP_TUPLE_HEADER < blcksz {
+        if covered(o) {
+            o += 8;
+            continue;
+        }
+        // The data may run until the next known tuple or the page end.
+        let limit = known.iter().filter(|f| f.off > o).map(|f| f.off).min().unwrap_or(blcksz);
+        let t = &page[o..limit];
+        if let Some(hdr) = HeapTupleHeaderData::parse(t) {
+            if header_plausible(&hdr, t, desc, p, true).is_ok() {
+                let mut walk = walk_attributes_with(t, &hdr, desc, &opts);
+                if walk_clean(&walk, &hdr, false, true) && walk.data_end > usize::from(hdr.t_hoff) {
+                    walk.problems.clear();
+                    let len = walk.data_end;
+                    let lp = (u64::from(hdr.t_ctid.block) == block).then_some(hdr.t_ctid.offset);
+                    cands.push(Found {
+                        off: o,
+                        len,
+                        lp,
+                        via: Via::PageBody,
+                        placement: Placement::TupleArea,
+                        header: hdr,
+                        walk,
+                    });
+                }
+            }
+        }
+        o += 8;
+    }
+    // Candidates may overlap (a header-like pattern inside another tuple's data): keep the
+    // contiguous chains first, then whatever does not overlap them.
+    resolve_overlaps(cands, blcksz)
+}
+
+/// Pick non-overlapping candidates: those on the run that ends at the page end first (walking
+/// down tuple by tuple), then the others from the top, skipping overlaps.
+fn resolve_overlaps(mut cands: Vec<Found>, blcksz: usize) -> Vec<Found> {
+    if cands.len() < 2 {
+        return cands;
+    }
+    cands.sort_by_key(|f| std::cmp::Reverse(f.off));
+    let mut chosen: Vec<Found> = Vec::new();
+    let mut used = vec![false; cands.len()];
+    let mut top = blcksz;
+    while let Some(i) = (0..cands.len()).find(|&i| !used[i] && maxalign(cands[i].off + cands[i].len) == top) {
+        used[i] = true;
+        top = cands[i].off;
+        chosen.push(cands[i].clone());
+    }
+    for i in 0..cands.len() {
+        if used[i] {
+            continue;
+        }
+        let c = &cands[i];
+        let overlaps = chosen.iter().any(|f| c.off < f.off + f.len && f.off < c.off + c.len);
+        if !overlaps {
+            chosen.push(c.clone());
+        }
+    }
+    chosen
+}
+
+/// Lowest offset of the gap-free run of tuples that ends at the page end (the tuple area when
+/// pd_upper cannot be trusted).
+fn contiguous_area_start(found: &[Found], blcksz: usize) -> usize {
+    let mut top = blcksz;
+    loop {
+        match found.iter().find(|f| maxalign(f.off + f.len) == top && f.off < top) {
+            Some(f) => top = f.off,
+            None => return top,
+        }
+    }
+}
+
+// =============================================================================================
+// Carving
+// =============================================================================================
+
+/// Output format of carved rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OutFormat {
+    /// COPY text format.
+    #[default]
+    Text,
+    Csv,
+}
+
+/// One output column.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ColumnOut {
+    pub attnum: i16,
+    pub name: String,
+    /// None: the type is not known to the carver (the value comes out NULL and the row uncertain).
+    #[serde(default)]
+    pub r#type: Option<TypeDesc>,
+    /// attmissingval as text, for rows written before the column was added.
+    #[serde(default)]
+    pub missing: Option<String>,
+}
+
+/// One TOAST chunk handed in by the caller (fetched through SQL): its bytes are
+/// `blob[start..start + len]`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct ChunkRef {
+    pub valueid: u32,
+    pub seq: i32,
+    pub start: usize,
+    pub len: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CarveConfig {
+    #[serde(default = "default_blcksz")]
+    pub blcksz: u32,
+    #[serde(default = "default_relseg")]
+    pub relseg_size: u32,
+    pub nblocks: u64,
+    pub desc: RelDesc,
+    /// The columns to output (the table's non-dropped columns, in attnum order).
+    pub columns: Vec<ColumnOut>,
+    #[serde(default)]
+    pub format: OutFormat,
+    #[serde(default = "default_version")]
+    pub server_version_num: u32,
+    #[serde(default)]
+    pub horizons: Option<Horizons>,
+    /// `<pgdata>/pg_xact`, when the data directory is at hand.
+    #[serde(default)]
+    pub xact_dir: Option<PathBuf>,
+    /// Whether unknown XIDs and MultiXacts should be asked of the server (else judged uncertain).
+    #[serde(default)]
+    pub can_ask: bool,
+    /// XID -> status word, from the server.
+    #[serde(default)]
+    pub xid_status: HashMap<String, String>,
+    /// MultiXactId -> its updater XID (null: lockers only).
+    #[serde(default)]
+    pub multis: HashMap<String, Option<u32>>,
+    /// The TOAST relation's files (local data directory).
+    #[serde(default)]
+    pub toast_files: Vec<SegFile>,
+    #[serde(default)]
+    pub toast_nblocks: u64,
+    /// pg_class OID of the TOAST table (what pointers carry).
+    #[serde(default)]
+    pub toast_relid: u32,
+    /// Chunks fetched through SQL, in the blob passed with the pages.
+    #[serde(default)]
+    pub toast_chunks: Vec<ChunkRef>,
+    /// Whether missing TOAST values should be requested from the caller before judging.
+    #[serde(default)]
+    pub can_fetch_toast: bool,
+    /// Block -> the only line pointers to output (tuple-level carving after SQL failed on them).
+    #[serde(default)]
+    pub only: HashMap<String, Vec<u16>>,
+    /// Output invisible tuples too (forensics).
+    #[serde(default)]
+    pub keep_invisible: bool,
+}
+
+fn default_version() -> u32 {
+    180000
+}
+
+/// How sure the carver is that a row is a live row of the table with these values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Certainty {
+    /// Found through its line pointer, well formed, visibility decided, every value decoded.
+    Sure,
+    /// Found by its header in the page body (line pointers lost), otherwise like `sure`.
+    Likely,
+    /// Something does not add up: visibility undecidable, a value missing, a stale or misplaced
+    /// copy. Kept apart.
+    Uncertain,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CarvedRow {
+    pub block: u64,
+    /// The line pointer: the one that pointed at it, or (found in the body) the one its own
+    /// t_ctid names.
+    pub lp: Option<u16>,
+    /// Byte offset of the tuple in the page.
+    pub offset: u16,
+    pub len: u16,
+    pub via: Via,
+    pub placement: Placement,
+    pub certainty: Certainty,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub notes: Vec<String>,
+    pub xmin: u32,
+    pub xmax: u32,
+    pub infomask: u16,
+    pub infomask2: u16,
+    /// The formatted line in the data blob.
+    pub data_start: usize,
+    pub data_end: usize,
+}
+
+/// A row known to have been there that could not be carved.
+#[derive(Debug, Clone, Serialize)]
+pub struct LostItem {
+    pub block: u64,
+    pub lp: Option<u16>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CarveCounts {
+    pub pages: u64,
+    pub tuples_found: u64,
+    pub live: u64,
+    pub invisible: u64,
+    pub uncertain: u64,
+    pub duplicates: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CarveResult {
+    pub rows: Vec<CarvedRow>,
+    pub pages: Vec<PageInfo>,
+    pub lost: Vec<LostItem>,
+    pub counts: CarveCounts,
+    /// Ask the server for these and carve again.
+    pub need_xids: Vec<u32>,
+    pub need_multis: Vec<u32>,
+    pub need_toast: Vec<u32>,
+}
+
+/// Whether the page holds copies of another block's tuples (never-updated tuples whose t_ctid names another
+/// block): `(true, _)` when most of them do (a misdirected write), `(false, offset)` when some do, from `offset`
+/// up (a torn page whose upper part came from another block).
+fn foreign_region(found: &[Found], block: u64) -> Option<(bool, usize, u64)> {
+    let is_foreign = |f: &Found| {
+        let c = f.header.t_ctid;
+        f.header.t_xmax == 0 && u64::from(c.block) != block && c.offset < crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
+    };
+    let n_foreign = found.iter().filter(|f| is_foreign(f)).count();
+    // One such tuple is more likely a damaged t_ctid than a copied page.
+    if n_foreign < 2 {
+        return None;
+    }
+    let first = found.iter().filter(|f| is_foreign(f)).map(|f| f.off).min().unwrap_or(0);
+    let mut votes: HashMap<u32, usize> = HashMap::new();
+    for f in found.iter().filter(|f| is_foreign(f)) {
+        *votes.entry(f.header.t_ctid.block).or_default() += 1;
+    }
+    let from = votes.into_iter().max_by_key(|(b, n)| (*n, std::cmp::Reverse(*b))).map_or(0, |(b, _)| u64::from(b));
+    Some((n_foreign * 2 > found.len(), first, from))
+}
+
+/// A tuple below the first copied tuple that crosses a 512-byte sector boundary within a tuple's length of it: the
+/// tear may lie inside it.
+fn crosses_tear(off: usize, len: usize, first_foreign: usize) -> bool {
+    const SECTOR: usize = 512;
+    if off >= first_foreign {
+        return false;
+    }
+    let end = off + len;
+    // The copied bytes may begin with the tail of a copied tuple: look up to a quarter page below.
+    let window_lo = first_foreign.saturating_sub(2048);
+    let mut s = (off / SECTOR + 1) * SECTOR;
+    while s < end {
+        if s <= first_foreign && s >= window_lo {
+            return true;
+        }
+        s += SECTOR;
+    }
+    false
+}
+
+/// Reassembled TOAST values: value id -> (chunk_seq -> bytes).
+type Chunks = HashMap<u32, Vec<(i32, Vec<u8>)>>;
+
+/// Collect the chunks of `wanted` value IDs from a TOAST relation's files (every page, line
+/// pointers first, page bodies when those are damaged).
+pub fn toast_chunks_from_files(cfg: &CarveConfig, wanted: &HashSet<u32>) -> Result<Chunks> {
+    let mut out: Chunks = HashMap::new();
+    if wanted.is_empty() || cfg.toast_files.is_empty() {
+        return Ok(out);
+    }
+    let reader = BlockReader::new(&cfg.toast_files, cfg.blcksz, cfg.relseg_size);
+    let desc = RelDesc::toast_table();
+    let blcksz = cfg.blcksz as usize;
+    let p = Plausibility { nblocks: Some(cfg.toast_nblocks), horizons: None, max_tuples: max_heap_tuples(blcksz) };
+    let step = 256u64;
+    let mut first = 0u64;
+    while first < cfg.toast_nblocks {
+        let count = step.min(cfg.toast_nblocks - first);
+        let data = reader.read(first, count).map_err(|e| CoreError::Invalid(format!("cannot read TOAST: {e}")))?;
+        for (i, page) in data.chunks_exact(blcksz).enumerate() {
+            // Cheap filter: does the page hold any wanted chunk_id at all?
+            let (found, _) = find_tuples(page, first + i as u64, &desc, &p);
+            for f in found {
+                if f.header.t_infomask & crate::heap::HEAP_XMIN_INVALID != 0
+                    && f.header.t_infomask & HEAP_XMIN_FROZEN != HEAP_XMIN_FROZEN
+                {
+                    continue; // inserted by an aborted transaction
+                }
+                let t = &page[f.off..f.off + f.len];
+                let span = |n: usize| f.walk.spans.get(n).filter(|s| !s.is_null && !s.missing);
+                let (Some(id), Some(seq), Some(data)) = (span(0), span(1), span(2)) else { continue };
+                let Some(valueid) = u32_at(t, id.offset) else { continue };
+                if !wanted.contains(&valueid) {
+                    continue;
+                }
+                let Some(seq) = u32_at(t, seq.offset) else { continue };
+                let Some(bytes) = data.payload(t) else { continue };
+                out.entry(valueid).or_default().push((seq as i32, bytes.to_vec()));
+            }
+        }
+        first += count;
+    }
+    Ok(out)
+}
+
+/// Assemble one external value's stored bytes from its chunks (sequence 0.., sizes summing to
+/// extsize); an error names what is wrong.
+fn assemble(
+    chunks: Option<&Vec<(i32, Vec<u8>)>>,
+    valueid: u32,
+    extsize: usize,
+    max_chunk: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    let Some(list) = chunks else { return Err(format!("TOAST value {valueid} not found")) };
+    let n = if extsize == 0 { 0 } else { (extsize - 1) / max_chunk.max(1) + 1 };
+    let mut out = Vec::with_capacity(extsize);
+    for seq in 0..n as i32 {
+        let Some((_, bytes)) = list.iter().find(|(s, _)| *s == seq) else {
+            return Err(format!("chunk {seq} of TOAST value {valueid} is missing"));
+        };
+        out.extend_from_slice(bytes);
+    }
+    if out.len() != extsize {
+        return Err(format!("TOAST value {valueid}: chunks hold {} bytes, the pointer says {extsize}", out.len()));
+    }
+    Ok(out)
+}
+
+/// The plain bytes of one stored attribute (detoasted, decompressed).
+fn attribute_value(
+    t: &[u8],
+    span: &crate::tuple::AttrSpan,
+    attlen: i16,
+    chunks: &Chunks,
+    max_chunk: usize,
+    missing_toast: &mut Vec<u32>,
+) -> std::result::Result<Vec<u8>, String> {
+    let bytes = span.bytes(t).ok_or("attribute outside the tuple")?;
+    match span.varlena {
+        None => {
+            // cstring columns end in their NUL; fixed-length ones are the bytes themselves.
+            if attlen == -2 {
+                Ok(bytes.strip_suffix(&[0]).unwrap_or(bytes).to_vec())
+            } else {
+                Ok(bytes.to_vec())
+            }
+        }
+        Some(VarlenaKind::Short) | Some(VarlenaKind::Plain) => {
+            Ok(span.payload(t).ok_or("varlena outside the tuple")?.to_vec())
+        }
+        Some(VarlenaKind::Compressed { rawsize, method }) => {
+            let data = bytes.get(8..).ok_or("compressed value without data")?;
+            crate::toast::decompress(method, data, rawsize as usize)
+                .map_err(|e| format!("inline compressed value: {e}"))
+        }
+        Some(VarlenaKind::External { .. }) => {
+            let p = crate::tuple::ToastPointer::parse(
+                t,
+                span.offset,
+                span.attnum,
+                &HeapTupleHeaderData::parse(t).ok_or("header")?,
+            )
+            .ok_or("TOAST pointer is not on-disk")?;
+            let stored = match assemble(chunks.get(&p.va_valueid), p.va_valueid, p.extsize as usize, max_chunk) {
+                Ok(s) => s,
+                Err(e) => {
+                    if !chunks.contains_key(&p.va_valueid) {
+                        missing_toast.push(p.va_valueid);
+                    }
+                    return Err(e);
+                }
+            };
+            if p.is_compressed {
+                let tcinfo = u32_at(&stored, 0).ok_or("compressed TOAST value without its header")?;
+                let rawsize = (tcinfo & crate::tuple::VARLENA_EXTSIZE_MASK) as usize;
+                let method = (tcinfo >> crate::tuple::VARLENA_EXTSIZE_BITS) as u8;
+                crate::toast::decompress(method, &stored[4..], rawsize)
+                    .map_err(|e| format!("TOAST value {}: {e}", p.va_valueid))
+            } else {
+                Ok(stored)
+            }
+        }
+    }
+}
+
+/// Carve the pages `data` (consecutive `blcksz`-byte images of `blocks`); `blob` holds the bytes
+/// of `cfg.toast_chunks`. Returns the rows (formatted lines in the returned data buffer), what
+/// was lost, and what to ask the server before carving again.
+pub fn carve_pages(data: &[u8], blocks: &[u64], blob: &[u8], cfg: &CarveConfig) -> Result<(CarveResult, Vec<u8>)> {
+    let blcksz = cfg.blcksz as usize;
+    if data.len() < blocks.len() * blcksz {
+        return Err(CoreError::Invalid(format!(
+            "{} pages need {} bytes, got {}",
+            blocks.len(),
+            blocks.len() * blcksz,
+            data.len()
+        )));
+    }
+    let p = Plausibility {
+        nblocks: Some(cfg.nblocks),
+        horizons: cfg.horizons.as_ref(),
+        max_tuples: max_heap_tuples(blcksz),
+    };
+    let only: HashMap<u64, HashSet<u16>> =
+        cfg.only.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.iter().copied().collect()))).collect();
+    // 1. Find the tuples of every page (in parallel).
+    let pages: Vec<(Vec<Found>, PageInfo)> = blocks
+        .par_iter()
+        .enumerate()
+        .map(|(i, &b)| find_tuples(&data[i * blcksz..(i + 1) * blcksz], b, &cfg.desc, &p))
+        .collect();
+    // 2. TOAST values they point to.
+    let mut chunks: Chunks = HashMap::new();
+    for c in &cfg.toast_chunks {
+        if let Some(bytes) = blob.get(c.start..c.start + c.len) {
+            chunks.entry(c.valueid).or_default().push((c.seq, bytes.to_vec()));
+        }
+    }
+    let wanted: HashSet<u32> = pages
+        .iter()
+        .flat_map(|(found, _)| found.iter())
+        .flat_map(|f| f.walk.toast_pointers.iter().map(|p| p.va_valueid))
+        .filter(|v| !chunks.contains_key(v))
+        .collect();
+    for (k, v) in toast_chunks_from_files(cfg, &wanted)? {
+        chunks.insert(k, v);
+    }
+    // 3. Judge, decode, format.
+    let clog = Clog::new(cfg.xact_dir.as_deref(), cfg.blcksz);
+    let server: HashMap<u32, XidStatus> =
+        cfg.xid_status.iter().filter_map(|(k, v)| Some((k.parse().ok()?, XidStatus::parse(v)?))).collect();
+    let multis: HashMap<u32, Option<u32>> =
+        cfg.multis.iter().filter_map(|(k, v)| Some((k.parse().ok()?, *v))).collect();
+    let src = StatusSources {
+        clog: &clog,
+        server: &server,
+        can_ask: cfg.can_ask,
+        multis: &multis,
+        horizons: cfg.horizons.as_ref(),
+    };
+    let oopts = OutputOptions { server_version_num: cfg.server_version_num };
+    let max_chunk = crate::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192;
+    let mut res = CarveResult::default();
+    let mut out: Vec<u8> = Vec::new();
+    let mut need_xids: HashSet<u32> = HashSet::new();
+    let mut need_multis: HashSet<u32> = HashSet::new();
+    let mut need_toast: HashSet<u32> = HashSet::new();
+    for (i, (found, info)) in pages.into_iter().enumerate() {
+        let block = blocks[i];
+        let page = &data[i * blcksz..(i + 1) * blcksz];
+        res.counts.pages += 1;
+        let restrict = only.get(&block);
+        let mut recovered_lps: HashSet<u16> = HashSet::new();
+        // One tuple version found twice (a stale copy left by compaction next to the real one): keep the copy in
+        // the tuple area, through a line pointer when there is one.
+        let version = |f: &Found| {
+            let t = &page[f.off..f.off + f.len];
+            (f.header.t_xmin, f.header.t_field3, t[usize::from(f.header.t_hoff)..].to_vec())
+        };
+        let mut best: HashMap<(u32, u32, Vec<u8>), usize> = HashMap::new();
+        for (k, f) in found.iter().enumerate() {
+            let rank = |g: &Found| (g.placement != Placement::TupleArea, g.via != Via::LinePointer, g.off);
+            best.entry(version(f))
+                .and_modify(|cur| {
+                    if rank(f) < rank(&found[*cur]) {
+                        *cur = k;
+                    }
+                })
+                .or_insert(k);
+        }
+        let foreign = foreign_region(&found, block);
+        for (k, f) in found.iter().enumerate() {
+            if best.get(&version(f)) != Some(&k) {
+                res.counts.duplicates += 1;
+                continue;
+            }
+            if let Some(r) = restrict {
+                if !f.lp.is_some_and(|lp| r.contains(&lp)) {
+                    continue;
+                }
+            }
+            res.counts.tuples_found += 1;
+            let t = &page[f.off..f.off + f.len];
+            let mut notes: Vec<String> = Vec::new();
+            let mut certainty = if f.via == Via::LinePointer { Certainty::Sure } else { Certainty::Likely };
+            let j = judge(&f.header, &src);
+            need_xids.extend(&j.need_xids);
+            need_multis.extend(&j.need_multis);
+            let mut verdict = j.verdict;
+            let reason = j.reason.clone();
+            if verdict == Verdict::Invisible {
+                res.counts.invisible += 1;
+                if let Some(lp) = f.lp {
+                    recovered_lps.insert(lp);
+                }
+                if !cfg.keep_invisible {
+                    continue;
+                }
+            }
+            if verdict == Verdict::Uncertain {
+                certainty = Certainty::Uncertain;
+            }
+            if f.placement == Placement::FreeSpace {
+                certainty = Certainty::Uncertain;
+                notes.push("found in free space below the tuple area: possibly a stale copy".into());
+            }
+            let ctid = f.header.t_ctid;
+            let special = ctid.offset == crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
+                || ctid.offset == crate::checks::SPEC_TOKEN_OFFSET_NUMBER;
+            if !special && u64::from(ctid.block) != block && (f.header.t_xmax == 0 || foreign.is_some()) {
+                certainty = Certainty::Uncertain;
+                notes.push(format!(
+                    "t_ctid {ctid} names another block{}: a copy of another block's row (torn or misdirected write)",
+                    if f.header.t_xmax == 0 { " and the tuple was never updated" } else { " on a page holding copies" }
+                ));
+            } else if f.header.t_xmax == 0
+                && !special
+                && f.lp.is_some_and(|lp| lp != ctid.offset)
+                && f.via == Via::LinePointer
+            {
+                notes.push(format!("t_ctid {ctid} does not name line pointer {}", f.lp.unwrap_or(0)));
+                certainty = Certainty::Uncertain;
+            }
+            if let Some((whole, first_foreign, _)) = foreign {
+                if whole {
+                    certainty = Certainty::Uncertain;
+                    notes.push(
+                        "most tuples on this page belong to another block: the page is a misdirected copy".into(),
+                    );
+                } else if crosses_tear(f.off, f.len, first_foreign) {
+                    certainty = Certainty::Uncertain;
+                    notes.push(format!(
+                        "the tuple crosses a sector boundary just below where copied bytes start (offset \
+{first_foreign}): part of it may come from the other copy (torn page)"
+                    ));
+                }
+            }
+            for p in &f.walk.problems {
+                if p.code != "tuple_data.trailing_bytes" {
+                    notes.push(format!("{}: {}", p.code, p.message));
+                    certainty = Certainty::Uncertain;
+                }
+            }
+            // Format the line.
+            let start = out.len();
+            let mut missing_toast = Vec::new();
+            for (k, col) in cfg.columns.iter().enumerate() {
+                if k > 0 {
+                    out.push(if cfg.format == OutFormat::Csv { b',' } else { b'\t' });
+                }
+                let idx = usize::from(col.attnum.max(1) as u16) - 1;
+                let span = f.walk.spans.get(idx);
+                let attlen = cfg.desc.attrs.get(idx).map_or(0, |a| a.attlen);
+                let value: Option<std::result::Result<Vec<u8>, String>> = match span {
+                    None => Some(Err("attribute not reached".into())),
+                    Some(s) if s.missing => col.missing.as_ref().map(|m| Ok(m.as_bytes().to_vec())),
+                    Some(s) if s.is_null => None,
+                    Some(s) => Some(attribute_value(t, s, attlen, &chunks, max_chunk, &mut missing_toast).and_then(
+                        |raw| match (&col.r#type, s.missing) {
+                            (Some(ty), _) => {
+                                let mut text = Vec::new();
+                                format_value(&raw, ty, &oopts, &mut text)?;
+                                Ok(text)
+                            }
+                            (None, _) => Err(format!("column {} has a type the carver does not know", col.name)),
+                        },
+                    )),
+                };
+                let value = match value {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => {
+                        notes.push(format!("column {}: {e}", col.name));
+                        certainty = Certainty::Uncertain;
+                        None
+                    }
+                    None => None,
+                };
+                match (value, cfg.format) {
+                    (None, OutFormat::Text) => out.extend_from_slice(b"\\N"),
+                    (None, OutFormat::Csv) => {}
+                    (Some(v), OutFormat::Text) => copy_text_escape(&v, &mut out),
+                    (Some(v), OutFormat::Csv) => copy_csv_escape(&v, cfg.columns.len() == 1, &mut out),
+                }
+            }
+            out.push(b'\n');
+            if cfg.can_fetch_toast && !missing_toast.is_empty() {
+                need_toast.extend(missing_toast);
+            }
+            if verdict == Verdict::Live && certainty == Certainty::Uncertain && f.placement == Placement::FreeSpace {
+                verdict = Verdict::Uncertain;
+            }
+            match verdict {
+                Verdict::Live => res.counts.live += 1,
+                Verdict::Uncertain => res.counts.uncertain += 1,
+                Verdict::Invisible => {}
+            }
+            if certainty != Certainty::Uncertain {
+                if let Some(lp) = f.lp {
+                    recovered_lps.insert(lp);
+                }
+            }
+            res.rows.push(CarvedRow {
+                block,
+                lp: f.lp,
+                offset: f.off as u16,
+                len: f.len as u16,
+                via: f.via,
+                placement: f.placement,
+                certainty,
+                verdict,
+                reason,
+                notes,
+                xmin: f.header.t_xmin,
+                xmax: f.header.t_xmax,
+                infomask: f.header.t_infomask,
+                infomask2: f.header.t_infomask2,
+                data_start: start,
+                data_end: out.len(),
+            });
+        }
+        // Line pointers to tuples that could not be read (and were not found in the body).
+        for lp in &info.lp_bad {
+            if info.lp_array_destroyed
+                || recovered_lps.contains(lp)
+                || info.claimed_lps.contains(lp)
+                || restrict.is_some_and(|r| !r.contains(lp))
+            {
+                continue;
+            }
+            res.lost.push(LostItem {
+                block,
+                lp: Some(*lp),
+                reason: "its line pointer points at bytes that are not a readable tuple, and no tuple naming it was \
+found in the page"
+                    .into(),
+            });
+        }
+        if let Some(r) = restrict {
+            for lp in r {
+                if !recovered_lps.contains(lp) && !info.lp_bad.contains(lp) && !found.iter().any(|f| f.lp == Some(*lp))
+                {
+                    res.lost.push(LostItem {
+                        block,
+                        lp: Some(*lp),
+                        reason: "no readable tuple at this line pointer".into(),
+                    });
+                }
+            }
+        }
+        if info.all_zero {
+            res.lost.push(LostItem { block, lp: None, reason: "the page is all zeroes".into() });
+        }
+        let mut info = info;
+        if let Some((whole, first, from)) = foreign {
+            info.copies_from = Some(from);
+            info.copies_at = Some(if whole { 0 } else { first });
+            res.lost.push(LostItem {
+                block,
+                lp: None,
+                reason: if whole {
+                    format!(
+                        "the page holds a copy of block {from} (a misdirected write): this block's own rows are gone"
+                    )
+                } else {
+                    format!(
+                        "from offset {first} up the page holds bytes of block {from} (a torn page): this block's rows \
+stored there are gone"
+                    )
+                },
+            });
+        }
+        res.pages.push(info);
+    }
+    let mut v: Vec<u32> = need_xids.into_iter().collect();
+    v.sort_unstable();
+    res.need_xids = v;
+    let mut v: Vec<u32> = need_multis.into_iter().collect();
+    v.sort_unstable();
+    res.need_multis = v;
+    let mut v: Vec<u32> = need_toast.into_iter().collect();
+    v.sort_unstable();
+    res.need_toast = v;
+    Ok((res, out))
+}
+
+// =============================================================================================
+// Index evidence: which rows were on a block
+// =============================================================================================
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IndexFiles {
+    pub name: String,
+    pub files: Vec<SegFile>,
+    pub nblocks: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IndexEvidenceConfig {
+    pub indexes: Vec<IndexFiles>,
+    pub blocks: Vec<u64>,
+    /// Also every TID at or past this block (the heap's end: rows a truncated file lost).
+    #[serde(default)]
+    pub beyond: Option<u64>,
+    #[serde(default = "default_blcksz")]
+    pub blcksz: u32,
+    #[serde(default = "default_relseg")]
+    pub relseg_size: u32,
+}
+
+/// A heap TID an index entry points to.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexTid {
+    pub block: u64,
+    pub lp: u16,
+    pub index: String,
+}
+
+/// Every heap TID in `blocks` that a leaf entry of the given btree indexes points to.
+pub fn index_evidence(cfg: &IndexEvidenceConfig) -> Result<Vec<IndexTid>> {
+    use crate::btree::{leaf_heap_tids, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD};
+    let want: HashSet<u64> = cfg.blocks.iter().copied().collect();
+    let blcksz = cfg.blcksz as usize;
+    let mut out: HashSet<IndexTid> = HashSet::new();
+    for ix in &cfg.indexes {
+        let reader = BlockReader::new(&ix.files, cfg.blcksz, cfg.relseg_size);
+        let mut first = 1u64; // block 0 is the metapage
+        let mut tids = Vec::new();
+        while first < ix.nblocks {
+            let count = 256u64.min(ix.nblocks - first);
+            let data =
+                reader.read(first, count).map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", ix.name)))?;
+            for bytes in data.chunks_exact(blcksz) {
+                let Some(page) = Page::new(bytes) else { continue };
+                if !page.header_is_sane(blcksz) {
+                    continue;
+                }
+                let Some(o) = BTPageOpaqueData::from_page(&page) else { continue };
+                if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+                    continue;
+                }
+                let first_item = if o.is_rightmost() { 1 } else { 2 };
+                for (off, id) in page.item_ids() {
+                    if off < first_item || id.lp_flags() != LP_NORMAL {
+                        continue;
+                    }
+                    let Some(t) = page.item_bytes(id) else { continue };
+                    if !leaf_heap_tids(t, &mut tids) {
+                        continue;
+                    }
+                    for tid in &tids {
+                        let hb = u64::from(tid.block);
+                        if want.contains(&hb) || cfg.beyond.is_some_and(|e| hb >= e) {
+                            out.insert(IndexTid {
+                                block: u64::from(tid.block),
+                                lp: tid.offset,
+                                index: ix.name.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            first += count;
+        }
+    }
+    let mut v: Vec<IndexTid> = out.into_iter().collect();
+    v.sort();
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::{ItemPointerData, HEAP_XMIN_COMMITTED};
+    use crate::page::PageHeaderData;
+    use crate::tuple::AttrDesc;
+
+    fn desc() -> RelDesc {
+        let a = |attnum, attlen, attalign, typname: &str| AttrDesc {
+            attnum,
+            attlen,
+            attalign,
+            attbyval: attlen > 0,
+            attisdropped: false,
+            typname: typname.into(),
+            attstorage: if attlen > 0 { b'p' } else { b'x' },
+        };
+        RelDesc {
+            natts: 2,
+            attrs: vec![a(1, 4, b'i', "int4"), a(2, -1, b'i', "text")],
+            has_toast: false,
+            toast_relid: 0,
+        }
+    }
+
+    fn tuple(block: u32, lp: u16, id: i32, text: &str) -> Vec<u8> {
+        let mut t = vec![0u8; 24];
+        HeapTupleHeaderData {
+            t_xmin: 700,
+            t_xmax: 0,
+            t_field3: 0,
+            t_ctid: ItemPointerData { block, offset: lp },
+            t_infomask2: 2,
+            t_infomask: HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID | HEAP_HASVARWIDTH,
+            t_hoff: 24,
+        }
+        .write(&mut t);
+        t.extend_from_slice(&id.to_le_bytes());
+        t.push(((text.len() + 1) << 1 | 1) as u8);
+        t.extend_from_slice(text.as_bytes());
+        t
+    }
+
+    fn page(block: u32, rows: &[(i32, &str)]) -> Vec<u8> {
+        let mut p = vec![0u8; 8192];
+        let mut upper = 8192usize;
+        let mut lps = Vec::new();
+        for (i, (id, text)) in rows.iter().enumerate() {
+            let t = tuple(block, (i + 1) as u16, *id, text);
+            upper -= maxalign(t.len());
+            p[upper..upper + t.len()].copy_from_slice(&t);
+            lps.push(ItemIdData::new(upper as u16, LP_NORMAL, t.len() as u16));
+        }
+        for (i, lp) in lps.iter().enumerate() {
+            p[24 + 4 * i..28 + 4 * i].copy_from_slice(&lp.0.to_le_bytes());
+        }
+        PageHeaderData {
+            pd_lower: (24 + 4 * lps.len()) as u16,
+            pd_upper: upper as u16,
+            pd_special: 8192,
+            pd_pagesize_version: 0x2004,
+            ..Default::default()
+        }
+        .write(&mut p);
+        p
+    }
+
+    fn cfg() -> CarveConfig {
+        let ty = |oid: u32, name: &str| Some(TypeDesc { oid, name: name.into(), typtype: b'b', ..Default::default() });
+        CarveConfig {
+            blcksz: 8192,
+            relseg_size: 131072,
+            nblocks: 10,
+            desc: desc(),
+            columns: vec![
+                ColumnOut { attnum: 1, name: "id".into(), r#type: ty(23, "int4"), missing: None },
+                ColumnOut { attnum: 2, name: "t".into(), r#type: ty(25, "text"), missing: None },
+            ],
+            format: OutFormat::Text,
+            server_version_num: 180000,
+            horizons: None,
+            xact_dir: None,
+            can_ask: false,
+            xid_status: HashMap::new(),
+            multis: HashMap::new(),
+            toast_files: vec![],
+            toast_nblocks: 0,
+            toast_relid: 0,
+            toast_chunks: vec![],
+            can_fetch_toast: false,
+            only: HashMap::new(),
+            keep_invisible: false,
+        }
+    }
+
+    fn lines(out: &[u8]) -> Vec<String> {
+        String::from_utf8(out.to_vec()).unwrap().lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn healthy_page_through_line_pointers() {
+        let p = page(3, &[(1, "one"), (2, "two\ttab")]);
+        let (res, out) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        assert_eq!(lines(&out), vec!["1\tone", "2\ttwo\\ttab"]);
+        assert!(res.rows.iter().all(|r| r.certainty == Certainty::Sure && r.via == Via::LinePointer));
+        assert!(!res.pages[0].body_scanned);
+    }
+
+    #[test]
+    fn destroyed_item_ids_and_header() {
+        let mut p = page(3, &[(1, "one"), (2, "two"), (3, "three")]);
+        for b in &mut p[0..36] {
+            *b = 0xA5;
+        }
+        let (res, out) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        let mut l = lines(&out);
+        l.sort();
+        assert_eq!(l, vec!["1\tone", "2\ttwo", "3\tthree"]);
+        assert!(res.rows.iter().all(|r| r.certainty == Certainty::Likely && r.via == Via::PageBody));
+        let mut lps: Vec<_> = res.rows.iter().map(|r| r.lp).collect();
+        lps.sort();
+        assert_eq!(lps, vec![Some(1), Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn stale_copy_in_free_space_is_kept_apart() {
+        let mut p = page(3, &[(1, "one"), (2, "two")]);
+        // an old copy of a third row left in free space, far below the tuple area
+        let t = tuple(3, 3, 9, "nine");
+        p[4000..4000 + t.len()].copy_from_slice(&t);
+        for b in &mut p[24..32] {
+            *b = 0xFF; // damage the line pointers so the body is searched
+        }
+        let (res, _) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        let stale: Vec<_> = res.rows.iter().filter(|r| r.offset == 4000).collect();
+        assert_eq!(stale.len(), 1);
+        assert_eq!(stale[0].certainty, Certainty::Uncertain);
+        assert_eq!(res.rows.iter().filter(|r| r.certainty == Certainty::Likely).count(), 2);
+    }
+
+    #[test]
+    fn misplaced_tuple_is_uncertain() {
+        let p = page(5, &[(1, "one")]);
+        let (res, _) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        assert_eq!(res.rows[0].certainty, Certainty::Uncertain);
+    }
+
+    #[test]
+    fn classify_zero_and_damaged() {
+        let c = ClassifyConfig {
+            files: vec![],
+            nblocks: 10,
+            blcksz: 8192,
+            relseg_size: 131072,
+            checksums: false,
+            desc: Some(desc()),
+            horizons: None,
+            jobs: None,
+            unit_blocks: 256,
+            columns: vec![],
+        };
+        assert!(classify_page(&page(1, &[(1, "x")]), 1, &c).is_none());
+        assert_eq!(classify_page(&[0u8; 8192], 2, &c).unwrap().state, "zero");
+        let mut p = page(1, &[(1, "x")]);
+        p[14] = 0x10; // pd_upper below pd_lower
+        p[15] = 0;
+        assert_eq!(classify_page(&p, 1, &c).unwrap().state, "damaged");
+    }
+}

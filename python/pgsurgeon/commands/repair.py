@@ -1,0 +1,158 @@
+"""``pgsurgeon repair``: plan (and with --execute, carry out) the repair of a damaged table — salvage first, pages
+saved, tuples removed or frozen with pg_surgery, pages zeroed with an undo manifest, indexes rebuilt, verified."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon.errors import PgSurgeonError, UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_NOT_CLEAN = 0, 1, 2
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "repair",
+        help="plan and run the repair of a damaged table (dry run by default): salvage, remove, rebuild, verify",
+        description="Diagnose a table (amcheck, raw pages, the files when they are here) and plan its repair: salvage "
+        "first, the touched pages saved; damaged tuples frozen or killed with pg_surgery (ctids built from block and "
+        "line pointer); pages with a damaged header or item-ID array zeroed (in the files with the server stopped, "
+        "undoable with 'pgsurgeon undo', or through SQL with zero_damaged_pages and VACUUM FULL); indexes rebuilt; "
+        "VACUUM; then diagnose again. Without --execute it only prints the plan: every statement, every page write, "
+        "every row lost by ctid. Needs a superuser and the amcheck, pageinspect and pg_surgery extensions.",
+    )
+    p.add_argument("--dsn", required=True, help="connection string of the database holding the table")
+    p.add_argument("--table", required=True, help='the table, as SQL text (sales."Orders") or its exact name')
+    p.add_argument("--execute", action="store_true", help="carry the plan out (after confirmation, or --yes)")
+    p.add_argument("-y", "--yes", action="store_true", help="with --execute: do not ask")
+    p.add_argument("--reinsert", action="store_true", help="insert the rows carved from the removed tuples back")
+    p.add_argument(
+        "--skip-salvage",
+        action="store_true",
+        help="do not salvage the whole table first (the touched pages and carved rows are still saved)",
+    )
+    dest = p.add_mutually_exclusive_group()
+    dest.add_argument("--salvage-into", metavar="NEW_TABLE", help="salvage into this new table (default: files)")
+    dest.add_argument("--salvage-out", type=Path, metavar="DIR", help="salvage into files here (default: run dir)")
+    p.add_argument(
+        "--method",
+        choices=("auto", "file", "sql"),
+        default="auto",
+        help="page-level damage: file (zero pages in the files, server stopped, undoable) or sql (zero_damaged_pages "
+        "and VACUUM FULL, WAL-logged); auto: file for a lab cluster on this host, else sql",
+    )
+    p.add_argument(
+        "--force-file-writes",
+        action="store_true",
+        help="allow page writes on a cluster that is not a lab: you stop the server when asked, repair waits",
+    )
+    p.add_argument(
+        "--no-freeze",
+        dest="freeze",
+        action="store_false",
+        help="kill tuples whose only damage is their visibility fields instead of freezing them",
+    )
+    p.add_argument(
+        "--reindex",
+        choices=("auto", "concurrently", "plain"),
+        default="auto",
+        help="REINDEX TABLE CONCURRENTLY when possible (auto), always, or never",
+    )
+    p.add_argument("--run-dir", type=Path, help="where the plan, saved pages, carved rows and report go")
+    p.add_argument("--pgdata", type=Path, help="the server's data directory as mounted here, if not at its own path")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-P", "--progress", action="store_true", help="say on stderr what is being done")
+    p.set_defaults(func=run)
+
+
+def default_run_dir(lab_dir: Path | None, table: str) -> Path:
+    from pgsurgeon.lab.marker import utc_now
+    from pgsurgeon.repair.planner import safe_name
+
+    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
+    base = lab_dir / "repairs" if lab_dir is not None else Path.cwd()
+    stem = f"{stamp}-{safe_name(table)}" if lab_dir is not None else f"pgsurgeon-repair-{stamp}-{safe_name(table)}"
+    path = base / stem
+    n = 1
+    while path.exists():
+        n += 1
+        path = base / f"{stem}-{n}"
+    return path
+
+
+def _confirm(args: argparse.Namespace, steps: int, table: str) -> bool:
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError(
+            "--execute asks for confirmation and stdin is not a terminal", hint="pass --yes to execute without asking"
+        )
+    answer = input(f"execute these {steps} steps on {table}? type yes to go on: ")
+    return answer.strip().lower() == "yes"
+
+
+def run(args: argparse.Namespace) -> int:
+    from pgsurgeon.repair import RepairRequest, build_plan, execute
+    from pgsurgeon.repair.render import plan_lines
+
+    if args.yes and not args.execute:
+        raise UsageError("--yes goes with --execute")
+    out = sys.stderr if args.format == "json" else sys.stdout
+
+    def say(text: str) -> None:
+        print(text, file=out, flush=True)
+
+    def progress(text: str) -> None:
+        print(f"pgsurgeon: {text}", file=sys.stderr, flush=True)
+
+    req = RepairRequest(
+        dsn=args.dsn,
+        table=args.table,
+        reinsert=args.reinsert,
+        skip_salvage=args.skip_salvage,
+        salvage_into=args.salvage_into,
+        salvage_out=args.salvage_out,
+        method=args.method,
+        force_file_writes=args.force_file_writes,
+        freeze=args.freeze,
+        reindex=args.reindex,
+        run_dir=args.run_dir,
+        pgdata=args.pgdata,
+        on_progress=progress if args.progress else None,
+    )
+    plan, ctx = build_plan(req)
+    try:
+        run_dir = args.run_dir or default_run_dir(ctx.lab.lab_dir if ctx.lab is not None else None, plan.table)
+        plan.run_dir = str(run_dir)
+        if args.format == "text":
+            for line in plan_lines(plan, executing=args.execute, run_dir=str(run_dir)):
+                say(line)
+        if not args.execute:
+            if args.format == "json":
+                print(json.dumps(plan.to_json(), indent=2, default=str))
+            if plan.blockers and plan.steps:
+                message, hint = plan.blockers[0]
+                raise PgSurgeonError(f"this plan cannot be executed: {message}", hint=hint)
+            return EXIT_OK
+        if plan.blockers:
+            message, hint = plan.blockers[0]
+            raise PgSurgeonError(f"refusing to execute: {message}", hint=hint)
+        if not plan.steps:
+            if args.format == "json":
+                print(json.dumps({"plan": plan.to_json(), "execution": None}, indent=2, default=str))
+            return EXIT_OK
+        if not _confirm(args, len(plan.steps), plan.table):
+            say("not executed")
+            return EXIT_FAILED
+        report: dict[str, Any] = execute(plan, ctx, run_dir, say)
+    finally:
+        ctx.conn.close()
+    after = report.get("after") or {}
+    say(f"report: {run_dir / 'report.json'}")
+    if args.format == "json":
+        print(json.dumps({"plan": plan.to_json(), "execution": report}, indent=2, default=str))
+    return EXIT_OK if after.get("clean") else EXIT_NOT_CLEAN

@@ -1,0 +1,543 @@
+"""Executing a repair plan, step by step, as it was printed.
+
+Nothing destructive runs before the salvage and the saved pages are on disk. SQL steps run in the planning session
+(autocommit: each statement is its own transaction). File steps stop a lab cluster (or wait for the DBA to stop any
+other server), write the pages through the simulator's manifest, so ``pgsurgeon undo`` restores them, and start it
+again. The last step diagnoses the table again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon import core, db
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
+from pgsurgeon.repair import facts, pages
+from pgsurgeon.repair.model import (
+    CARVE,
+    CLEAR_LPS,
+    FREEZE,
+    KILL,
+    REINDEX,
+    REINSERT,
+    REWRITE_SQL,
+    SALVAGE,
+    SAVE_PAGES,
+    VACUUM,
+    VERIFY,
+    ZERO_FILE,
+    PageWrite,
+    Plan,
+    Step,
+    tid_text,
+)
+from pgsurgeon.repair.planner import Context, diagnose
+
+Say = Callable[[str], None]
+VM_HEADER = 24
+WAIT_STOP_S = 1800.0
+WAIT_START_S = 1800.0
+
+
+class Executor:
+    def __init__(self, plan: Plan, ctx: Context, run_dir: Path, say: Say) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.run_dir = run_dir
+        self.say = say
+        self.notices: list[str] = []
+        self.report: dict[str, Any] = {
+            "started_at": utc_now(),
+            "run_dir": str(run_dir),
+            "steps": [],
+            "notices": self.notices,
+            "reinserted": [],
+            "reinsert_skipped": [],
+            "manifest": None,
+            "salvage": None,
+        }
+        self._watch(ctx.conn)
+        ctx.conn.execute(db.load_sql("repair_setting"), {"name": "default_transaction_read_only", "value": "off"})
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _watch(self, conn: Any) -> None:
+        def on_notice(diag: Any) -> None:
+            self.notices.append(f"{diag.severity}: {diag.message_primary}")
+
+        conn.add_notice_handler(on_notice)
+
+    def reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ctx.conn.close()
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                conn = facts.connect(self.ctx.req.dsn)
+                break
+            except db.ConnectError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        self.ctx.conn = conn
+        self.ctx.reader.conn = conn
+        self._watch(conn)
+
+    def sql(self, statement: str, hint: str | None = None) -> int:
+        """Run one statement exactly as the plan printed it; its row count."""
+        try:
+            cur = self.ctx.conn.execute(statement.encode())
+        except db.Error as exc:
+            diag = getattr(exc, "diag", None)
+            first = (str(exc).strip().splitlines() or ["error"])[0]
+            detail = getattr(diag, "message_detail", None)
+            raise PgSurgeonError(
+                f"{first}{' (' + detail + ')' if detail else ''} in: {statement[:200]}",
+                hint=(hint + "; " if hint else "")
+                + f"the steps before this one are done (see {self.run_dir / 'report.json'}); fix the cause and run "
+                "repair again: it plans from the table as it is now",
+            ) from None
+        return int(cur.rowcount or 0)
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> dict[str, Any]:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "plan.json").write_text(json.dumps(self.plan.to_json(), indent=2) + "\n", encoding="utf-8")
+        handlers: dict[str, Callable[[Step], dict[str, Any]]] = {
+            SALVAGE: self.salvage,
+            SAVE_PAGES: self.save_pages,
+            CARVE: self.save_carved,
+            FREEZE: self.surgery,
+            KILL: self.surgery,
+            ZERO_FILE: self.write_pages,
+            CLEAR_LPS: self.write_pages,
+            REWRITE_SQL: self.plain_sql,
+            REINDEX: self.reindex,
+            VACUUM: self.plain_sql,
+            REINSERT: self.reinsert,
+            VERIFY: self.verify,
+        }
+        try:
+            for step in self.plan.steps:
+                self.say(f"step {step.id}: {step.title}")
+                started = time.monotonic()
+                detail = handlers[step.kind](step)
+                self.report["steps"].append(
+                    {"id": step.id, "kind": step.kind, "seconds": round(time.monotonic() - started, 3), **detail}
+                )
+        finally:
+            self.report["finished_at"] = utc_now()
+            (self.run_dir / "report.json").write_text(
+                json.dumps({"plan": self.plan.to_json(), "execution": self.report}, indent=2, default=str) + "\n",
+                encoding="utf-8",
+            )
+        return self.report
+
+    # ------------------------------------------------------------------ backups
+
+    def salvage(self, step: Step) -> dict[str, Any]:
+        req = self.ctx.req
+        out = None if req.salvage_into else (req.salvage_out or self.run_dir / "salvage")
+        try:
+            try:
+                from pgsurgeon.salvage.engine import SalvageOptions, salvage
+
+                opts = SalvageOptions(
+                    dsn=req.dsn, table=self.ctx.table.regclass, into=req.salvage_into, out=out, pgdata=req.pgdata
+                )
+            except (ImportError, TypeError):  # the API is not there (or changed): the command is
+                result = self.salvage_command(out)
+            else:
+                result = salvage(opts)
+        except PgSurgeonError as exc:
+            raise PgSurgeonError(
+                f"salvage failed, nothing was changed: {exc.message}",
+                hint=exc.hint or "--skip-salvage goes ahead without the full copy of the table",
+            ) from None
+        except Exception as exc:  # salvage is another module: any failure stops the repair before it changes anything
+            raise PgSurgeonError(
+                f"salvage failed, nothing was changed: {type(exc).__name__}: {exc}",
+                hint="--skip-salvage goes ahead without the full copy of the table (pages and carved rows are saved)",
+            ) from None
+        summary = {
+            "output": result.get("output") or result.get("outputs"),
+            "rows": result.get("rows"),
+            "lost_count": result.get("lost_count"),
+            "complete": result.get("complete"),
+        }
+        self.report["salvage"] = summary
+        rows = (result.get("rows") or {}).get("saved")
+        self.say(f"  salvaged {rows if rows is not None else '?'} row(s) into {summary['output']}")
+        return summary
+
+    def salvage_command(self, out: Path | None) -> dict[str, Any]:
+        """``pgsurgeon salvage … --report FILE`` in this process; its JSON report."""
+        from pgsurgeon.cli import main
+
+        req = self.ctx.req
+        report = self.run_dir / "salvage-report.json"
+        argv = ["salvage", "--dsn", req.dsn, "--table", self.ctx.table.regclass, "--report", str(report)]
+        argv += ["--into", req.salvage_into] if req.salvage_into else ["--out", str(out)]
+        if req.pgdata is not None:
+            argv += ["--pgdata", str(req.pgdata)]
+        with contextlib.redirect_stdout(sys.stderr):  # its report must not mix with repair's own output
+            code = main(argv)
+        if code not in (0, 2) or not report.is_file():
+            raise PgSurgeonError(f"'pgsurgeon salvage' failed with exit code {code}")
+        doc: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+        return doc
+
+    def save_pages(self, step: Step) -> dict[str, Any]:
+        """Every page the repair changes, as the server has it and as the file has it, before anything changes."""
+        out = self.run_dir / "pages"
+        out.mkdir(parents=True, exist_ok=True)
+        index: list[dict[str, Any]] = []
+        by_name = {r.regclass: r for r in self.ctx.rels}
+        from pgsurgeon.simulate.manifest import sha256, write_durably
+
+        for relname, blocks in self.plan.touched.items():
+            rel = by_name[relname]
+            for blk in blocks:
+                for source in ("server", "file"):
+                    data: bytes | None
+                    if source == "server":
+                        got = next(iter(self.ctx.reader.server_pages(rel, blk, blk)), None)
+                        data = got[1] if got is not None and isinstance(got[1], bytes) else None
+                    else:
+                        data = self.ctx.reader.file_page(rel, blk)
+                    if data is None:
+                        continue
+                    name = f"{rel.oid}-{blk}.{source}.bin"
+                    write_durably(out / name, data)
+                    index.append(
+                        {
+                            "relation": relname,
+                            "file": rel.filepath,
+                            "block": blk,
+                            "source": source,
+                            "saved": name,
+                            "sha256": sha256(data),
+                        }
+                    )
+        (out / "index.json").write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+        self.say(f"  saved {len(index)} page image(s) in {out}")
+        return {"saved": len(index), "dir": str(out)}
+
+    def save_carved(self, step: Step) -> dict[str, Any]:
+        rows = sorted(self.plan.carved_rows.items())
+        path = self.run_dir / "carved.copy"
+        path.write_bytes(b"".join(line if line.endswith(b"\n") else line + b"\n" for _, line in rows))
+        (self.run_dir / "carved.json").write_text(
+            json.dumps({"columns": self.live_columns(), "ctids": [tid_text(t) for t, _ in rows]}, indent=2) + "\n",
+            encoding="utf-8",
+        )
+        return {"rows": len(rows), "file": str(path)}
+
+    def live_columns(self) -> list[str]:
+        return [c.name for c in self.ctx.cols if not c.dropped]
+
+    # ------------------------------------------------------------------ SQL steps
+
+    def surgery(self, step: Step) -> dict[str, Any]:
+        before = len(self.notices)
+        for statement in step.sql:
+            self.sql(statement)
+        skipped = [n for n in self.notices[before:] if "skipping" in n]
+        for n in skipped:
+            self.say(f"  {n}")
+        return {"tuples": len(step.tids), "skipped": skipped}
+
+    def plain_sql(self, step: Step, hint: str | None = None) -> dict[str, Any]:
+        before = len(self.notices)
+        for statement in step.sql:
+            self.sql(statement, hint)
+        said = self.notices[before:]
+        for n in said:
+            self.say(f"  {n}")
+        return {"notices": said}
+
+    def reindex(self, step: Step) -> dict[str, Any]:
+        """REINDEX; a failed CONCURRENTLY build leaves an invalid new index behind, which is dropped again."""
+        conn = self.ctx.conn
+        oids = [r.oid for r in self.ctx.rels if r.role in ("table", "toast")]
+        before = {int(r[0]) for r in conn.execute(db.load_sql("repair_indexes_of"), {"oids": oids}).fetchall()}
+        try:
+            return self.plain_sql(
+                step,
+                hint="a unique index that cannot be built means two rows carry the same key: a value damaged in a way "
+                "no structural check sees; find them (SELECT ctid, * FROM the table WHERE key = …), delete the wrong "
+                "one with heap_force_kill",
+            )
+        except PgSurgeonError:
+            for oid, name, valid in conn.execute(db.load_sql("repair_indexes_of"), {"oids": oids}).fetchall():
+                if int(oid) not in before and not valid:
+                    with contextlib.suppress(db.Error):
+                        conn.execute(
+                            db.sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(db.sql.Identifier(*name))
+                        )
+                        self.say(f"  dropped the invalid index {'.'.join(name)} the failed build left behind")
+            raise
+
+    # ------------------------------------------------------------------ file steps
+
+    def write_pages(self, step: Step) -> dict[str, Any]:
+        from pgsurgeon.simulate import apply as applying
+        from pgsurgeon.simulate.manifest import Manifest
+        from pgsurgeon.simulate.server import postmaster_pid, server_stopped
+
+        pgdata = self.ctx.server.pgdata
+        assert pgdata is not None
+        path = (self.run_dir / "undo-manifest.json").absolute()
+
+        def build() -> Manifest:
+            changes, records = self.page_changes(step.writes, pgdata)
+            return Manifest(path, self.manifest_header(pgdata, step), changes, records)
+
+        self.ctx.conn.close()
+        if self.ctx.lab is not None:
+            with server_stopped(pgdata, self.say):
+                manifest = build()
+                applying.apply(manifest, self.say)
+        else:
+            if postmaster_pid(pgdata) is not None:
+                self.say(f"  stop the server now (pg_ctl stop -D {pgdata}); repair waits for it to be down")
+                deadline = time.monotonic() + WAIT_STOP_S
+                while postmaster_pid(pgdata) is not None:
+                    if time.monotonic() > deadline:
+                        raise PgSurgeonError(
+                            f"the server on {pgdata} did not stop within {WAIT_STOP_S:.0f}s; no page was written",
+                            hint="stop it and run repair again",
+                        )
+                    time.sleep(1)
+            manifest = build()
+            applying.apply(manifest, self.say)
+            self.say(f"  pages written; start the server again (pg_ctl start -D {pgdata}); repair waits for it")
+        self.wait_for_server()
+        self.reconnect()
+        self.report["manifest"] = str(path)
+        self.say(f"  undo manifest: {path} (pgsurgeon undo {path} puts the old pages back)")
+        return {"manifest": str(path), "pages": len(manifest.pages)}
+
+    def wait_for_server(self) -> None:
+        deadline = time.monotonic() + (120 if self.ctx.lab is not None else WAIT_START_S)
+        while True:
+            try:
+                with db.connect(self.ctx.req.dsn) as conn:
+                    conn.execute("SELECT 1")
+                return
+            except (db.ConnectError, db.OperationalError):
+                if time.monotonic() > deadline:
+                    raise PgSurgeonError(
+                        "the server did not accept connections after the page writes",
+                        hint="start it, then run repair again: it plans from the table as it is now",
+                    ) from None
+                time.sleep(0.5)
+
+    def manifest_header(self, pgdata: Path, step: Step) -> dict[str, Any]:
+        lab = None
+        if is_lab_cluster(pgdata):
+            marker = read_lab_marker(pgdata)
+            lab = {"name": marker.get("name"), "id": marker.get("id")}
+        try:
+            major = (pgdata / "PG_VERSION").read_text(encoding="utf-8").strip()
+        except OSError:
+            major = None
+        return {
+            "created_at": utc_now(),
+            "tool": "repair",
+            "pgdata": str(pgdata),
+            "lab": lab,
+            "force_non_lab": lab is None,
+            "postgresql_major": major,
+            "checksums": self.ctx.server.checksums,
+            "blcksz": self.ctx.server.block_size,
+            "relseg_size": self.ctx.server.segment_blocks,
+            "mode": "repair",
+            "field": None,
+            "seed": None,
+            "relation": {"name": self.plan.table, "role": "table", "kind": "heap", "file": self.ctx.table.filepath},
+            "notes": [
+                f"{w.relation} block {w.block}: "
+                + ("zeroed" if w.action == "zero" else f"line pointers {w.lps} cleared")
+                for w in step.writes
+            ],
+            "warnings": [],
+        }
+
+    def page_changes(self, writes: list[PageWrite], pgdata: Path) -> tuple[list[Any], list[Any]]:
+        from pgsurgeon.simulate.manifest import FileChange, PageRecord, sha256
+
+        bs = self.ctx.server.block_size
+        checksums = self.ctx.server.checksums
+        changes: list[Any] = []
+        records: list[Any] = []
+
+        def add(file: str, block: int, offset: int, old: bytes, new: bytes, note: str) -> None:
+            changes.append(FileChange.replace_bytes(file, offset, old, new, block=block, note=note))
+            records.append(PageRecord(file, block, offset, bs, sha256(old), sha256(new), original=old))
+
+        vm_clear: dict[str, set[int]] = {}
+        for w in writes:
+            old = _read(pgdata / w.file, w.offset, bs)
+            if old is None or len(old) != bs:
+                raise PgSurgeonError(f"{w.file} block {w.block} cannot be read for the page write; nothing written")
+            if w.action == "zero":
+                new = bytes(bs)
+                note = "repair: page zeroed"
+                rel = next(r for r in self.ctx.rels if r.regclass == w.relation)
+                if rel.filepath:
+                    vm_clear.setdefault(rel.filepath, set()).add(w.block)
+            else:
+                new = clear_line_pointers(old, w.lps, w.block, checksums)
+                note = f"repair: line pointers {w.lps} cleared"
+            if new != old:
+                add(w.file, w.block, w.offset, old, new, note)
+        # visibility map bits of zeroed blocks: an all-zero page is not all-visible
+        per_vm = (bs - VM_HEADER) * 4
+        for filepath, blocks in vm_clear.items():
+            by_vm: dict[int, list[int]] = {}
+            for b in blocks:
+                by_vm.setdefault(b // per_vm, []).append(b)
+            for vm_blk, heap_blocks in sorted(by_vm.items()):
+                segno, in_seg = divmod(vm_blk, self.ctx.server.segment_blocks)
+                vm_file = f"{filepath}_vm" if segno == 0 else f"{filepath}_vm.{segno}"
+                old = _read(pgdata / vm_file, in_seg * bs, bs)
+                if old is None or len(old) != bs or not any(old):
+                    continue
+                page = bytearray(old)
+                for b in heap_blocks:
+                    i = VM_HEADER + (b % per_vm) // 4
+                    page[i] &= ~(0x3 << ((b % 4) * 2)) & 0xFF
+                if checksums:
+                    _set_checksum(page, vm_blk)
+                if bytes(page) != old:
+                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits of zeroed blocks")
+        return changes, records
+
+    # ------------------------------------------------------------------ reinsert and verify
+
+    def reinsert(self, step: Step) -> dict[str, Any]:
+        rows = sorted(self.plan.carved_rows.items())
+        if not rows:
+            return {"inserted": 0}
+        conn = self.ctx.conn
+        from pgsurgeon.salvage.session import OUTPUT_SETTINGS
+
+        for name, value in OUTPUT_SETTINGS.items():
+            if name != "client_encoding":
+                conn.execute(db.load_sql("repair_setting"), {"name": name, "value": value})
+        sq = db.sql
+        tmp = sq.Identifier("pgsurgeon_reinsert")
+        src = sq.Identifier("pgsurgeon repair ctid")
+        table = facts.qualified(self.ctx.table)
+        live = [c for c in self.ctx.cols if not c.dropped]
+        ins = [c for c in live if not c.generated]
+        identity_always = any(c.identity == "a" for c in ins)
+        all_cols = sq.SQL(", ").join(sq.Identifier(c.name) for c in live)
+        ins_cols = sq.SQL(", ").join(sq.Identifier(c.name) for c in ins)
+        conn.execute(sq.SQL("DROP TABLE IF EXISTS pg_temp.{}").format(tmp))
+        conn.execute(sq.SQL("CREATE TEMP TABLE {} (LIKE {})").format(tmp, table))
+        conn.execute(sq.SQL("ALTER TABLE pg_temp.{} ADD COLUMN {} text").format(tmp, src))
+        with conn.cursor().copy(sq.SQL("COPY pg_temp.{} ({}, {}) FROM STDIN").format(tmp, all_cols, src)) as cp:
+            for tid, line in rows:
+                cp.write(line.rstrip(b"\n") + b"\t" + tid_text(tid).encode() + b"\n")
+        insert = sq.SQL("INSERT INTO {} ({}) {}SELECT {} FROM pg_temp.{} WHERE {} = %s ON CONFLICT DO NOTHING").format(
+            table,
+            ins_cols,
+            sq.SQL("OVERRIDING SYSTEM VALUE ") if identity_always else sq.SQL(""),
+            ins_cols,
+            tmp,
+            src,
+        )
+        inserted: list[str] = []
+        skipped: list[dict[str, str]] = []
+        for tid, _ in rows:
+            try:
+                n = conn.execute(insert, (tid_text(tid),)).rowcount
+            except db.Error as exc:
+                skipped.append({"ctid": tid_text(tid), "why": (str(exc).strip().splitlines() or ["error"])[0]})
+                continue
+            if n:
+                inserted.append(tid_text(tid))
+            else:
+                skipped.append({"ctid": tid_text(tid), "why": "a row with the same key is in the table"})
+        conn.execute(sq.SQL("DROP TABLE pg_temp.{}").format(tmp))
+        self.report["reinserted"] = inserted
+        self.report["reinsert_skipped"] = skipped
+        self.say(f"  {len(inserted)} row(s) inserted back, {len(skipped)} not")
+        return {"inserted": len(inserted), "skipped": skipped}
+
+    def verify(self, step: Step) -> dict[str, Any]:
+        outcome = diagnose(self.ctx)
+        errors = [f for f in outcome.findings if f["severity"] == "error"]
+        readable = True
+        read_error = None
+        try:
+            with db.connect(self.ctx.req.dsn) as conn:
+                conn.execute(db.sql.SQL("SELECT count(*) FROM {}").format(facts.qualified(self.ctx.table))).fetchone()
+        except db.Error as exc:
+            readable = False
+            read_error = (str(exc).strip().splitlines() or ["error"])[0]
+        clean = not errors and readable
+        after = {
+            "clean": clean,
+            "errors": len(errors),
+            "warnings": sum(1 for f in outcome.findings if f["severity"] == "warning"),
+            "readable": readable,
+            "read_error": read_error,
+            "findings": errors[:200],
+        }
+        self.report["after"] = after
+        if clean:
+            self.say(f"  {self.plan.table} is clean: amcheck (heap, TOAST, indexes with heapallindexed) finds nothing")
+        else:
+            self.say(
+                f"  {self.plan.table} is NOT clean: {len(errors)} error finding(s)"
+                + (f"; {read_error}" if read_error else "")
+            )
+            for f in errors[:10]:
+                self.say(f"    {f['relation']} block {f['block']} lp {f['item']}: {f['code']}: {f['message'][:120]}")
+        return {"clean": clean, "errors": len(errors)}
+
+
+def _read(path: Path, offset: int, length: int) -> bytes | None:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read(length)
+    except FileNotFoundError:
+        return None
+
+
+def _set_checksum(page: bytearray, block: int) -> None:
+    page[8:10] = b"\0\0"
+    value = core.page_checksum(bytes(page), block)
+    if value is not None:
+        page[8:10] = int(value).to_bytes(2, "little")
+
+
+def clear_line_pointers(page: bytes, lps: list[int], block: int, checksums: bool) -> bytes:
+    """The page with these line pointers set LP_UNUSED (off 0, len 0) and, with checksums, a fresh checksum."""
+    out = bytearray(page)
+    maxoff = pages.max_offset(page)
+    for lp in lps:
+        if 1 <= lp <= maxoff:
+            at = 24 + (lp - 1) * 4
+            out[at : at + 4] = b"\0\0\0\0"
+    if checksums:
+        _set_checksum(out, block)
+    return bytes(out)
+
+
+def execute(plan: Plan, ctx: Context, run_dir: Path, say: Say | None = None) -> dict[str, Any]:
+    """Run every step of ``plan``; the execution report (also in ``run_dir/report.json``)."""
+    speak: Say = say or (lambda text: print(text, file=sys.stderr))
+    return Executor(plan, ctx, run_dir, speak).run()

@@ -1,0 +1,240 @@
+"""Raw pages for planning: through the buffer manager (pageinspect's get_raw_page, never the executor), and, for
+pages the server refuses, from the relation files (directly when the data directory is on this host, else with
+pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: heap TIDs in btree leaves, TOAST
+chunk ids and TOAST pointers in heap tuples."""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pgsurgeon import core, db
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.repair.facts import Column, Server, ext_fn
+from pgsurgeon.repair.model import RelInfo, Tid
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+BATCH = 64
+_NAMED_BLOCK = re.compile(r"(?:invalid page in block|could not read blocks?) (\d+)")
+
+LP_UNUSED, LP_NORMAL, LP_REDIRECT, LP_DEAD = 0, 1, 2, 3
+HEAP_HASNULL = 0x0001
+HEAP_XMIN_COMMITTED = 0x0100
+HEAP_XMIN_INVALID = 0x0200
+HEAP_XMAX_INVALID = 0x0800
+HEAP_KEYS_UPDATED = 0x2000
+HEAP_HOT_UPDATED = 0x4000
+HEAP_NATTS_MASK = 0x07FF
+VARTAG_ONDISK = 18
+
+
+@dataclass
+class Item:
+    lp: int
+    flags: int
+    off: int
+    length: int
+    header: dict[str, Any] | None
+
+
+class PageReader:
+    def __init__(self, conn: Connection[tuple[Any, ...]], server: Server) -> None:
+        self.conn = conn
+        self.server = server
+        self.bs = server.block_size
+        self._query = db.sql.SQL(db.load_sql("repair_raw_pages")).format(
+            fn=ext_fn(server, "pageinspect", "get_raw_page")
+        )
+
+    def _batch(self, rel: RelInfo, a: int, b: int, fork: str) -> list[tuple[int, bytes]] | str:
+        try:
+            rows = self.conn.execute(self._query, {"rel": rel.oid, "fork": fork, "a": a, "b": b}).fetchall()
+        except (db.OperationalError, db.InterfaceError) as exc:
+            if self.conn.closed or self.conn.broken:
+                raise PgSurgeonError(
+                    f"the connection was lost while reading raw pages of {rel.regclass}: {exc}",
+                    hint="check the server log; run repair again once the server is up",
+                ) from None
+            return (str(exc).strip().splitlines() or ["error"])[0]
+        except db.DatabaseError as exc:
+            return (str(exc).strip().splitlines() or ["error"])[0]
+        return [(int(blk), bytes(data)) for blk, data in rows]
+
+    def server_pages(
+        self, rel: RelInfo, first: int, last: int, fork: str = "main"
+    ) -> Iterator[tuple[int, bytes | str]]:
+        """Each block of first..last as the buffer manager returns it, or the error it raises for that block."""
+        stack = [(first, last)]
+        while stack:
+            a, b = stack.pop()
+            if a > b:
+                continue
+            got = self._batch(rel, a, b, fork)
+            if not isinstance(got, str):
+                yield from got
+                continue
+            m = _NAMED_BLOCK.search(got)
+            named = int(m.group(1)) if m else None
+            if named is not None and a <= named <= b:
+                yield named, got
+                stack.extend([(named + 1, b), (a, named - 1)])
+            elif a == b:
+                yield a, got
+            else:
+                mid = a + (b - a) // 2
+                stack.extend([(mid + 1, b), (a, mid)])
+
+    def all_pages(self, rel: RelInfo, fork: str = "main") -> Iterator[tuple[int, bytes | str]]:
+        n = rel.nblocks
+        for a in range(0, n, BATCH):
+            yield from self.server_pages(rel, a, min(a + BATCH, n) - 1, fork)
+
+    def file_page(self, rel: RelInfo, block: int) -> bytes | None:
+        """Block ``block`` from the relation's files (None when it cannot be read from here)."""
+        if rel.filepath is None:
+            return None
+        segno, in_seg = divmod(block, self.server.segment_blocks)
+        name = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
+        if self.server.pgdata is not None:
+            try:
+                with (self.server.pgdata / name).open("rb") as fh:
+                    fh.seek(in_seg * self.bs)
+                    data = fh.read(self.bs)
+            except OSError:
+                return None
+            return data if len(data) == self.bs else None
+        try:
+            row = self.conn.execute(
+                db.load_sql("repair_read_file"), {"path": name, "offset": in_seg * self.bs, "length": self.bs}
+            ).fetchone()
+        except db.DatabaseError:
+            return None
+        data = bytes(row[0]) if row and row[0] is not None else b""
+        return data if len(data) == self.bs else None
+
+    def page(self, rel: RelInfo, block: int) -> tuple[bytes | None, str]:
+        """The page as the server has it, else from the files: (bytes or None, ``server``/``file``/error text)."""
+        for _blk, got in self.server_pages(rel, block, block):
+            if isinstance(got, bytes):
+                return got, "server"
+            data = self.file_page(rel, block)
+            return (data, "file") if data is not None else (None, got)
+        return None, "not read"
+
+
+# ---------------------------------------------------------------------------------------------------- decoding
+
+
+def heap_items(page: bytes, block: int) -> list[Item]:
+    """Line pointers of a heap page (as many as pd_lower claims and the page can hold) with their tuple headers."""
+    try:
+        report = core.inspect_page(page, block, checksums=False, kind="heap")
+    except ValueError:
+        return []
+    return [
+        Item(int(it["lp"]), int(it["lp_flags"]), int(it["lp_off"]), int(it["lp_len"]), it.get("heap"))
+        for it in report["items"]
+    ]
+
+
+def is_all_zero(page: bytes) -> bool:
+    return not any(page)
+
+
+def max_offset(page: bytes) -> int:
+    lower = int.from_bytes(page[12:14], "little")
+    return max((lower - 24) // 4, 0) if 24 <= lower <= len(page) else 0
+
+
+def btree_leaf_tids(page: bytes, block: int) -> list[tuple[Tid, bytes]]:
+    """(heap TID, key bytes) of every non-pivot item of a btree leaf page (posting lists expanded)."""
+    try:
+        rep = core.inspect_page(page, block, checksums=False, kind="btree")
+    except ValueError:
+        return []
+    bt = rep.get("btree")
+    if not bt or "BTP_LEAF" not in bt["flags"]:
+        return []
+    out: list[tuple[Tid, bytes]] = []
+    for it in rep["items"]:
+        item = it.get("btree")
+        if not item or item["is_pivot"] or it["lp_flags"] != LP_NORMAL:
+            continue
+        tids = item["tids"] or ([item["htid"]] if item["htid"] else [])
+        key = bytes.fromhex(str(item.get("data") or "").replace(" ", ""))
+        out.extend(((int(t["block"]), int(t["offset"])), key) for t in tids)
+    return out
+
+
+def toast_chunk_id(page: bytes, item: Item) -> int | None:
+    """chunk_id of a TOAST tuple (the first column, an oid right after the header)."""
+    if item.flags != LP_NORMAL or item.length < 24 + 4 or item.off + item.length > len(page):
+        return None
+    t_hoff = page[item.off + 22]
+    at = item.off + t_hoff
+    if t_hoff < 24 or at + 4 > item.off + item.length:
+        return None
+    return int(struct.unpack_from("<I", page, at)[0])
+
+
+def _align(off: int, align: str) -> int:
+    n = {"c": 1, "s": 2, "i": 4, "d": 8}.get(align, 1)
+    return (off + n - 1) // n * n
+
+
+def toast_pointers(tuple_bytes: bytes, cols: list[Column]) -> list[int] | None:
+    """The TOAST value ids an on-disk heap tuple points to (None when the tuple cannot be walked: its columns do not
+    fit, a length runs past the end). Follows heap_deform_tuple's rules for alignment and short varlenas."""
+    t = tuple_bytes
+    if len(t) < 24:
+        return None
+    infomask2, infomask, t_hoff = struct.unpack_from("<HHB", t, 18)
+    natts = infomask2 & HEAP_NATTS_MASK
+    hasnull = bool(infomask & HEAP_HASNULL)
+    if t_hoff < 24 or t_hoff > len(t):
+        return None
+    bitmap = t[23:t_hoff]
+    off = t_hoff
+    out: list[int] = []
+    for i, col in enumerate(cols[:natts]):
+        if hasnull and (i >> 3 >= len(bitmap) or not (bitmap[i >> 3] >> (i & 7)) & 1):
+            continue
+        if col.attlen > 0:
+            off = _align(off, col.attalign) + col.attlen
+        elif col.attlen == -1:
+            if off >= len(t):
+                return None
+            if t[off] == 0:  # a pad byte: the value is aligned (VARATT_NOT_PAD_BYTE)
+                off = _align(off, col.attalign)
+                if off >= len(t):
+                    return None
+            b0 = t[off]
+            if b0 == 0x01:  # external
+                if off + 2 > len(t):
+                    return None
+                tag = t[off + 1]
+                size = 2 + (16 if tag == VARTAG_ONDISK else 8)
+                if tag == VARTAG_ONDISK and off + 18 <= len(t):
+                    out.append(int(struct.unpack_from("<I", t, off + 10)[0]))
+                off += size
+            elif b0 & 0x01:  # short varlena
+                off += b0 >> 1
+            else:
+                if off + 4 > len(t):
+                    return None
+                off += (struct.unpack_from("<I", t, off)[0] >> 2) & 0x3FFFFFFF
+        elif col.attlen == -2:
+            end = t.find(b"\0", off)
+            if end < 0:
+                return None
+            off = end + 1
+        else:
+            return None
+        if off > len(t):
+            return None
+    return out

@@ -1,0 +1,1004 @@
+"""From a diagnosis to a repair plan, read-only.
+
+For each heap relation (the table and its TOAST table) every damaged block is judged:
+
+* **page level** — the server refuses the page (bad header, checksum), or its header or item-ID array is damaged:
+  the page is zeroed (``file`` method: in the relation file with the server stopped, the old page kept in an undo
+  manifest; ``sql`` method: ``zero_damaged_pages`` and ``VACUUM FULL``). Every row of the page is lost.
+* **line pointers** — a REDIRECT or DEAD line pointer that leads nowhere (pg_surgery only takes LP_NORMAL items): the
+  line pointer is cleared in the file (``file``), or left behind by the rewrite (``sql``).
+* **tuple level** — a damaged tuple behind a sound line pointer: ``heap_force_freeze`` when only its visibility
+  fields are wrong (the row comes back as it was), else ``heap_force_kill`` (the row is lost).
+
+TOAST chunks that go take the rows whose values they held (found by the TOAST pointers in the table's tuples); index
+entries that point at nothing are rows already gone. Everything lost is listed by ctid, built from the block and line
+pointer number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgsurgeon import db
+from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.repair import facts, pages
+from pgsurgeon.repair.facts import Column, Server
+from pgsurgeon.repair.model import (
+    CARVE,
+    CAUSE_CLEARED,
+    CAUSE_GONE,
+    CAUSE_KILLED,
+    CAUSE_TOAST,
+    CAUSE_ZEROED,
+    CLEAR_LPS,
+    FREEZE,
+    KILL,
+    METHOD_FILE,
+    METHOD_SQL,
+    REINDEX,
+    REINSERT,
+    REWRITE_SQL,
+    SALVAGE,
+    SAVE_PAGES,
+    VACUUM,
+    VERIFY,
+    ZERO_FILE,
+    Loss,
+    PageWrite,
+    Plan,
+    RelInfo,
+    Step,
+    Tid,
+    tid_ranges,
+    tid_text,
+)
+from pgsurgeon.repair.pages import LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, PageReader
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from pgsurgeon.lab import LabCluster
+
+# Finding codes that condemn a whole page (with item None): the header, the checksum, the item-ID array as a whole.
+PAGE_CODES = frozenset(
+    {
+        "server.invalid_page",
+        "server.crash",
+        "server.error",
+        "line_pointer.many_invalid",
+        "line_pointer.count",
+    }
+)
+# Codes that are evidence of rows already gone, or that only the indexes need to answer for.
+EVIDENCE_CODES = frozenset(
+    {
+        "page_header.zeroed_referenced",
+        "page_header.zeroed_all_visible",
+        "page_header.zeroed_inside",
+        "file.heap_truncated",
+        "file.vm_beyond_end",
+        "file.partial_page",
+        "file.short_segment",
+        "server.read_error",
+    }
+)
+GONE_CODES = frozenset(
+    {"index.tid_unused", "index.tid_beyond_heap", "page_header.zeroed_referenced", "file.heap_truncated"}
+)
+# Damage heap_force_freeze repairs: it resets xmin (frozen), xmax (invalid), t_ctid (itself) and the visibility bits.
+FREEZABLE = frozenset(
+    {
+        "tuple_header.xmin_old",
+        "tuple_header.xmin_old_hinted",
+        "tuple_header.xmin_future",
+        "tuple_header.xmax_future",
+        "tuple_header.multi_future",
+        "tuple_header.ctid_not_self",
+        "tuple_header.ctid",
+    }
+)
+UNREPAIRED_CODES = {
+    "page_header.lsn_future": "a page LSN in the future (checkpoints fail once the page is written): the rows are "
+    "intact, so repair leaves the page; restore it from a backup or rewrite its pd_lsn by hand",
+}
+KILL_BATCH = 500
+
+
+@dataclass
+class RepairRequest:
+    dsn: str
+    table: str
+    reinsert: bool = False
+    skip_salvage: bool = False
+    salvage_into: str | None = None
+    salvage_out: Path | None = None
+    method: str = "auto"
+    """auto, file or sql: how page-level damage is repaired."""
+    force_file_writes: bool = False
+    freeze: bool = True
+    reindex: str = "auto"
+    """auto (CONCURRENTLY when possible), concurrently or plain."""
+    run_dir: Path | None = None
+    pgdata: Path | None = None
+    on_progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class Context:
+    """What planning learned that execution needs too (the open connection among them)."""
+
+    req: RepairRequest
+    conn: Connection[tuple[Any, ...]]
+    server: Server
+    rels: list[RelInfo]
+    table: RelInfo
+    cols: list[Column]
+    reader: PageReader
+    lab: LabCluster | None
+    salvage_problem: str | None = None
+
+    def rel(self, role: str) -> RelInfo | None:
+        return next((r for r in self.rels if r.role == role), None)
+
+    @property
+    def toast(self) -> RelInfo | None:
+        return self.rel("toast")
+
+    @property
+    def indexes(self) -> list[RelInfo]:
+        return [r for r in self.rels if r.role == "index"]
+
+    def sql_text(self, query: Any) -> str:
+        text: str = query.as_string(self.conn) if hasattr(query, "as_string") else str(query)
+        return text
+
+    def progress(self, text: str) -> None:
+        if self.req.on_progress is not None:
+            self.req.on_progress(text)
+
+
+@dataclass
+class HeapDamage:
+    rel: RelInfo
+    zero: dict[int, list[str]] = field(default_factory=dict)
+    """block -> why the whole page goes."""
+    clear: dict[int, dict[int, str]] = field(default_factory=dict)
+    """block -> line pointer -> why it is cleared (REDIRECT/DEAD/beyond pd_lower: pg_surgery cannot take it)."""
+    kill: dict[Tid, str] = field(default_factory=dict)
+    freeze: dict[Tid, str] = field(default_factory=dict)
+    refused: set[int] = field(default_factory=set)
+    images: dict[int, bytes] = field(default_factory=dict)
+    """The page as planned from (the server's copy, else the file's)."""
+    items: dict[int, list[pages.Item]] = field(default_factory=dict)
+    damaged_items: set[Tid] = field(default_factory=set)
+    """Tuples with findings of their own: what carving reads through their line pointer is not trusted."""
+    zero_blocks_present: set[int] = field(default_factory=set)
+    gone_items: dict[Tid, str] = field(default_factory=dict)
+    """Findings on line pointers that are already unused: nothing to write, the row (or chunk) is gone."""
+
+    @property
+    def touched(self) -> set[int]:
+        return set(self.zero) | set(self.clear) | {b for b, _ in self.kill} | {b for b, _ in self.freeze}
+
+
+# ---------------------------------------------------------------------------------------------- entry point
+
+
+def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
+    """Connect, check, diagnose and plan; nothing is changed. The caller closes ``ctx.conn``."""
+    conn = facts.connect(req.dsn, read_only=True)
+    try:
+        server = facts.server_facts(conn, req.pgdata)
+        facts.preflight(server)
+        oid, relkind = facts.resolve_table(conn, req.table, server.database)
+        if relkind == "p":
+            raise UsageError(
+                f"{req.table} is a partitioned table: it holds no rows itself",
+                hint="repair the damaged partition (diagnose names it)",
+            )
+        if relkind not in ("r", "m"):
+            raise UsageError(
+                f"{req.table} is not a table (relkind {relkind})",
+                hint="repair takes a table; a damaged index alone is rebuilt with REINDEX INDEX",
+            )
+        rels = facts.relations(conn, oid, server.block_size)
+        table = next(r for r in rels if r.role == "table")
+        if table.system:
+            raise UsageError(
+                f"{table.regclass} is a system catalog: repair does not touch catalogs",
+                hint="salvage what you can and restore the cluster from a backup",
+            )
+        ctx = Context(
+            req=req,
+            conn=conn,
+            server=server,
+            rels=rels,
+            table=table,
+            cols=facts.columns(conn, oid),
+            reader=PageReader(conn, server),
+            lab=_lab(server),
+        )
+        plan = Planner(ctx).plan()
+    except BaseException:
+        conn.close()
+        raise
+    return plan, ctx
+
+
+def _lab(server: Server) -> LabCluster | None:
+    if server.pgdata is None:
+        return None
+    from pgsurgeon.lab.marker import is_lab_cluster
+    from pgsurgeon.simulate.server import lab_cluster_for
+
+    if not is_lab_cluster(server.pgdata):  # the marker says "made to be broken"; without it, no restarts
+        return None
+    return lab_cluster_for(server.pgdata)
+
+
+def salvage_problem() -> str | None:
+    """Why salvage cannot run here (None: it can, through its Python API or its command)."""
+    try:
+        from pgsurgeon.salvage import engine
+
+        getattr(engine, "salvage")  # noqa: B009 - an attribute the module must have
+        getattr(engine, "SalvageOptions")  # noqa: B009
+        return None
+    except Exception as exc:  # any import-time failure means the API is not usable; the command may be
+        api = f"{type(exc).__name__}: {exc}"
+    try:
+        from pgsurgeon.commands import COMMANDS
+
+        if any(getattr(m, "__name__", "").endswith(".salvage") for m in COMMANDS):
+            return None
+    except Exception as exc:  # the command table itself does not import
+        api += f"; commands: {exc}"
+    return f"neither the salvage module nor the 'pgsurgeon salvage' command is available ({api})"
+
+
+def diagnose(ctx: Context) -> Any:
+    from pgsurgeon.diagnose import DiagnoseRequest, run_diagnose
+
+    return run_diagnose(
+        DiagnoseRequest(
+            dsn=ctx.req.dsn,
+            tables=[ctx.table.regclass],
+            heapallindexed=True,
+            pgdata=ctx.req.pgdata,
+            on_progress=ctx.req.on_progress,
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+
+class Planner:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.server = ctx.server
+        self.reader = ctx.reader
+        self.notes: list[str] = []
+        self.unrepaired: list[str] = []
+        self.blockers: list[tuple[str, str]] = []
+
+    def plan(self) -> Plan:
+        ctx = self.ctx
+        ctx.progress(f"diagnosing {ctx.table.regclass}")
+        outcome = diagnose(ctx)
+        errors = [f for f in outcome.findings if f["severity"] == "error"]
+        by_rel: dict[str, list[dict[str, Any]]] = {}
+        for f in errors:
+            by_rel.setdefault(str(f["relation"]), []).append(f)
+        table, toast = ctx.table, ctx.toast
+        ctx.progress("judging the damaged blocks")
+        main = self.heap_damage(table, by_rel.get(table.regclass, []))
+        tdmg = self.heap_damage(toast, by_rel.get(toast.regclass, [])) if toast is not None else None
+        index_names = {r.regclass for r in ctx.rels if not r.is_heap}
+        index_findings = [f for f in errors if f["relation"] in index_names or str(f["code"]).startswith("index.")]
+        for f in errors:
+            if f["code"] == "server.timeout":
+                self.blockers.append(
+                    (
+                        f"the diagnosis is incomplete: {f['message']}",
+                        "another session held a lock or a statement timed out; run repair again when the table is "
+                        "quiet",
+                    )
+                )
+        method = self.choose_method(main, tdmg)
+        plan = Plan(
+            table=table.regclass,
+            oid=table.oid,
+            server=self.server.to_json(),
+            relations=ctx.rels,
+            method=method,
+            diagnosis={**outcome.summary, "relation_details": outcome.relations},
+            findings=errors,
+        )
+        plan.options = {
+            "reinsert": ctx.req.reinsert,
+            "skip_salvage": ctx.req.skip_salvage,
+            "freeze": ctx.req.freeze,
+            "reindex": ctx.req.reindex,
+            "force_file_writes": ctx.req.force_file_writes,
+            "lab": ctx.lab.name if ctx.lab is not None else None,
+        }
+        losses: dict[Tid, Loss] = {}
+
+        def lose(tid: Tid, cause: str, reason: str) -> None:
+            if tid not in losses:
+                losses[tid] = Loss(tid[0], tid[1], cause, reason)
+
+        # tuples of the table, then whole pages and line pointers
+        for tid, why in sorted(main.kill.items()):
+            lose(tid, CAUSE_KILLED, why)
+        evidence = self.index_evidence(table, main, errors)
+        for blk in sorted(main.zero):
+            for tid in self.rows_on_page(main, blk, evidence):
+                lose(tid, CAUSE_ZEROED, f"on block {blk}, whose page is zeroed: {'; '.join(main.zero[blk][:2])}")
+        for blk, lps in sorted(main.clear.items()):
+            for lp, why in sorted(lps.items()):
+                lose((blk, lp), CAUSE_CLEARED, why)
+        # the TOAST table: chunks that go, and the rows whose values they held
+        if tdmg is not None and toast is not None:
+            values = self.toast_values_lost(tdmg, plan)
+            if values:
+                ctx.progress(f"finding the rows that hold {len(values)} damaged TOAST value(s)")
+                for tid, valueid in self.rows_with_toast(table, main, values).items():
+                    if tid in main.freeze:
+                        del main.freeze[tid]
+                    if tid not in losses and (tid[0] not in main.zero) and tid not in main.kill:
+                        main.kill[tid] = f"its TOAST value {valueid} loses chunks in {toast.regclass}"
+                        lose(tid, CAUSE_TOAST, main.kill[tid])
+        # rows already gone: line pointers found unused, index entries that lead nowhere
+        for tid, why in sorted(main.gone_items.items()):
+            lose(tid, CAUSE_GONE, why)
+        for tid, why in sorted(self.gone(table, main, evidence).items()):
+            lose(tid, CAUSE_GONE, why)
+        plan.lost = sorted(losses.values(), key=lambda x: x.tid)
+        plan.kept = [
+            {"ctid": tid_text(t), "relation": r.regclass, "reason": why}
+            for r, d in ((table, main), (toast, tdmg))
+            if r is not None and d is not None
+            for t, why in sorted(d.freeze.items())
+        ]
+        for f in errors:
+            if f["code"] in UNREPAIRED_CODES:
+                self.unrepaired.append(f"{f['relation']} block {f['block']}: {UNREPAIRED_CODES[f['code']]}")
+        # what carving recovers
+        self.carve(plan, main)
+        self.steps(plan, main, tdmg, index_findings, evidence)
+        if ctx.req.reinsert and table.relkind == "m" and plan.carved_rows:
+            self.blockers.append(
+                (
+                    f"{table.regclass} is a materialized view: rows cannot be inserted back",
+                    "drop --reinsert; REFRESH MATERIALIZED VIEW rebuilds it from its query",
+                )
+            )
+        if not ctx.req.skip_salvage and not plan.is_empty:
+            problem = salvage_problem()
+            if problem is not None:
+                ctx.salvage_problem = problem
+                self.blockers.append(
+                    (
+                        f"salvage cannot run, and repair does not remove rows before salvaging: {problem}",
+                        "--skip-salvage goes ahead without the full copy of the table (the damaged pages are still "
+                        "saved, and the carved rows)",
+                    )
+                )
+        plan.unrepaired = self.unrepaired
+        plan.blockers = self.blockers
+        plan.notes = self.notes
+        return plan
+
+    # ------------------------------------------------------------------ blocks
+
+    def heap_damage(self, rel: RelInfo, found: list[dict[str, Any]]) -> HeapDamage:
+        dmg = HeapDamage(rel)
+        blocks: dict[int, list[dict[str, Any]]] = {}
+        for f in found:
+            if f["block"] is None or f["code"] in EVIDENCE_CODES or f["code"] in UNREPAIRED_CODES:
+                continue
+            if str(f["code"]).startswith("index.") or f["code"] == "server.timeout":
+                continue  # the indexes answer for these (REINDEX)
+            if f.get("fork", "main") != "main" or int(f["block"]) >= rel.nblocks:
+                continue
+            blocks.setdefault(int(f["block"]), []).append(f)
+        for blk, fs in sorted(blocks.items()):
+            self.judge_block(dmg, blk, fs)
+        return dmg
+
+    def judge_block(self, dmg: HeapDamage, blk: int, fs: list[dict[str, Any]]) -> None:
+        rel = dmg.rel
+        page, source = self.reader.page(rel, blk)
+        refused = any(f["code"] in ("server.invalid_page",) for f in fs) or source != "server"
+        if refused:
+            dmg.refused.add(blk)
+        if page is None:
+            dmg.zero[blk] = [f"the server refuses it and its file cannot be read here ({source})"]
+            return
+        dmg.images[blk] = page
+        if pages.is_all_zero(page):
+            dmg.zero_blocks_present.add(blk)
+            return
+        items = pages.heap_items(page, blk)
+        dmg.items[blk] = items
+        by_lp = {it.lp: it for it in items}
+        page_reasons = [
+            f"{f['code']}: {f['message']}"
+            for f in fs
+            if f["item"] is None
+            and (
+                f["code"] in PAGE_CODES
+                or str(f["code"]).startswith("page_header.")
+                or str(f["code"]).startswith("checksum.")
+                or str(f["code"]).startswith("line_pointer.")
+            )
+        ]
+        if refused and not page_reasons:
+            page_reasons = ["the server refuses the page"]
+        per_item: dict[int, list[dict[str, Any]]] = {}
+        for f in fs:
+            if f["item"] is not None:
+                per_item.setdefault(int(f["item"]), []).append(f)
+            elif not page_reasons:
+                page_reasons.append(f"{f['code']}: {f['message']}")
+        for lp, ifs in per_item.items():
+            if any(f["area"] in ("tuple_header", "tuple_data", "toast") for f in ifs):
+                dmg.damaged_items.add((blk, lp))
+        if page_reasons:
+            dmg.zero[blk] = page_reasons
+            return
+        for lp, ifs in sorted(per_item.items()):
+            codes = sorted({str(f["code"]) for f in ifs})
+            why = "; ".join(f"{f['code']}: {f['message']}" for f in ifs[:3])
+            it = by_lp.get(lp)
+            if it is not None and it.flags == LP_UNUSED:
+                dmg.gone_items[(blk, lp)] = f"line pointer {lp} is unused: the tuple is gone ({why})"
+                continue
+            if it is None or it.flags != LP_NORMAL:
+                state = "beyond pd_lower" if it is None else {LP_REDIRECT: "a redirect", LP_DEAD: "dead"}[it.flags]
+                dmg.clear.setdefault(blk, {})[lp] = f"line pointer {lp} is {state} and leads nowhere ({why})"
+                continue
+            freeze_why = self.freezable(codes, it) if self.ctx.req.freeze else None
+            if freeze_why is not None:
+                dmg.freeze[(blk, lp)] = f"{freeze_why} ({why})"
+            else:
+                dmg.kill[(blk, lp)] = why
+
+    @staticmethod
+    def freezable(codes: list[str], it: pages.Item) -> str | None:
+        """Why heap_force_freeze gives this tuple back as it was, or None (kill it)."""
+        if not codes or any(c not in FREEZABLE for c in codes) or it.header is None:
+            return None
+        mask = int(it.header.get("t_infomask", 0))
+        mask2 = int(it.header.get("t_infomask2", 0))
+        if mask & pages.HEAP_XMIN_INVALID and not mask & pages.HEAP_XMIN_COMMITTED:
+            return None  # inserted by a transaction that aborted: not a row
+        if not mask & pages.HEAP_XMAX_INVALID and mask2 & (pages.HEAP_HOT_UPDATED | pages.HEAP_KEYS_UPDATED):
+            return None  # updated: freezing would bring back an old version next to the new one
+        return "only its visibility fields are damaged; freezing makes it visible again with its data"
+
+    # ------------------------------------------------------------------ rows
+
+    def index_evidence(self, rel: RelInfo, dmg: HeapDamage, errors: list[dict[str, Any]]) -> dict[Tid, list[str]]:
+        """Heap TIDs the table's btree indexes point to, when rows may be gone or pages go (else empty)."""
+        wanted = bool(dmg.zero or dmg.clear or dmg.zero_blocks_present) or any(f["code"] in GONE_CODES for f in errors)
+        if not wanted:
+            return {}
+        indexes = [r for r in self.ctx.indexes if r.is_btree]
+        if not indexes:
+            self.notes.append(
+                f"{rel.regclass} has no btree index: rows on zeroed pages are counted from the page alone"
+            )
+            return {}
+        self.ctx.progress(f"reading {sum(r.nblocks for r in indexes)} index page(s) for evidence of rows")
+        out: dict[Tid, list[str]] = {}
+        for ix in indexes:
+            for blk, got in self.reader.all_pages(ix):
+                if blk == 0 or isinstance(got, str):
+                    continue
+                for tid, _key in pages.btree_leaf_tids(got, blk):
+                    out.setdefault(tid, []).append(ix.regclass)
+        return out
+
+    def rows_on_page(self, dmg: HeapDamage, blk: int, evidence: dict[Tid, list[str]]) -> list[Tid]:
+        """Every row a zeroed page takes: its sound line pointers, the index entries into it, what carving finds."""
+        tids: set[Tid] = {t for t in evidence if t[0] == blk}
+        for it in dmg.items.get(blk, []):
+            if it.flags == LP_NORMAL and it.header is not None and it.length > 0:
+                tids.add((blk, it.lp))
+        return sorted(tids)
+
+    def gone(self, rel: RelInfo, dmg: HeapDamage, evidence: dict[Tid, list[str]]) -> dict[Tid, str]:
+        """Index entries whose heap line pointer is unused, missing, dead with storage, on an all-zero page or past
+        the end of the table: those rows were already gone."""
+        out: dict[Tid, str] = {}
+        if not evidence:
+            return out
+        blocks = sorted({b for b, _ in evidence if b < rel.nblocks and b not in dmg.zero})
+        states: dict[int, tuple[bool, dict[int, pages.Item], int]] = {}
+        for blk in blocks:
+            page = dmg.images.get(blk)
+            if page is None:
+                continue
+            states[blk] = (
+                pages.is_all_zero(page),
+                {it.lp: it for it in pages.heap_items(page, blk)},
+                pages.max_offset(page),
+            )
+        missing = [b for b in blocks if b not in states]
+        for a, b in _runs(missing):
+            for blk, got in self.reader.server_pages(rel, a, b):
+                if isinstance(got, str):
+                    continue
+                dmg.images[blk] = got  # carving may find the gone rows' tuples still in the page
+                states[blk] = (
+                    pages.is_all_zero(got),
+                    {it.lp: it for it in pages.heap_items(got, blk)},
+                    pages.max_offset(got),
+                )
+        for (blk, lp), names in sorted(evidence.items()):
+            which = names[0]
+            if blk >= rel.nblocks:
+                out[(blk, lp)] = f"{which} points past the end of the table (block {blk}; the file was cut)"
+                continue
+            if blk in dmg.zero or blk not in states:
+                continue
+            zero, items, maxoff = states[blk]
+            if zero:
+                out[(blk, lp)] = f"{which} points into block {blk}, which is all zeroes"
+                continue
+            it = items.get(lp)
+            if lp > maxoff or it is None:
+                out[(blk, lp)] = f"{which} points at line pointer {lp}, beyond the {maxoff} of block {blk}"
+            elif it.flags == LP_UNUSED:
+                out[(blk, lp)] = f"{which} points at line pointer {lp}, which is unused"
+            elif it.flags == LP_DEAD and it.length > 0:
+                out[(blk, lp)] = f"{which} points at line pointer {lp}, which is dead with storage (damaged flags)"
+        return out
+
+    def toast_values_lost(self, tdmg: HeapDamage, plan: Plan) -> dict[int, str]:
+        """TOAST value ids that lose chunks: on zeroed pages, killed or cleared chunk tuples (from the chunks
+        themselves and from the TOAST index's entries)."""
+        gone_tids: dict[Tid, str] = {}
+        for tid, why in [*tdmg.kill.items(), *tdmg.gone_items.items()]:
+            gone_tids[tid] = why
+        for blk, lps in tdmg.clear.items():
+            for lp, why in lps.items():
+                gone_tids[(blk, lp)] = why
+        values: dict[int, str] = {}
+        for tid, why in gone_tids.items():
+            it = next((i for i in tdmg.items.get(tid[0], []) if i.lp == tid[1]), None)
+            cid = pages.toast_chunk_id(tdmg.images[tid[0]], it) if it is not None and tid[0] in tdmg.images else None
+            if cid is not None:
+                values.setdefault(cid, why)
+        for blk in tdmg.zero:
+            page = tdmg.images.get(blk)
+            for it in tdmg.items.get(blk, []):
+                cid = pages.toast_chunk_id(page, it) if page is not None else None
+                if cid is not None:
+                    values.setdefault(cid, f"chunk on zeroed block {blk}")
+        tindex = self.ctx.rel("toast-index")
+        if (tdmg.zero or gone_tids) and tindex is not None:
+            for blk, got in self.reader.all_pages(tindex):
+                if blk == 0 or isinstance(got, str):
+                    continue
+                for tid, key in pages.btree_leaf_tids(got, blk):
+                    if (tid[0] in tdmg.zero or tid in gone_tids) and len(key) >= 4:
+                        values.setdefault(int.from_bytes(key[:4], "little"), f"chunk at {tid_text(tid)}")
+        toast_losses = [Loss(b, lp, CAUSE_KILLED, why) for (b, lp), why in sorted(tdmg.kill.items())]
+        toast_losses += [
+            Loss(b, lp, CAUSE_CLEARED, why) for b, lps in sorted(tdmg.clear.items()) for lp, why in sorted(lps.items())
+        ]
+        toast_losses += [
+            Loss(b, it.lp, CAUSE_ZEROED, f"on zeroed block {b}")
+            for b in sorted(tdmg.zero)
+            for it in tdmg.items.get(b, [])
+            if it.flags == LP_NORMAL and it.header is not None
+        ]
+        plan.toast_lost = toast_losses
+        return values
+
+    def rows_with_toast(self, rel: RelInfo, dmg: HeapDamage, values: dict[int, str]) -> dict[Tid, int]:
+        """Rows of the table whose TOAST pointers name one of ``values`` (raw pages, never the executor)."""
+        out: dict[Tid, int] = {}
+        unreadable = 0
+        for blk, got in self.reader.all_pages(rel):
+            page = got if isinstance(got, bytes) else dmg.images.get(blk)
+            if page is None:
+                unreadable += 1
+                continue
+            for it in pages.heap_items(page, blk):
+                if it.flags != LP_NORMAL or it.header is None or it.off + it.length > len(page):
+                    continue
+                ptrs = pages.toast_pointers(page[it.off : it.off + it.length], self.ctx.cols)
+                for v in ptrs or []:
+                    if v in values:
+                        out[(blk, it.lp)] = v
+        if unreadable:
+            self.notes.append(f"{unreadable} block(s) of {rel.regclass} could not be read for TOAST pointers")
+        return out
+
+    # ------------------------------------------------------------------ method and carving
+
+    def choose_method(self, main: HeapDamage, tdmg: HeapDamage | None) -> str:
+        req, server = self.ctx.req, self.server
+        pagework = bool(main.zero or main.clear or (tdmg is not None and (tdmg.zero or tdmg.clear)))
+        local = server.pgdata is not None
+        can_file = local and (self.ctx.lab is not None or req.force_file_writes)
+        if req.method == METHOD_FILE:
+            if not local:
+                self.blockers.append(
+                    (
+                        "--method file needs the data directory on this host",
+                        "run repair on the database server, or pass --pgdata where it is mounted",
+                    )
+                )
+            elif not can_file and pagework:
+                self.blockers.append(
+                    (
+                        f"{server.pgdata} is not a lab cluster: pgsurgeon does not stop servers it did not create",
+                        "--force-file-writes writes the pages once you have stopped the server yourself (repair "
+                        "waits for it), or use --method sql (zero_damaged_pages and VACUUM FULL)",
+                    )
+                )
+            return METHOD_FILE
+        if req.method == METHOD_SQL or not can_file:
+            return METHOD_SQL
+        return METHOD_FILE
+
+    def carve(self, plan: Plan, main: HeapDamage) -> None:
+        """Carve the pages that lose rows; mark the lost ctids carving recovers (``--reinsert`` puts them back)."""
+        lost = {loss.tid for loss in plan.lost}
+        blocks = sorted({b for b, _ in lost if b in main.images})
+        if not blocks:
+            return
+        from pgsurgeon.repair import carving
+
+        try:
+            carved, note = carving.carve(self.ctx, {b: main.images[b] for b in blocks}, lost, main.damaged_items)
+        except carving.CarveUnavailable as exc:
+            self.notes.append(f"rows on the damaged pages were not carved: {exc}")
+            if self.ctx.req.reinsert:
+                self.blockers.append((f"--reinsert needs carving, which cannot run here: {exc}", "drop --reinsert"))
+            return
+        if note:
+            self.notes.append(note)
+        plan.carved_rows = carved
+        for loss in plan.lost:
+            loss.carved = loss.tid in carved
+
+    # ------------------------------------------------------------------ steps
+
+    def steps(
+        self,
+        plan: Plan,
+        main: HeapDamage,
+        tdmg: HeapDamage | None,
+        index_findings: list[dict[str, Any]],
+        evidence: dict[Tid, list[str]],
+    ) -> None:
+        ctx, req = self.ctx, self.ctx.req
+        steps: list[Step] = []
+        heaps = [d for d in (main, tdmg) if d is not None]
+        pagework = any(d.zero or d.clear for d in heaps)
+        tuplework = any(d.kill or d.freeze for d in heaps)
+        gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
+        reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
+        if not (pagework or tuplework or reindex):
+            plan.steps = []
+            return
+        rewrite = plan.method == METHOD_SQL and pagework
+
+        def add(step: Step) -> Step:
+            step.id = str(len(steps) + 1)
+            steps.append(step)
+            return step
+
+        if not req.skip_salvage:
+            dest = req.salvage_into or str(req.salvage_out or "<run directory>/salvage")
+            add(
+                Step(
+                    "",
+                    SALVAGE,
+                    f"salvage {plan.table} into {dest} (every readable row, the damaged blocks carved)",
+                    relation=plan.table,
+                    wal_logged=req.salvage_into is not None,
+                    cost="reads the whole table through SQL in TID ranges; "
+                    + ("creates tables in this database" if req.salvage_into else "writes files only"),
+                )
+            )
+        plan.touched = {d.rel.regclass: sorted(d.touched) for d in heaps if d.touched}
+        touched = sum(len(d.touched) for d in heaps)
+        if touched:
+            add(
+                Step(
+                    "",
+                    SAVE_PAGES,
+                    f"save the {touched} page(s) the repair touches, as they are now, to <run directory>/pages",
+                    cost="reads pages; writes files only",
+                )
+            )
+        if plan.carved_rows:
+            add(
+                Step(
+                    "",
+                    CARVE,
+                    f"save the {len(plan.carved_rows)} row(s) carved from the damaged pages to "
+                    "<run directory>/carved.copy",
+                    cost="writes a file only",
+                )
+            )
+        surgery = facts.ext_fn
+        for d in heaps:
+            if d.freeze:
+                step = add(
+                    Step(
+                        "",
+                        FREEZE,
+                        f"heap_force_freeze {len(d.freeze)} tuple(s) of {d.rel.regclass}: their damaged visibility "
+                        "fields are reset, the rows stay",
+                        relation=d.rel.regclass,
+                        tids=sorted(d.freeze),
+                        irreversible=True,
+                        wal_logged=True,
+                        cost="no row lost; the tuples become visible (frozen) whatever their old xmin/xmax said",
+                    )
+                )
+                step.sql = self.surgery_sql(surgery(self.server, "pg_surgery", "heap_force_freeze"), d.rel, step.tids)
+        for d in heaps:
+            kills = dict(d.kill)
+            if rewrite:
+                for blk in d.zero:
+                    if blk in d.refused:
+                        continue
+                    for it in d.items.get(blk, []):
+                        if it.flags == LP_NORMAL:
+                            kills.setdefault((blk, it.lp), f"on block {blk}, whose page goes in the rewrite")
+            if not kills:
+                continue
+            is_main = d is main
+            lost_here = [t for t in kills if is_main]
+            step = add(
+                Step(
+                    "",
+                    KILL,
+                    f"heap_force_kill {len(kills)} tuple(s) of {d.rel.regclass} (ctids from block and line pointer)",
+                    relation=d.rel.regclass,
+                    tids=sorted(kills),
+                    irreversible=True,
+                    wal_logged=True,
+                    cost=f"{len(lost_here)} row(s) lost: {tid_ranges(lost_here, 12)}"
+                    if is_main
+                    else f"{len(kills)} TOAST chunk(s) removed (the rows that used them are killed too)",
+                )
+            )
+            step.sql = self.surgery_sql(surgery(self.server, "pg_surgery", "heap_force_kill"), d.rel, step.tids)
+            if is_main:
+                for loss in plan.lost:
+                    if loss.tid in kills:
+                        loss.step = step.id
+        if pagework and not rewrite:
+            writes: list[PageWrite] = []
+            for d in heaps:
+                for blk in sorted(d.zero):
+                    writes.append(self.page_write(d, blk, "zero"))
+                for blk, lps in sorted(d.clear.items()):
+                    if blk not in d.zero:
+                        writes.append(self.page_write(d, blk, "clear", sorted(lps)))
+            lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
+            kinds = {w.action for w in writes}
+            kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS
+            stop = (
+                f"lab cluster {ctx.lab.name} is stopped and started again around it"
+                if ctx.lab is not None
+                else "the server must be stopped by you (repair waits for it, then for it to start again)"
+            )
+            step = add(
+                Step(
+                    "",
+                    kind,
+                    f"write {len(writes)} page(s) in the relation files: "
+                    + ", ".join(
+                        f"{w.relation} block {w.block} " + ("zeroed" if w.action == "zero" else f"lps {w.lps} cleared")
+                        for w in writes[:6]
+                    )
+                    + (" …" if len(writes) > 6 else ""),
+                    relation=plan.table,
+                    writes=writes,
+                    server_stopped=True,
+                    cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; reversible: the old pages go "
+                    "into an undo manifest ('pgsurgeon undo MANIFEST')",
+                    notes=[stop],
+                )
+            )
+            for loss in plan.lost:
+                if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
+                    loss.step = step.id
+        if rewrite:
+            refused = sorted(b for d in heaps for b in d.refused if b in d.zero)
+            zdp = db.sql.SQL("SET zero_damaged_pages = on")
+            vf = db.sql.SQL("VACUUM FULL {}").format(facts.qualified(ctx.table))
+            reset = db.sql.SQL("RESET zero_damaged_pages")
+            sql = [ctx.sql_text(vf)]
+            if refused:
+                sql = [ctx.sql_text(zdp), *sql, ctx.sql_text(reset)]
+            lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
+            step = add(
+                Step(
+                    "",
+                    REWRITE_SQL,
+                    f"rewrite {plan.table} and its TOAST table"
+                    + (" with zero_damaged_pages on (the pages the server refuses read as empty)" if refused else "")
+                    + ": only readable tuples are copied, the indexes are rebuilt",
+                    relation=plan.table,
+                    sql=sql,
+                    irreversible=True,
+                    wal_logged=True,
+                    cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; takes an ACCESS EXCLUSIVE "
+                    "lock and room for a second copy of the table; the old files (with the damaged pages) are removed",
+                    notes=[
+                        "plain VACUUM does not write a page zero_damaged_pages zeroed in memory back to disk "
+                        "(an all-zero page is never dirtied): the rewrite is what makes it stick"
+                    ],
+                )
+            )
+            for loss in plan.lost:
+                if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
+                    loss.step = step.id
+        if reindex and not rewrite:
+            concurrently = self.reindex_concurrently()
+            q = db.sql.SQL("REINDEX TABLE {}{}").format(
+                db.sql.SQL("CONCURRENTLY ") if concurrently else db.sql.SQL(""), facts.qualified(ctx.table)
+            )
+            ixnames = [r.regclass for r in ctx.rels if r.relkind == "i"]
+            add(
+                Step(
+                    "",
+                    REINDEX,
+                    f"rebuild the {len(ixnames)} index(es) of {plan.table} and its TOAST table (entries that point at "
+                    "removed or missing rows go)",
+                    relation=plan.table,
+                    sql=[ctx.sql_text(q)],
+                    wal_logged=True,
+                    cost="no row lost; "
+                    + (
+                        "builds new indexes next to the old ones, then swaps them (writes go on)"
+                        if concurrently
+                        else "blocks writes to the table while it runs"
+                    ),
+                )
+            )
+        # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
+        # stay, and once rows land on the page index-only scans would trust it. Reset the table's map (pg_visibility)
+        # and let the VACUUM below rebuild it.
+        stale_vm = any(
+            f.get("code")
+            in (
+                "page_header.zeroed_all_visible",
+                "page_header.zeroed_referenced",
+                "file.vm_beyond_end",
+                "file.heap_truncated",
+            )
+            for f in plan.findings
+        )
+        if stale_vm and not rewrite:
+            target = db.sql.Literal(ctx.table.regclass)
+            add(
+                Step(
+                    "",
+                    VACUUM,
+                    f"reset the visibility map of {plan.table}: it marks all-zero or missing pages all-visible",
+                    relation=plan.table,
+                    sql=[
+                        "CREATE EXTENSION IF NOT EXISTS pg_visibility",
+                        ctx.sql_text(db.sql.SQL("SELECT pg_truncate_visibility_map({}::regclass)").format(target)),
+                    ],
+                    wal_logged=True,
+                    cost="no row lost; index-only scans read the heap until VACUUM sets the bits again",
+                )
+            )
+        if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
+            q = db.sql.SQL("VACUUM {}").format(facts.qualified(ctx.table))
+            add(
+                Step(
+                    "",
+                    VACUUM,
+                    f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up",
+                    relation=plan.table,
+                    sql=[ctx.sql_text(q)],
+                    wal_logged=True,
+                    cost="no row lost",
+                )
+            )
+        if req.reinsert and not plan.carved_rows and plan.lost:
+            self.notes.append("--reinsert: carving recovers none of the lost rows with certainty")
+        if req.reinsert and plan.carved_rows:
+            n = len(plan.carved_rows)
+            add(
+                Step(
+                    "",
+                    REINSERT,
+                    f"insert the {n} carved row(s) back into {plan.table} (original values, keys included; ON "
+                    "CONFLICT DO NOTHING)",
+                    relation=plan.table,
+                    tids=sorted(plan.carved_rows),
+                    wal_logged=True,
+                    cost=f"{n} of the {len(plan.lost_tids)} lost row(s) come back: "
+                    + tid_ranges(list(plan.carved_rows), 12),
+                )
+            )
+        elif plan.carved_rows:
+            self.notes.append(f"carving recovers {len(plan.carved_rows)} of the lost rows: --reinsert puts them back")
+        add(Step("", VERIFY, f"diagnose {plan.table} again (amcheck, heapallindexed) and report clean or not"))
+        plan.steps = steps
+
+    def surgery_sql(self, fn: Any, rel: RelInfo, tids: list[Tid]) -> list[str]:
+        out = []
+        for i in range(0, len(tids), KILL_BATCH):
+            chunk = tids[i : i + KILL_BATCH]
+            q = db.sql.SQL("SELECT {}({}::regclass, {}::tid[])").format(
+                fn, db.sql.Literal(rel.regclass), db.sql.Literal([tid_text(t) for t in chunk])
+            )
+            out.append(self.ctx.sql_text(q))
+        return out
+
+    def page_write(self, d: HeapDamage, blk: int, action: str, lps: list[int] | None = None) -> PageWrite:
+        from pgsurgeon.simulate.manifest import sha256
+
+        rel = d.rel
+        bs = self.server.block_size
+        segno, in_seg = divmod(blk, self.server.segment_blocks)
+        assert rel.filepath is not None
+        file = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
+        disk = self.reader.file_page(rel, blk)
+        return PageWrite(
+            relation=rel.regclass,
+            file=file,
+            block=blk,
+            offset=in_seg * bs,
+            action=action,
+            lps=lps or [],
+            sha256_before=sha256(disk) if disk is not None else None,
+        )
+
+    def reindex_concurrently(self) -> bool:
+        mode = self.ctx.req.reindex
+        if mode == "plain":
+            return False
+        problems = []
+        if any(r.exclusion for r in self.ctx.rels if r.relkind == "i"):
+            problems.append("an exclusion constraint's index cannot be rebuilt concurrently")
+        if any(not r.valid for r in self.ctx.rels if r.relkind == "i"):
+            problems.append("an index is invalid (a failed concurrent build?)")
+        if problems:
+            if mode == "concurrently":
+                raise PgSurgeonError(
+                    f"REINDEX CONCURRENTLY is not possible on {self.ctx.table.regclass}: {problems[0]}",
+                    hint="use --reindex plain",
+                )
+            self.notes.append(f"REINDEX without CONCURRENTLY: {problems[0]}")
+            return False
+        return True
+
+
+def _runs(blocks: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for b in sorted(blocks):
+        if out and b == out[-1][1] + 1:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((b, b))
+    return out
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(text: str) -> str:
+    return _SAFE.sub("_", text).strip("_")[:60] or "table"

@@ -1,0 +1,315 @@
+"""What salvage learns about a table and its server through SQL: names, files, columns and their types, TOAST
+table, btree indexes, the data directory and the transaction horizon."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgsurgeon import db
+from pgsurgeon.errors import PgSurgeonError
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.sql import Composed
+
+# Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).
+_NOT_ARRAYS = {22, 30}  # int2vector, oidvector
+
+
+def quote_ident(name: str) -> str:
+    """An identifier as SQL text, always quoted (so any name round-trips)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class Column:
+    attnum: int
+    name: str
+    attlen: int
+    attalign: str
+    attbyval: bool
+    dropped: bool
+    storage: str
+    typid: int
+    typname: str
+    missing: str | None
+    type: dict[str, Any] | None = None
+    """TypeDesc for the core (crates/core/src/datum.rs), None when the carver cannot print this type."""
+
+
+@dataclass
+class IndexInfo:
+    name: str
+    filepath: str
+    size: int
+
+
+@dataclass
+class TableInfo:
+    oid: int
+    schema: str
+    name: str
+    relkind: str
+    natts: int
+    filepath: str
+    size: int
+    toast_oid: int
+    toast_filepath: str | None
+    toast_size: int
+    toast_schema: str | None
+    toast_name: str | None
+    amname: str
+    block_size: int
+    server_version_num: int
+    checksums: bool
+    superuser: bool
+    read_server_files: bool
+    columns: list[Column] = field(default_factory=list)
+    indexes: list[IndexInfo] = field(default_factory=list)
+
+    @property
+    def nblocks(self) -> int:
+        return max(0, self.size) // self.block_size
+
+    @property
+    def toast_nblocks(self) -> int:
+        return self.toast_size // self.block_size
+
+    @property
+    def display(self) -> str:
+        """schema.name for people."""
+        return f"{self.schema}.{self.name}"
+
+    @property
+    def sql_name(self) -> str:
+        """The table as quoted SQL text."""
+        return f"{quote_ident(self.schema)}.{quote_ident(self.name)}"
+
+    def ident(self) -> Composed:
+        return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.schema), db.sql.Identifier(self.name))
+
+    def toast_ident(self) -> Composed | None:
+        if not self.toast_schema or not self.toast_name:
+            return None
+        return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.toast_schema), db.sql.Identifier(self.toast_name))
+
+    @property
+    def live_columns(self) -> list[Column]:
+        """The columns a ``SELECT *`` returns, in order."""
+        return [c for c in self.columns if not c.dropped]
+
+    def rel_desc(self) -> dict[str, Any]:
+        """RelDesc for the core (crates/core/src/tuple.rs)."""
+        return {
+            "natts": self.natts,
+            "has_toast": self.toast_oid != 0,
+            "toast_relid": self.toast_oid,
+            "attrs": [
+                {
+                    "attnum": c.attnum,
+                    "attlen": c.attlen,
+                    "attalign": c.attalign,
+                    "attbyval": c.attbyval,
+                    "attisdropped": c.dropped,
+                    "typname": c.typname,
+                    "attstorage": c.storage,
+                }
+                for c in self.columns
+            ],
+        }
+
+    def columns_out(self) -> list[dict[str, Any]]:
+        """ColumnOut list for the carver."""
+        return [{"attnum": c.attnum, "name": c.name, "type": c.type, "missing": c.missing} for c in self.live_columns]
+
+    @property
+    def unsupported_columns(self) -> list[str]:
+        return [f"{c.name} ({c.typname})" for c in self.live_columns if c.type is None]
+
+
+def resolve_table(conn: Connection[tuple[Any, ...]], table: str) -> int:
+    """The OID of ``table`` (SQL text, or an exact stored name)."""
+    oid: int | None = None
+    try:
+        row = conn.execute(db.load_sql("salvage_resolve"), {"sqlname": table}).fetchone()
+        oid = int(row[0]) if row and row[0] is not None else None
+    except db.DatabaseError:
+        oid = None
+    if oid is None:
+        schema, _, name = table.partition(".")
+        row = conn.execute(
+            db.load_sql("salvage_resolve_exact"), {"schema": schema if name else None, "name": name, "sqlname": table}
+        ).fetchone()
+        oid = int(row[0]) if row else None
+    if oid is None:
+        raise PgSurgeonError(
+            f"no table {table!r} in {db.describe_dsn(conn.info.dsn)}",
+            hint='name it as SQL (public.orders, "My Table") or by its exact name; check the database in the dsn',
+        )
+    return oid
+
+
+def _type_desc(oid: int, types: dict[int, tuple[Any, ...]], labels: dict[int, dict[str, str]]) -> dict[str, Any] | None:
+    seen = 0
+    while True:
+        row = types.get(oid)
+        if row is None or seen > 20:
+            return None
+        _oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype, typcategory = row
+        if typtype == "d":
+            oid = int(typbasetype)
+            seen += 1
+            continue
+        break
+    desc: dict[str, Any] = {
+        "oid": oid,
+        "name": typname,
+        "typtype": typtype,
+        "typlen": typlen,
+        "typalign": typalign,
+        "typbyval": typbyval,
+        "typdelim": typdelim,
+        "elem": None,
+        "enum_labels": labels.get(oid, {}),
+    }
+    if typcategory == "A" and int(typelem) != 0 and typlen == -1 and oid not in _NOT_ARRAYS:
+        elem = _type_desc(int(typelem), types, labels)
+        if elem is None:
+            return None
+        desc["elem"] = elem
+    return desc
+
+
+def _load_types(
+    conn: Connection[tuple[Any, ...]], oids: set[int]
+) -> tuple[dict[int, tuple[Any, ...]], dict[int, dict[str, str]]]:
+    types: dict[int, tuple[Any, ...]] = {}
+    want = set(oids)
+    for _ in range(10):  # domains over domains over arrays…
+        missing = sorted(o for o in want if o not in types)
+        if not missing:
+            break
+        for row in conn.execute(db.load_sql("salvage_types"), {"oids": missing}).fetchall():
+            types[int(row[0])] = row
+        want = set(types)
+        for row in types.values():
+            want.update(int(x) for x in (row[7], row[8]) if int(x) != 0)
+    labels: dict[int, dict[str, str]] = {}
+    enums = [o for o, r in types.items() if r[2] == "e"]
+    if enums:
+        for typid, label_oid, label in conn.execute(db.load_sql("salvage_enums"), {"oids": enums}).fetchall():
+            labels.setdefault(int(typid), {})[str(int(label_oid))] = label
+    return types, labels
+
+
+def _size(conn: Connection[tuple[Any, ...]], oid: int) -> int:
+    """pg_relation_size, or -1 when the server cannot tell (a segment file is missing)."""
+    try:
+        with conn.transaction():
+            row = conn.execute(db.load_sql("salvage_size"), {"oid": oid}).fetchone()
+    except db.DatabaseError:
+        return -1
+    return int(row[0]) if row else -1
+
+
+def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
+    row = conn.execute(db.load_sql("salvage_table"), {"oid": oid}).fetchone()
+    if row is None:
+        raise PgSurgeonError(f"table with oid {oid} disappeared", hint="run salvage again")
+    cols = [d.name for d in conn.execute(db.load_sql("salvage_table"), {"oid": oid}).description or []]
+    info = dict(zip(cols, row, strict=True))
+    if info["relkind"] not in ("r", "m", "t"):
+        kinds = {"p": "a partitioned table (salvage its partitions)", "v": "a view", "f": "a foreign table"}
+        raise PgSurgeonError(
+            f"{info['schema']}.{info['name']} is {kinds.get(info['relkind'], 'not a table')}",
+            hint="salvage reads heap tables (and materialized views) block by block",
+        )
+    if info["amname"] not in ("heap", ""):
+        raise PgSurgeonError(
+            f"{info['schema']}.{info['name']} uses table access method {info['amname']}, not heap",
+            hint="salvage only knows heap pages",
+        )
+    t = TableInfo(
+        oid=int(info["oid"]),
+        schema=info["schema"],
+        name=info["name"],
+        relkind=info["relkind"],
+        natts=int(info["natts"]),
+        filepath=info["filepath"],
+        size=_size(conn, int(info["oid"])),
+        toast_oid=int(info["toast_oid"] or 0),
+        toast_filepath=info["toast_filepath"],
+        toast_size=_size(conn, int(info["toast_oid"])) if info["toast_oid"] else 0,
+        toast_schema=info["toast_schema"],
+        toast_name=info["toast_name"],
+        amname=info["amname"] or "heap",
+        block_size=int(info["block_size"]),
+        server_version_num=int(info["server_version_num"]),
+        checksums=bool(info["checksums"]),
+        superuser=bool(info["superuser"]),
+        read_server_files=bool(info["read_server_files"]),
+    )
+    for r in conn.execute(db.load_sql("salvage_columns"), {"oid": oid}).fetchall():
+        attnum, name, attlen, attalign, attbyval, dropped, storage, typid, typname, missing = r
+        t.columns.append(
+            Column(
+                int(attnum),
+                name,
+                int(attlen),
+                attalign,
+                bool(attbyval),
+                bool(dropped),
+                storage,
+                int(typid),
+                typname,
+                missing,
+            )
+        )
+    types, labels = _load_types(conn, {c.typid for c in t.columns if not c.dropped and c.typid})
+    for c in t.columns:
+        if not c.dropped:
+            c.type = _type_desc(c.typid, types, labels)
+    for name, filepath, size in conn.execute(db.load_sql("salvage_indexes"), {"oid": oid}).fetchall():
+        t.indexes.append(IndexInfo(name, filepath, int(size)))
+    return t
+
+
+@dataclass
+class ServerFacts:
+    next_xid: int
+    data_directory: str | None
+    system_identifier: str | None
+
+
+def server_facts(conn: Connection[tuple[Any, ...]]) -> ServerFacts:
+    next_xid, data_directory = conn.execute(db.load_sql("salvage_server")).fetchone() or (None, None)
+    sysid: str | None = None
+    try:
+        row = conn.execute(db.load_sql("salvage_sysid")).fetchone()
+        sysid = str(row[0]) if row else None
+    except db.DatabaseError:
+        sysid = None
+    return ServerFacts(int(next_xid or 0), data_directory, sysid)
+
+
+def local_pgdata(facts: ServerFacts, table: TableInfo, override: Path | None) -> Path | None:
+    """The server's data directory when it can be read from here (and is the same cluster), else None."""
+    from pgsurgeon import core
+
+    candidate = override or (Path(facts.data_directory) if facts.data_directory else None)
+    if candidate is None:
+        return None
+    try:
+        if not (candidate / table.filepath).is_file() or not (candidate / "global" / "pg_control").is_file():
+            return None
+        if facts.system_identifier is not None:
+            control = core.read_control(candidate)
+            if str(control.get("system_identifier")) != facts.system_identifier:
+                return None
+        with (candidate / table.filepath).open("rb"):
+            pass
+    except (OSError, ValueError):
+        return None
+    return candidate

@@ -1,0 +1,824 @@
+"""The salvage of one table.
+
+1. Classify every block without the executor (the data files, or pg_read_binary_file): healthy, all zeroes, or
+   damaged. A damaged item-ID array or tuple header can crash the backend, so damaged blocks never reach SQL.
+2. Read the healthy blocks through SQL in TID-range chunks (``ctid >= '(a,0)' AND ctid < '(b,0)'``, a TID range
+   scan), in parallel. A chunk that fails is split (at the block an error names, else in halves) down to single
+   blocks; a block that fails is read tuple by tuple (``ctid = '(b,i)'``). A chunk whose read crashes the backend
+   is retried alone once, then carved.
+3. Carve the damaged blocks, and the tuples SQL could not read, from their raw bytes (crates/core/src/carve.rs),
+   asking the server for what the files do not say (transaction status, MultiXact members, TOAST chunks).
+4. Account for what is lost: line pointers that lead nowhere, all-zero pages, with the index entries that point
+   there as evidence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgsurgeon import core, db
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.salvage import catalog
+from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
+from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
+from pgsurgeon.salvage.sinks import PROVENANCE, DirSink, Sink, TableSink
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+_INVALID_PAGE = re.compile(r"invalid page in block (\d+) of relation \"?([^\s\"]+)")
+MAX_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KB pages
+CARVE_BATCH = 4096  # blocks carved at a time (32 MB of pages in memory)
+
+
+@dataclass
+class SalvageOptions:
+    dsn: str
+    table: str
+    into: str | None = None
+    into_dsn: str | None = None
+    out: Path | None = None
+    fmt: str = "copy"
+    jobs: int = 2
+    chunk_blocks: int = 0
+    """Blocks per SQL chunk (0: chosen from the table size)."""
+    pgdata: Path | None = None
+    files: str = "auto"
+    """auto (data directory if local, else pg_read_binary_file), local, remote, none (SQL only)."""
+    restart: bool = False
+    statement_timeout_s: float = 0
+    max_crashes: int = 8
+    keep_parts: bool = False
+    carve_all: bool = False
+    """Carve every block instead of reading through SQL (a cross-check, or when SQL cannot be trusted)."""
+    precheck: bool = True
+    """Classify blocks before sending SQL (off: SQL first, carve only what fails or crashes)."""
+    server_files: bool = True
+    """With --out and a local server: let the server write the chunk files (COPY … TO 'file')."""
+
+
+@dataclass
+class Stats:
+    blocks_total: int = 0
+    blocks_done: int = 0
+    rows_sql: int = 0
+    rows_tuples: int = 0
+    crashes: int = 0
+    started: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, blocks: int, rows: int) -> None:
+        with self.lock:
+            self.blocks_done += blocks
+            self.rows_sql += rows
+
+
+@dataclass
+class Failure:
+    first: int
+    end: int
+    error: str
+    action: str
+    lp: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"blocks": [self.first, self.end], "error": self.error, "action": self.action}
+        if self.lp is not None:
+            d["ctid"] = f"({self.first},{self.lp})"
+        return d
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def plan_chunks(nblocks: int, skip: set[int], done: list[tuple[int, int]], chunk: int) -> list[tuple[int, int]]:
+    """Ranges of blocks still to read through SQL: everything not skipped and not done, cut into chunks that do not
+    cross a skipped block."""
+    covered = _merge(done)
+    out: list[tuple[int, int]] = []
+    start: int | None = None
+    ci = 0
+
+    def flush(end: int) -> None:
+        nonlocal start
+        if start is not None:
+            a = start
+            while a < end:
+                out.append((a, min(a + chunk, end)))
+                a += chunk
+        start = None
+
+    for b in range(nblocks):
+        while ci < len(covered) and covered[ci][1] <= b:
+            ci += 1
+        is_done = ci < len(covered) and covered[ci][0] <= b < covered[ci][1]
+        if b in skip or is_done:
+            flush(b)
+            continue
+        if start is None:
+            start = b
+    flush(nblocks)
+    return out
+
+
+def _horizons(table: catalog.TableInfo, facts: catalog.ServerFacts, pgdata: Path | None) -> dict[str, Any] | None:
+    control: dict[str, Any] | None = None
+    if pgdata is not None:
+        with contextlib.suppress(Exception):
+            control = core.read_control(pgdata)
+    if control is None or not control.get("crc_ok", False):
+        return None
+    next_xid = int(str(control["next_xid"]).split(":")[-1])
+    if facts.next_xid:
+        next_xid = facts.next_xid
+    # The snapshot's xmax is one past the latest finished transaction: running ones (and those starting while
+    # we work) are above it. Only garbage lies far beyond.
+    next_xid = (next_xid + 10_000_000) % (1 << 32)
+    if next_xid < 3:
+        next_xid = 3
+    return {
+        "next_xid": next_xid,
+        "oldest_xid": int(control["oldest_xid"]),
+        # pg_control's value is from the last checkpoint; MultiXacts made since are valid too
+        "next_multi": (int(control["next_multi"]) + 10_000_000) % (1 << 32),
+        "oldest_multi": int(control["oldest_multi"]),
+    }
+
+
+def _files_size(pages: LocalPages, t: catalog.TableInfo) -> int:
+    """Bytes up to the end of the last segment file present (a missing segment reads as all-zero blocks...
+    counted as missing by the classifier)."""
+    last = max((int(s["segno"]) for s in pages.segments), default=0)
+    size = 0
+    for seg in pages.segments:
+        if int(seg["segno"]) == last:
+            size = last * pages.relseg_size * t.block_size + Path(seg["path"]).stat().st_size
+    return size
+
+
+class Salvage:
+    def __init__(self, opts: SalvageOptions, on_progress: Callable[[Stats], None] | None = None) -> None:
+        self.opts = opts
+        self.on_progress = on_progress
+        self.stats = Stats()
+        self.stop = threading.Event()
+        self.failures: list[Failure] = []
+        self.lost: list[dict[str, Any]] = []
+        self.carve_blocks: set[int] = set()
+        self.carve_items: dict[int, set[int]] = {}
+        self.notes: list[str] = []
+        self.lock = threading.Lock()
+
+    # ------------------------------------------------------------------ setup
+
+    def _session(self, read_only: bool = True, wait: bool = True) -> Session:
+        return Session(
+            self.opts.dsn,
+            read_only=read_only,
+            statement_timeout_s=self.opts.statement_timeout_s,
+            stop=self.stop,
+            wait=wait,
+        )
+
+    def run(self) -> dict[str, Any]:
+        o = self.opts
+        started = time.time()
+        self.main = self._session(wait=False)
+        conn = self.main.conn
+        oid = catalog.resolve_table(conn, o.table)
+        self.table = t = catalog.load_table(conn, oid)
+        facts = catalog.server_facts(conn)
+        if t.block_size != 8192:
+            self.notes.append(f"block size is {t.block_size}")
+        # where raw pages come from
+        pgdata: Path | None = None
+        self.pages: PageSource | None = None
+        if o.files in ("auto", "local"):
+            pgdata = catalog.local_pgdata(facts, t, o.pgdata)
+            if pgdata is not None:
+                self.pages = LocalPages(pgdata, t)
+            elif o.files == "local":
+                raise PgSurgeonError(
+                    f"the data directory of {db.describe_dsn(o.dsn)} cannot be read here",
+                    hint="pass --pgdata, run where the data directory is, or use --files remote",
+                )
+        if self.pages is None and o.files in ("auto", "remote"):
+            if can_read_remote(t):
+                self.pages = RemotePages(self._session(), t)
+            elif o.files == "remote":
+                raise PgSurgeonError(
+                    "reading raw pages through the server needs a superuser or pg_read_server_files",
+                    hint="connect as a superuser, or use --files none (SQL only: damaged pages cannot be carved)",
+                )
+        if self.pages is None:
+            self.notes.append("no raw page access: damaged blocks cannot be carved, only read through SQL")
+        if t.size < 0:
+            # the server cannot size the table (a segment file is missing): count the blocks in the files
+            if not isinstance(self.pages, LocalPages):
+                raise PgSurgeonError(
+                    f"the server cannot tell the size of {t.display} (a segment file is missing?)",
+                    hint="run salvage where the data directory is (or pass --pgdata) so the files can be counted",
+                )
+            t.size = _files_size(self.pages, t)
+            self.notes.append("the server could not size the table (a segment file is missing); sized from its files")
+        elif isinstance(self.pages, LocalPages):
+            # segments after a missing one are invisible to the server (it stops counting at the gap) but not to us
+            on_disk = _files_size(self.pages, t)
+            if on_disk > t.size:
+                self.notes.append(
+                    f"the files hold {(on_disk - t.size) // t.block_size} blocks past the end the server sees "
+                    "(a segment file is missing before them): they are carved"
+                )
+                t.size = on_disk
+        self.horizons = _horizons(t, facts, pgdata)
+        self.pgdata = pgdata
+        # where rows go
+        sink: Sink
+        self.sink: Sink
+        if o.into:
+            into_dsn = o.into_dsn or o.dsn
+            tsink = TableSink(into_dsn, o.into, t, conn, same_db=o.into_dsn is None)
+            self.sink = sink = tsink
+            if tsink.carved_done():
+                return self._report(started, already=True)
+        else:
+            assert o.out is not None
+            dsink = DirSink(o.out, t, o.fmt, restart=o.restart, keep_parts=o.keep_parts)
+            self.sink = sink = dsink
+            if pgdata is not None and o.server_files:
+                dsink.try_server_side(self.main, pgdata)
+        if t.unsupported_columns:
+            self.notes.append(
+                "carved rows cannot print these columns (they come out NULL, the row kept apart): "
+                + ", ".join(t.unsupported_columns)
+            )
+        # 1. classify
+        nblocks = t.nblocks
+        self.stats.blocks_total = nblocks
+        self.classes: dict[int, dict[str, Any]] = {}
+        self.classify_seconds = 0.0
+        if self.pages is None and o.carve_all:
+            raise PgSurgeonError("--carve-all needs raw pages", hint="use --files local or remote")
+        if self.pages is not None and (o.precheck or o.carve_all):
+            c0 = time.monotonic()
+            res = self.pages.classify(
+                {
+                    "nblocks": nblocks,
+                    "blcksz": t.block_size,
+                    "checksums": t.checksums,
+                    "desc": t.rel_desc(),
+                    "horizons": self.horizons,
+                    "jobs": o.jobs,
+                    "columns": t.columns_out(),
+                }
+            )
+            self.classify_seconds = time.monotonic() - c0
+            self.classes = {int(b["block"]): b for b in res["blocks"]}
+        damaged = {b for b, c in self.classes.items() if c["state"] in ("damaged", "missing")}
+        # A page whose only fault is its checksum is never used by the server (it raises "invalid page"), so SQL
+        # may try it: on a running server the page in shared buffers may be fine and the file mid-write. Alone,
+        # so a failure costs one block.
+        checksum_only = {
+            b
+            for b, c in self.classes.items()
+            if c["state"] == "damaged" and set(c["codes"]) == {"checksum.mismatch"} and not o.carve_all
+        }
+        self.carve_blocks |= {b for b in damaged if self.classes[b]["state"] == "damaged"} - checksum_only
+        missing = [b for b, c in self.classes.items() if c["state"] == "missing"]
+        if missing and isinstance(self.pages, LocalPages):
+            # the server cannot read past a missing segment ("previous segment is only N blocks"): carve the rest
+            beyond = {b for b in range(min(missing) + 1, nblocks) if b not in self.classes}
+            if beyond:
+                self.notes.append(
+                    f"{len(beyond)} blocks after a missing segment are carved (the server cannot read them)"
+                )
+                self.carve_blocks |= beyond
+                damaged |= beyond
+        for b in sorted(damaged):
+            if self.classes[b]["state"] == "missing":
+                self.lost.append({"block": b, "lp": None, "reason": "the block is missing from the relation's files"})
+        if o.carve_all:
+            self.carve_blocks |= {
+                b for b in range(nblocks) if b not in self.classes or self.classes[b]["state"] != "missing"
+            }
+            damaged = set(range(nblocks))
+        # 2. SQL
+        done = sink.done_ranges()
+        chunk = o.chunk_blocks or max(16, min(2048, nblocks // max(1, o.jobs * 8) or 16))
+        work = plan_chunks(nblocks, damaged, done, chunk)
+        done_set = _merge(done)
+        work += [(b, b + 1) for b in sorted(checksum_only) if not any(x <= b < y for x, y in done_set)]
+        with self.stats.lock:
+            self.stats.blocks_done = sum(min(b, nblocks) - a for a, b in _merge(done)) + len(damaged - checksum_only)
+        self.sql_seconds = 0.0
+        s0 = time.monotonic()
+        self._run_sql(work)
+        self.sql_seconds = time.monotonic() - s0
+        # 3. carve
+        self.carved: dict[str, Any] = {"rows": 0, "uncertain": 0, "invisible": 0, "pages": 0}
+        c0 = time.monotonic()
+        self._carve()
+        self.carve_seconds = time.monotonic() - c0
+        outputs = sink.finish()
+        if isinstance(sink, DirSink) and not o.keep_parts:
+            sink.cleanup()
+        self.outputs = outputs
+        return self._report(started)
+
+    # ------------------------------------------------------------------ SQL phase
+
+    def _run_sql(self, work: list[tuple[int, int]]) -> None:
+        q: queue.Queue[tuple[int, int] | None] = queue.Queue()
+        for w in work:
+            q.put(w)
+        pending = [len(work)]
+        suspects: list[tuple[int, int, str]] = []
+        errors: list[BaseException] = []
+        cond = threading.Condition()
+
+        def finish_one() -> None:
+            with cond:
+                pending[0] -= 1
+                cond.notify_all()
+
+        def push(item: tuple[int, int]) -> None:
+            with cond:
+                pending[0] += 1
+            q.put(item)
+
+        def worker() -> None:
+            src: Session | None = None
+            dest: Session | None = None
+            try:
+                src = self._session()
+                dest = self.sink.dest_session()
+                while not self.stop.is_set():
+                    try:
+                        item = q.get(timeout=0.1)
+                    except queue.Empty:
+                        with cond:
+                            if pending[0] == 0:
+                                return
+                        continue
+                    if item is None:
+                        return
+                    a, b = item
+                    try:
+                        self._read_range(src, dest, a, b, push, suspects, serial=False)
+                    finally:
+                        finish_one()
+            except BaseException as exc:  # handed to the caller
+                errors.append(exc)
+                self.stop.set()
+            finally:
+                for s in (src, dest):
+                    if s is not None:
+                        s.close()
+
+        threads = [
+            threading.Thread(target=worker, name=f"salvage-{i}", daemon=True) for i in range(max(1, self.opts.jobs))
+        ]
+        for th in threads:
+            th.start()
+        try:
+            while any(th.is_alive() for th in threads):
+                for th in threads:
+                    th.join(0.25)
+                if self.on_progress is not None:
+                    self.on_progress(self.stats)
+        except KeyboardInterrupt:
+            self.stop.set()
+            for th in threads:
+                th.join()
+            raise
+        if errors:
+            raise errors[0]
+        # Ranges whose read lost the backend: alone now, so a crash there cannot be another range's fault.
+        if suspects:
+            src = self._session()
+            dest = self.sink.dest_session()
+            try:
+                serial: list[tuple[int, int]] = [(a, b) for a, b, _ in suspects]
+                while serial:
+                    a, b = serial.pop()
+                    self._read_range(src, dest, a, b, serial.append, None, serial=True)
+            finally:
+                src.close()
+                if dest is not None:
+                    dest.close()
+
+    def _read_range(
+        self,
+        src: Session,
+        dest: Session | None,
+        a: int,
+        b: int,
+        push: Callable[[tuple[int, int]], None],
+        suspects: list[tuple[int, int, str]] | None,
+        *,
+        serial: bool,
+    ) -> None:
+        try:
+            rows = self.sink.copy_range(src, dest, a, b)
+            self.stats.add(b - a, rows)
+            return
+        except SqlFailed as exc:
+            error = exc.message
+            m = _INVALID_PAGE.search(error)
+            # the block of this table the error names (not of its TOAST table or an index)
+            bad = int(m.group(1)) if m and m.group(2) == self.table.filepath else None
+            if bad is not None and a <= bad < b:
+                # the error names the block: read around it, carve it
+                with self.lock:
+                    self.failures.append(Failure(bad, bad + 1, error, "carved" if self.pages else "lost"))
+                self._block_failed(bad, error)
+                if a < bad:
+                    push((a, bad))
+                if bad + 1 < b:
+                    push((bad + 1, b))
+                return
+            if b - a > 1:
+                mid = (a + b) // 2
+                push((a, mid))
+                push((mid, b))
+                return
+            self._read_tuples(src, dest, a, error)
+            return
+        except BackendLost as exc:
+            with self.lock:
+                self.stats.crashes += 1
+            if not serial and suspects is not None:
+                with self.lock:
+                    suspects.append((a, b, str(exc)))
+                return
+            # It crashed alone: carve the range when we can, else narrow it down.
+            if self.pages is not None:
+                with self.lock:
+                    self.failures.append(Failure(a, b, f"backend crashed: {exc}", "carved"))
+                    self.carve_blocks.update(range(a, b))
+                self.stats.add(b - a, 0)
+                return
+            if self.stats.crashes >= self.opts.max_crashes or b - a == 1:
+                with self.lock:
+                    self.failures.append(Failure(a, b, f"backend crashed: {exc}", "lost"))
+                    for blk in range(a, b):
+                        self.lost.append({"block": blk, "lp": None, "reason": f"reading it crashed the backend: {exc}"})
+                self.stats.add(b - a, 0)
+                return
+            mid = (a + b) // 2
+            push((a, mid))
+            push((mid, b))
+
+    def _block_failed(self, block: int, error: str) -> None:
+        with self.lock:
+            if self.pages is not None:
+                self.carve_blocks.add(block)
+            else:
+                self.lost.append({"block": block, "lp": None, "reason": f"SQL read failed: {error}"})
+        self.stats.add(1, 0)
+
+    def _max_lp(self, block: int) -> int:
+        if self.pages is None:
+            return MAX_TUPLES
+        page = self.pages.read_pages([block])
+        lower = int.from_bytes(page[12:14], "little")
+        n = (lower - 24) // 4 if 24 <= lower <= len(page) else MAX_TUPLES
+        return max(0, min(n, MAX_TUPLES))
+
+    def _read_tuples(self, src: Session, dest: Session | None, block: int, error: str) -> None:
+        """One block that SQL cannot read as a whole: tuple by tuple; what still fails is carved or lost."""
+        n = self._max_lp(block)
+        outcome = self.sink.copy_tuples(src, dest, block, list(range(1, n + 1)))
+        with self.lock:
+            self.stats.rows_tuples += outcome.rows
+            self.stats.crashes += len(outcome.crashed)
+            action = "carved" if self.pages is not None else "lost"
+            self.failures.append(Failure(block, block + 1, error, f"read tuple by tuple ({outcome.rows} rows)"))
+            for lp, err in sorted(outcome.failed.items()):
+                # "no such tuple" is not an error: only real failures land here
+                self.failures.append(Failure(block, block + 1, err, action, lp=lp))
+                if self.pages is not None:
+                    self.carve_items.setdefault(block, set()).add(lp)
+                else:
+                    self.lost.append({"block": block, "lp": lp, "reason": f"SQL read failed: {err}"})
+        self.stats.add(1, outcome.rows)
+
+    # ------------------------------------------------------------------ carving
+
+    def _resolve_xids(self, xids: list[int]) -> dict[str, str]:
+        """pg_xact_status for 32-bit XIDs (epoch from the current next XID)."""
+        out: dict[str, str] = {}
+        if not xids:
+            return out
+        try:
+            row = self.main.run(
+                lambda c: c.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()
+            )
+        except (SqlFailed, BackendLost):
+            return out
+        full_next = int(row[0]) if row else 0
+        epoch = full_next >> 32
+        for x in xids:
+            full = (epoch << 32) | x
+            if full >= full_next:
+                full -= 1 << 32
+            if full < 0:
+                continue
+
+            def status(c: Connection[tuple[Any, ...]], f: int = full) -> tuple[Any, ...] | None:
+                return c.execute("SELECT pg_xact_status(%s::text::xid8)", (str(f),)).fetchone()
+
+            try:
+                r = self.main.run(status)
+            except (SqlFailed, BackendLost):
+                continue
+            if r and r[0] is not None:
+                out[str(x)] = str(r[0])
+        return out
+
+    def _resolve_multis(self, multis: list[int]) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        for m in multis:
+
+            def members(c: Connection[tuple[Any, ...]], m: int = m) -> list[tuple[Any, ...]]:
+                return c.execute(
+                    "SELECT xid::text, mode FROM pg_get_multixact_members(%s::text::xid)", (str(m),)
+                ).fetchall()
+
+            try:
+                rows = self.main.run(members)
+            except (SqlFailed, BackendLost):
+                continue
+            updater = next((int(x) for x, mode in rows if mode in ("upd", "nokeyupd")), None)
+            out[str(m)] = updater
+        return out
+
+    def _carve_batch(self, blocks: list[int], cfg: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Carve some blocks, asking the server what the files do not say (then carving again)."""
+        assert self.pages is not None
+        data = self.pages.read_pages(blocks)
+        cfg = dict(cfg)
+        blob = b""
+        result: dict[str, Any] = {}
+        out = b""
+        for _ in range(4):
+            result, out = core.carve_pages(data, blocks, cfg, blob)
+            asked = False
+            if result["need_xids"]:
+                cfg["xid_status"] = {**cfg.get("xid_status", {}), **self._resolve_xids(result["need_xids"])}
+                asked = True
+            if result["need_multis"]:
+                cfg["multis"] = {**cfg.get("multis", {}), **self._resolve_multis(result["need_multis"])}
+                asked = True
+            if result["need_toast"]:
+                try:
+                    refs, more = fetch_toast(self.main, self.table, result["need_toast"])
+                except (SqlFailed, BackendLost) as exc:
+                    refs, more = [], b""
+                    self.notes.append(f"TOAST values could not be read through SQL: {exc}")
+                base = len(blob)
+                cfg["toast_chunks"] = cfg.get("toast_chunks", []) + [{**r, "start": r["start"] + base} for r in refs]
+                blob += more
+                asked = True
+            if not asked:
+                break
+            # what cannot be answered now is judged uncertain on the last pass
+            cfg["can_ask"] = False
+            cfg["can_fetch_toast"] = False
+        return result, out
+
+    def _carve(self) -> None:
+        t = self.table
+        blocks = sorted(self.carve_blocks | set(self.carve_items))
+        zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
+        self.carved_rows: list[dict[str, Any]] = []
+        main_parts: list[bytes] = []
+        carved_out: list[tuple[list[str | None], bytes]] = []
+        main_rows = 0
+        uncertain = 0
+        invisible = 0
+        pages_info: list[dict[str, Any]] = []
+        all_rows: list[dict[str, Any]] = []
+        if blocks and self.pages is not None:
+            cfg: dict[str, Any] = {
+                "blcksz": t.block_size,
+                "nblocks": t.nblocks,
+                "desc": t.rel_desc(),
+                "columns": t.columns_out(),
+                "format": "csv" if isinstance(self.sink, DirSink) and self.sink.fmt == "csv" else "text",
+                "server_version_num": t.server_version_num,
+                "horizons": self.horizons,
+                "can_ask": True,
+                "can_fetch_toast": t.toast_oid != 0,
+                "toast_relid": t.toast_oid,
+                "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
+                **self.pages.carve_extras(),
+            }
+            for i in range(0, len(blocks), CARVE_BATCH):
+                result, out = self._carve_batch(blocks[i : i + CARVE_BATCH], cfg)
+                for r in result["rows"]:
+                    line = out[r["data_start"] : r["data_end"]]
+                    merged = r["verdict"] == "live" and r["certainty"] in ("sure", "likely")
+                    if merged:
+                        main_parts.append(line)
+                        main_rows += 1
+                    else:
+                        uncertain += 1
+                    note = "; ".join([r["reason"], *r["notes"]])
+                    prov: list[str | None] = [
+                        str(r["block"]),
+                        None if r["lp"] is None else str(r["lp"]),
+                        str(r["offset"]),
+                        r["via"],
+                        r["certainty"],
+                        note,
+                    ]
+                    carved_out.append((prov, line))
+                    row = {k: v for k, v in r.items() if k not in ("data_start", "data_end")} | {"merged": merged}
+                    all_rows.append(row)
+                    if len(self.carved_rows) < 10000:
+                        self.carved_rows.append(row)
+                invisible += int(result.get("counts", {}).get("invisible", 0))
+                pages_info.extend(result.get("pages", []))
+                self.lost.extend(result["lost"])
+        elif blocks:
+            for b in blocks:
+                self.lost.append({"block": b, "lp": None, "reason": "damaged, and raw pages cannot be read here"})
+        assert len(PROVENANCE) == 6
+        self.sink.write_carved(b"".join(main_parts), main_rows, carved_out)
+        self.carved["rows"] = main_rows
+        self.carved["uncertain"] = uncertain
+        self.carved["invisible"] = invisible
+        self.carved["pages"] = len(blocks)
+        self._evidence(zero_blocks, {"rows": all_rows, "pages": pages_info})
+
+    def _evidence(self, zero_blocks: list[int], result: dict[str, Any]) -> None:
+        """All-zero pages, and damaged pages whose line pointer array is destroyed: which rows index entries say
+        were there and were not found."""
+        pages = {int(p["block"]): p for p in result.get("pages", [])}
+        destroyed = [b for b, p in pages.items() if p.get("lp_array_destroyed") or p.get("copies_at") == 0]
+        for b in zero_blocks:
+            self.lost.append({"block": b, "lp": None, "reason": "the page is all zeroes"})
+        targets = sorted(set(zero_blocks) | set(destroyed))
+        tids: list[dict[str, Any]] = []
+        nblocks = self.table.nblocks
+        if isinstance(self.pages, LocalPages) and self.table.indexes:
+            try:
+                tids = core.index_evidence(
+                    {
+                        "indexes": self.pages.index_files(),
+                        "blocks": targets,
+                        "beyond": nblocks,
+                        "blcksz": self.table.block_size,
+                    }
+                )
+            except (OSError, ValueError) as exc:
+                self.notes.append(f"index evidence unavailable: {exc}")
+        beyond: dict[int, int] = {}
+        for e in tids:
+            if int(e["block"]) >= nblocks:
+                beyond[int(e["block"])] = beyond.get(int(e["block"]), 0) + 1
+        for blk, n in sorted(beyond.items()):
+            self.lost.append(
+                {
+                    "block": blk,
+                    "lp": None,
+                    "reason": f"beyond the end of the table ({nblocks} blocks): its file was cut short or a segment is "
+                    "missing; index entries point here",
+                    "index_entries": n,
+                }
+            )
+        tids = [e for e in tids if int(e["block"]) < nblocks]
+        by_tid: dict[tuple[int, int], list[str]] = {}
+        for e in tids:
+            by_tid.setdefault((int(e["block"]), int(e["lp"])), []).append(e["index"])
+        for b in destroyed:
+            claimed = set(pages[b].get("claimed_lps", []))
+            missing = sorted(lp for (blk, lp) in by_tid if blk == b and lp not in claimed)
+            # tuples found without a line pointer number (older versions of updated rows) account for some
+            spare = int(pages[b].get("unnumbered", 0))
+            if spare >= len(missing):
+                missing = []
+            note = f" ({spare} tuples found without a line pointer number may be among these)" if spare else ""
+            if not tids:
+                self.lost.append(
+                    {
+                        "block": b,
+                        "lp": None,
+                        "reason": "the line pointer array is destroyed: rows found in the page body were saved, "
+                        "rows whose bytes are damaged too cannot be counted (no index evidence)",
+                        "certain": False,
+                    }
+                )
+            for lp in missing:
+                self.lost.append(
+                    {
+                        "block": b,
+                        "lp": lp,
+                        "reason": "index entries point here but no tuple was found (it may have been dead already)"
+                        + note,
+                        "evidence": sorted(set(by_tid[(b, lp)])),
+                        "certain": False,
+                    }
+                )
+        for b in zero_blocks:
+            for (blk, lp), names in sorted(by_tid.items()):
+                if blk == b:
+                    self.lost.append(
+                        {
+                            "block": b,
+                            "lp": lp,
+                            "reason": "on an all-zero page; index entries point here "
+                            "(the row may have been dead already)",
+                            "evidence": sorted(set(names)),
+                            "certain": False,
+                        }
+                    )
+
+    # ------------------------------------------------------------------ report
+
+    def _report(self, started: float, already: bool = False) -> dict[str, Any]:
+        t = self.table
+        if already:
+            return {
+                "table": t.display,
+                "complete": True,
+                "already_complete": True,
+                "outputs": self.sink.finish(),
+                "seconds": round(time.time() - started, 3),
+            }
+        classes = getattr(self, "classes", {})
+        everything = sorted(self.lost, key=lambda x: (x["block"], x["lp"] or 0))
+        for item in everything:
+            item["ctid"] = f"({item['block']},{item['lp'] if item['lp'] is not None else '?'})"
+        lost = [x for x in everything if x.get("certain", True)]
+        maybe = [x for x in everything if not x.get("certain", True)]
+        rows_sql = self.stats.rows_sql
+        report = {
+            "table": t.display,
+            "oid": t.oid,
+            "file": t.filepath,
+            "pages_from": self.pages.kind if self.pages is not None else "none",
+            "output": self.sink.describe,
+            "outputs": getattr(self, "outputs", {}),
+            "blocks": {
+                "total": t.nblocks,
+                "healthy": t.nblocks - len(classes),
+                "zero": sum(1 for c in classes.values() if c["state"] == "zero"),
+                "damaged": sum(1 for c in classes.values() if c["state"] == "damaged"),
+                "missing": sum(1 for c in classes.values() if c["state"] == "missing"),
+                "carved": self.carved.get("pages", 0),
+            },
+            "damaged_blocks": [
+                {"block": b, "codes": c["codes"], "message": c["message"]}
+                for b, c in sorted(classes.items())
+                if c["state"] == "damaged"
+            ][:1000],
+            "rows": {
+                "sql": rows_sql,
+                "carved": self.carved.get("rows", 0),
+                "carved_kept_apart": self.carved.get("uncertain", 0),
+                "carved_invisible_skipped": self.carved.get("invisible", 0),
+                "saved": rows_sql + self.carved.get("rows", 0),
+            },
+            "lost": lost,
+            "lost_count": len(lost),
+            "maybe_lost": maybe,
+            "maybe_lost_count": len(maybe),
+            "failures": [f.to_json() for f in self.failures],
+            "crashes": self.stats.crashes,
+            "carved_rows": self.carved_rows[:10000],
+            "notes": self.notes,
+            "seconds": {
+                "total": round(time.time() - started, 3),
+                "classify": round(getattr(self, "classify_seconds", 0.0), 3),
+                "sql": round(getattr(self, "sql_seconds", 0.0), 3),
+                "carve": round(getattr(self, "carve_seconds", 0.0), 3),
+            },
+        }
+        report["complete"] = not lost and self.carved.get("uncertain", 0) == 0
+        return report
+
+
+def salvage(opts: SalvageOptions, on_progress: Callable[[Stats], None] | None = None) -> dict[str, Any]:
+    s = Salvage(opts, on_progress)
+    try:
+        return s.run()
+    finally:
+        with contextlib.suppress(Exception):
+            s.main.close()

@@ -1,0 +1,634 @@
+"""Where salvaged rows go: files in a directory (COPY text or CSV) or a new table. Both are resumable: a range of
+blocks is recorded as done in the same step that makes its rows durable (a part file renamed into place, or one
+transaction inserting the rows and the progress row), so a rerun neither loses nor duplicates rows."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pgsurgeon import db
+from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.salvage.catalog import TableInfo, quote_ident
+from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.sql import Composable, Composed
+
+PROVENANCE = ("salvage_block", "salvage_lp", "salvage_offset", "salvage_via", "salvage_certainty", "salvage_note")
+_PROVENANCE_TYPES = ("bigint", "integer", "integer", "text", "text", "text")
+
+
+def tid(block: int, lp: int) -> str:
+    return f"({block},{lp})"
+
+
+def range_query(table: TableInfo, a: int, b: int) -> Composed:
+    return db.sql.SQL("SELECT * FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid").format(
+        table.ident(), db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
+    )
+
+
+def tuple_query(table: TableInfo, block: int, lp: int) -> Composed:
+    return db.sql.SQL("SELECT * FROM {} WHERE ctid = {}::tid").format(table.ident(), db.sql.Literal(tid(block, lp)))
+
+
+@dataclass
+class TupleOutcome:
+    rows: int
+    failed: dict[int, str]
+    """line pointer -> the error reading it."""
+    crashed: list[int]
+    """line pointers whose read crashed the backend."""
+
+
+class Sink(Protocol):
+    describe: str
+
+    def done_ranges(self) -> list[tuple[int, int]]: ...
+
+    def copy_range(self, src: Session, dest: Session | None, a: int, b: int) -> int: ...
+
+    def copy_tuples(self, src: Session, dest: Session | None, block: int, lps: list[int]) -> TupleOutcome: ...
+
+    def write_carved(self, main: bytes, main_rows: int, carved: list[tuple[list[str | None], bytes]]) -> None: ...
+
+    def finish(self) -> dict[str, Any]: ...
+
+    def dest_session(self) -> Session | None: ...
+
+
+def safe_name(name: str) -> str:
+    """A file name for a table name: letters, digits, _ . - kept, everything else %XX-encoded."""
+    return "".join(
+        ch if re.fullmatch(r"[A-Za-z0-9_.-]", ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in name
+    )
+
+
+def _text_field(v: str | None) -> bytes:
+    if v is None:
+        return b"\\N"
+    return (
+        v.replace("\\", "\\\\")
+        .replace("\t", "\\t")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .encode("utf-8", "replace")
+    )
+
+
+def _csv_field(v: str | None) -> bytes:
+    if v is None:
+        return b""
+    if v == "" or any(c in v for c in ',"\r\n'):
+        return b'"' + v.replace('"', '""').encode("utf-8", "replace") + b'"'
+    return v.encode("utf-8", "replace")
+
+
+class DirSink:
+    """``DIR/<schema.table>.<fmt>`` with every saved row, ``….carved.<fmt>`` with every carved row and its
+    provenance, and a parts directory that makes a rerun resume."""
+
+    def __init__(
+        self, out_dir: Path, table: TableInfo, fmt: str, *, restart: bool = False, keep_parts: bool = False
+    ) -> None:
+        self.out_dir = out_dir
+        self.table = table
+        self.fmt = fmt
+        self.ext = "csv" if fmt == "csv" else "copy"
+        self.base = safe_name(table.display)
+        self.parts = out_dir / f".{self.base}.parts"
+        self.describe = str(out_dir / f"{self.base}.{self.ext}")
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PgSurgeonError(f"cannot create {out_dir}: {exc.strerror or exc}") from exc
+        self.ident = {"oid": table.oid, "filepath": table.filepath, "nblocks": table.nblocks, "format": fmt}
+        self.state_file = self.parts / "state.json"
+        if self.parts.exists() and restart:
+            self._remove_stage(self._old_state())
+            shutil.rmtree(self.parts)
+            (out_dir / f"{self.base}.{self.ext}.partial").unlink(missing_ok=True)
+        old = self._old_state()
+        if old is not None and {k: old.get(k) for k in self.ident} != self.ident:
+            raise UsageError(
+                f"{self.parts} holds an interrupted salvage of another table, file or format",
+                hint="pass --restart to start over, or another --out directory",
+            )
+        self.stage: Path | None = None
+        if old is not None and old.get("stage") and Path(old["stage"]).is_dir():
+            self.stage = Path(old["stage"])
+        self.parts.mkdir(exist_ok=True)
+        self._save_state()
+        self.server_side = False
+        self.keep_parts = keep_parts
+        self._lock = threading.Lock()
+        self._out: Any = None
+        self._log: Any = None
+        self._done: list[tuple[int, int]] = []
+
+    def _old_state(self) -> dict[str, Any] | None:
+        try:
+            doc = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def _save_state(self) -> None:
+        self.state_file.write_text(json.dumps({**self.ident, "stage": str(self.stage) if self.stage else None}))
+
+    @staticmethod
+    def _remove_stage(state: dict[str, Any] | None) -> None:
+        if state and state.get("stage"):
+            shutil.rmtree(state["stage"], ignore_errors=True)
+
+    def try_server_side(self, session: Session, pgdata: Path) -> bool:
+        """Let the server write the part files itself (COPY … TO 'file'): no rows cross the connection, so the
+        client costs nothing per row. Needs a local server that may write files (superuser or
+        pg_write_server_files) and a directory it can reach and write: the parts directory, else a staging
+        directory under the system's temporary directory (owned by the server's user when we are root)."""
+        try:
+            owner = pgdata.stat()
+        except OSError:
+            return False
+        if os.geteuid() not in (0, owner.st_uid):
+            return False
+        candidates: list[Path] = [d for d in (self.stage, self.parts) if d is not None]
+        for d in candidates:
+            if self._probe(session, d, owner):
+                self.stage = d
+                self._save_state()
+                self.server_side = True
+                return True
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=f"pgsurgeon-salvage-{self.base[:40]}-"))
+        except OSError:
+            return False
+        if self._probe(session, staging, owner):
+            self.stage = staging
+            self._save_state()
+            self.server_side = True
+            return True
+        shutil.rmtree(staging, ignore_errors=True)
+        return False
+
+    def _probe(self, session: Session, d: Path, owner: os.stat_result) -> bool:
+        try:
+            if os.geteuid() == 0:
+                os.chown(d, owner.st_uid, owner.st_gid)
+            probe = (d / "probe.tmp").resolve()
+            session.run(lambda c: c.execute(db.sql.SQL("COPY (SELECT 1) TO {}").format(db.sql.Literal(str(probe)))))
+            probe.unlink()
+            return True
+        except (OSError, SqlFailed, BackendLost):
+            return False
+
+    def _part_dirs(self) -> list[Path]:
+        return [self.parts] + ([self.stage] if self.stage is not None and self.stage != self.parts else [])
+
+    @property
+    def main_path(self) -> Path:
+        return self.out_dir / f"{self.base}.{self.ext}"
+
+    @property
+    def carved_path(self) -> Path:
+        return self.out_dir / f"{self.base}.carved.{self.ext}"
+
+    def dest_session(self) -> Session | None:
+        return None
+
+    # Progress: every finished part is appended to the growing output file at once and then logged as
+    # "first end size" in done.log; a rerun truncates the output to the logged size (dropping a half-appended part)
+    # and skips the logged ranges.
+
+    @property
+    def _log_path(self) -> Path:
+        return self.parts / "done.log"
+
+    @property
+    def _partial_path(self) -> Path:
+        return self.out_dir / f"{self.base}.{self.ext}.partial"
+
+    def _begin(self) -> None:
+        if self._out is not None:
+            return
+        entries: list[tuple[int, int, int]] = []
+        with contextlib.suppress(FileNotFoundError):
+            for line in self._log_path.read_text().splitlines():
+                a, b, size = (int(x) for x in line.split())
+                entries.append((a, b, size))
+        logged = sum(size for _, _, size in entries)
+        partial = self._partial_path
+        if not entries or not partial.exists() or partial.stat().st_size < logged:
+            entries, logged = [], 0
+            partial.write_bytes(b"")
+            self._log_path.write_text("")
+        self._out = partial.open("r+b")
+        self._out.truncate(logged)
+        self._out.seek(logged)
+        self._log = self._log_path.open("a")
+        if not entries and self.fmt == "csv":
+            header = b",".join(_csv_field(c.name) for c in self.table.live_columns) + b"\n"
+            self._out.write(header)
+            self._out.flush()
+            self._log.write(f"-1 -1 {len(header)}\n")
+            self._log.flush()
+        self._done = [(a, b) for a, b, _ in entries if a >= 0]
+
+    def done_ranges(self) -> list[tuple[int, int]]:
+        self._begin()
+        return list(self._done)
+
+    def _commit(self, part: Path, a: int, b: int) -> None:
+        """Append a finished part to the output and log it (one at a time)."""
+        with self._lock:
+            self._begin()
+            assert self._out is not None and self._log is not None
+            size = part.stat().st_size
+            _append(part, self._out)
+            self._out.flush()
+            self._log.write(f"{a} {b} {size}\n")
+            self._log.flush()
+            self._done.append((a, b))
+        if not self.keep_parts:
+            part.unlink(missing_ok=True)
+
+    def _copy_sql(self, query: Composable) -> Composed:
+        opts = db.sql.SQL(" WITH (FORMAT csv)") if self.fmt == "csv" else db.sql.SQL("")
+        return db.sql.SQL("COPY ({}) TO STDOUT{}").format(query, opts)
+
+    def _commit_part(self, name: str, data_writer: Any, a: int, b: int) -> int:
+        tmp = self.parts / (name + ".tmp")
+        with tmp.open("wb") as fh:
+            rows: int = data_writer(fh)
+        os.replace(tmp, self.parts / name)
+        self._commit(self.parts / name, a, b)
+        return rows
+
+    def copy_range(self, src: Session, dest: Session | None, a: int, b: int) -> int:
+        if self.server_side:
+            return self._copy_range_server(src, a, b)
+        statement = self._copy_sql(range_query(self.table, a, b))
+
+        def work(fh: Any) -> int:
+            def fn(conn: Connection[tuple[Any, ...]]) -> int:
+                n = 0
+                fh.seek(0)
+                fh.truncate()
+                with conn.cursor().copy(statement) as cp:
+                    for data in cp:
+                        fh.write(data)
+                        n += 1
+                return n
+
+            return src.run(fn)
+
+        try:
+            return self._commit_part(f"sql_{a:010d}_{b:010d}.{self.ext}", work, a, b)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                (self.parts / f"sql_{a:010d}_{b:010d}.{self.ext}.tmp").unlink()
+
+    def _copy_range_server(self, src: Session, a: int, b: int) -> int:
+        name = f"sql_{a:010d}_{b:010d}.{self.ext}"
+        stage = self.stage or self.parts
+        tmp = (stage / (name + ".tmp")).resolve()
+        opts = db.sql.SQL(" WITH (FORMAT csv)") if self.fmt == "csv" else db.sql.SQL("")
+        statement = db.sql.SQL("COPY ({}) TO {}{}").format(
+            range_query(self.table, a, b), db.sql.Literal(str(tmp)), opts
+        )
+        try:
+            rows = src.run(lambda c: c.execute(statement).rowcount)
+            os.replace(tmp, stage / name)
+            self._commit(stage / name, a, b)
+            return int(rows)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def copy_tuples(self, src: Session, dest: Session | None, block: int, lps: list[int]) -> TupleOutcome:
+        chunks: list[bytes] = []
+        failed: dict[int, str] = {}
+        crashed: list[int] = []
+        for lp in lps:
+            statement = self._copy_sql(tuple_query(self.table, block, lp))
+
+            def fn(conn: Connection[tuple[Any, ...]], statement: Composed = statement) -> list[bytes]:
+                with conn.cursor().copy(statement) as cp:
+                    return [bytes(d) for d in cp]
+
+            try:
+                chunks.extend(src.run(fn))
+            except SqlFailed as exc:
+                failed[lp] = exc.message
+            except BackendLost as exc:
+                failed[lp] = f"backend crashed: {exc}"
+                crashed.append(lp)
+
+        def write(fh: Any) -> int:
+            for c in chunks:
+                fh.write(c)
+            return len(chunks)
+
+        rows = self._commit_part(f"tup_{block:010d}_{block + 1:010d}.{self.ext}", write, block, block + 1)
+        return TupleOutcome(rows, failed, crashed)
+
+    def write_carved(self, main: bytes, main_rows: int, carved: list[tuple[list[str | None], bytes]]) -> None:
+        (self.parts / f"carved.{self.ext}").write_bytes(main)
+        field = _csv_field if self.fmt == "csv" else _text_field
+        sep = b"," if self.fmt == "csv" else b"\t"
+        with self.carved_path.open("wb") as fh:
+            if self.fmt == "csv":
+                names = [*PROVENANCE, *(c.name for c in self.table.live_columns)]
+                fh.write(b",".join(_csv_field(n) for n in names) + b"\n")
+            for prov, line in carved:
+                fh.write(sep.join(field(v) for v in prov) + sep + line)
+
+    def finish(self) -> dict[str, Any]:
+        self._begin()
+        assert self._out is not None and self._log is not None
+        carved = self.parts / f"carved.{self.ext}"
+        if carved.exists():
+            _append(carved, self._out)
+        self._out.close()
+        self._log.close()
+        self._out = self._log = None
+        os.replace(self._partial_path, self.main_path)
+        self._log_path.unlink(missing_ok=True)
+        return {"rows_file": str(self.main_path), "carved_file": str(self.carved_path), "parts": str(self.parts)}
+
+    def cleanup(self) -> None:
+        for d in self._part_dirs():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _append(src: Path, out: Any) -> None:
+    """Append a file to an open file, in the kernel when it can (copy_file_range)."""
+    with src.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        copy = getattr(os, "copy_file_range", None)
+        if copy is not None:
+            out.flush()
+            done = 0
+            try:
+                while done < size:
+                    n = copy(fh.fileno(), out.fileno(), size - done)
+                    if n == 0:
+                        break
+                    done += n
+                out.seek(0, os.SEEK_END)
+                if done == size:
+                    return
+            except OSError:
+                pass
+            fh.seek(done)
+        shutil.copyfileobj(fh, out, 4 << 20)
+
+
+def parse_qualified(text: str) -> tuple[str | None, str]:
+    """``schema.name`` as SQL text: quoted parts kept exactly, unquoted ones folded to lower case."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == '"':
+            j = i + 1
+            buf = []
+            while j < n:
+                if text[j] == '"':
+                    if j + 1 < n and text[j + 1] == '"':
+                        buf.append('"')
+                        j += 2
+                        continue
+                    break
+                buf.append(text[j])
+                j += 1
+            if j >= n:
+                raise UsageError(f"unterminated quoted name in {text!r}")
+            parts.append("".join(buf))
+            i = j + 1
+        else:
+            j = text.find(".", i)
+            j = n if j < 0 else j
+            parts.append(text[i:j].strip().lower())
+            i = j
+        if i < n:
+            if text[i] != ".":
+                raise UsageError(f"cannot read {text!r} as [schema.]table")
+            i += 1
+    if len(parts) == 1:
+        return None, parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise UsageError(f"cannot read {text!r} as [schema.]table")
+
+
+def _suffixed(name: str, suffix: str) -> str:
+    """name + suffix within NAMEDATALEN - 1 bytes."""
+    raw = name.encode()
+    room = 63 - len(suffix.encode())
+    while len(raw) > room:
+        name = name[:-1]
+        raw = name.encode()
+    return name + suffix
+
+
+class TableSink:
+    """Rows into a new table (no constraints, no indexes, so nothing is refused), carved rows also into
+    ``<new>_carved`` with their provenance, progress in ``<new>_salvage`` for resuming."""
+
+    def __init__(
+        self, dest_dsn: str, into: str, table: TableInfo, src_conn: Connection[tuple[Any, ...]], *, same_db: bool
+    ) -> None:
+        self.dsn = dest_dsn
+        self.table = table
+        self.same_db = same_db
+        schema, name = parse_qualified(into)
+        with db.connect(dest_dsn) as conn:
+            if schema is None:
+                schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+        self.schema: str = str(schema)
+        self.name = name
+        self.progress_name = _suffixed(name, "_salvage")
+        self.carved_name = _suffixed(name, "_carved")
+        self.describe = f"{self.schema}.{self.name}"
+        self._setup(src_conn)
+
+    def ident(self, name: str) -> Composed:
+        return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.schema), db.sql.Identifier(name))
+
+    def _column_defs(self, src_conn: Connection[tuple[Any, ...]]) -> list[tuple[str, str]]:
+        rows = src_conn.execute(
+            "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            (self.table.oid,),
+        ).fetchall()
+        return [(str(a), str(t)) for a, t in rows]
+
+    def _setup(self, src_conn: Connection[tuple[Any, ...]]) -> None:
+        cols = self._column_defs(src_conn)
+        col_sql = db.sql.SQL(", ").join(
+            db.sql.SQL("{} {}").format(db.sql.Identifier(a), db.sql.SQL(t)) for a, t in cols
+        )
+        prov_sql = db.sql.SQL(", ").join(
+            db.sql.SQL("{} {}").format(db.sql.Identifier(a), db.sql.SQL(t))
+            for a, t in zip(PROVENANCE, _PROVENANCE_TYPES, strict=True)
+        )
+        meta = json.dumps({"oid": self.table.oid, "filepath": self.table.filepath, "table": self.table.display})
+        with db.connect(self.dsn) as conn:
+            exists = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f"{quote_ident(self.schema)}.{quote_ident(self.progress_name)}",)
+            ).fetchone()
+            main_exists = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f"{quote_ident(self.schema)}.{quote_ident(self.name)}",)
+            ).fetchone()
+            if exists and exists[0]:
+                row = conn.execute(
+                    db.sql.SQL("SELECT note FROM {} WHERE kind = 'meta'").format(self.ident(self.progress_name))
+                ).fetchone()
+                if not row or row[0] != meta:
+                    raise UsageError(
+                        f"{self.describe} holds a salvage of another table",
+                        hint="pick another --into name, or drop the tables of the old salvage",
+                    )
+                return
+            if main_exists and main_exists[0]:
+                raise UsageError(
+                    f"table {self.describe} already exists", hint="salvage creates the table itself: pick a new name"
+                )
+            with conn.transaction():
+                conn.execute(db.sql.SQL("CREATE TABLE {} ({})").format(self.ident(self.name), col_sql))
+                conn.execute(
+                    db.sql.SQL("CREATE TABLE {} ({}, {})").format(self.ident(self.carved_name), prov_sql, col_sql)
+                )
+                conn.execute(
+                    db.sql.SQL(
+                        "CREATE TABLE {} (first_block bigint, end_block bigint, kind text NOT NULL, rows bigint, "
+                        "note text, at timestamptz DEFAULT now())"
+                    ).format(self.ident(self.progress_name))
+                )
+                conn.execute(
+                    db.sql.SQL("INSERT INTO {} (kind, note) VALUES ('meta', %s)").format(
+                        self.ident(self.progress_name)
+                    ),
+                    (meta,),
+                )
+
+    def dest_session(self) -> Session | None:
+        return Session(self.dsn, read_only=False, wait=True)
+
+    def done_ranges(self) -> list[tuple[int, int]]:
+        with db.connect(self.dsn) as conn:
+            rows = conn.execute(
+                db.sql.SQL("SELECT first_block, end_block FROM {} WHERE kind IN ('sql', 'tuples')").format(
+                    self.ident(self.progress_name)
+                )
+            ).fetchall()
+        return sorted((int(a), int(b)) for a, b in rows)
+
+    def _progress(self, conn: Connection[tuple[Any, ...]], a: int, b: int, kind: str, rows: int) -> None:
+        conn.execute(
+            db.sql.SQL("INSERT INTO {} (first_block, end_block, kind, rows) VALUES (%s, %s, %s, %s)").format(
+                self.ident(self.progress_name)
+            ),
+            (a, b, kind, rows),
+        )
+
+    def copy_range(self, src: Session, dest: Session | None, a: int, b: int) -> int:
+        assert dest is not None
+        if self.same_db:
+            insert = db.sql.SQL("INSERT INTO {} {}").format(self.ident(self.name), range_query(self.table, a, b))
+
+            def fn(conn: Connection[tuple[Any, ...]]) -> int:
+                with conn.transaction():
+                    n = conn.execute(insert).rowcount
+                    self._progress(conn, a, b, "sql", n)
+                return n
+
+            return dest.run(fn)
+        out_sql = db.sql.SQL("COPY ({}) TO STDOUT").format(range_query(self.table, a, b))
+        in_sql = db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.name))
+
+        def fn2(dconn: Connection[tuple[Any, ...]]) -> int:
+            with dconn.transaction():
+                with dconn.cursor().copy(in_sql) as cin:
+
+                    def pump(sconn: Connection[tuple[Any, ...]]) -> int:
+                        n = 0
+                        with sconn.cursor().copy(out_sql) as cout:
+                            for data in cout:
+                                cin.write(data)
+                                n += 1
+                        return n
+
+                    n = src.run(pump)
+                self._progress(dconn, a, b, "sql", n)
+            return n
+
+        return dest.run(fn2)
+
+    def copy_tuples(self, src: Session, dest: Session | None, block: int, lps: list[int]) -> TupleOutcome:
+        assert dest is not None
+        failed: dict[int, str] = {}
+        crashed: list[int] = []
+        lines: list[bytes] = []
+        for lp in lps:
+            q = db.sql.SQL("COPY ({}) TO STDOUT").format(tuple_query(self.table, block, lp))
+
+            def fn(conn: Connection[tuple[Any, ...]], q: Composed = q) -> list[bytes]:
+                with conn.cursor().copy(q) as cp:
+                    return [bytes(d) for d in cp]
+
+            try:
+                lines.extend(src.run(fn))
+            except SqlFailed as exc:
+                failed[lp] = exc.message
+            except BackendLost as exc:
+                failed[lp] = f"backend crashed: {exc}"
+                crashed.append(lp)
+        in_sql = db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.name))
+
+        def store(conn: Connection[tuple[Any, ...]]) -> None:
+            with conn.transaction():
+                with conn.cursor().copy(in_sql) as cin:
+                    for line in lines:
+                        cin.write(line)
+                self._progress(conn, block, block + 1, "tuples", len(lines))
+
+        dest.run(store)
+        return TupleOutcome(len(lines), failed, crashed)
+
+    def write_carved(self, main: bytes, main_rows: int, carved: list[tuple[list[str | None], bytes]]) -> None:
+        with db.connect(self.dsn) as conn, conn.transaction():
+            conn.execute(db.sql.SQL("DELETE FROM {} WHERE kind = 'carved'").format(self.ident(self.progress_name)))
+            if main:
+                with conn.cursor().copy(db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.name))) as cin:
+                    cin.write(main)
+            conn.execute(db.sql.SQL("TRUNCATE {}").format(self.ident(self.carved_name)))
+            if carved:
+                with conn.cursor().copy(db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.carved_name))) as cin:
+                    for prov, line in carved:
+                        cin.write(b"\t".join(_text_field(v) for v in prov) + b"\t" + line)
+            self._progress(conn, -1, -1, "carved", main_rows)
+
+    def carved_done(self) -> bool:
+        with db.connect(self.dsn) as conn:
+            row = conn.execute(
+                db.sql.SQL("SELECT count(*) FROM {} WHERE kind = 'carved'").format(self.ident(self.progress_name))
+            ).fetchone()
+        return bool(row and row[0])
+
+    def finish(self) -> dict[str, Any]:
+        return {
+            "table": self.describe,
+            "carved_table": f"{self.schema}.{self.carved_name}",
+            "progress_table": f"{self.schema}.{self.progress_name}",
+        }

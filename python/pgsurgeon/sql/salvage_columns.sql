@@ -1,0 +1,16 @@
+-- Every attribute of a table (dropped ones too: old tuples still hold them), with what walking and printing it
+-- needs; the missing value (for rows written before the column was added) as text.
+SELECT a.attnum::int,
+       a.attname::text,
+       a.attlen::int,
+       a.attalign::text,
+       a.attbyval,
+       a.attisdropped,
+       a.attstorage::text,
+       a.atttypid::bigint,
+       coalesce(t.typname::text, '') AS typname,
+       CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN (a.attmissingval::text::text[])[1] END AS missing
+FROM pg_attribute a
+LEFT JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = %(oid)s AND a.attnum > 0
+ORDER BY a.attnum

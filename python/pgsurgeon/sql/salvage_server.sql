@@ -1,0 +1,4 @@
+-- The next transaction ID now (its low 32 bits, as tuple headers hold them) and the data directory (superusers and
+-- pg_read_all_settings only; NULL otherwise).
+SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::bigint AS next_xid,
+       (SELECT setting FROM pg_settings WHERE name = 'data_directory') AS data_directory
