@@ -46,3 +46,8 @@ test-python: ## pytest against real PostgreSQL 15 (Debian) and 18 (embedded whee
 .PHONY: fuzz
 fuzz: ## longer fuzzing with cargo-fuzz (needs nightly and cargo-fuzz)
 	cd crates/core && cargo +nightly fuzz run inspect_page -- -max_total_time=300
+
+.PHONY: bench
+bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, COPY); results in docs/benchmarks.md
+	$(PYTHON) bench/scan.py
+	$(PYTHON) bench/salvage.py

@@ -493,3 +493,24 @@ def test_pgbench_sees_no_errors_while_diagnose_runs(pg: LabCluster) -> None:
 def test_server_error_rendering() -> None:
     e = ServerError("XX001", "invalid page in block 3 of relation base/5/1", None, None, ("page verification failed",))
     assert e.observed == "WARNING: page verification failed ERROR: invalid page in block 3 of relation base/5/1"
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_missing_segment_file_is_named(version: str, make_lab: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulator's missing-segment mode on a table of one segment: the file is gone, pg_relation_size() says 0,
+    and every read fails with "could not open file". Diagnose names the file, block 0."""
+    cluster = make_lab(version)
+    with cluster.connect() as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        conn.execute("CREATE TABLE gone (id int PRIMARY KEY, t text)")
+        conn.execute("INSERT INTO gone SELECT g, md5(g::text) FROM generate_series(1, 3000) g")
+        conn.execute("CHECKPOINT")
+    assert main(["corrupt", "missing-segment", "--dsn", cluster.dsn(), "--table", "gone", "--seed", "1"]) == 0
+    capsys.readouterr()
+    code = main(["diagnose", "--dsn", cluster.dsn(), "--table", "gone", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 2
+    found = [f for f in report["findings"] if f["code"] == "file.missing_segment"]
+    assert len(found) == 1 and found[0]["block"] == 0 and found[0]["area"] == "file"
+    assert "could not open file" in found[0]["observed_error"]

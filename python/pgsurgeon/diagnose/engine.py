@@ -323,8 +323,26 @@ class Diagnosis:
                 sizes.update({int(o): (int(m or 0), int(v or 0)) for o, m, v in one})
         else:
             sizes = {int(o): (int(m or 0), int(v or 0)) for o, m, v in rows}
+        empty = [r.oid for r in self.rels if sizes.get(r.oid, (0, 0))[0] == 0 and r.locked is None]
+        missing = self.main.run(db.load_sql("diagnose_missing_files"), {"oids": empty}) if empty else []
+        gone = {} if isinstance(missing, ServerError) else {int(o): str(p) for o, p in missing}
         for rel in self.rels:
             rel.size, rel.vm_size = sizes.get(rel.oid, (0, 0))
+            if rel.oid in gone:
+                self.add(
+                    [
+                        fmod.make(
+                            "file.missing_segment",
+                            rel.ctx,
+                            0,
+                            None,
+                            f"the relation's file {gone[rel.oid]} is missing: every row in it is lost, and any read "
+                            "fails",
+                            source=fmod.SOURCE_SERVER,
+                            observed_error=f'could not open file "{gone[rel.oid]}": No such file or directory',
+                        )
+                    ]
+                )
             if rel.locked is not None:
                 rel.amcheck = "not checked: locked by another session"
                 self.add(
