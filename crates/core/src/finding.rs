@@ -61,6 +61,21 @@ impl Finding {
     }
 }
 
+impl Finding {
+    /// A finding whose message ends with the server's error for this very case, values filled in
+    /// (the catalogue's `pg_error` only has placeholders).
+    pub fn with_server_error(
+        code: &'static str,
+        block: Option<u64>,
+        item: Option<u16>,
+        message: &str,
+        pg_error: &str,
+    ) -> Self {
+        let message = if pg_error.is_empty() { message.to_string() } else { format!("{message} (server: {pg_error})") };
+        Finding::new(code, block, item, message)
+    }
+}
+
 /// What a finding code means, independent of where it was found.
 #[derive(Debug, Clone, Copy)]
 pub struct CodeInfo {

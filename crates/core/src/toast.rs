@@ -218,13 +218,7 @@ impl ToastProblem {
     /// As a finding at (`block`, `item`): the chunk's place for [`ChunkInventory::add_tuple`]
     /// problems, the referencing heap tuple's place for [`ChunkInventory::check_value`] ones.
     pub fn to_finding(&self, block: Option<u64>, item: Option<u16>) -> Finding {
-        let mut message = self.message.clone();
-        if !self.pg_error.is_empty() {
-            message.push_str(" (server: ");
-            message.push_str(&self.pg_error);
-            message.push(')');
-        }
-        Finding::new(self.code, block, item, message)
+        Finding::with_server_error(self.code, block, item, &self.message, &self.pg_error)
     }
 }
 

@@ -213,13 +213,7 @@ pub struct AttrProblem {
 impl AttrProblem {
     /// As a finding for the tuple at (`block`, `item`).
     pub fn to_finding(&self, block: Option<u64>, item: Option<u16>) -> Finding {
-        let mut message = self.message.clone();
-        if !self.pg_error.is_empty() {
-            message.push_str(" (server: ");
-            message.push_str(&self.pg_error);
-            message.push(')');
-        }
-        Finding::new(self.code, block, item, message)
+        Finding::with_server_error(self.code, block, item, &self.message, &self.pg_error)
     }
 }
 
