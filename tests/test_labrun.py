@@ -20,7 +20,7 @@ def lab_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any]
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = main(
-            ["lab", "--modes", "zero,header,checksum,item-ids", "--seed", "7", "--out", str(out), "--format", "json"]
+            ["lab", "--modes", "zero,header,checksum,item-ids,btree", "--seed", "7", "--out", str(out), "--format", "json"]
         )
     report = json.loads(buf.getvalue())
     assert code == 0, [r["error"] for r in report["results"] if r["error"]]
@@ -34,7 +34,7 @@ def results(report: dict[str, Any], name: str) -> dict[bool, dict[str, Any]]:
 def test_both_clusters_ran_every_scenario(lab_report: tuple[dict[str, Any], Path]) -> None:
     report, out = lab_report
     assert {(c["checksums"], c["version"].split(".")[0]) for c in report["clusters"]} == {(True, "18"), (False, "18")}
-    assert len(report["results"]) == 8
+    assert len(report["results"]) == 10
     for r in report["results"]:
         assert r["error"] is None
         assert r["rows"] == 2400
@@ -72,7 +72,7 @@ def test_checksum_flip_depends_on_checksums(lab_report: tuple[dict[str, Any], Pa
 
 def test_html_report_is_self_contained_with_block_maps(lab_report: tuple[dict[str, Any], Path]) -> None:
     page = (lab_report[1] / "lab-report.html").read_text()
-    assert page.count("<svg") == 8
+    assert page.count("<svg") == 10
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
     assert "<script" not in page
     md = (lab_report[1] / "lab-report.md").read_text()

@@ -197,6 +197,7 @@ def relations(conn: Connection[tuple[Any, ...]], oid: int, block_size: int) -> l
                 valid=bool(r["valid"]),
                 system=bool(r["system"]),
                 block_size=block_size,
+                partial=bool(r["partial"]),
             )
         )
     return out

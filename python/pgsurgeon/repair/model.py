@@ -169,6 +169,8 @@ class RelInfo:
     valid: bool = True
     system: bool = False
     block_size: int = 8192
+    partial: bool = False
+    """An index with a WHERE clause: it has no entry for the rows outside it."""
 
     @property
     def nblocks(self) -> int:

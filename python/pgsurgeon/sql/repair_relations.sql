@@ -19,6 +19,7 @@ SELECT r.role,
        pg_relation_size(c.oid)::bigint AS size,
        coalesce(i.indisexclusion, false) AS exclusion,
        coalesce(i.indisvalid, true) AS valid,
+       i.indpred IS NOT NULL AS partial,
        n.nspname IN ('pg_catalog', 'information_schema') AS system
 FROM rels r
 JOIN pg_class c ON c.oid = r.oid
