@@ -20,7 +20,17 @@ def lab_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any]
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = main(
-            ["lab", "--modes", "zero,header,checksum,item-ids,btree", "--seed", "7", "--out", str(out), "--format", "json"]
+            [
+                "lab",
+                "--modes",
+                "zero,header,checksum,item-ids,btree",
+                "--seed",
+                "7",
+                "--out",
+                str(out),
+                "--format",
+                "json",
+            ]
         )
     report = json.loads(buf.getvalue())
     assert code == 0, [r["error"] for r in report["results"] if r["error"]]
