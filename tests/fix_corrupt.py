@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from fix_pg import DEFAULT_CHECKSUMS, TEST_CONF, install_or_skip
+from fix_pg import create_test_cluster
 from pgsurgeon.cli import main
 from pgsurgeon.lab import LabCluster, run_sql
 
@@ -39,13 +39,7 @@ class CorruptLabs:
 
     def get(self, version: str) -> LabCluster:
         if version not in self.labs:
-            lab = LabCluster.create(
-                f"{self.prefix}{version}",
-                base_dir=self.base,
-                pg_bin=install_or_skip(version),
-                checksums=DEFAULT_CHECKSUMS[version],
-                extra_conf=TEST_CONF,
-            )
+            lab = create_test_cluster(self.base, f"{self.prefix}{version}", version)
             self.labs[version] = lab
             lab.start()
         lab = self.labs[version]

@@ -140,15 +140,28 @@ def lab_base_dir() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _session_cluster(base: Path, version: str) -> Iterator[LabCluster]:
-    install = install_or_skip(version)
-    cluster = LabCluster.create(
-        f"pg{version}",
+def create_test_cluster(
+    base: Path,
+    name: str,
+    version: str | int,
+    *,
+    checksums: bool | None = None,
+    extra_conf: dict[str, str | int | bool] | None = None,
+) -> LabCluster:
+    """A new (stopped) lab cluster with the test settings: ``version``'s installation (skipping the test when it is
+    missing), its default checksums unless told, and ``TEST_CONF`` plus ``extra_conf``."""
+    v = str(version)
+    return LabCluster.create(
+        name,
         base_dir=base,
-        pg_bin=install,
-        checksums=DEFAULT_CHECKSUMS[version],
-        extra_conf=TEST_CONF,
+        pg_bin=install_or_skip(v),
+        checksums=DEFAULT_CHECKSUMS[v] if checksums is None else checksums,
+        extra_conf={**TEST_CONF, **(extra_conf or {})},
     )
+
+
+def _session_cluster(base: Path, version: str) -> Iterator[LabCluster]:
+    cluster = create_test_cluster(base, f"pg{version}", version)
     try:
         cluster.start()
         yield cluster
@@ -192,13 +205,8 @@ def make_lab(lab_base_dir: Path) -> Iterator[MakeLab]:
         start: bool = True,
     ) -> LabCluster:
         v = str(version)
-        install = install_or_skip(v)
-        cluster = LabCluster.create(
-            name or f"t{next(_counter)}-pg{v}",
-            base_dir=lab_base_dir,
-            pg_bin=install,
-            checksums=DEFAULT_CHECKSUMS[v] if checksums is None else checksums,
-            extra_conf={**TEST_CONF, **(extra_conf or {})},
+        cluster = create_test_cluster(
+            lab_base_dir, name or f"t{next(_counter)}-pg{v}", v, checksums=checksums, extra_conf=extra_conf
         )
         created.append(cluster)
         if start:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from fix_pg import DEFAULT_CHECKSUMS, TEST_CONF, install_or_skip
+from fix_pg import create_test_cluster
 from pgsurgeon import db
 from pgsurgeon.cli import main
 from pgsurgeon.diagnose import DiagnoseRequest, run_diagnose
@@ -186,13 +186,7 @@ def build(cluster: LabCluster) -> tuple[dict[str, dict[str, tuple[str, str]]], d
 @pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
 def lab(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Lab]:
     version = request.param
-    cluster = LabCluster.create(
-        f"diag{version}",
-        base_dir=lab_base_dir,
-        pg_bin=install_or_skip(version),
-        checksums=DEFAULT_CHECKSUMS[version],
-        extra_conf=TEST_CONF,
-    )
+    cluster = create_test_cluster(lab_base_dir, f"diag{version}", version)
     try:
         cluster.start()
         with db.connect(cluster.dsn()) as conn:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fix_pg import DEFAULT_CHECKSUMS, TEST_CONF, install_or_skip
+from fix_pg import create_test_cluster
 from pgsurgeon import core
 from pgsurgeon.cli import main
 from pgsurgeon.lab import LabCluster
@@ -152,13 +152,7 @@ def damage(files: dict[str, Path], rng: random.Random) -> None:
 @pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
 def damaged(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Damaged]:
     version = request.param
-    cluster = LabCluster.create(
-        f"scan{version}",
-        base_dir=lab_base_dir,
-        pg_bin=install_or_skip(version),
-        checksums=DEFAULT_CHECKSUMS[version],
-        extra_conf=TEST_CONF,
-    )
+    cluster = create_test_cluster(lab_base_dir, f"scan{version}", version)
     try:
         cluster.start()
         files: dict[str, Path] = {}
@@ -356,12 +350,8 @@ HEALTHY_SQL = [
 
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_healthy_clusters_have_no_findings(version: str, lab_base_dir: Path) -> None:
-    cluster = LabCluster.create(
-        f"healthy{version}",
-        base_dir=lab_base_dir,
-        pg_bin=install_or_skip(version),
-        checksums=DEFAULT_CHECKSUMS[version],
-        extra_conf={**TEST_CONF, "max_prepared_transactions": 5},
+    cluster = create_test_cluster(
+        lab_base_dir, f"healthy{version}", version, extra_conf={"max_prepared_transactions": 5}
     )
     try:
         cluster.start()

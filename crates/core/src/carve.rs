@@ -1445,7 +1445,6 @@ pub fn index_evidence(cfg: &IndexEvidenceConfig) -> Result<Vec<IndexTid>> {
 mod tests {
     use super::*;
     use crate::heap::{ItemPointerData, HEAP_XMIN_COMMITTED};
-    use crate::page::PageHeaderData;
     use crate::tuple::AttrDesc;
 
     fn desc() -> RelDesc {
@@ -1485,27 +1484,10 @@ mod tests {
     }
 
     fn page(block: u32, rows: &[(i32, &str)]) -> Vec<u8> {
-        let mut p = vec![0u8; 8192];
-        let mut upper = 8192usize;
-        let mut lps = Vec::new();
-        for (i, (id, text)) in rows.iter().enumerate() {
-            let t = tuple(block, (i + 1) as u16, *id, text);
-            upper -= maxalign(t.len());
-            p[upper..upper + t.len()].copy_from_slice(&t);
-            lps.push(ItemIdData::new(upper as u16, LP_NORMAL, t.len() as u16));
-        }
-        for (i, lp) in lps.iter().enumerate() {
-            p[24 + 4 * i..28 + 4 * i].copy_from_slice(&lp.0.to_le_bytes());
-        }
-        PageHeaderData {
-            pd_lower: (24 + 4 * lps.len()) as u16,
-            pd_upper: upper as u16,
-            pd_special: 8192,
-            pd_pagesize_version: 0x2004,
-            ..Default::default()
-        }
-        .write(&mut p);
-        p
+        let tuples: Vec<Vec<u8>> =
+            rows.iter().enumerate().map(|(i, (id, text))| tuple(block, (i + 1) as u16, *id, text)).collect();
+        let refs: Vec<&[u8]> = tuples.iter().map(|t| t.as_slice()).collect();
+        crate::page::assemble_heap_page(&refs, 8192).expect("test rows fit on a page")
     }
 
     fn cfg() -> CarveConfig {

@@ -7,8 +7,6 @@ use pgsurgeon_core::datum::TypeDesc;
 use pgsurgeon_core::heap::{
     HeapTupleHeaderData, ItemPointerData, HEAP_HASVARWIDTH, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED,
 };
-use pgsurgeon_core::itemid::{ItemIdData, LP_NORMAL};
-use pgsurgeon_core::page::PageHeaderData;
 use pgsurgeon_core::tuple::{AttrDesc, RelDesc};
 
 struct Rng(u64);
@@ -124,27 +122,9 @@ fn tuple(block: u32, lp: u16, id: i32) -> Vec<u8> {
 }
 
 fn page(block: u32, n: u16) -> Vec<u8> {
-    let mut p = vec![0u8; 8192];
-    let mut upper = 8192usize;
-    let mut lps = Vec::new();
-    for i in 0..n {
-        let t = tuple(block, i + 1, i32::from(i) * 7);
-        upper -= (t.len() + 7) & !7;
-        p[upper..upper + t.len()].copy_from_slice(&t);
-        lps.push(ItemIdData::new(upper as u16, LP_NORMAL, t.len() as u16));
-    }
-    for (i, lp) in lps.iter().enumerate() {
-        p[24 + 4 * i..28 + 4 * i].copy_from_slice(&lp.0.to_le_bytes());
-    }
-    PageHeaderData {
-        pd_lower: (24 + 4 * lps.len()) as u16,
-        pd_upper: upper as u16,
-        pd_special: 8192,
-        pd_pagesize_version: 0x2004,
-        ..Default::default()
-    }
-    .write(&mut p);
-    p
+    let tuples: Vec<Vec<u8>> = (0..n).map(|i| tuple(block, i + 1, i32::from(i) * 7)).collect();
+    let refs: Vec<&[u8]> = tuples.iter().map(|t| t.as_slice()).collect();
+    pgsurgeon_core::page::assemble_heap_page(&refs, 8192).expect("test rows fit on a page")
 }
 
 fn config(desc: RelDesc, columns: Vec<ColumnOut>) -> CarveConfig {
