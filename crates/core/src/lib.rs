@@ -6,7 +6,8 @@
 
 pub mod btree;
 pub mod bytes;
-pub mod carve;
+pub mod rows;
+pub use rows::carve;
 pub mod checks;
 pub mod checksum;
 pub mod control;

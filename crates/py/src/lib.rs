@@ -220,6 +220,182 @@ fn carve_pages(
     Ok((to_json(&res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
 }
 
+/// A Python error raised inside a callback, carried through the core as an error and raised again as itself.
+struct Raised(std::sync::Mutex<Option<PyErr>>);
+
+impl Raised {
+    fn keep(&self, e: PyErr) -> CoreError {
+        let text = e.to_string();
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        CoreError::Invalid(text)
+    }
+
+    fn take(&self) -> Option<PyErr> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Pages from a Python callable `read(first, count) -> bytes` (pages fetched through SQL).
+struct PyPages<'r> {
+    read: Py<PyAny>,
+    raised: &'r Raised,
+}
+
+impl pgsurgeon_core::rows::engine::PageSource for PyPages<'_> {
+    fn read_into(&self, first: u64, count: u64, buf: &mut Vec<u8>) -> pgsurgeon_core::Result<()> {
+        Python::attach(|py| {
+            let r = self.read.call1(py, (first, count)).map_err(|e| self.raised.keep(e))?;
+            let bytes = r.cast_bound::<pyo3::types::PyBytes>(py).map_err(|e| self.raised.keep(e.into()))?;
+            buf.clear();
+            buf.extend_from_slice(bytes.as_bytes());
+            Ok(())
+        })
+    }
+}
+
+/// Rows to a Python callable `write(main: bytes, apart: bytes, prov: bytes)`.
+struct PySink<'r> {
+    write: Py<PyAny>,
+    raised: &'r Raised,
+}
+
+impl pgsurgeon_core::rows::engine::RowSink for PySink<'_> {
+    fn write(&mut self, main: &[u8], apart: &[u8], prov: &[u8]) -> pgsurgeon_core::Result<()> {
+        if main.is_empty() && apart.is_empty() && prov.is_empty() {
+            return Ok(());
+        }
+        Python::attach(|py| {
+            let args = (
+                pyo3::types::PyBytes::new(py, main),
+                pyo3::types::PyBytes::new(py, apart),
+                pyo3::types::PyBytes::new(py, prov),
+            );
+            self.write.call1(py, args).map(|_| ()).map_err(|e| self.raised.keep(e))
+        })
+    }
+}
+
+/// The server's answers through a Python object with `xid_status(list) -> dict[int, str]`,
+/// `multi_updaters(list) -> dict[int, int | None]` and `toast_chunks(list) -> list[tuple[int, int, bytes]]`.
+struct PyOracle<'r> {
+    oracle: Py<PyAny>,
+    raised: &'r Raised,
+}
+
+impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
+    fn xid_status(&mut self, xids: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::xact::XidStatus)>> {
+        Python::attach(|py| {
+            let r = self.oracle.call_method1(py, "xid_status", (xids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
+            let m: std::collections::HashMap<u32, String> = r.extract(py).map_err(|e| self.raised.keep(e))?;
+            Ok(m.into_iter().filter_map(|(x, s)| Some((x, pgsurgeon_core::xact::XidStatus::parse(&s)?))).collect())
+        })
+    }
+
+    fn multi_updaters(&mut self, multis: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, Option<u32>)>> {
+        Python::attach(|py| {
+            let r =
+                self.oracle.call_method1(py, "multi_updaters", (multis.to_vec(),)).map_err(|e| self.raised.keep(e))?;
+            let m: std::collections::HashMap<u32, Option<u32>> = r.extract(py).map_err(|e| self.raised.keep(e))?;
+            Ok(m.into_iter().collect())
+        })
+    }
+
+    fn toast_chunks(&mut self, valueids: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, i32, Vec<u8>)>> {
+        Python::attach(|py| {
+            let r =
+                self.oracle.call_method1(py, "toast_chunks", (valueids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
+            r.extract(py).map_err(|e| self.raised.keep(e))
+        })
+    }
+}
+
+/// The row engine over one heap relation (`config`: pgsurgeon_core::carve::CarveConfig as JSON). `run()` carves
+/// block ranges with the GIL released, writing rows as it goes; `progress()` and `cancel()` may be called from
+/// another thread meanwhile.
+#[pyclass(frozen)]
+struct RowCarver {
+    carver: std::sync::Mutex<pgsurgeon_core::carve::Carver>,
+    progress: std::sync::Arc<pgsurgeon_core::rows::engine::Progress>,
+}
+
+#[pymethods]
+impl RowCarver {
+    #[new]
+    fn new(config: &str) -> PyResult<Self> {
+        let cfg: pgsurgeon_core::carve::CarveConfig =
+            serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad carve configuration: {e}")))?;
+        Ok(RowCarver {
+            carver: std::sync::Mutex::new(pgsurgeon_core::carve::Carver::new(cfg)),
+            progress: Default::default(),
+        })
+    }
+
+    /// (blocks done, rows written to the main output, rows kept apart) so far.
+    fn progress(&self) -> (u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let p = &self.progress;
+        (p.blocks_done.load(Relaxed), p.rows_main.load(Relaxed), p.rows_apart.load(Relaxed))
+    }
+
+    /// Ask a running carve to stop after the current wave.
+    fn cancel(&self) {
+        self.progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Carve the half-open block `ranges`. Rows go to files (`main`, `apart`, optional `prov`: appended to) or to
+    /// `write(main, apart, prov)`; pages come from the configured files or from `read(first, count)`; `oracle`
+    /// answers what the files do not say. Returns the summary as JSON.
+    #[pyo3(signature = (ranges, jobs, *, unit_blocks=128, main=None, apart=None, prov=None, write=None, read=None, oracle=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        jobs: usize,
+        unit_blocks: u64,
+        main: Option<std::path::PathBuf>,
+        apart: Option<std::path::PathBuf>,
+        prov: Option<std::path::PathBuf>,
+        write: Option<Py<PyAny>>,
+        read: Option<Py<PyAny>>,
+        oracle: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        use pgsurgeon_core::rows::engine::{unload, FileSink, Oracle, PageSource, RowSink, UnloadOptions};
+        let raised = Raised(std::sync::Mutex::new(None));
+        let opts = UnloadOptions { jobs: jobs.max(1), unit_blocks, provenance: prov.is_some() || write.is_some() };
+        let py_pages = read.map(|read| PyPages { read, raised: &raised });
+        let mut py_oracle = oracle.map(|oracle| PyOracle { oracle, raised: &raised });
+        let result = py.detach(|| -> pgsurgeon_core::Result<pgsurgeon_core::rows::engine::UnloadSummary> {
+            let mut carver = self.carver.lock().unwrap_or_else(|p| p.into_inner());
+            let files = carver.heap_reader();
+            let source: &dyn PageSource = match (&py_pages, &files) {
+                (Some(p), _) => p,
+                (None, Some(f)) => f,
+                (None, None) => return Err(CoreError::Invalid("no pages: neither files nor a reader".into())),
+            };
+            let oracle: Option<&mut dyn Oracle> = py_oracle.as_mut().map(|o| o as &mut dyn Oracle);
+            match (main, apart, write) {
+                (Some(m), Some(a), _) => {
+                    let mut sink = FileSink::new(&m, &a, prov.as_deref())?;
+                    let s = unload(&mut carver, source, &ranges, oracle, &mut sink, &opts, &self.progress)?;
+                    sink.finish()?;
+                    Ok(s)
+                }
+                (_, _, Some(w)) => {
+                    let mut sink = PySink { write: w, raised: &raised };
+                    let sink: &mut (dyn RowSink + Send) = &mut sink;
+                    unload(&mut carver, source, &ranges, oracle, sink, &opts, &self.progress)
+                }
+                _ => Err(CoreError::Invalid("rows need somewhere to go: main and apart paths, or write".into())),
+            }
+        });
+        if let Some(e) = raised.take() {
+            return Err(e);
+        }
+        to_json(&result.map_err(to_pyerr)?)
+    }
+}
+
 /// Heap TIDs in the given blocks that btree index entries point to; JSON list.
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &str) -> PyResult<String> {
@@ -233,6 +409,7 @@ fn index_evidence(py: Python<'_>, config: &str) -> PyResult<String> {
 fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Scanner>()?;
+    m.add_class::<RowCarver>()?;
     m.add("FormatError", m.py().get_type::<FormatError>())?;
     m.add_function(wrap_pyfunction!(inspect_page, m)?)?;
     m.add_function(wrap_pyfunction!(describe_code, m)?)?;

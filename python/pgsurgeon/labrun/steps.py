@@ -97,11 +97,27 @@ def salvage(cluster: LabCluster, table: str, truth: dict[int, str]) -> dict[str,
         duplicates += key in seen
         seen[key] = digest
     correct = sum(1 for k, d in seen.items() if truth.get(k) == d)
+    # rows kept apart (after their provenance columns) that hold a row's true values
+    with cluster.connect() as conn:
+        cols = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
+                "ORDER BY attnum",
+                (db.sql.Identifier(into).as_string(conn),),
+            )
+        ]
+        query = db.sql.SQL("SELECT id, md5(ROW({})::text) FROM {}").format(
+            db.sql.SQL(", ").join(db.sql.Identifier(c) for c in cols), db.sql.Identifier(into + "_carved")
+        )
+        apart = {int(k): str(d) for k, d in conn.execute(query)}
+    apart_correct = {k for k, d in apart.items() if k not in seen and truth.get(k) == d}
     return {
         "saved": correct,
         "wrong": sum(1 for k, d in seen.items() if k in truth and truth[k] != d),
         "duplicates": duplicates,
-        "lost": sum(1 for k in truth if k not in seen),
+        "apart": len(apart_correct),
+        "lost": sum(1 for k in truth if k not in seen and k not in apart_correct),
         "carved": int(report["rows"]["carved"]),
         "kept_apart": int(report["rows"]["carved_kept_apart"]),
         "via_sql": int(report["rows"]["sql"]),

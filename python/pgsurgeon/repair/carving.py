@@ -160,13 +160,19 @@ def carve(
         raise CarveUnavailable(f"the carver failed: {exc}") from None
     found: dict[Tid, list[bytes]] = {}
     uncertain = 0
+    from_failed_pages = 0
     for r in result["rows"]:
         if r.get("lp") is None:
             continue
         tid = (int(r["block"]), int(r["lp"]))
         if tid not in lost:
             continue
-        trusted = r["verdict"] == "live" and r["certainty"] in ("sure", "likely")
+        # A page that failed its checksum may hold altered values: salvage keeps such rows apart; repair puts them
+        # back (the alternative is losing them) and says so in the plan.
+        certainty = r["certainty_besides_checksum"] if r.get("checksum_failed") else r["certainty"]
+        trusted = r["verdict"] == "live" and certainty in ("sure", "likely")
+        if trusted and r.get("checksum_failed"):
+            from_failed_pages += 1
         if r["via"] == "line_pointer" and tid in damaged:
             trusted = False
         if not trusted:
@@ -180,6 +186,11 @@ def carve(
         parts.append(f"{uncertain} carved tuple(s) were not certain enough to put back")
     if ambiguous:
         parts.append(f"{ambiguous} ctid(s) carved twice (left out)")
+    if from_failed_pages:
+        parts.append(
+            f"{from_failed_pages} carved row(s) come from pages that failed their checksum: their values may be "
+            "altered, compare them with a backup"
+        )
     if info.unsupported_columns:
         parts.append("the carver cannot print " + ", ".join(info.unsupported_columns))
     return carved, ("; ".join(parts) or None)

@@ -281,17 +281,25 @@ class ServerFacts:
     next_xid: int
     data_directory: str | None
     system_identifier: str | None
+    segment_bytes: int
+    """The cluster's segment size (``segment_size``, fixed at build time): pages are read by it."""
+    encoding: str
 
 
 def server_facts(conn: Connection[tuple[Any, ...]]) -> ServerFacts:
-    next_xid, data_directory = conn.execute(db.load_sql("salvage_server")).fetchone() or (None, None)
+    next_xid, data_directory, segment_bytes, encoding = conn.execute(db.load_sql("salvage_server")).fetchone() or (
+        None,
+        None,
+        1 << 30,
+        "UTF8",
+    )
     sysid: str | None = None
     try:
         row = conn.execute(db.load_sql("salvage_sysid")).fetchone()
         sysid = str(row[0]) if row else None
     except db.DatabaseError:
         sysid = None
-    return ServerFacts(int(next_xid or 0), data_directory, sysid)
+    return ServerFacts(int(next_xid or 0), data_directory, sysid, int(segment_bytes), str(encoding))
 
 
 def local_pgdata(facts: ServerFacts, table: TableInfo, override: Path | None) -> Path | None:

@@ -29,14 +29,13 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
 from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
-from pgsurgeon.salvage.sinks import PROVENANCE, DirSink, Sink, TableSink
+from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink
 
 if TYPE_CHECKING:
     from psycopg import Connection
 
 _INVALID_PAGE = re.compile(r"invalid page in block (\d+) of relation \"?([^\s\"]+)")
 MAX_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KB pages
-CARVE_BATCH = 4096  # blocks carved at a time (32 MB of pages in memory)
 
 
 @dataclass
@@ -171,6 +170,27 @@ def _files_size(pages: LocalPages, t: catalog.TableInfo) -> int:
     return size
 
 
+class _Oracle:
+    """What the files do not say, asked of the server for the row engine (crates/core/src/rows/engine.rs)."""
+
+    def __init__(self, salvage: Salvage) -> None:
+        self.salvage = salvage
+
+    def xid_status(self, xids: list[int]) -> dict[int, str]:
+        return {int(k): v for k, v in self.salvage._resolve_xids(xids).items()}
+
+    def multi_updaters(self, multis: list[int]) -> dict[int, int | None]:
+        return {int(k): v for k, v in self.salvage._resolve_multis(multis).items()}
+
+    def toast_chunks(self, valueids: list[int]) -> list[tuple[int, int, bytes]]:
+        try:
+            refs, blob = fetch_toast(self.salvage.main, self.salvage.table, valueids)
+        except (SqlFailed, BackendLost) as exc:
+            self.salvage.notes.append(f"TOAST values could not be read through SQL: {exc}")
+            return []
+        return [(int(r["valueid"]), int(r["seq"]), blob[r["start"] : r["start"] + r["len"]]) for r in refs]
+
+
 class Salvage:
     def __init__(self, opts: SalvageOptions, on_progress: Callable[[Stats], None] | None = None) -> None:
         self.opts = opts
@@ -211,7 +231,7 @@ class Salvage:
         if o.files in ("auto", "local"):
             pgdata = catalog.local_pgdata(facts, t, o.pgdata)
             if pgdata is not None:
-                self.pages = LocalPages(pgdata, t)
+                self.pages = LocalPages(pgdata, t, facts.segment_bytes // t.block_size)
             elif o.files == "local":
                 raise PgSurgeonError(
                     f"the data directory of {db.describe_dsn(o.dsn)} cannot be read here",
@@ -219,7 +239,7 @@ class Salvage:
                 )
         if self.pages is None and o.files in ("auto", "remote"):
             if can_read_remote(t):
-                self.pages = RemotePages(self._session(), t)
+                self.pages = RemotePages(self._session(), t, facts.segment_bytes // t.block_size)
             elif o.files == "remote":
                 raise PgSurgeonError(
                     "reading raw pages through the server needs a superuser or pg_read_server_files",
@@ -245,6 +265,7 @@ class Salvage:
                     "(a segment file is missing before them): they are carved"
                 )
                 t.size = on_disk
+        self.facts = facts
         self.horizons = _horizons(t, facts, pgdata)
         self.pgdata = pgdata
         # where rows go
@@ -274,7 +295,7 @@ class Salvage:
         self.classify_seconds = 0.0
         if self.pages is None and o.carve_all:
             raise PgSurgeonError("--carve-all needs raw pages", hint="use --files local or remote")
-        if self.pages is not None and (o.precheck or o.carve_all):
+        if self.pages is not None and o.precheck and not o.carve_all:
             c0 = time.monotonic()
             res = self.pages.classify(
                 {
@@ -568,52 +589,13 @@ class Salvage:
             out[str(m)] = updater
         return out
 
-    def _carve_batch(self, blocks: list[int], cfg: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-        """Carve some blocks, asking the server what the files do not say (then carving again)."""
-        assert self.pages is not None
-        data = self.pages.read_pages(blocks)
-        cfg = dict(cfg)
-        blob = b""
-        result: dict[str, Any] = {}
-        out = b""
-        for _ in range(4):
-            result, out = core.carve_pages(data, blocks, cfg, blob)
-            asked = False
-            if result["need_xids"]:
-                cfg["xid_status"] = {**cfg.get("xid_status", {}), **self._resolve_xids(result["need_xids"])}
-                asked = True
-            if result["need_multis"]:
-                cfg["multis"] = {**cfg.get("multis", {}), **self._resolve_multis(result["need_multis"])}
-                asked = True
-            if result["need_toast"]:
-                try:
-                    refs, more = fetch_toast(self.main, self.table, result["need_toast"])
-                except (SqlFailed, BackendLost) as exc:
-                    refs, more = [], b""
-                    self.notes.append(f"TOAST values could not be read through SQL: {exc}")
-                base = len(blob)
-                cfg["toast_chunks"] = cfg.get("toast_chunks", []) + [{**r, "start": r["start"] + base} for r in refs]
-                blob += more
-                asked = True
-            if not asked:
-                break
-            # what cannot be answered now is judged uncertain on the last pass
-            cfg["can_ask"] = False
-            cfg["can_fetch_toast"] = False
-        return result, out
-
     def _carve(self) -> None:
+        """Carve the damaged blocks (every block with --carve-all) through the row engine: rows stream from the
+        core into the sink; only counters, losses and the pages that need accounting come back."""
         t = self.table
         blocks = sorted(self.carve_blocks | set(self.carve_items))
         zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
-        self.carved_rows: list[dict[str, Any]] = []
-        main_parts: list[bytes] = []
-        carved_out: list[tuple[list[str | None], bytes]] = []
-        main_rows = 0
-        uncertain = 0
-        invisible = 0
-        pages_info: list[dict[str, Any]] = []
-        all_rows: list[dict[str, Any]] = []
+        summary: dict[str, Any] = {"counts": {}, "lost": [], "pages": []}
         if blocks and self.pages is not None:
             cfg: dict[str, Any] = {
                 "blcksz": t.block_size,
@@ -622,6 +604,8 @@ class Salvage:
                 "columns": t.columns_out(),
                 "format": "csv" if isinstance(self.sink, DirSink) and self.sink.fmt == "csv" else "text",
                 "server_version_num": t.server_version_num,
+                "encoding": self.facts.encoding,
+                "checksums": t.checksums,
                 "horizons": self.horizons,
                 "can_ask": True,
                 "can_fetch_toast": t.toast_oid != 0,
@@ -629,48 +613,65 @@ class Salvage:
                 "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
                 **self.pages.carve_extras(),
             }
-            for i in range(0, len(blocks), CARVE_BATCH):
-                result, out = self._carve_batch(blocks[i : i + CARVE_BATCH], cfg)
-                for r in result["rows"]:
-                    line = out[r["data_start"] : r["data_end"]]
-                    merged = r["verdict"] == "live" and r["certainty"] in ("sure", "likely")
-                    if merged:
-                        main_parts.append(line)
-                        main_rows += 1
-                    else:
-                        uncertain += 1
-                    note = "; ".join([r["reason"], *r["notes"]])
-                    prov: list[str | None] = [
-                        str(r["block"]),
-                        None if r["lp"] is None else str(r["lp"]),
-                        str(r["offset"]),
-                        r["via"],
-                        r["certainty"],
-                        note,
-                    ]
-                    carved_out.append((prov, line))
-                    row = {k: v for k, v in r.items() if k not in ("data_start", "data_end")} | {"merged": merged}
-                    all_rows.append(row)
-                    if len(self.carved_rows) < 10000:
-                        self.carved_rows.append(row)
-                invisible += int(result.get("counts", {}).get("invisible", 0))
-                pages_info.extend(result.get("pages", []))
-                self.lost.extend(result["lost"])
+            summary = self._run_carver(cfg, _merge([(b, b + 1) for b in blocks]))
         elif blocks:
             for b in blocks:
                 self.lost.append({"block": b, "lp": None, "reason": "damaged, and raw pages cannot be read here"})
-        assert len(PROVENANCE) == 6
-        self.sink.write_carved(b"".join(main_parts), main_rows, carved_out)
-        self.carved["rows"] = main_rows
-        self.carved["uncertain"] = uncertain
-        self.carved["invisible"] = invisible
+        counts = summary["counts"]
+        self.lost.extend(summary["lost"])
+        self.carved["rows"] = int(counts.get("main_rows", 0))
+        self.carved["uncertain"] = int(counts.get("apart_rows", 0))
+        self.carved["invisible"] = int(counts.get("invisible", 0))
+        self.carved["checksum_failures"] = int(counts.get("checksum_failures", 0))
         self.carved["pages"] = len(blocks)
-        self._evidence(zero_blocks, {"rows": all_rows, "pages": pages_info})
+        if self.opts.carve_all:
+            # no classify pass ran: the carve saw every page
+            for p in summary["pages"]:
+                if p.get("all_zero"):
+                    self.classes[int(p["block"])] = {"state": "zero", "codes": [], "message": "all zeroes"}
+            self.lost = [x for x in self.lost if x.get("reason") != "the page is all zeroes"]
+            zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
+        self._evidence(zero_blocks, summary["pages"])
 
-    def _evidence(self, zero_blocks: list[int], result: dict[str, Any]) -> None:
+    def _run_carver(self, cfg: dict[str, Any], ranges: list[tuple[int, int]]) -> dict[str, Any]:
+        """Run the row engine over ``ranges`` in a worker thread, reporting progress meanwhile."""
+        assert self.pages is not None
+        carver = core.RowCarver(cfg)
+        read = None if "files" in cfg else self.pages.read_range
+        oracle = _Oracle(self)
+        result: list[dict[str, Any]] = []
+        errors: list[BaseException] = []
+        done_before = self.stats.blocks_done
+
+        def work(**targets: Any) -> None:
+            try:
+                result.append(carver.run(ranges, self.opts.jobs, read=read, oracle=oracle, **targets))
+            except BaseException as exc:  # handed to the caller
+                errors.append(exc)
+
+        with self.sink.carve_targets() as targets:
+            th = threading.Thread(target=work, kwargs=targets, name="salvage-carve", daemon=True)
+            th.start()
+            try:
+                while th.is_alive():
+                    th.join(0.25)
+                    blocks, _, _ = carver.progress()
+                    with self.stats.lock:
+                        self.stats.blocks_done = done_before + blocks
+                    if self.on_progress is not None:
+                        self.on_progress(self.stats)
+            except KeyboardInterrupt:
+                carver.cancel()
+                th.join()
+                raise
+            if errors:
+                raise errors[0]
+        return result[0]
+
+    def _evidence(self, zero_blocks: list[int], page_infos: list[dict[str, Any]]) -> None:
         """All-zero pages, and damaged pages whose line pointer array is destroyed: which rows index entries say
         were there and were not found."""
-        pages = {int(p["block"]): p for p in result.get("pages", [])}
+        pages = {int(p["block"]): p for p in page_infos}
         destroyed = [b for b, p in pages.items() if p.get("lp_array_destroyed") or p.get("copies_at") == 0]
         for b in zero_blocks:
             self.lost.append({"block": b, "lp": None, "reason": "the page is all zeroes"})
@@ -794,6 +795,7 @@ class Salvage:
                 "carved": self.carved.get("rows", 0),
                 "carved_kept_apart": self.carved.get("uncertain", 0),
                 "carved_invisible_skipped": self.carved.get("invisible", 0),
+                "carved_from_checksum_failures": self.carved.get("checksum_failures", 0),
                 "saved": rows_sql + self.carved.get("rows", 0),
             },
             "lost": lost,
@@ -802,7 +804,6 @@ class Salvage:
             "maybe_lost_count": len(maybe),
             "failures": [f.to_json() for f in self.failures],
             "crashes": self.stats.crashes,
-            "carved_rows": self.carved_rows[:10000],
             "notes": self.notes,
             "seconds": {
                 "total": round(time.time() - started, 3),

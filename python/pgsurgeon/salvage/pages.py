@@ -11,7 +11,6 @@ from pgsurgeon import core, db
 from pgsurgeon.salvage.catalog import TableInfo
 from pgsurgeon.salvage.session import Session
 
-RELSEG_SIZE = 131072
 REMOTE_BATCH = 128  # blocks per pg_read_binary_file call (1 MB)
 
 
@@ -33,7 +32,11 @@ class PageSource(Protocol):
     def read_pages(self, blocks: list[int]) -> bytes: ...
 
     def carve_extras(self) -> dict[str, Any]:
-        """Carve configuration this source can provide (TOAST files, pg_xact)."""
+        """Carve configuration this source can provide (the heap's files, TOAST files, pg_xact)."""
+        ...
+
+    def read_range(self, first: int, count: int) -> bytes:
+        """Blocks first..first+count (fewer bytes where the relation ends)."""
         ...
 
     def index_files(self) -> list[dict[str, Any]]: ...
@@ -44,7 +47,7 @@ class LocalPages:
 
     kind = "local"
 
-    def __init__(self, pgdata: Path, table: TableInfo, relseg_size: int = RELSEG_SIZE) -> None:
+    def __init__(self, pgdata: Path, table: TableInfo, relseg_size: int) -> None:
         self.pgdata = pgdata
         self.table = table
         self.relseg_size = relseg_size
@@ -78,11 +81,18 @@ class LocalPages:
         return bytes(out)
 
     def carve_extras(self) -> dict[str, Any]:
-        extras: dict[str, Any] = {"xact_dir": str(self.pgdata / "pg_xact"), "relseg_size": self.relseg_size}
+        extras: dict[str, Any] = {
+            "xact_dir": str(self.pgdata / "pg_xact"),
+            "relseg_size": self.relseg_size,
+            "files": self.segments,
+        }
         if self.table.toast_filepath:
             extras["toast_files"] = segments_of(self.pgdata / self.table.toast_filepath)
             extras["toast_nblocks"] = self.table.toast_nblocks
         return extras
+
+    def read_range(self, first: int, count: int) -> bytes:
+        return self.read_pages(list(range(first, first + count)))
 
     def index_files(self) -> list[dict[str, Any]]:
         return [
@@ -100,7 +110,7 @@ class RemotePages:
 
     kind = "remote"
 
-    def __init__(self, session: Session, table: TableInfo, relseg_size: int = RELSEG_SIZE) -> None:
+    def __init__(self, session: Session, table: TableInfo, relseg_size: int) -> None:
         self.session = session
         self.table = table
         self.relseg_size = relseg_size
@@ -157,6 +167,18 @@ class RemotePages:
 
     def carve_extras(self) -> dict[str, Any]:
         return {"relseg_size": self.relseg_size}
+
+    def read_range(self, first: int, count: int) -> bytes:
+        out = bytearray()
+        end = first + count
+        while first < end:
+            n = min(end - first, REMOTE_BATCH, self.relseg_size - first % self.relseg_size)
+            data = self._read(first, n)
+            out += data
+            if len(data) < n * self.table.block_size:
+                break
+            first += n
+        return bytes(out)
 
     def index_files(self) -> list[dict[str, Any]]:
         return []

@@ -11,6 +11,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,7 +61,9 @@ class Sink(Protocol):
 
     def copy_tuples(self, src: Session, dest: Session | None, block: int, lps: list[int]) -> TupleOutcome: ...
 
-    def write_carved(self, main: bytes, main_rows: int, carved: list[tuple[list[str | None], bytes]]) -> None: ...
+    def carve_targets(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        """Where the row engine writes carved rows: ``{"main", "apart", "prov"}`` file paths or ``{"write"}``."""
+        ...
 
     def finish(self) -> dict[str, Any]: ...
 
@@ -74,18 +77,6 @@ def safe_name(name: str) -> str:
     )
 
 
-def _text_field(v: str | None) -> bytes:
-    if v is None:
-        return b"\\N"
-    return (
-        v.replace("\\", "\\\\")
-        .replace("\t", "\\t")
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-        .encode("utf-8", "replace")
-    )
-
-
 def _csv_field(v: str | None) -> bytes:
     if v is None:
         return b""
@@ -95,8 +86,10 @@ def _csv_field(v: str | None) -> bytes:
 
 
 class DirSink:
-    """``DIR/<schema.table>.<fmt>`` with every saved row, ``….carved.<fmt>`` with every carved row and its
-    provenance, and a parts directory that makes a rerun resume."""
+    """``DIR/<schema.table>.<fmt>`` with every saved row, ``….carved.<fmt>`` with the carved rows kept apart (their
+    provenance first), ``….provenance.<fmt>`` with the provenance of the carved rows of the main file (in their
+    order; one line stands for ``salvage_rows`` rows: a page's rows read plainly through their line pointers share
+    one), and a parts directory that makes a rerun resume."""
 
     def __init__(
         self, out_dir: Path, table: TableInfo, fmt: str, *, restart: bool = False, keep_parts: bool = False
@@ -342,29 +335,37 @@ class DirSink:
         rows = self._commit_part(f"tup_{block:010d}_{block + 1:010d}.{self.ext}", write, block, block + 1)
         return TupleOutcome(rows, failed, crashed)
 
-    def write_carved(self, main: bytes, main_rows: int, carved: list[tuple[list[str | None], bytes]]) -> None:
-        (self.parts / f"carved.{self.ext}").write_bytes(main)
-        field = _csv_field if self.fmt == "csv" else _text_field
-        sep = b"," if self.fmt == "csv" else b"\t"
-        with self.carved_path.open("wb") as fh:
-            if self.fmt == "csv":
-                names = [*PROVENANCE, *(c.name for c in self.table.live_columns)]
-                fh.write(b",".join(_csv_field(n) for n in names) + b"\n")
-            for prov, line in carved:
-                fh.write(sep.join(field(v) for v in prov) + sep + line)
+    @property
+    def provenance_path(self) -> Path:
+        return self.out_dir / f"{self.base}.provenance.{self.ext}"
+
+    @contextlib.contextmanager
+    def carve_targets(self) -> Iterator[dict[str, Any]]:
+        """The carve appends its rows to the growing output (after the SQL parts; a rerun truncates the output to
+        the logged parts and carves again), and writes the kept-apart rows and the provenance afresh."""
+        self._begin()
+        assert self._out is not None
+        self._out.flush()
+        names = [*PROVENANCE, *(c.name for c in self.table.live_columns)]
+        for path, header in ((self.carved_path, names), (self.provenance_path, [*PROVENANCE, "salvage_rows"])):
+            path.write_bytes(b",".join(_csv_field(n) for n in header) + b"\n" if self.fmt == "csv" else b"")
+        yield {"main": str(self._partial_path), "apart": str(self.carved_path), "prov": str(self.provenance_path)}
+        self._out.seek(0, os.SEEK_END)
 
     def finish(self) -> dict[str, Any]:
         self._begin()
         assert self._out is not None and self._log is not None
-        carved = self.parts / f"carved.{self.ext}"
-        if carved.exists():
-            _append(carved, self._out)
         self._out.close()
         self._log.close()
         self._out = self._log = None
         os.replace(self._partial_path, self.main_path)
         self._log_path.unlink(missing_ok=True)
-        return {"rows_file": str(self.main_path), "carved_file": str(self.carved_path), "parts": str(self.parts)}
+        return {
+            "rows_file": str(self.main_path),
+            "carved_file": str(self.carved_path),
+            "provenance_file": str(self.provenance_path),
+            "parts": str(self.parts),
+        }
 
     def cleanup(self) -> None:
         for d in self._part_dirs():
@@ -606,18 +607,32 @@ class TableSink:
         dest.run(store)
         return TupleOutcome(len(lines), failed, crashed)
 
-    def write_carved(self, main: bytes, main_rows: int, carved: list[tuple[list[str | None], bytes]]) -> None:
-        with db.connect(self.dsn) as conn, conn.transaction():
+    @contextlib.contextmanager
+    def carve_targets(self) -> Iterator[dict[str, Any]]:
+        """Carved rows stream into the new table and the kept-apart ones into ``<new>_carved``, through COPY on two
+        connections, committed together with the progress row once the carve is done."""
+        rows = [0]
+        with (
+            db.connect(self.dsn) as conn,
+            db.connect(self.dsn) as aconn,
+            conn.transaction(),
+            aconn.transaction(),
+        ):
             conn.execute(db.sql.SQL("DELETE FROM {} WHERE kind = 'carved'").format(self.ident(self.progress_name)))
-            if main:
-                with conn.cursor().copy(db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.name))) as cin:
-                    cin.write(main)
-            conn.execute(db.sql.SQL("TRUNCATE {}").format(self.ident(self.carved_name)))
-            if carved:
-                with conn.cursor().copy(db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.carved_name))) as cin:
-                    for prov, line in carved:
-                        cin.write(b"\t".join(_text_field(v) for v in prov) + b"\t" + line)
-            self._progress(conn, -1, -1, "carved", main_rows)
+            aconn.execute(db.sql.SQL("TRUNCATE {}").format(self.ident(self.carved_name)))
+            main_sql = db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.name))
+            apart_sql = db.sql.SQL("COPY {} FROM STDIN").format(self.ident(self.carved_name))
+            with conn.cursor().copy(main_sql) as cin, aconn.cursor().copy(apart_sql) as ain:
+
+                def write(main: bytes, apart: bytes, prov: bytes) -> None:
+                    if main:
+                        cin.write(main)
+                        rows[0] += main.count(b"\n")
+                    if apart:
+                        ain.write(apart)
+
+                yield {"write": write}
+            self._progress(conn, -1, -1, "carved", rows[0])
 
     def carved_done(self) -> bool:
         with db.connect(self.dsn) as conn:

@@ -14,17 +14,21 @@
 //! MAXALIGN(t_len). A tuple found below that run lies in free space: a stale copy left behind by
 //! compaction, never a live row by itself.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Write as _;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::encode::{copy_csv_escape, copy_text_escape};
 use crate::bytes::{maxalign, u32_at};
 use crate::checks::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
-use crate::datum::{copy_csv_escape, copy_text_escape, format_value, OutputOptions, TypeDesc};
+use crate::datum::{format_value, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::Severity;
 use crate::heap::{
@@ -43,10 +47,12 @@ pub struct SegFile {
     pub path: PathBuf,
 }
 
-/// Reads blocks of one relation fork from its segment files.
+/// Reads blocks of one relation fork from its segment files, opened once (read-only) and read with pread, so
+/// threads share one reader.
 #[derive(Debug, Clone)]
 pub struct BlockReader {
     segments: HashMap<u32, PathBuf>,
+    open: std::sync::Arc<std::sync::Mutex<HashMap<u32, std::sync::Arc<File>>>>,
     blcksz: usize,
     relseg_size: u64,
 }
@@ -55,32 +61,60 @@ impl BlockReader {
     pub fn new(segments: &[SegFile], blcksz: u32, relseg_size: u32) -> BlockReader {
         BlockReader {
             segments: segments.iter().map(|s| (s.segno, s.path.clone())).collect(),
+            open: Default::default(),
             blcksz: blcksz as usize,
             relseg_size: u64::from(relseg_size.max(1)),
         }
     }
 
+    fn file(&self, segno: u32) -> std::io::Result<Option<std::sync::Arc<File>>> {
+        let Some(path) = self.segments.get(&segno) else { return Ok(None) };
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = open.get(&segno) {
+            return Ok(Some(f.clone()));
+        }
+        let f = std::sync::Arc::new(File::open(path)?);
+        open.insert(segno, f.clone());
+        Ok(Some(f))
+    }
+
     /// Blocks `first..first + count` (fewer when the relation ends): the bytes read, which may
     /// end inside a page.
     pub fn read(&self, first: u64, count: u64) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity((count as usize) * self.blcksz);
+        let mut out = Vec::new();
+        self.read_into(first, count, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`BlockReader::read`], into `out` (its contents replaced, its allocation reused).
+    pub fn read_into(&self, first: u64, count: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
+        out.clear();
+        out.resize((count as usize) * self.blcksz, 0);
+        let mut filled = 0usize;
         let mut block = first;
         let end = first + count;
         while block < end {
             let segno = (block / self.relseg_size) as u32;
             let in_seg = block % self.relseg_size;
             let n = (end - block).min(self.relseg_size - in_seg);
-            let Some(path) = self.segments.get(&segno) else { break };
-            let mut f = File::open(path)?;
-            f.seek(SeekFrom::Start(in_seg * self.blcksz as u64))?;
-            let before = out.len();
-            f.take(n * self.blcksz as u64).read_to_end(&mut out)?;
-            if ((out.len() - before) as u64) < n * self.blcksz as u64 {
+            let Some(f) = self.file(segno)? else { break };
+            let want = n as usize * self.blcksz;
+            let mut got = 0usize;
+            while got < want {
+                let r = f.read_at(&mut out[filled + got..filled + want], in_seg * self.blcksz as u64 + got as u64)?;
+                if r == 0 {
+                    break;
+                }
+                got += r;
+            }
+            filled += got;
+            if got < want {
                 break;
             }
             block += n;
         }
-        Ok(out)
+        out.truncate(filled);
+        Ok(())
     }
 }
 
@@ -751,7 +785,7 @@ pub enum OutFormat {
 pub struct ColumnOut {
     pub attnum: i16,
     pub name: String,
-    /// None: the type is not known to the carver (the value comes out NULL and the row uncertain).
+    /// None: the type is not known to the carver (the row is kept apart with the reason).
     #[serde(default)]
     pub r#type: Option<TypeDesc>,
     /// attmissingval as text, for rows written before the column was added.
@@ -776,6 +810,9 @@ pub struct CarveConfig {
     #[serde(default = "default_relseg")]
     pub relseg_size: u32,
     pub nblocks: u64,
+    /// The heap's segment files, when the data directory is at hand (else pages come from the caller).
+    #[serde(default)]
+    pub files: Vec<SegFile>,
     pub desc: RelDesc,
     /// The columns to output (the table's non-dropped columns, in attnum order).
     pub columns: Vec<ColumnOut>,
@@ -783,6 +820,13 @@ pub struct CarveConfig {
     pub format: OutFormat,
     #[serde(default = "default_version")]
     pub server_version_num: u32,
+    /// server_encoding: with UTF8, a value whose bytes are not valid UTF-8 keeps its row apart (loading it would
+    /// fail), its bad bytes written as `\xHH` text.
+    #[serde(default)]
+    pub encoding: String,
+    /// Data checksums are on: rows of a page that fails its checksum are kept apart (their bytes may be altered).
+    #[serde(default)]
+    pub checksums: bool,
     #[serde(default)]
     pub horizons: Option<Horizons>,
     /// `<pgdata>/pg_xact`, when the data directory is at hand.
@@ -832,8 +876,27 @@ pub enum Certainty {
     /// Found by its header in the page body (line pointers lost), otherwise like `sure`.
     Likely,
     /// Something does not add up: visibility undecidable, a value missing, a stale or misplaced
-    /// copy. Kept apart.
+    /// copy, a page that failed its checksum. Kept apart.
     Uncertain,
+}
+
+impl Certainty {
+    fn as_str(self) -> &'static str {
+        match self {
+            Certainty::Sure => "sure",
+            Certainty::Likely => "likely",
+            Certainty::Uncertain => "uncertain",
+        }
+    }
+}
+
+impl Via {
+    fn as_str(self) -> &'static str {
+        match self {
+            Via::LinePointer => "line_pointer",
+            Via::PageBody => "page_body",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -855,6 +918,10 @@ pub struct CarvedRow {
     pub xmax: u32,
     pub infomask: u16,
     pub infomask2: u16,
+    /// The page failed its checksum (the row is uncertain for that reason).
+    pub checksum_failed: bool,
+    /// The certainty the row would have if its page had passed its checksum.
+    pub certainty_besides_checksum: Certainty,
     /// The formatted line in the data blob.
     pub data_start: usize,
     pub data_end: usize,
@@ -876,6 +943,25 @@ pub struct CarveCounts {
     pub invisible: u64,
     pub uncertain: u64,
     pub duplicates: u64,
+    /// Rows written to the main output / kept apart.
+    pub main_rows: u64,
+    pub apart_rows: u64,
+    /// Pages that failed their checksum.
+    pub checksum_failures: u64,
+}
+
+impl CarveCounts {
+    pub fn add(&mut self, o: &CarveCounts) {
+        self.pages += o.pages;
+        self.tuples_found += o.tuples_found;
+        self.live += o.live;
+        self.invisible += o.invisible;
+        self.uncertain += o.uncertain;
+        self.duplicates += o.duplicates;
+        self.main_rows += o.main_rows;
+        self.apart_rows += o.apart_rows;
+        self.checksum_failures += o.checksum_failures;
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -932,60 +1018,105 @@ fn crosses_tear(off: usize, len: usize, first_foreign: usize) -> bool {
     false
 }
 
-/// Reassembled TOAST values: value id -> (chunk_seq -> bytes).
-type Chunks = HashMap<u32, Vec<(i32, Vec<u8>)>>;
+/// TOAST chunks by value id: (chunk_seq, bytes).
+pub type Chunks = HashMap<u32, Vec<(i32, Vec<u8>)>>;
 
-/// Collect the chunks of `wanted` value IDs from a TOAST relation's files (every page, line
-/// pointers first, page bodies when those are damaged).
-pub fn toast_chunks_from_files(cfg: &CarveConfig, wanted: &HashSet<u32>) -> Result<Chunks> {
-    let mut out: Chunks = HashMap::new();
-    if wanted.is_empty() || cfg.toast_files.is_empty() {
-        return Ok(out);
-    }
-    let reader = BlockReader::new(&cfg.toast_files, cfg.blcksz, cfg.relseg_size);
+/// The chunk tuples of a TOAST page: (valueid, seq, data) of each tuple not inserted by an aborted transaction.
+fn toast_page_chunks(page: &[u8], block: u64, p: &Plausibility<'_>, mut each: impl FnMut(u32, i32, &[u8])) {
     let desc = RelDesc::toast_table();
-    let blcksz = cfg.blcksz as usize;
-    let p = Plausibility { nblocks: Some(cfg.toast_nblocks), horizons: None, max_tuples: max_heap_tuples(blcksz) };
-    let step = 256u64;
-    let mut first = 0u64;
-    while first < cfg.toast_nblocks {
-        let count = step.min(cfg.toast_nblocks - first);
-        let data = reader.read(first, count).map_err(|e| CoreError::Invalid(format!("cannot read TOAST: {e}")))?;
-        for (i, page) in data.chunks_exact(blcksz).enumerate() {
-            // Cheap filter: does the page hold any wanted chunk_id at all?
-            let (found, _) = find_tuples(page, first + i as u64, &desc, &p);
-            for f in found {
-                if f.header.t_infomask & crate::heap::HEAP_XMIN_INVALID != 0
-                    && f.header.t_infomask & HEAP_XMIN_FROZEN != HEAP_XMIN_FROZEN
-                {
-                    continue; // inserted by an aborted transaction
-                }
-                let t = &page[f.off..f.off + f.len];
-                let span = |n: usize| f.walk.spans.get(n).filter(|s| !s.is_null && !s.missing);
-                let (Some(id), Some(seq), Some(data)) = (span(0), span(1), span(2)) else { continue };
-                let Some(valueid) = u32_at(t, id.offset) else { continue };
-                if !wanted.contains(&valueid) {
-                    continue;
-                }
-                let Some(seq) = u32_at(t, seq.offset) else { continue };
-                let Some(bytes) = data.payload(t) else { continue };
-                out.entry(valueid).or_default().push((seq as i32, bytes.to_vec()));
-            }
+    let (found, _) = find_tuples(page, block, &desc, p);
+    for f in found {
+        if f.header.t_infomask & crate::heap::HEAP_XMIN_INVALID != 0
+            && f.header.t_infomask & HEAP_XMIN_FROZEN != HEAP_XMIN_FROZEN
+        {
+            continue; // inserted by an aborted transaction
         }
-        first += count;
+        let t = &page[f.off..f.off + f.len];
+        let span = |n: usize| f.walk.spans.get(n).filter(|s| !s.is_null && !s.missing);
+        let (Some(id), Some(seq), Some(data)) = (span(0), span(1), span(2)) else { continue };
+        let (Some(valueid), Some(seq), Some(bytes)) = (u32_at(t, id.offset), u32_at(t, seq.offset), data.payload(t))
+        else {
+            continue;
+        };
+        each(valueid, seq as i32, bytes);
     }
-    Ok(out)
+}
+
+/// The TOAST relation's files, with a locator (value id -> blocks holding its chunks) built by one pass over
+/// the relation the first time a value is needed: 8 bytes per chunk page entry, instead of a pass per batch.
+struct ToastFiles {
+    reader: BlockReader,
+    nblocks: u64,
+    blcksz: usize,
+    locator: OnceLock<std::result::Result<Vec<(u32, u32)>, String>>,
+}
+
+impl ToastFiles {
+    fn plausibility(&self) -> Plausibility<'static> {
+        Plausibility { nblocks: Some(self.nblocks), horizons: None, max_tuples: max_heap_tuples(self.blcksz) }
+    }
+
+    fn locator(&self) -> std::result::Result<&[(u32, u32)], String> {
+        let built = self.locator.get_or_init(|| {
+            let p = self.plausibility();
+            let step = 256u64;
+            let starts: Vec<u64> = (0..self.nblocks).step_by(step as usize).collect();
+            let parts: std::result::Result<Vec<Vec<(u32, u32)>>, String> = starts
+                .par_iter()
+                .map(|&first| {
+                    let count = step.min(self.nblocks - first);
+                    let data = self.reader.read(first, count).map_err(|e| format!("cannot read TOAST: {e}"))?;
+                    let mut v = Vec::new();
+                    for (i, page) in data.chunks_exact(self.blcksz).enumerate() {
+                        let block = (first + i as u64) as u32;
+                        toast_page_chunks(page, u64::from(block), &p, |valueid, _, _| v.push((valueid, block)));
+                    }
+                    v.sort_unstable();
+                    v.dedup();
+                    Ok(v)
+                })
+                .collect();
+            let mut all: Vec<(u32, u32)> = parts?.into_iter().flatten().collect();
+            all.sort_unstable();
+            all.dedup();
+            Ok(all)
+        });
+        built.as_deref().map_err(Clone::clone)
+    }
+
+    /// The chunks of one value found in the files (empty when there are none).
+    fn value(&self, valueid: u32) -> std::result::Result<Vec<(i32, Vec<u8>)>, String> {
+        let loc = self.locator()?;
+        let lo = loc.partition_point(|&(v, _)| v < valueid);
+        let hi = loc.partition_point(|&(v, _)| v <= valueid);
+        let p = self.plausibility();
+        let mut out = Vec::new();
+        for &(_, block) in &loc[lo..hi] {
+            let page = self.reader.read(u64::from(block), 1).map_err(|e| format!("cannot read TOAST: {e}"))?;
+            if page.len() < self.blcksz {
+                continue;
+            }
+            toast_page_chunks(&page, u64::from(block), &p, |v, seq, bytes| {
+                if v == valueid {
+                    out.push((seq, bytes.to_vec()));
+                }
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// Assemble one external value's stored bytes from its chunks (sequence 0.., sizes summing to
 /// extsize); an error names what is wrong.
 fn assemble(
-    chunks: Option<&Vec<(i32, Vec<u8>)>>,
+    list: &[(i32, Vec<u8>)],
     valueid: u32,
     extsize: usize,
     max_chunk: usize,
 ) -> std::result::Result<Vec<u8>, String> {
-    let Some(list) = chunks else { return Err(format!("TOAST value {valueid} not found")) };
+    if list.is_empty() {
+        return Err(format!("TOAST value {valueid} not found"));
+    }
     let n = if extsize == 0 { 0 } else { (extsize - 1) / max_chunk.max(1) + 1 };
     let mut out = Vec::with_capacity(extsize);
     for seq in 0..n as i32 {
@@ -1000,152 +1131,312 @@ fn assemble(
     Ok(out)
 }
 
-/// The plain bytes of one stored attribute (detoasted, decompressed).
-fn attribute_value(
-    t: &[u8],
-    span: &crate::tuple::AttrSpan,
-    attlen: i16,
-    chunks: &Chunks,
-    max_chunk: usize,
-    missing_toast: &mut Vec<u32>,
-) -> std::result::Result<Vec<u8>, String> {
-    let bytes = span.bytes(t).ok_or("attribute outside the tuple")?;
-    match span.varlena {
-        None => {
-            // cstring columns end in their NUL; fixed-length ones are the bytes themselves.
-            if attlen == -2 {
-                Ok(bytes.strip_suffix(&[0]).unwrap_or(bytes).to_vec())
-            } else {
-                Ok(bytes.to_vec())
+/// Append `v` to `out` with every byte sequence that is not valid UTF-8 written as `\xHH` text, so the value
+/// loads and still shows what was there.
+fn escape_invalid_utf8(mut v: &[u8], out: &mut Vec<u8>) {
+    loop {
+        match std::str::from_utf8(v) {
+            Ok(s) => {
+                out.extend_from_slice(s.as_bytes());
+                return;
             }
-        }
-        Some(VarlenaKind::Short) | Some(VarlenaKind::Plain) => {
-            Ok(span.payload(t).ok_or("varlena outside the tuple")?.to_vec())
-        }
-        Some(VarlenaKind::Compressed { rawsize, method }) => {
-            let data = bytes.get(8..).ok_or("compressed value without data")?;
-            crate::toast::decompress(method, data, rawsize as usize)
-                .map_err(|e| format!("inline compressed value: {e}"))
-        }
-        Some(VarlenaKind::External { .. }) => {
-            let p = crate::tuple::ToastPointer::parse(
-                t,
-                span.offset,
-                span.attnum,
-                &HeapTupleHeaderData::parse(t).ok_or("header")?,
-            )
-            .ok_or("TOAST pointer is not on-disk")?;
-            let stored = match assemble(chunks.get(&p.va_valueid), p.va_valueid, p.extsize as usize, max_chunk) {
-                Ok(s) => s,
-                Err(e) => {
-                    if !chunks.contains_key(&p.va_valueid) {
-                        missing_toast.push(p.va_valueid);
-                    }
-                    return Err(e);
+            Err(e) => {
+                let good = e.valid_up_to();
+                out.extend_from_slice(&v[..good]);
+                let bad = e.error_len().unwrap_or(v.len() - good);
+                for b in &v[good..good + bad] {
+                    let _ = write!(out, "\\x{b:02x}");
                 }
-            };
-            if p.is_compressed {
-                let tcinfo = u32_at(&stored, 0).ok_or("compressed TOAST value without its header")?;
-                let rawsize = (tcinfo & crate::tuple::VARLENA_EXTSIZE_MASK) as usize;
-                let method = (tcinfo >> crate::tuple::VARLENA_EXTSIZE_BITS) as u8;
-                crate::toast::decompress(method, &stored[4..], rawsize)
-                    .map_err(|e| format!("TOAST value {}: {e}", p.va_valueid))
-            } else {
-                Ok(stored)
+                v = &v[good + bad..];
             }
         }
     }
 }
 
-/// Carve the pages `data` (consecutive `blcksz`-byte images of `blocks`); `blob` holds the bytes
-/// of `cfg.toast_chunks`. Returns the rows (formatted lines in the returned data buffer), what
-/// was lost, and what to ask the server before carving again.
-pub fn carve_pages(data: &[u8], blocks: &[u64], blob: &[u8], cfg: &CarveConfig) -> Result<(CarveResult, Vec<u8>)> {
-    let blcksz = cfg.blcksz as usize;
-    if data.len() < blocks.len() * blcksz {
-        return Err(CoreError::Invalid(format!(
-            "{} pages need {} bytes, got {}",
-            blocks.len(),
-            blocks.len() * blcksz,
-            data.len()
-        )));
+/// What carving a run of pages produced: the formatted rows and the account of the pages.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Rows for the main output (COPY text or CSV lines). In collecting mode: every carved row, each
+    /// described by an entry of `rows`.
+    pub main: Vec<u8>,
+    /// Rows kept apart, each line starting with the provenance columns.
+    pub apart: Vec<u8>,
+    /// Provenance of the rows of `main`, when asked for: (block, lp, offset, via, certainty, note, rows) lines in
+    /// output order; a page's rows read plainly through their line pointers share one line (lp and offset NULL,
+    /// `rows` their count), every other row has its own.
+    pub prov: Vec<u8>,
+    pub rows: Vec<CarvedRow>,
+    pub lost: Vec<LostItem>,
+    /// Pages that need accounting (all-zero, line pointer array destroyed, copies of another block, body
+    /// searched); in collecting mode every page.
+    pub pages: Vec<PageInfo>,
+    pub counts: CarveCounts,
+    pub need_xids: Vec<u32>,
+    pub need_multis: Vec<u32>,
+    pub need_toast: Vec<u32>,
+    /// Keep every row in `main` with a `rows` entry (small page sets: repair), instead of splitting main/apart.
+    pub collect: bool,
+    /// Write `prov`.
+    pub provenance: bool,
+    line: Vec<u8>,
+    text: Vec<u8>,
+}
+
+impl Batch {
+    pub fn collecting() -> Batch {
+        Batch { collect: true, ..Default::default() }
     }
-    let p = Plausibility {
-        nblocks: Some(cfg.nblocks),
-        horizons: cfg.horizons.as_ref(),
-        max_tuples: max_heap_tuples(blcksz),
-    };
-    let only: HashMap<u64, HashSet<u16>> =
-        cfg.only.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.iter().copied().collect()))).collect();
-    // 1. Find the tuples of every page (in parallel).
-    let pages: Vec<(Vec<Found>, PageInfo)> = blocks
-        .par_iter()
-        .enumerate()
-        .map(|(i, &b)| find_tuples(&data[i * blcksz..(i + 1) * blcksz], b, &cfg.desc, &p))
-        .collect();
-    // 2. TOAST values they point to.
-    let mut chunks: Chunks = HashMap::new();
-    for c in &cfg.toast_chunks {
-        if let Some(bytes) = blob.get(c.start..c.start + c.len) {
-            chunks.entry(c.valueid).or_default().push((c.seq, bytes.to_vec()));
+
+    pub fn streaming(provenance: bool) -> Batch {
+        Batch { provenance, ..Default::default() }
+    }
+
+    /// Whether the carve asked for something the caller may answer (then carve the pages again).
+    pub fn needs(&self) -> bool {
+        !self.need_xids.is_empty() || !self.need_multis.is_empty() || !self.need_toast.is_empty()
+    }
+
+    /// Append `other` (carved after `self`).
+    pub fn append(&mut self, mut other: Batch) {
+        let base = self.main.len();
+        for r in &mut other.rows {
+            r.data_start += base;
+            r.data_end += base;
+        }
+        self.main.extend_from_slice(&other.main);
+        self.apart.extend_from_slice(&other.apart);
+        self.prov.extend_from_slice(&other.prov);
+        self.rows.append(&mut other.rows);
+        self.lost.append(&mut other.lost);
+        self.pages.append(&mut other.pages);
+        self.counts.add(&other.counts);
+        self.need_xids.append(&mut other.need_xids);
+        self.need_multis.append(&mut other.need_multis);
+        self.need_toast.append(&mut other.need_toast);
+    }
+}
+
+/// Everything carving one relation needs that stays the same from page to page; shared by the threads that carve.
+pub struct Carver {
+    pub cfg: CarveConfig,
+    clog: Clog,
+    server: HashMap<u32, XidStatus>,
+    multis: HashMap<u32, Option<u32>>,
+    fetched: Chunks,
+    toast: Option<ToastFiles>,
+    only: HashMap<u64, HashSet<u16>>,
+    oopts: OutputOptions,
+    max_chunk: usize,
+    max_tuples: u16,
+    utf8: bool,
+}
+
+impl Carver {
+    // OutputOptions grows fields with the types it learns; the update keeps this call right when it does.
+    #[allow(clippy::needless_update)]
+    pub fn new(cfg: CarveConfig) -> Carver {
+        let blcksz = cfg.blcksz as usize;
+        let clog = Clog::new(cfg.xact_dir.as_deref(), cfg.blcksz);
+        let server = cfg.xid_status.iter().filter_map(|(k, v)| Some((k.parse().ok()?, XidStatus::parse(v)?))).collect();
+        let multis = cfg.multis.iter().filter_map(|(k, v)| Some((k.parse().ok()?, *v))).collect();
+        let only =
+            cfg.only.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.iter().copied().collect()))).collect();
+        let toast = (!cfg.toast_files.is_empty()).then(|| ToastFiles {
+            reader: BlockReader::new(&cfg.toast_files, cfg.blcksz, cfg.relseg_size),
+            nblocks: cfg.toast_nblocks,
+            blcksz,
+            locator: OnceLock::new(),
+        });
+        let utf8 = cfg.encoding.eq_ignore_ascii_case("UTF8") || cfg.encoding.eq_ignore_ascii_case("UTF-8");
+        Carver {
+            oopts: OutputOptions { server_version_num: cfg.server_version_num, ..Default::default() },
+            max_chunk: crate::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
+            max_tuples: max_heap_tuples(blcksz),
+            clog,
+            server,
+            multis,
+            fetched: HashMap::new(),
+            toast,
+            only,
+            utf8,
+            cfg,
         }
     }
-    let wanted: HashSet<u32> = pages
-        .iter()
-        .flat_map(|(found, _)| found.iter())
-        .flat_map(|f| f.walk.toast_pointers.iter().map(|p| p.va_valueid))
-        .filter(|v| !chunks.contains_key(v))
-        .collect();
-    for (k, v) in toast_chunks_from_files(cfg, &wanted)? {
-        chunks.insert(k, v);
+
+    /// The heap's files, when the configuration names them.
+    pub fn heap_reader(&self) -> Option<BlockReader> {
+        (!self.cfg.files.is_empty()).then(|| BlockReader::new(&self.cfg.files, self.cfg.blcksz, self.cfg.relseg_size))
     }
-    // 3. Judge, decode, format.
-    let clog = Clog::new(cfg.xact_dir.as_deref(), cfg.blcksz);
-    let server: HashMap<u32, XidStatus> =
-        cfg.xid_status.iter().filter_map(|(k, v)| Some((k.parse().ok()?, XidStatus::parse(v)?))).collect();
-    let multis: HashMap<u32, Option<u32>> =
-        cfg.multis.iter().filter_map(|(k, v)| Some((k.parse().ok()?, *v))).collect();
-    let src = StatusSources {
-        clog: &clog,
-        server: &server,
-        can_ask: cfg.can_ask,
-        multis: &multis,
-        horizons: cfg.horizons.as_ref(),
-    };
-    let oopts = OutputOptions { server_version_num: cfg.server_version_num };
-    let max_chunk = crate::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192;
-    let mut res = CarveResult::default();
-    let mut out: Vec<u8> = Vec::new();
-    let mut need_xids: HashSet<u32> = HashSet::new();
-    let mut need_multis: HashSet<u32> = HashSet::new();
-    let mut need_toast: HashSet<u32> = HashSet::new();
-    for (i, (found, info)) in pages.into_iter().enumerate() {
-        let block = blocks[i];
-        let page = &data[i * blcksz..(i + 1) * blcksz];
-        res.counts.pages += 1;
-        let restrict = only.get(&block);
-        let mut recovered_lps: HashSet<u16> = HashSet::new();
-        // One tuple version found twice (a stale copy left by compaction next to the real one): keep the copy in
-        // the tuple area, through a line pointer when there is one.
-        let version = |f: &Found| {
-            let t = &page[f.off..f.off + f.len];
-            (f.header.t_xmin, f.header.t_field3, t[usize::from(f.header.t_hoff)..].to_vec())
-        };
-        let mut best: HashMap<(u32, u32, Vec<u8>), usize> = HashMap::new();
-        for (k, f) in found.iter().enumerate() {
-            let rank = |g: &Found| (g.placement != Placement::TupleArea, g.via != Via::LinePointer, g.off);
-            best.entry(version(f))
-                .and_modify(|cur| {
-                    if rank(f) < rank(&found[*cur]) {
-                        *cur = k;
+
+    pub fn add_xid_status(&mut self, xid: u32, status: XidStatus) {
+        self.server.insert(xid, status);
+    }
+
+    pub fn add_multi(&mut self, multi: u32, updater: Option<u32>) {
+        self.multis.insert(multi, updater);
+    }
+
+    /// A TOAST chunk fetched by the caller (through SQL).
+    pub fn add_chunk(&mut self, valueid: u32, seq: i32, bytes: Vec<u8>) {
+        self.fetched.entry(valueid).or_default().push((seq, bytes));
+    }
+
+    /// Forget fetched chunks (they were for the pages carved since the last call).
+    pub fn clear_chunks(&mut self) {
+        self.fetched.clear();
+    }
+
+    /// The plain bytes of one stored attribute (detoasted, decompressed).
+    fn attribute_value<'t>(
+        &self,
+        t: &'t [u8],
+        header: &HeapTupleHeaderData,
+        span: &crate::tuple::AttrSpan,
+        attlen: i16,
+        missing_toast: &mut Vec<u32>,
+    ) -> std::result::Result<Cow<'t, [u8]>, String> {
+        let bytes = span.bytes(t).ok_or("attribute outside the tuple")?;
+        match span.varlena {
+            // cstring columns end in their NUL; fixed-length ones are the bytes themselves.
+            None if attlen == -2 => Ok(Cow::Borrowed(bytes.strip_suffix(&[0]).unwrap_or(bytes))),
+            None => Ok(Cow::Borrowed(bytes)),
+            Some(VarlenaKind::Short) | Some(VarlenaKind::Plain) => {
+                Ok(Cow::Borrowed(span.payload(t).ok_or("varlena outside the tuple")?))
+            }
+            Some(VarlenaKind::Compressed { rawsize, method }) => {
+                let data = bytes.get(8..).ok_or("compressed value without data")?;
+                crate::toast::decompress(method, data, rawsize as usize)
+                    .map(Cow::Owned)
+                    .map_err(|e| format!("inline compressed value: {e}"))
+            }
+            Some(VarlenaKind::External { .. }) => {
+                let p = crate::tuple::ToastPointer::parse(t, span.offset, span.attnum, header)
+                    .ok_or("TOAST pointer is not on-disk")?;
+                let from_files;
+                let chunks: &[(i32, Vec<u8>)] = match self.fetched.get(&p.va_valueid) {
+                    Some(c) => c,
+                    None => {
+                        from_files = match &self.toast {
+                            Some(tf) => tf.value(p.va_valueid)?,
+                            None => Vec::new(),
+                        };
+                        &from_files
                     }
-                })
-                .or_insert(k);
+                };
+                // Only a value the files do not hold at all is asked of the server: reading a damaged one through
+                // SQL could take the backend down.
+                if chunks.is_empty() {
+                    missing_toast.push(p.va_valueid);
+                }
+                let stored = assemble(chunks, p.va_valueid, p.extsize as usize, self.max_chunk)?;
+                if p.is_compressed {
+                    let tcinfo = u32_at(&stored, 0).ok_or("compressed TOAST value without its header")?;
+                    let rawsize = (tcinfo & crate::tuple::VARLENA_EXTSIZE_MASK) as usize;
+                    let method = (tcinfo >> crate::tuple::VARLENA_EXTSIZE_BITS) as u8;
+                    crate::toast::decompress(method, &stored[4..], rawsize)
+                        .map(Cow::Owned)
+                        .map_err(|e| format!("TOAST value {}: {e}", p.va_valueid))
+                } else {
+                    Ok(Cow::Owned(stored))
+                }
+            }
+        }
+    }
+
+    /// Carve every page of `data` (consecutive pages from block `first`, the last one possibly short) into `out`.
+    pub fn carve_run(&self, data: &[u8], first: u64, can_ask: bool, out: &mut Batch) {
+        let blcksz = self.cfg.blcksz as usize;
+        for (i, page) in data.chunks_exact(blcksz).enumerate() {
+            self.carve_page(page, first + i as u64, can_ask, out);
+        }
+    }
+
+    /// Carve one page into `out`. `can_ask`: XIDs, MultiXacts and TOAST values the files do not settle are
+    /// listed in `out.need_*` (the caller asks the server and carves the page again) instead of being judged.
+    pub fn carve_page(&self, page: &[u8], block: u64, can_ask: bool, out: &mut Batch) {
+        let cfg = &self.cfg;
+        let p =
+            Plausibility { nblocks: Some(cfg.nblocks), horizons: cfg.horizons.as_ref(), max_tuples: self.max_tuples };
+        let src = StatusSources {
+            clog: &self.clog,
+            server: &self.server,
+            can_ask: can_ask && cfg.can_ask,
+            multis: &self.multis,
+            horizons: cfg.horizons.as_ref(),
+        };
+        let (found, info) = find_tuples(page, block, &cfg.desc, &p);
+        out.counts.pages += 1;
+        // A page that fails its checksum has bytes the server never wrote: its rows may carry altered values.
+        let mut page_note: Option<String> = None;
+        if cfg.checksums && !info.all_zero {
+            if let (Some(pg), Some(sum)) = (Page::new(page), crate::checksum::pg_checksum_page(page, block as u32)) {
+                if pg.header().pd_checksum != sum {
+                    out.counts.checksum_failures += 1;
+                    page_note = Some(format!(
+                        "the page failed its checksum (stored {:#06x}, computed {sum:#06x}): its values may be altered",
+                        pg.header().pd_checksum
+                    ));
+                }
+            }
+        }
+        let restrict = self.only.get(&block);
+        let mut recovered_lps = vec![false; usize::from(self.max_tuples.max(info.line_pointers)) + 1];
+        let mut recover = |lp: u16| {
+            if let Some(x) = recovered_lps.get_mut(usize::from(lp)) {
+                *x = true;
+            }
+        };
+        let mut plain_run = 0u64;
+        // A tuple found in the page body may be a stale copy of one found elsewhere (compaction leaves copies in
+        // free space): the same version has the same xmin, cmin/xvac, t_ctid and data. Tuples found through line
+        // pointers are distinct rows even when their bytes are identical (one statement inserting equal rows).
+        let mut dup = vec![false; found.len()];
+        if info.body_scanned {
+            let key = |f: &Found| {
+                let h = &f.header;
+                (
+                    h.t_xmin,
+                    h.t_field3,
+                    h.t_ctid.block,
+                    h.t_ctid.offset,
+                    &page[f.off + usize::from(h.t_hoff)..f.off + f.len],
+                )
+            };
+            let rank = |g: &Found| (g.placement != Placement::TupleArea, g.via != Via::LinePointer, g.off);
+            let mut best: HashMap<_, usize> = HashMap::new();
+            for (k, f) in found.iter().enumerate() {
+                if f.via == Via::LinePointer && f.placement == Placement::TupleArea {
+                    continue;
+                }
+                best.entry(key(f))
+                    .and_modify(|cur: &mut usize| {
+                        if rank(f) < rank(&found[*cur]) {
+                            *cur = k;
+                        }
+                    })
+                    .or_insert(k);
+            }
+            for (k, f) in found.iter().enumerate() {
+                if f.via == Via::LinePointer && f.placement == Placement::TupleArea {
+                    continue;
+                }
+                let shadowed = found.iter().any(|g| {
+                    g.via == Via::LinePointer
+                        && g.placement == Placement::TupleArea
+                        && g.off != f.off
+                        && key(g) == key(f)
+                });
+                if shadowed || best.get(&key(f)) != Some(&k) {
+                    dup[k] = true;
+                }
+            }
         }
         let foreign = foreign_region(&found, block);
+        let csv = cfg.format == OutFormat::Csv;
+        let sep = if csv { b',' } else { b'\t' };
         for (k, f) in found.iter().enumerate() {
-            if best.get(&version(f)) != Some(&k) {
-                res.counts.duplicates += 1;
+            if dup[k] {
+                out.counts.duplicates += 1;
                 continue;
             }
             if let Some(r) = restrict {
@@ -1153,19 +1444,18 @@ pub fn carve_pages(data: &[u8], blocks: &[u64], blob: &[u8], cfg: &CarveConfig) 
                     continue;
                 }
             }
-            res.counts.tuples_found += 1;
+            out.counts.tuples_found += 1;
             let t = &page[f.off..f.off + f.len];
             let mut notes: Vec<String> = Vec::new();
             let mut certainty = if f.via == Via::LinePointer { Certainty::Sure } else { Certainty::Likely };
             let j = judge(&f.header, &src);
-            need_xids.extend(&j.need_xids);
-            need_multis.extend(&j.need_multis);
+            out.need_xids.extend(&j.need_xids);
+            out.need_multis.extend(&j.need_multis);
             let mut verdict = j.verdict;
-            let reason = j.reason.clone();
             if verdict == Verdict::Invisible {
-                res.counts.invisible += 1;
+                out.counts.invisible += 1;
                 if let Some(lp) = f.lp {
-                    recovered_lps.insert(lp);
+                    recover(lp);
                 }
                 if !cfg.keep_invisible {
                     continue;
@@ -1216,92 +1506,145 @@ pub fn carve_pages(data: &[u8], blocks: &[u64], blob: &[u8], cfg: &CarveConfig) 
                 }
             }
             // Format the line.
-            let start = out.len();
+            out.line.clear();
             let mut missing_toast = Vec::new();
-            for (k, col) in cfg.columns.iter().enumerate() {
-                if k > 0 {
-                    out.push(if cfg.format == OutFormat::Csv { b',' } else { b'\t' });
+            for (ci, col) in cfg.columns.iter().enumerate() {
+                if ci > 0 {
+                    out.line.push(sep);
                 }
                 let idx = usize::from(col.attnum.max(1) as u16) - 1;
-                let span = f.walk.spans.get(idx);
                 let attlen = cfg.desc.attrs.get(idx).map_or(0, |a| a.attlen);
-                let value: Option<std::result::Result<Vec<u8>, String>> = match span {
-                    None => Some(Err("attribute not reached".into())),
-                    Some(s) if s.missing => col.missing.as_ref().map(|m| Ok(m.as_bytes().to_vec())),
-                    Some(s) if s.is_null => None,
-                    Some(s) => Some(attribute_value(t, s, attlen, &chunks, max_chunk, &mut missing_toast).and_then(
-                        |raw| match (&col.r#type, s.missing) {
-                            (Some(ty), _) => {
-                                let mut text = Vec::new();
-                                format_value(&raw, ty, &oopts, &mut text)?;
-                                Ok(text)
-                            }
-                            (None, _) => Err(format!("column {} has a type the carver does not know", col.name)),
-                        },
-                    )),
+                out.text.clear();
+                let value: std::result::Result<bool, String> = match f.walk.spans.get(idx) {
+                    None => Err("attribute not reached".into()),
+                    Some(s) if s.missing => match &col.missing {
+                        Some(m) => {
+                            out.text.extend_from_slice(m.as_bytes());
+                            Ok(true)
+                        }
+                        None => Ok(false),
+                    },
+                    Some(s) if s.is_null => Ok(false),
+                    Some(s) => self.attribute_value(t, &f.header, s, attlen, &mut missing_toast).and_then(|raw| {
+                        match &col.r#type {
+                            Some(ty) => format_value(&raw, ty, &self.oopts, &mut out.text).map(|()| true),
+                            None => Err(format!("column {} has a type the carver does not know", col.name)),
+                        }
+                    }),
                 };
-                let value = match value {
-                    Some(Ok(v)) => Some(v),
-                    Some(Err(e)) => {
+                match value {
+                    Ok(false) => {
+                        if !csv {
+                            out.line.extend_from_slice(b"\\N");
+                        }
+                    }
+                    Ok(true) => {
+                        if self.utf8 && std::str::from_utf8(&out.text).is_err() {
+                            certainty = Certainty::Uncertain;
+                            notes.push(format!(
+                                "column {}: bytes that are not valid UTF-8 (written as \\xHH text)",
+                                col.name
+                            ));
+                            let raw = std::mem::take(&mut out.text);
+                            escape_invalid_utf8(&raw, &mut out.text);
+                        }
+                        if csv {
+                            copy_csv_escape(&out.text, cfg.columns.len() == 1, &mut out.line);
+                        } else {
+                            copy_text_escape(&out.text, &mut out.line);
+                        }
+                    }
+                    Err(e) => {
                         notes.push(format!("column {}: {e}", col.name));
                         certainty = Certainty::Uncertain;
-                        None
+                        if !csv {
+                            out.line.extend_from_slice(b"\\N");
+                        }
                     }
-                    None => None,
-                };
-                match (value, cfg.format) {
-                    (None, OutFormat::Text) => out.extend_from_slice(b"\\N"),
-                    (None, OutFormat::Csv) => {}
-                    (Some(v), OutFormat::Text) => copy_text_escape(&v, &mut out),
-                    (Some(v), OutFormat::Csv) => copy_csv_escape(&v, cfg.columns.len() == 1, &mut out),
                 }
             }
-            out.push(b'\n');
-            if cfg.can_fetch_toast && !missing_toast.is_empty() {
-                need_toast.extend(missing_toast);
+            out.line.push(b'\n');
+            let certainty_besides_checksum = certainty;
+            if let Some(n) = &page_note {
+                certainty = Certainty::Uncertain;
+                notes.push(n.clone());
+            }
+            if cfg.can_fetch_toast && can_ask && !missing_toast.is_empty() {
+                out.need_toast.extend(missing_toast);
             }
             if verdict == Verdict::Live && certainty == Certainty::Uncertain && f.placement == Placement::FreeSpace {
                 verdict = Verdict::Uncertain;
             }
             match verdict {
-                Verdict::Live => res.counts.live += 1,
-                Verdict::Uncertain => res.counts.uncertain += 1,
+                Verdict::Live => out.counts.live += 1,
+                Verdict::Uncertain => out.counts.uncertain += 1,
                 Verdict::Invisible => {}
             }
             if certainty != Certainty::Uncertain {
                 if let Some(lp) = f.lp {
-                    recovered_lps.insert(lp);
+                    recover(lp);
                 }
             }
-            res.rows.push(CarvedRow {
-                block,
-                lp: f.lp,
-                offset: f.off as u16,
-                len: f.len as u16,
-                via: f.via,
-                placement: f.placement,
-                certainty,
-                verdict,
-                reason,
-                notes,
-                xmin: f.header.t_xmin,
-                xmax: f.header.t_xmax,
-                infomask: f.header.t_infomask,
-                infomask2: f.header.t_infomask2,
-                data_start: start,
-                data_end: out.len(),
-            });
+            let to_main = verdict == Verdict::Live && certainty != Certainty::Uncertain;
+            if out.collect {
+                let start = out.main.len();
+                out.main.extend_from_slice(&out.line);
+                out.rows.push(CarvedRow {
+                    block,
+                    lp: f.lp,
+                    offset: f.off as u16,
+                    len: f.len as u16,
+                    via: f.via,
+                    placement: f.placement,
+                    certainty,
+                    verdict,
+                    reason: j.reason,
+                    notes,
+                    xmin: f.header.t_xmin,
+                    xmax: f.header.t_xmax,
+                    infomask: f.header.t_infomask,
+                    infomask2: f.header.t_infomask2,
+                    checksum_failed: page_note.is_some(),
+                    certainty_besides_checksum,
+                    data_start: start,
+                    data_end: out.main.len(),
+                });
+            } else if to_main {
+                out.counts.main_rows += 1;
+                out.main.extend_from_slice(&out.line);
+                if out.provenance {
+                    if f.via == Via::LinePointer && certainty == Certainty::Sure && notes.is_empty() {
+                        plain_run += 1;
+                    } else {
+                        write_plain_run(&mut out.prov, block, &mut plain_run, csv);
+                        write_provenance(&mut out.prov, block, f, certainty, &notes.join("; "), csv);
+                        out.prov.extend_from_slice(if csv { b",1\n" } else { b"\t1\n" });
+                    }
+                }
+            } else {
+                out.counts.apart_rows += 1;
+                let note = if j.reason.is_empty() || verdict == Verdict::Live {
+                    notes.join("; ")
+                } else {
+                    std::iter::once(j.reason.clone()).chain(notes).collect::<Vec<_>>().join("; ")
+                };
+                write_provenance(&mut out.apart, block, f, certainty, &note, csv);
+                out.apart.push(sep);
+                out.apart.extend_from_slice(&out.line);
+            }
         }
+        write_plain_run(&mut out.prov, block, &mut plain_run, csv);
+        let recovered = |lp: u16| recovered_lps.get(usize::from(lp)).copied().unwrap_or(false);
         // Line pointers to tuples that could not be read (and were not found in the body).
         for lp in &info.lp_bad {
             if info.lp_array_destroyed
-                || recovered_lps.contains(lp)
+                || recovered(*lp)
                 || info.claimed_lps.contains(lp)
                 || restrict.is_some_and(|r| !r.contains(lp))
             {
                 continue;
             }
-            res.lost.push(LostItem {
+            out.lost.push(LostItem {
                 block,
                 lp: Some(*lp),
                 reason: "its line pointer points at bytes that are not a readable tuple, and no tuple naming it was \
@@ -1310,25 +1653,26 @@ found in the page"
             });
         }
         if let Some(r) = restrict {
+            let mut r: Vec<u16> = r.iter().copied().collect();
+            r.sort_unstable();
             for lp in r {
-                if !recovered_lps.contains(lp) && !info.lp_bad.contains(lp) && !found.iter().any(|f| f.lp == Some(*lp))
-                {
-                    res.lost.push(LostItem {
+                if !recovered(lp) && !info.lp_bad.contains(&lp) && !found.iter().any(|f| f.lp == Some(lp)) {
+                    out.lost.push(LostItem {
                         block,
-                        lp: Some(*lp),
+                        lp: Some(lp),
                         reason: "no readable tuple at this line pointer".into(),
                     });
                 }
             }
         }
         if info.all_zero {
-            res.lost.push(LostItem { block, lp: None, reason: "the page is all zeroes".into() });
+            out.lost.push(LostItem { block, lp: None, reason: "the page is all zeroes".into() });
         }
         let mut info = info;
         if let Some((whole, first, from)) = foreign {
             info.copies_from = Some(from);
             info.copies_at = Some(if whole { 0 } else { first });
-            res.lost.push(LostItem {
+            out.lost.push(LostItem {
                 block,
                 lp: None,
                 reason: if whole {
@@ -1343,18 +1687,91 @@ stored there are gone"
                 },
             });
         }
-        res.pages.push(info);
+        if out.collect || info.all_zero || info.body_scanned || info.copies_from.is_some() {
+            out.pages.push(info);
+        }
     }
-    let mut v: Vec<u32> = need_xids.into_iter().collect();
-    v.sort_unstable();
-    res.need_xids = v;
-    let mut v: Vec<u32> = need_multis.into_iter().collect();
-    v.sort_unstable();
-    res.need_multis = v;
-    let mut v: Vec<u32> = need_toast.into_iter().collect();
-    v.sort_unstable();
-    res.need_toast = v;
-    Ok((res, out))
+}
+
+/// One provenance line for the `run` rows of `block` read plainly through their line pointers (if any).
+fn write_plain_run(out: &mut Vec<u8>, block: u64, run: &mut u64, csv: bool) {
+    if *run == 0 {
+        return;
+    }
+    if csv {
+        let _ = writeln!(out, "{block},,,line_pointer,sure,,{run}");
+    } else {
+        let _ = writeln!(out, "{block}\t\\N\t\\N\tline_pointer\tsure\t\t{run}");
+    }
+    *run = 0;
+}
+
+/// The provenance columns of a carved row: block, line pointer, offset, how found, certainty, note.
+fn write_provenance(out: &mut Vec<u8>, block: u64, f: &Found, certainty: Certainty, note: &str, csv: bool) {
+    let sep = if csv { ',' } else { '\t' };
+    let _ = write!(out, "{block}{sep}");
+    match f.lp {
+        Some(lp) => {
+            let _ = write!(out, "{lp}");
+        }
+        None if !csv => out.extend_from_slice(b"\\N"),
+        None => {}
+    }
+    let _ = write!(out, "{sep}{}{sep}{}{sep}{}{sep}", f.off, f.via.as_str(), certainty.as_str());
+    if csv {
+        copy_csv_escape(note.as_bytes(), false, out);
+    } else {
+        copy_text_escape(note.as_bytes(), out);
+    }
+}
+
+/// Carve the pages `data` (consecutive `blcksz`-byte images of `blocks`) in memory, every row kept with its
+/// provenance: for small page sets (repair). `blob` holds the bytes of `cfg.toast_chunks`. Returns the rows
+/// (formatted lines in the returned data buffer), what was lost, and what to ask the server before carving again.
+pub fn carve_pages(data: &[u8], blocks: &[u64], blob: &[u8], cfg: &CarveConfig) -> Result<(CarveResult, Vec<u8>)> {
+    let blcksz = cfg.blcksz as usize;
+    if data.len() < blocks.len() * blcksz {
+        return Err(CoreError::Invalid(format!(
+            "{} pages need {} bytes, got {}",
+            blocks.len(),
+            blocks.len() * blcksz,
+            data.len()
+        )));
+    }
+    let mut carver = Carver::new(cfg.clone());
+    for c in &cfg.toast_chunks {
+        if let Some(bytes) = blob.get(c.start..c.start + c.len) {
+            carver.add_chunk(c.valueid, c.seq, bytes.to_vec());
+        }
+    }
+    let parts: Vec<Batch> = blocks
+        .par_iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let mut out = Batch::collecting();
+            carver.carve_page(&data[i * blcksz..(i + 1) * blcksz], b, true, &mut out);
+            out
+        })
+        .collect();
+    let mut all = Batch::collecting();
+    for p in parts {
+        all.append(p);
+    }
+    let sorted = |mut v: Vec<u32>| {
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let res = CarveResult {
+        rows: all.rows,
+        pages: all.pages,
+        lost: all.lost,
+        counts: all.counts,
+        need_xids: sorted(all.need_xids),
+        need_multis: sorted(all.need_multis),
+        need_toast: sorted(all.need_toast),
+    };
+    Ok((res, all.main))
 }
 
 // =============================================================================================
@@ -1496,6 +1913,9 @@ mod tests {
             blcksz: 8192,
             relseg_size: 131072,
             nblocks: 10,
+            files: vec![],
+            checksums: false,
+            encoding: "UTF8".into(),
             desc: desc(),
             columns: vec![
                 ColumnOut { attnum: 1, name: "id".into(), r#type: ty(23, "int4"), missing: None },
@@ -1545,6 +1965,54 @@ mod tests {
         let mut lps: Vec<_> = res.rows.iter().map(|r| r.lp).collect();
         lps.sort();
         assert_eq!(lps, vec![Some(1), Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn identical_rows_are_distinct_rows() {
+        // one statement inserting equal rows: same xmin, cmin and data; only their line pointers (and t_ctid)
+        // differ. Each is a row of its own, found through line pointers or, the array destroyed, in the body.
+        let rows: Vec<(i32, &str)> = (0..40).map(|_| (7, "same")).collect();
+        let p = page(3, &rows);
+        let (res, out) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        assert_eq!(lines(&out).len(), 40);
+        assert_eq!(res.counts.duplicates, 0);
+        let mut p = p;
+        for b in &mut p[0..24 + 4 * 40] {
+            *b = 0x5A;
+        }
+        let (res, out) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        assert_eq!(lines(&out).len(), 40);
+        assert!(res.rows.iter().all(|r| r.certainty == Certainty::Likely), "{:?}", res.rows[0]);
+    }
+
+    #[test]
+    fn failed_checksum_keeps_rows_apart() {
+        let mut p = page(3, &[(1, "one")]);
+        let sum = crate::checksum::pg_checksum_page(&p, 3).unwrap();
+        p[8..10].copy_from_slice(&sum.to_le_bytes());
+        let mut c = cfg();
+        c.checksums = true;
+        let (res, _) = carve_pages(&p, &[3], &[], &c).unwrap();
+        assert_eq!((res.rows[0].certainty, res.rows[0].checksum_failed), (Certainty::Sure, false));
+        p[8] ^= 1;
+        let (res, _) = carve_pages(&p, &[3], &[], &c).unwrap();
+        let r = &res.rows[0];
+        assert_eq!(
+            (r.certainty, r.checksum_failed, r.certainty_besides_checksum),
+            (Certainty::Uncertain, true, Certainty::Sure)
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_kept_apart_escaped() {
+        let p = page(3, &[(1, "ok\u{e9}"), (2, "bad")]);
+        let mut p = p;
+        let at = p.windows(3).rposition(|w| w == b"bad").unwrap();
+        p[at] = 0xdb;
+        let (res, out) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        let l = lines(&out);
+        assert!(l.iter().any(|x| x.ends_with("\\\\xdbad")), "{l:?}");
+        assert_eq!(res.rows.iter().filter(|r| r.certainty == Certainty::Uncertain).count(), 1);
     }
 
     #[test]

@@ -1,0 +1,169 @@
+"""Benchmark: the row engine (`pgsurgeon salvage --carve-all --out DIR`) against the server's own
+`COPY t TO 'file'` of the same table, in one run: the same database, both writing COPY text to a file.
+
+Builds (once, then reuses) a PostgreSQL 18 lab cluster with data checksums holding `pgbench_accounts` at pgbench
+scale 100 (10 M rows, 1.3 GB), or scale 800 (≥ 10 GB) with --big. Warm page cache: both read the table once before
+they are timed. Prints both times, the ratio and peak RSS (from wait4 of the pgsurgeon process), and with --record
+appends the result to docs/benchmarks.md. Targets (issue 12): ratio ≤ 1.0 with -j 2, peak RSS ≤ 200 MB at any size;
+--check exits 1 when one is missed.
+
+    python bench/carve.py [--big] [--jobs 2] [--repeat 1] [--lab-dir /var/tmp/pgsurgeon-bench] [--check] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pgsurgeon.lab import LabCluster
+
+TABLE = "pgbench_accounts"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(lab_dir: Path, scale: int) -> LabCluster:
+    name = f"carve18s{scale}"
+    lab_dir.mkdir(parents=True, exist_ok=True)
+    lab_dir.chmod(0o755)
+    try:
+        cluster = LabCluster.load(name, base_dir=lab_dir)
+    except Exception:
+        cluster = LabCluster.create(
+            name,
+            base_dir=lab_dir,
+            checksums=True,
+            extra_conf={
+                "max_wal_size": "16GB",
+                "checkpoint_timeout": "30min",
+                "wal_level": "minimal",
+                "max_wal_senders": 0,
+                "autovacuum": False,
+                "shared_buffers": "256MB",
+            },
+        )
+    if not cluster.is_running():
+        cluster.start()
+    with cluster.connect() as conn:
+        have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
+    if not (have and have[0]):
+        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
+        started = time.monotonic()
+        subprocess.run(
+            [str(cluster.install.tool("pgbench")), "-i", "-q", "-s", str(scale), "-d", cluster.dsn()],
+            env=cluster.install.env(),
+            check=True,
+            capture_output=True,
+        )
+        with cluster.connect() as conn:
+            conn.execute("CHECKPOINT")
+        print(f"built in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return cluster
+
+
+def run_measured(cmd: list[str]) -> tuple[float, int, str]:
+    """Seconds, peak RSS in bytes (wait4), stdout."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        out.seek(0)
+        text = out.read().decode()
+    if code not in (0, 2):
+        raise SystemExit(f"{cmd[0]} failed ({code}): {err[-2000:]}")
+    return elapsed, usage.ru_maxrss * 1024, text
+
+
+def server_copy(cluster: LabCluster, path: Path) -> float:
+    """Server-side COPY of the table to a file the server writes (no rows cross the connection)."""
+    with cluster.connect() as conn:
+        started = time.perf_counter()
+        conn.execute(f"COPY {TABLE} TO '{path}'")  # the path is ours: a fresh temporary directory
+        return time.perf_counter() - started
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--big", action="store_true", help="pgbench scale 800 (>= 10 GB) instead of 100 (1.3 GB)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
+    args = ap.parse_args()
+    scale = 800 if args.big else 100
+    cluster = build(args.lab_dir, scale)
+    with cluster.connect() as conn:
+        size, nrows = conn.execute(f"SELECT pg_relation_size('{TABLE}'), (SELECT count(*) FROM {TABLE})").fetchone()  # type: ignore[misc]
+    pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
+    work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-carve-", dir="/var/tmp"))
+    work.chmod(0o777)  # the server (another user) writes its COPY file here
+    try:
+        copy_file = work / "server.copy"
+        server_copy(cluster, copy_file)  # warm the cache
+        copy_s = min(server_copy(cluster, copy_file) for _ in range(args.repeat))
+        copy_bytes = copy_file.stat().st_size
+        copy_file.unlink()
+        runs = []
+        for _ in range(args.repeat):
+            out = work / "carved"
+            shutil.rmtree(out, ignore_errors=True)
+            runs.append(
+                run_measured(
+                    [
+                        pgsurgeon,
+                        "salvage",
+                        "--dsn",
+                        cluster.dsn(),
+                        "--table",
+                        TABLE,
+                        "--carve-all",
+                        "--out",
+                        str(out),
+                        "-j",
+                        str(args.jobs),
+                        "--report-format",
+                        "json",
+                    ]
+                )
+            )
+        carve_s, rss, text = min(runs, key=lambda r: r[0])
+        report = json.loads(text)
+        main_file = Path(report["outputs"]["rows_file"])
+        carve_bytes = main_file.stat().st_size
+        ratio = carve_s / copy_s
+        lines = [
+            f"table {TABLE}: {size / 1e9:.2f} GB, {nrows} rows; PostgreSQL {cluster.install.short_version}, "
+            f"checksums on, {os.cpu_count()} cores, warm page cache, best of {args.repeat}",
+            f"server   COPY {TABLE} TO 'file'                   {copy_s:7.2f} s  {copy_bytes / 1e6:8.0f} MB written",
+            f"carve    pgsurgeon salvage --carve-all --out -j {args.jobs}  {carve_s:7.2f} s  "
+            f"{carve_bytes / 1e6:8.0f} MB written  ({ratio:.2f}x the server COPY), peak RSS {rss / 1e6:.0f} MB",
+            f"rows carved: {report['rows']['carved']}, kept apart {report['rows']['carved_kept_apart']}, "
+            f"lost entries {report['lost_count']}",
+        ]
+        print("\n".join(lines))
+        same = carve_bytes == copy_bytes
+        print(f"output size equal to the server's: {same}")
+        if args.record:
+            stamp = datetime.date.today().isoformat()
+            cmd = f"python bench/carve.py{' --big' if args.big else ''} --jobs {args.jobs} --repeat {args.repeat}"
+            with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
+                fh.write(f"\n### carve-all, {stamp}: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n")
+        missed = ratio > 1.0 or rss > 200e6 or report["rows"]["carved"] != nrows
+        return 1 if args.check and missed else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

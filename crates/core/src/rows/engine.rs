@@ -1,0 +1,344 @@
+//! The streaming unload of one heap relation: units of consecutive blocks are carved in parallel (rayon), a
+//! wave at a time, and their rows handed to a writer thread in block order. Memory holds a few waves of output,
+//! whatever the size of the table.
+//!
+//! What the files cannot settle (the status of XIDs whose pg_xact page is not on disk yet, MultiXact members,
+//! TOAST values when only the server can read them) is asked of an [`Oracle`] between waves, and the units that
+//! asked are carved again; what stays unknown keeps its row apart.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::sync_channel;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::carve::{Batch, BlockReader, CarveCounts, Carver, LostItem, PageInfo};
+use crate::error::{CoreError, Result};
+use crate::xact::XidStatus;
+
+/// Where pages come from: the relation's files, or the caller (pages fetched through SQL).
+pub trait PageSource: Sync {
+    /// Blocks `first..first + count` into `buf` (replacing its contents): fewer bytes when the relation ends there.
+    fn read_into(&self, first: u64, count: u64, buf: &mut Vec<u8>) -> Result<()>;
+}
+
+impl PageSource for BlockReader {
+    fn read_into(&self, first: u64, count: u64, buf: &mut Vec<u8>) -> Result<()> {
+        BlockReader::read_into(self, first, count, buf)
+            .map_err(|e| CoreError::Invalid(format!("cannot read block {first}: {e}")))
+    }
+}
+
+/// Buffers handed back by the writer for the next units: a page buffer or an output buffer is allocated once per
+/// worker, not once per unit (large allocations are fresh mappings, zeroed page by page by the kernel).
+#[derive(Default)]
+struct Pool(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    fn get(&self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default()
+    }
+
+    fn put(&self, mut v: Vec<u8>) {
+        v.clear();
+        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < 64 {
+            pool.push(v);
+        }
+    }
+}
+
+/// Answers what the files do not say. Called from one thread, between waves.
+pub trait Oracle {
+    fn xid_status(&mut self, xids: &[u32]) -> Result<Vec<(u32, XidStatus)>>;
+    /// MultiXactId -> the XID of its updating member (None: lockers only).
+    fn multi_updaters(&mut self, multis: &[u32]) -> Result<Vec<(u32, Option<u32>)>>;
+    /// (valueid, chunk_seq, bytes) of every chunk of these TOAST values.
+    fn toast_chunks(&mut self, valueids: &[u32]) -> Result<Vec<(u32, i32, Vec<u8>)>>;
+}
+
+/// Where rows go, in block order.
+pub trait RowSink: Send {
+    fn write(&mut self, main: &[u8], apart: &[u8], prov: &[u8]) -> Result<()>;
+}
+
+/// Counters a caller may read while the unload runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub blocks_done: AtomicU64,
+    pub rows_main: AtomicU64,
+    pub rows_apart: AtomicU64,
+    pub cancelled: AtomicBool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct UnloadOptions {
+    pub jobs: usize,
+    /// Blocks per unit of work.
+    pub unit_blocks: u64,
+    /// Write a provenance line for every row of the main output.
+    pub provenance: bool,
+}
+
+impl Default for UnloadOptions {
+    fn default() -> Self {
+        UnloadOptions { jobs: 2, unit_blocks: 128, provenance: false }
+    }
+}
+
+/// The account of an unload. Rows themselves went to the sink.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct UnloadSummary {
+    pub counts: CarveCounts,
+    pub blocks: u64,
+    pub bytes_read: u64,
+    pub lost: Vec<LostItem>,
+    /// Pages that need accounting (all-zero, line pointer array destroyed, copies of another block).
+    pub pages: Vec<PageInfo>,
+    /// Blocks the files do not hold (a short or missing segment).
+    pub missing_blocks: u64,
+    /// How many XIDs, MultiXacts and TOAST values were asked of the oracle.
+    pub asked_xids: u64,
+    pub asked_multis: u64,
+    pub asked_toast: u64,
+    pub cancelled: bool,
+}
+
+/// Units of at most `unit` consecutive blocks covering `ranges` (half-open).
+fn units(ranges: &[(u64, u64)], unit: u64) -> Vec<(u64, u64)> {
+    let unit = unit.max(1);
+    let mut out = Vec::new();
+    for &(a, b) in ranges {
+        let mut s = a;
+        while s < b {
+            let n = unit.min(b - s);
+            out.push((s, n));
+            s += n;
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn carve_unit(
+    carver: &Carver,
+    source: &dyn PageSource,
+    pool: &Pool,
+    first: u64,
+    count: u64,
+    can_ask: bool,
+    prov: bool,
+) -> Result<(Batch, u64)> {
+    let mut data = pool.get();
+    source.read_into(first, count, &mut data)?;
+    let blcksz = carver.cfg.blcksz as usize;
+    let mut out = Batch::streaming(prov);
+    out.main = pool.get();
+    carver.carve_run(&data, first, can_ask, &mut out);
+    let whole = (data.len() / blcksz) as u64;
+    for b in first + whole..first + count {
+        out.lost.push(LostItem { block: b, lp: None, reason: "the block is missing from the relation's files".into() });
+    }
+    let read = data.len() as u64;
+    pool.put(data);
+    Ok((out, read))
+}
+
+fn sorted_unique(v: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = v.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Carve every block of `ranges` from `source` and hand the rows to `sink`, in block order.
+pub fn unload(
+    carver: &mut Carver,
+    source: &dyn PageSource,
+    ranges: &[(u64, u64)],
+    mut oracle: Option<&mut dyn Oracle>,
+    sink: &mut (dyn RowSink + Send),
+    opts: &UnloadOptions,
+    progress: &Progress,
+) -> Result<UnloadSummary> {
+    let workers = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs.max(1))
+        .build()
+        .map_err(|e| CoreError::Invalid(format!("cannot start worker threads: {e}")))?;
+    let all = units(ranges, opts.unit_blocks);
+    let wave = opts.jobs.max(1) * 4;
+    let mut summary = UnloadSummary::default();
+    let can_ask = oracle.is_some() && carver.cfg.can_ask;
+    let buffers = Pool::default();
+    let pool = &buffers;
+    std::thread::scope(|scope| -> Result<()> {
+        // One wave is written while the next is carved.
+        let (tx, rx) = sync_channel::<Vec<Batch>>(1);
+        let writer = scope.spawn(move || -> Result<()> {
+            for outs in rx {
+                for b in outs {
+                    sink.write(&b.main, &b.apart, &b.prov)?;
+                    pool.put(b.main);
+                }
+            }
+            Ok(())
+        });
+        let mut failed: Option<CoreError> = None;
+        for chunk in all.chunks(wave) {
+            if progress.cancelled.load(Relaxed) {
+                summary.cancelled = true;
+                break;
+            }
+            let carved: Result<Vec<(Batch, u64)>> = workers.install(|| {
+                chunk
+                    .par_iter()
+                    .map(|&(a, n)| carve_unit(carver, source, pool, a, n, can_ask, opts.provenance))
+                    .collect()
+            });
+            let mut outs = match carved {
+                Ok(v) => v,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            // Ask what the files did not say, then carve the asking units again (the last time without asking:
+            // what is still unknown is judged uncertain).
+            for round in 0..2 {
+                let Some(o) = oracle.as_deref_mut() else { break };
+                if !outs.iter().any(|(b, _)| b.needs()) {
+                    break;
+                }
+                let xids = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_xids.iter().copied()));
+                let multis = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_multis.iter().copied()));
+                let toast = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_toast.iter().copied()));
+                summary.asked_xids += xids.len() as u64;
+                summary.asked_multis += multis.len() as u64;
+                summary.asked_toast += toast.len() as u64;
+                let answers = (|| -> Result<()> {
+                    if !xids.is_empty() {
+                        for (x, s) in o.xid_status(&xids)? {
+                            carver.add_xid_status(x, s);
+                        }
+                    }
+                    if !multis.is_empty() {
+                        for (m, u) in o.multi_updaters(&multis)? {
+                            carver.add_multi(m, u);
+                        }
+                    }
+                    if !toast.is_empty() {
+                        for (v, seq, bytes) in o.toast_chunks(&toast)? {
+                            carver.add_chunk(v, seq, bytes);
+                        }
+                    }
+                    Ok(())
+                })();
+                if let Err(e) = answers {
+                    failed = Some(e);
+                    break;
+                }
+                let again: Vec<usize> = (0..outs.len()).filter(|&i| outs[i].0.needs()).collect();
+                let last = round == 1;
+                let redo: Result<Vec<(Batch, u64)>> = workers.install(|| {
+                    again
+                        .par_iter()
+                        .map(|&i| carve_unit(carver, source, pool, chunk[i].0, chunk[i].1, !last, opts.provenance))
+                        .collect()
+                });
+                match redo {
+                    Ok(v) => {
+                        for (i, r) in again.into_iter().zip(v) {
+                            outs[i] = r;
+                        }
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if failed.is_some() {
+                break;
+            }
+            carver.clear_chunks();
+            let mut batches = Vec::with_capacity(outs.len());
+            for (i, (mut b, bytes)) in outs.into_iter().enumerate() {
+                summary.blocks += chunk[i].1;
+                summary.bytes_read += bytes;
+                summary.missing_blocks += chunk[i].1 - bytes / u64::from(carver.cfg.blcksz.max(1));
+                summary.counts.add(&b.counts);
+                summary.lost.append(&mut b.lost);
+                summary.pages.append(&mut b.pages);
+                progress.blocks_done.fetch_add(chunk[i].1, Relaxed);
+                progress.rows_main.fetch_add(b.counts.main_rows, Relaxed);
+                progress.rows_apart.fetch_add(b.counts.apart_rows, Relaxed);
+                batches.push(b);
+            }
+            if tx.send(batches).is_err() {
+                break; // the writer failed: its error is returned below
+            }
+        }
+        drop(tx);
+        let written = writer.join().map_err(|_| CoreError::Invalid("the row writer panicked".into()))?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        written
+    })?;
+    Ok(summary)
+}
+
+/// Rows into files: the main output and the rows kept apart appended to, provenance optional.
+pub struct FileSink {
+    main: std::io::BufWriter<std::fs::File>,
+    apart: std::io::BufWriter<std::fs::File>,
+    prov: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl FileSink {
+    fn open(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
+        let f = std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(|e| CoreError::io(path, e))?;
+        Ok(std::io::BufWriter::with_capacity(1 << 20, f))
+    }
+
+    /// Open (create or append to) the files.
+    pub fn new(main: &std::path::Path, apart: &std::path::Path, prov: Option<&std::path::Path>) -> Result<FileSink> {
+        Ok(FileSink { main: Self::open(main)?, apart: Self::open(apart)?, prov: prov.map(Self::open).transpose()? })
+    }
+
+    /// Flush everything to the files.
+    pub fn finish(mut self) -> Result<()> {
+        use std::io::Write;
+        let err = |e: std::io::Error| CoreError::Invalid(format!("cannot write rows: {e}"));
+        self.main.flush().map_err(err)?;
+        self.apart.flush().map_err(err)?;
+        if let Some(p) = &mut self.prov {
+            p.flush().map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
+impl RowSink for FileSink {
+    fn write(&mut self, main: &[u8], apart: &[u8], prov: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let err = |e: std::io::Error| CoreError::Invalid(format!("cannot write rows: {e}"));
+        self.main.write_all(main).map_err(err)?;
+        self.apart.write_all(apart).map_err(err)?;
+        if let Some(p) = &mut self.prov {
+            p.write_all(prov).map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::units;
+
+    #[test]
+    fn units_cover_ranges() {
+        assert_eq!(units(&[(0, 5), (10, 11)], 2), vec![(0, 2), (2, 2), (4, 1), (10, 1)]);
+        assert_eq!(units(&[], 8), vec![]);
+    }
+}
