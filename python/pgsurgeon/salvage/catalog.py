@@ -226,7 +226,7 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
             f"{info['schema']}.{info['name']} is {kinds.get(info['relkind'], 'not a table')}",
             hint="salvage reads heap tables (and materialized views) block by block",
         )
-    if info["amname"] not in ("heap", ""):
+    if info["amhandler"] not in ("heap_tableam_handler", ""):
         raise PgSurgeonError(
             f"{info['schema']}.{info['name']} uses table access method {info['amname']}, not heap",
             hint="salvage only knows heap pages",

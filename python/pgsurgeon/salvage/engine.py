@@ -629,7 +629,6 @@ class Salvage:
             for p in summary["pages"]:
                 if p.get("all_zero"):
                     self.classes[int(p["block"])] = {"state": "zero", "codes": [], "message": "all zeroes"}
-            self.lost = [x for x in self.lost if x.get("reason") != "the page is all zeroes"]
             zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
         self._evidence(zero_blocks, summary["pages"])
 
@@ -673,8 +672,6 @@ class Salvage:
         were there and were not found."""
         pages = {int(p["block"]): p for p in page_infos}
         destroyed = [b for b, p in pages.items() if p.get("lp_array_destroyed") or p.get("copies_at") == 0]
-        for b in zero_blocks:
-            self.lost.append({"block": b, "lp": None, "reason": "the page is all zeroes"})
         targets = sorted(set(zero_blocks) | set(destroyed))
         tids: list[dict[str, Any]] = []
         nblocks = self.table.nblocks
@@ -737,7 +734,27 @@ class Salvage:
                         "certain": False,
                     }
                 )
+        # An all-zero page is lost only when something says rows were there: relation extension leaves empty
+        # pages in healthy tables.
+        evidence_on = {blk for blk, _ in by_tid}
+        quiet = [b for b in zero_blocks if b not in evidence_on]
+        if quiet:
+            self.notes.append(
+                f"{len(quiet)} all-zero page(s) with no index entry pointing into them (relation extension leaves "
+                f"such pages; a zeroed page of a table without indexes cannot be told apart): blocks "
+                + ", ".join(str(b) for b in quiet[:20])
+                + (" …" if len(quiet) > 20 else "")
+            )
         for b in zero_blocks:
+            if b in evidence_on:
+                n = sum(1 for blk, _ in by_tid if blk == b)
+                self.lost.append(
+                    {
+                        "block": b,
+                        "lp": None,
+                        "reason": f"the page is all zeroes; index entries point at {n} row(s) on it",
+                    }
+                )
             for (blk, lp), names in sorted(by_tid.items()):
                 if blk == b:
                     self.lost.append(

@@ -11,6 +11,8 @@ SELECT c.oid::bigint AS oid,
        CASE WHEN c.reltoastrelid <> 0 THEN tn.nspname::text END AS toast_schema,
        CASE WHEN c.reltoastrelid <> 0 THEN tc.relname::text END AS toast_name,
        coalesce(am.amname::text, '') AS amname,
+       -- an access method created over heap's own handler stores heap pages (the name alone does not tell)
+       coalesce(am.amhandler::regproc::text, '') AS amhandler,
        current_setting('block_size')::int AS block_size,
        current_setting('server_version_num')::int AS server_version_num,
        current_setting('data_checksums') = 'on' AS checksums,

@@ -1665,9 +1665,8 @@ found in the page"
                 }
             }
         }
-        if info.all_zero {
-            out.lost.push(LostItem { block, lp: None, reason: "the page is all zeroes".into() });
-        }
+        // An all-zero page is not a loss by itself (relation extension leaves them): the caller decides with the
+        // evidence that rows were there (index entries).
         let mut info = info;
         if let Some((whole, first, from)) = foreign {
             info.copies_from = Some(from);
