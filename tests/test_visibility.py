@@ -15,6 +15,9 @@ that sets hint bits and another CHECKPOINT. The offline decision (no server at a
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -218,3 +221,50 @@ def test_carve_all_equals_select_before_and_after_hint_bits(lab: LabCluster, tmp
         assert_same(report, got, copy_lines(lab, t), "after hint bits")
     finally:
         close_all(lab, sessions, t)
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "crates" / "core" / "tests" / "data" / "vis"
+
+
+@pytest.mark.skipif(
+    not os.environ.get("PGSURGEON_REGEN_VIS_FIXTURE"),
+    reason="regenerates crates/core/tests/data/vis (set PGSURGEON_REGEN_VIS_FIXTURE=1)",
+)
+def test_regenerate_offline_fixture(pg: LabCluster, make_lab: MakeLab) -> None:
+    """Files for ``crates/core/tests/visibility_real.rs``: the scenario's heap file, pg_xact, pg_subtrans,
+    pg_multixact and pg_control copied from the cluster right after a clean shutdown (the running sessions are
+    terminated, so aborted; the prepared transaction stays in progress), before anything read the table; and, from
+    the restarted cluster, the TIDs ``SELECT`` sees and the members of every MultiXact."""
+    lab = make_lab(pg.version, extra_conf={"max_prepared_transactions": 5})
+    t = "vis"
+    sessions = build_scenario(lab, t)
+    exec_sql(lab, "CHECKPOINT")
+    ((filepath,),) = exec_sql(lab, f"SELECT pg_relation_filepath('{t}')")
+    lab.stop()
+    for s in sessions:
+        with contextlib.suppress(Exception):
+            s.close()
+    dest = FIXTURE / f"pg{pg.version}"
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "global").mkdir(parents=True)
+    shutil.copyfile(lab.pgdata / filepath, dest / "heap")
+    shutil.copyfile(lab.pgdata / "global" / "pg_control", dest / "global" / "pg_control")
+    shutil.copyfile(lab.pgdata / "PG_VERSION", dest / "PG_VERSION")
+    for d in ("pg_xact", "pg_subtrans", "pg_multixact/offsets", "pg_multixact/members"):
+        shutil.copytree(lab.pgdata / d, dest / d)
+    lab.start()
+    try:
+        live = exec_sql(lab, f"SELECT ctid::text FROM {t} ORDER BY ctid")
+        tids = [[int(x) for x in str(c).strip("()").split(",")] for (c,) in live]
+        ((next_multi,),) = exec_sql(lab, "SELECT next_multixact_id::text::bigint FROM pg_control_checkpoint()")
+        multis: dict[str, list[list[Any]]] = {}
+        for m in range(1, int(next_multi)):
+            rows = exec_sql(
+                lab, "SELECT xid::text::bigint, mode FROM pg_get_multixact_members(%s::text::xid)", params=[str(m)]
+            )
+            multis[str(m)] = [[int(x), str(mode)] for x, mode in rows]
+        (dest / "expected.json").write_text(
+            json.dumps({"version": pg.version, "live": tids, "multis": multis}, indent=1) + "\n"
+        )
+    finally:
+        close_all(lab, [], t)
