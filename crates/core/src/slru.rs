@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 use crate::bytes::u32_at;
 
@@ -21,12 +21,12 @@ pub const SLRU_PAGES_PER_SEGMENT: u32 = 32;
 pub struct SlruDir {
     dir: PathBuf,
     blcksz: u32,
-    segments: Mutex<HashMap<u32, Option<Arc<Vec<u8>>>>>,
+    segments: RwLock<HashMap<u32, Option<Arc<Vec<u8>>>>>,
 }
 
 impl SlruDir {
     pub fn new(dir: &Path, blcksz: u32) -> SlruDir {
-        SlruDir { dir: dir.to_path_buf(), blcksz: blcksz.max(1024), segments: Mutex::new(HashMap::new()) }
+        SlruDir { dir: dir.to_path_buf(), blcksz: blcksz.max(1024), segments: RwLock::new(HashMap::new()) }
     }
 
     pub fn blcksz(&self) -> u32 {
@@ -38,7 +38,10 @@ impl SlruDir {
     }
 
     fn segment(&self, segno: u32) -> Option<Arc<Vec<u8>>> {
-        let mut map = self.segments.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(seg) = self.segments.read().unwrap_or_else(|e| e.into_inner()).get(&segno) {
+            return seg.clone();
+        }
+        let mut map = self.segments.write().unwrap_or_else(|e| e.into_inner());
         map.entry(segno)
             .or_insert_with(|| {
                 std::fs::read(self.dir.join(format!("{segno:04X}")))

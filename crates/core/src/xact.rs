@@ -10,8 +10,7 @@
 //! progress (or never finished: a crashed transaction stays 0).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -22,7 +21,7 @@ use crate::heap::{
     HEAP_XMIN_INVALID,
 };
 use crate::multixact::MultiXactFiles;
-use crate::slru::SubTrans;
+use crate::slru::{SlruDir, SubTrans};
 
 pub use crate::slru::SLRU_PAGES_PER_SEGMENT;
 
@@ -66,9 +65,8 @@ impl XidStatus {
 /// Read lazily, segment by segment; `Sync`, cheap to build once per relation.
 #[derive(Debug)]
 pub struct Clog {
-    dir: Option<PathBuf>,
+    xact: Option<SlruDir>,
     blcksz: u32,
-    segments: Mutex<HashMap<u32, Option<std::sync::Arc<Vec<u8>>>>>,
     subtrans: Option<SubTrans>,
     multixact: Option<MultiXactFiles>,
     in_progress_final: bool,
@@ -94,9 +92,8 @@ impl Clog {
     /// (the cluster was shut down cleanly, so no commit can be missing from the files).
     pub fn bare(dir: Option<&Path>, blcksz: u32, in_progress_final: bool) -> Clog {
         Clog {
-            dir: dir.map(Path::to_path_buf),
+            xact: dir.map(|d| SlruDir::new(d, blcksz)),
             blcksz: blcksz.max(1024),
-            segments: Mutex::new(HashMap::new()),
             subtrans: None,
             multixact: None,
             in_progress_final,
@@ -149,27 +146,13 @@ impl Clog {
         self.in_progress_final
     }
 
-    fn xids_per_page(&self) -> u32 {
-        self.blcksz * 4
-    }
-
     /// The status bits on disk; `None` when the segment file or the page is not there.
     pub fn status(&self, xid: u32) -> Option<XidStatus> {
-        let dir = self.dir.as_ref()?;
-        let per_page = self.xids_per_page();
-        let per_seg = per_page * SLRU_PAGES_PER_SEGMENT;
-        let segno = xid / per_seg;
-        let seg = {
-            let mut map = self.segments.lock().unwrap_or_else(|e| e.into_inner());
-            map.entry(segno)
-                .or_insert_with(|| std::fs::read(dir.join(format!("{segno:04X}"))).ok().map(std::sync::Arc::new))
-                .clone()
-        }?;
-        let in_seg = xid % per_seg;
-        let byte = (in_seg / 4) as usize;
-        let shift = (in_seg % 4) * 2;
-        let b = *seg.get(byte)?;
-        Some(XidStatus::from_bits(b >> shift))
+        // CLOG_XACTS_PER_PAGE = BLCKSZ * CLOG_XACTS_PER_BYTE (4), 2 bits each (clog.c)
+        let per_page = self.blcksz * 4;
+        let in_page = xid % per_page;
+        let b = self.xact.as_ref()?.byte(xid / per_page, in_page / 4)?;
+        Some(XidStatus::from_bits(b >> ((in_page % 4) * 2)))
     }
 }
 
@@ -428,6 +411,7 @@ mod tests {
     use super::*;
     use crate::heap::{HEAP_KEYS_UPDATED, HEAP_MOVED_OFF, HEAP_XMAX_KEYSHR_LOCK};
     use crate::multixact::tests::Builder;
+    use std::path::PathBuf;
 
     fn header(xmin: u32, xmax: u32, infomask: u16) -> HeapTupleHeaderData {
         let mut h = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
