@@ -88,6 +88,14 @@ def build_scenario(lab: LabCluster, t: str, *, prepared: bool = True) -> list[Co
         finally:
             a.close()
             b.close()
+        # MultiXacts of one transaction and its subtransaction: 27 share + a committed delete ("upd"),
+        # 28 share + a delete rolled back to the savepoint, 29 key share + for update (lockers only)
+        for row, lock, act, end in (
+            (27, "SHARE", f"DELETE FROM {t} WHERE id = 27", "RELEASE s"),
+            (28, "SHARE", f"DELETE FROM {t} WHERE id = 28", "ROLLBACK TO s"),
+            (29, "KEY SHARE", f"SELECT FROM {t} WHERE id = 29 FOR UPDATE", "RELEASE s"),
+        ):
+            run(c, "BEGIN", f"SELECT FROM {t} WHERE id = {row} FOR {lock}", "SAVEPOINT s", act, end, "COMMIT")
         # 16: two sharers still running; 17: a running key sharer and a committed update;
         # 18: a running key sharer and a running update
         s1, s2 = session(), session()
@@ -210,8 +218,27 @@ def test_carve_all_equals_select_before_and_after_hint_bits(lab: LabCluster, tmp
         want = copy_lines(lab, t)
         ids = {ln.split("\t", 1)[0] for ln in want}
         # the scenario did what it says
-        assert {"1", "5", "9", "12", "16", "18", "19", "20", "21", "23", "24", "45", "46", "47", "702", "1037"} <= ids
-        assert not ids & {"26", "37", "38", "41", "500", "600", "701", "703", "800"}
+        assert {
+            "1",
+            "5",
+            "9",
+            "12",
+            "16",
+            "28",
+            "29",
+            "18",
+            "19",
+            "20",
+            "21",
+            "23",
+            "24",
+            "45",
+            "46",
+            "47",
+            "702",
+            "1037",
+        } <= ids
+        assert not ids & {"26", "27", "37", "38", "41", "500", "600", "701", "703", "800"}
         assert report["rows"]["carved_invisible_skipped"] > 0
         assert_same(report, got, want, "before hint bits")
         # a read sets hint bits; CHECKPOINT writes them
