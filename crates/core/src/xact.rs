@@ -248,7 +248,7 @@ impl StatusSources<'_> {
                 Status::Known(XidStatus::InProgress)
             }
             Some(XidStatus::InProgress) => unknown(format!(
-                "transaction {xid} is in progress in pg_xact, but the cluster was not shut down cleanly \
+                "transaction {xid} is in progress in pg_xact, but the cluster is running or was not shut down cleanly \
                  (its commit may be missing from the files)"
             )),
             Some(XidStatus::SubCommitted) => match self.clog.subtrans().and_then(|st| st.parent(xid)) {
