@@ -285,11 +285,12 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
     let mut f = ItemFindings { block: Some(block), out: Vec::new(), suppressed: 0 };
     let at = Placement::of(page);
     check_item_count(&mut f, page, &at);
-    // HOT chain links on this page, (from, to): redirects and HOT-updated tuples' t_ctid.
-    let mut links: Vec<(u16, u16)> = Vec::new();
+    // HOT chain links on this page, (from, to, updater): redirects (no updater) and HOT-updated
+    // tuples' t_ctid with their plain-XID xmax, the xmin the successor must carry.
+    let mut links: Vec<(u16, u16, Option<u32>)> = Vec::new();
     for (off, id) in page.item_ids() {
         if id.lp_flags() == LP_REDIRECT {
-            links.push((off, id.lp_off()));
+            links.push((off, id.lp_off(), None));
         }
         let Some(tuple) = check_item(&mut f, page, PageKind::Heap, &at, off, id) else { continue };
         if !tuples || id.lp_flags() != LP_NORMAL {
@@ -297,8 +298,13 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
         }
         if let Some(t) = HeapTupleHeaderData::parse(tuple) {
             check_heap_tuple(&mut f, block, off, tuple.len(), &t, at.maxoff, ctx);
-            if t.t_infomask2 & crate::heap::HEAP_HOT_UPDATED != 0 && u64::from(t.t_ctid.block) == block {
-                links.push((off, t.t_ctid.offset));
+            // A MultiXact xmax hides the updating XID (pg_multixact is not at hand here): such a
+            // link cannot be matched to its successor and is left unjudged.
+            if t.t_infomask2 & crate::heap::HEAP_HOT_UPDATED != 0
+                && u64::from(t.t_ctid.block) == block
+                && t.t_infomask & crate::heap::HEAP_XMAX_IS_MULTI == 0
+            {
+                links.push((off, t.t_ctid.offset, Some(t.t_xmax)));
             }
         }
     }
@@ -309,27 +315,39 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
 }
 
 /// HOT chains inside one page, as verify_heapam follows them: a redirect or a HOT update must
-/// lead to a heap-only tuple, and no tuple may have two predecessors.
-fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links: &mut [(u16, u16)]) {
+/// lead to a heap-only tuple, and no tuple may have two predecessors. A HOT update's t_ctid only
+/// counts when the tuple there was written by that update (its xmin is the updater's XID): when
+/// the update aborted, pruning may have freed the successor's slot and a later, unrelated tuple
+/// may sit there.
+fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links: &mut Vec<(u16, u16, Option<u32>)>) {
     use crate::heap::HEAP_ONLY_TUPLE;
+    let successor = |to: u16| {
+        if to == 0 || to > at.maxoff {
+            return None;
+        }
+        let id = page.item_id(to)?;
+        if id.lp_flags() != LP_NORMAL {
+            return None;
+        }
+        page.item_bytes(id).and_then(HeapTupleHeaderData::parse)
+    };
+    links.retain(|&(_, to, updater)| match updater {
+        None => true,
+        // a pruned successor (dead/unused) is normal; an unparsable one is reported elsewhere
+        Some(x) => successor(to).is_some_and(|t| t.t_xmin == x),
+    });
     links.sort_unstable_by_key(|l| l.1);
     for pair in links.windows(2) {
-        let ((a, to), (b, _)) = (pair[0], pair[1]);
+        let ((a, to, _), (b, _, _)) = (pair[0], pair[1]);
         if pair[0].1 == pair[1].1 {
             f.push("line_pointer.hot_chain", b, || {
                 format!("items {a} and {b} both lead to item {to}: a tuple has two predecessors")
             });
         }
     }
-    for &(from, to) in links.iter() {
-        if to == 0 || to > at.maxoff {
-            continue; // reported as a redirect target or t_ctid problem already
-        }
-        let Some(id) = page.item_id(to) else { continue };
-        if id.lp_flags() != LP_NORMAL {
-            continue; // a pruned successor (dead/unused) is normal for HOT updates; redirects are checked above
-        }
-        let Some(t) = page.item_bytes(id).and_then(HeapTupleHeaderData::parse) else { continue };
+    for &(from, to, _) in links.iter() {
+        // redirects to a dead/unused slot or out of range are reported as redirect problems
+        let Some(t) = successor(to) else { continue };
         if t.t_infomask2 & HEAP_ONLY_TUPLE == 0 {
             f.push("line_pointer.hot_chain", from, || {
                 format!("item {from} leads to item {to} by a HOT link, but item {to} is not a heap-only tuple")
@@ -390,8 +408,9 @@ fn check_heap_tuple(
     ctx: &HeapContext<'_>,
 ) {
     use crate::heap::{
-        HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID,
-        HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED, HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
+        HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK,
+        HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
+        HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
     };
     let hoff = usize::from(t.t_hoff);
     if hoff > len {
@@ -460,9 +479,15 @@ fn check_heap_tuple(
             format!("t_infomask 0x{im:04x}: a MultiXactId xmax cannot be marked committed")
         });
     }
-    if im & HEAP_XMAX_LOCK_ONLY != 0 && t.t_infomask2 & HEAP_KEYS_UPDATED != 0 {
+    // SELECT ... FOR UPDATE (plain or in a MultiXact) writes HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK
+    // with HEAP_KEYS_UPDATED (heapam.c, compute_new_xmax_infomask and GetMultiXactIdHintBits): only a
+    // weaker lock marking the keys updated is impossible.
+    if im & HEAP_XMAX_LOCK_ONLY != 0
+        && t.t_infomask2 & HEAP_KEYS_UPDATED != 0
+        && im & (HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK) != HEAP_XMAX_EXCL_LOCK
+    {
         f.push("tuple_header.infomask", off, || {
-            format!("t_infomask 0x{im:04x}: xmax is only a locker but key columns are marked updated")
+            format!("t_infomask 0x{im:04x}: xmax only holds a shared lock but key columns are marked updated")
         });
     }
     if t.t_infomask2 & HEAP_ONLY_TUPLE != 0 && im & HEAP_UPDATED == 0 {
@@ -649,5 +674,59 @@ mod tests {
         let f = check_page(&page, PageKind::Heap, Some(41), false);
         assert_eq!((f[0].block, f[0].item), (Some(41), Some(1)));
         assert!(!f[0].remedy.is_empty());
+    }
+
+    fn tuple(xmin: u32, xmax: u32, ctid_off: u16, infomask: u16, infomask2: u16) -> Vec<u8> {
+        let mut b = vec![0u8; 32];
+        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
+        t.t_xmin = xmin;
+        t.t_xmax = xmax;
+        t.t_ctid = crate::heap::ItemPointerData { block: 0, offset: ctid_off };
+        t.t_infomask = infomask;
+        t.t_infomask2 = infomask2 | 2;
+        t.t_hoff = 24;
+        t.write(&mut b);
+        b
+    }
+
+    fn page_codes(tuples: &[Vec<u8>]) -> Vec<&'static str> {
+        let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
+        codes(&crate::page::assemble_heap_page(&refs, BLCKSZ).unwrap())
+    }
+
+    #[test]
+    fn hot_link_of_an_aborted_update_is_not_followed() {
+        use crate::heap::{HEAP_HOT_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMIN_COMMITTED};
+        // item 1 was HOT-updated by 800, which aborted; the heap-only successor was pruned and
+        // its slot reused by an unrelated insert of 900
+        let t1 = tuple(750, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
+        let t2 = tuple(900, 0, 2, 0, 0);
+        assert!(!page_codes(&[t1.clone(), t2]).contains(&"line_pointer.hot_chain"));
+        // but the successor the update wrote must be heap-only
+        let t2 = tuple(800, 0, 2, HEAP_UPDATED, 0);
+        assert!(page_codes(&[t1.clone(), t2]).contains(&"line_pointer.hot_chain"));
+        let t2 = tuple(800, 0, 2, HEAP_UPDATED, HEAP_ONLY_TUPLE);
+        assert_eq!(page_codes(&[t1.clone(), t2.clone()]), Vec::<&str>::new());
+        // two predecessors only when both updates wrote the successor
+        let t3 = tuple(760, 700, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
+        assert!(!page_codes(&[t1.clone(), t2.clone(), t3]).contains(&"line_pointer.hot_chain"));
+        let t3 = tuple(760, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
+        assert!(page_codes(&[t1, t2, t3]).contains(&"line_pointer.hot_chain"));
+    }
+
+    #[test]
+    fn for_update_marks_keys_updated_legally() {
+        use crate::heap::{
+            HEAP_KEYS_UPDATED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY,
+            HEAP_XMAX_SHR_LOCK,
+        };
+        let lock = |im: u16| page_codes(&[tuple(750, 760, 1, im, HEAP_KEYS_UPDATED)]);
+        let infomask = "tuple_header.infomask";
+        // SELECT ... FOR UPDATE, plain and as a MultiXact
+        assert!(!lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK).contains(&infomask));
+        assert!(!lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_IS_MULTI).contains(&infomask));
+        // a shared lock does not touch the keys
+        assert!(lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_SHR_LOCK).contains(&infomask));
+        assert!(lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK).contains(&infomask));
     }
 }
