@@ -556,7 +556,9 @@ class Salvage:
         epoch = full_next >> 32
         for x in xids:
             full = (epoch << 32) | x
-            if full >= full_next:
+            # running transactions may have IDs past the snapshot's xmax (it is one past the latest finished one):
+            # only an ID more than half the XID space ahead belongs to the previous epoch
+            if full >= full_next + (1 << 31):
                 full -= 1 << 32
             if full < 0:
                 continue
