@@ -27,6 +27,7 @@ from pgsurgeon.cli import main
 from pgsurgeon.diagnose import DiagnoseRequest, run_diagnose
 from pgsurgeon.diagnose import amcheck as amcheck_map
 from pgsurgeon.diagnose.session import BackendLost, Limits, ServerError, Session
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster
 
 DBNAME = 'diag "db" ü'
@@ -336,7 +337,7 @@ def test_sql_only_without_files(lab: Lab) -> None:
 
 
 def test_unknown_table_and_missing_extension(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diagnose", "--dsn", lab.dsn, "--table", "no_such_table"]) == 2
+    assert main(["diagnose", "--dsn", lab.dsn, "--table", "no_such_table"]) == Exit.USAGE
     assert "no table 'no_such_table'" in capsys.readouterr().err
     assert main(["diagnose", "--dsn", lab.cluster.dsn()]) == 1
     err = capsys.readouterr().err

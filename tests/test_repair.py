@@ -25,6 +25,7 @@ import pytest
 
 from fix_corrupt import NULLS, PLAIN, TOASTY, CorruptLabs, cli, digest, make_table, relation_files, sql, unique
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster
 
 Tid = tuple[int, int]
@@ -367,7 +368,7 @@ def test_execute_asks_first_and_nothing_to_do(pg: LabCluster, labs: CorruptLabs,
     assert code == 0 and doc["steps"] == [] and doc["lost"] == [], err
     corrupt(lab, table, ("tuple-header", "--field", "t_hoff", "--seed", "1"), "pg15", tmp_path / "c.json")
     code, _, err = cli("repair", "--dsn", lab.dsn(), "--table", table, "--execute")
-    assert code == 2 and "--yes" in err
+    assert code == Exit.USAGE and "--yes" in err
     sql(lab, f"DROP TABLE {table}")
 
 
@@ -397,7 +398,7 @@ def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLa
         code, _, err = cli("repair", "--dsn", nosu, "--table", "t")
         assert code == 1 and "is not a superuser" in err, err
         code, _, err = cli("repair", "--dsn", dsn, "--table", "no_such_table")
-        assert code == 2 and "no table" in err, err
+        assert code == Exit.USAGE and "no table" in err, err
     finally:
         sql(lab, f"DROP DATABASE {db}")
         sql(lab, "DROP ROLE IF EXISTS repair_nosu")
