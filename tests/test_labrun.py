@@ -38,7 +38,10 @@ def lab_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any]
 
 
 def results(report: dict[str, Any], name: str) -> dict[bool, dict[str, Any]]:
-    return {r["checksums"]: r for r in report["results"] if r["scenario"]["name"] == name}
+    """The scenario's result on each cluster; asserts both clusters ran it, so a loop over them never runs empty."""
+    by = {r["checksums"]: r for r in report["results"] if r["scenario"]["name"] == name}
+    assert set(by) == {True, False}, f"scenario {name} ran on {sorted(by)} only"
+    return by
 
 
 def test_both_clusters_ran_every_scenario(lab_report: tuple[dict[str, Any], Path]) -> None:
@@ -90,6 +93,7 @@ def test_html_report_is_self_contained_with_block_maps(lab_report: tuple[dict[st
 
 
 def test_salvage_and_repair_against_ground_truth(lab_report: tuple[dict[str, Any], Path]) -> None:
+    assert len(lab_report[0]["results"]) == 10  # five scenarios on two clusters: the loop below cannot run empty
     for r in lab_report[0]["results"]:
         s, rep = r["salvage"], r["repair"]
         assert s["duplicates"] == 0 and s["wrong"] == 0, r["scenario"]["name"]

@@ -25,6 +25,7 @@ import pytest
 
 from fix_corrupt import NULLS, PLAIN, TOASTY, CorruptLabs, cli, digest, make_table, relation_files, sql, unique
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster
 
 Tid = tuple[int, int]
@@ -367,7 +368,7 @@ def test_execute_asks_first_and_nothing_to_do(pg: LabCluster, labs: CorruptLabs,
     assert code == 0 and doc["steps"] == [] and doc["lost"] == [], err
     corrupt(lab, table, ("tuple-header", "--field", "t_hoff", "--seed", "1"), "pg15", tmp_path / "c.json")
     code, _, err = cli("repair", "--dsn", lab.dsn(), "--table", table, "--execute")
-    assert code == 2 and "--yes" in err
+    assert code == Exit.USAGE and "--yes" in err
     sql(lab, f"DROP TABLE {table}")
 
 
@@ -397,7 +398,7 @@ def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLa
         code, _, err = cli("repair", "--dsn", nosu, "--table", "t")
         assert code == 1 and "is not a superuser" in err, err
         code, _, err = cli("repair", "--dsn", dsn, "--table", "no_such_table")
-        assert code == 2 and "no table" in err, err
+        assert code == Exit.USAGE and "no table" in err, err
     finally:
         sql(lab, f"DROP DATABASE {db}")
         sql(lab, "DROP ROLE IF EXISTS repair_nosu")
@@ -423,24 +424,6 @@ def test_refuses_old_servers() -> None:
     )
     with pytest.raises(PgSurgeonError, match="repair needs postgresql 14 or later"):
         preflight(server)
-
-
-@pytest.mark.pg("15")
-def test_refuses_without_salvage(
-    pg: LabCluster, labs: CorruptLabs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pgsurgeon.repair import planner
-
-    lab = get_lab(labs, "15")
-    table = make_table(lab, PLAIN)
-    corrupt(lab, table, ("tuple-header", "--field", "t_hoff", "--seed", "1"), "pg15", tmp_path / "c.json")
-    monkeypatch.setattr(planner, "salvage_problem", lambda: "the salvage module is not available (test)")
-    code, _, err = cli("repair", "--dsn", lab.dsn(), "--table", table, "--execute", "--yes")
-    assert code == 1 and "refusing to execute: salvage cannot run" in err and "--skip-salvage" in err, err
-    code, doc, err = repair(lab, table, "--execute", "--yes", "--skip-salvage", "--run-dir", str(tmp_path / "run"))
-    assert code == 0, err
-    assert "salvage" not in [s["kind"] for s in doc["plan"]["steps"]]
-    sql(lab, f"DROP TABLE {table}")
 
 
 @pytest.mark.pg("15")
@@ -497,29 +480,3 @@ def test_force_file_writes_waits_for_the_dba(pg: LabCluster, make_lab: Any, tmp_
     assert code == 0, err
     assert doc["plan"]["method"] == "file" and doc["execution"]["manifest"] == str(manifest)
     assert_repaired(lab, table, truth, doc, exact=True)
-
-
-@pytest.mark.pg("15")
-def test_salvage_through_the_command(
-    pg: LabCluster, labs: CorruptLabs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """When salvage's Python API does not take repair's call (here: it wants an argument repair does not pass),
-    repair runs 'pgsurgeon salvage' itself."""
-    from pgsurgeon.salvage import engine
-
-    lab = get_lab(labs, "15")
-    table = make_table(lab, PLAIN)
-    corrupt(lab, table, ("tuple-header", "--field", "t_hoff", "--seed", "1"), "pg15", tmp_path / "c.json")
-    real = engine.SalvageOptions
-
-    def changed_api(**kwargs: Any) -> Any:
-        if "fmt" not in kwargs:
-            raise TypeError("SalvageOptions() missing required argument: 'fmt'")
-        return real(**kwargs)
-
-    monkeypatch.setattr(engine, "SalvageOptions", changed_api)
-    code, doc, err = repair(lab, table, "--execute", "--yes", "--run-dir", str(tmp_path / "run"))
-    assert code == 0, err
-    assert (tmp_path / "run" / "salvage-report.json").is_file()
-    assert doc["execution"]["salvage"]["rows"]["saved"] >= 999  # all but the damaged tuple, or all
-    sql(lab, f"DROP TABLE {table}")

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from fix_corrupt import CorruptLabs, cli, wait_ready
+from pgsurgeon.exitcodes import Exit
 from test_salvage import SETTINGS, make_table, read_output, salvage, sql, truth_of
 
 SCHEMA = "My Schéma"
@@ -136,7 +137,7 @@ def test_resume_after_interruption(labs: CorruptLabs, tmp_path: Path) -> None:
     proc.kill()
     proc.wait()
     code, _, err = cli("salvage", "--dsn", lab.dsn(), "--table", "resume_t", "--out", str(out), "--format", "csv")
-    assert code == 2 and "--restart" in err
+    assert code == Exit.USAGE and "--restart" in err
     # starting over removes the interrupted run's parts (and the server-written staging directory)
     state = json.loads((out / ".public.resume_t.parts" / "state.json").read_text())
     code, _, err = cli("salvage", "--dsn", lab.dsn(), "--table", "resume_t", "--out", str(out), "--restart")

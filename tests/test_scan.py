@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from fix_pg import create_test_cluster
+from fix_pg import MakeLab, create_test_cluster
 from pgsurgeon import core
 from pgsurgeon.cli import main
-from pgsurgeon.lab import LabCluster
+from pgsurgeon.lab import LabCluster, run_sql
 
 BLCKSZ = 8192
 # one table per damage; 2000 rows of ~100 bytes ≈ 28 pages, so block 3 is mid-relation
@@ -519,3 +519,34 @@ def test_toast_damage_is_traced_to_the_row(version: str, make_lab: Any, capsys: 
     block, item = (int(x) for x in row_ctid.strip("()").split(","))
     assert {(f["block"], f["item"]) for f in on_row} == {(block, item)}
     assert any("chunk number" in f["pg_error"] for f in on_row)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        ("pd_pagesize_version", 4096 | 4, "page_header.page_size"),  # the size/version word says 4096 bytes
+        ("pd_pagesize_version", BLCKSZ | 5, "page_header.layout_version"),
+        ("pd_special", BLCKSZ - 16, "page_header.special_size"),  # a heap page has no special space
+    ],
+)
+def test_header_fields_the_server_ignores_are_damage(
+    make_lab: MakeLab, field: str, value: int, code: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PostgreSQL 15 reads these pages without a word, but the server never writes such values: scan reports them
+    as damage (severity error, exit 2), with no server error and a remedy."""
+    from pgsurgeon import simulate
+    from pgsurgeon.exitcodes import Exit
+
+    lab = make_lab("15")
+    run_sql(lab, "CREATE TABLE t AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 2000) g")
+    run_sql(lab, "CHECKPOINT")
+    (node,) = run_sql(lab, "SELECT pg_relation_filenode('t')")[0]
+    simulate.run(simulate.SimulateRequest(mode="header", field=field, value=value, block=3, dsn=lab.dsn(), table="t"))
+    (count,) = run_sql(lab, "SELECT count(*) FROM t")[0]  # read silently: no error
+    assert count > 0
+    lab.stop()
+    assert main(["scan", str(lab.pgdata), "--format", "json"]) == Exit.DAMAGE
+    found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["relfilenode"] == node]
+    ours = [f for f in found if f["code"] == code]
+    assert ours and ours[0]["block"] == 3 and ours[0]["severity"] == "error", found
+    assert ours[0]["pg_error"].startswith("none") and ours[0]["remedy"]

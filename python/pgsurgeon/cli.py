@@ -5,14 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pgsurgeon import __version__
 from pgsurgeon.commands import COMMANDS
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.exitcodes import Exit
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a bad command line, the status of "damage found": ours exits with the usage status.
+    Subcommand parsers are made of the same class (add_subparsers defaults to it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(Exit.USAGE, f"{self.prog}: error: {message}\n")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="pgsurgeon",
         description="PostgreSQL corruption lab and rescue kit: simulate, detect, explain, save and fix damaged pages.",
     )
@@ -33,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("pgsurgeon: interrupted", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     return code
 
 

@@ -64,6 +64,14 @@ else:
         return value
 
 
+def quote_ident(*parts: str) -> str:
+    """``parts`` as one (qualified) SQL identifier, always quoted, for text no connection formats: pg_dump
+    patterns, commands printed for the user. psycopg.sql quotes every identifier in pgsurgeon, here too."""
+    from psycopg import sql as _sql
+
+    return _sql.Identifier(*parts).as_string(None)
+
+
 __all__ = [
     "ConnectError",
     "Connection",
@@ -85,6 +93,7 @@ __all__ = [
     "errors",
     "load_sql",
     "make_dsn",
+    "quote_ident",
     "sql",
 ]
 

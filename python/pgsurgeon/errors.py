@@ -1,12 +1,14 @@
-"""Errors the CLI turns into one lowercase line plus an optional ``hint:`` line."""
+"""Errors the CLI turns into one lowercase line plus an optional ``hint:`` line, and their exit statuses."""
 
 from __future__ import annotations
+
+from pgsurgeon.exitcodes import Exit
 
 
 class PgSurgeonError(Exception):
     """A failure the user can act on: ``message`` is one lowercase line, ``hint`` the next step."""
 
-    exit_code = 1
+    exit_code: Exit = Exit.FAILED
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -25,6 +27,6 @@ class LabError(PgSurgeonError):
 
 
 class UsageError(PgSurgeonError):
-    """The arguments do not make sense together."""
+    """The arguments do not make sense together, or name something that does not exist."""
 
-    exit_code = 2
+    exit_code = Exit.USAGE

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgsurgeon import db, exitcodes
 from pgsurgeon.diagnose import amcheck as amcheck_map
 
 XIDS_PER_XACT_FILE = 1_048_576  # 32768 XIDs per 8 KB page, 32 pages per SLRU segment
@@ -882,7 +883,7 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_$]*$")
 
 def _sql_ident(name: str) -> str:
     """An index or table name from a message as SQL text (messages print names unquoted and unqualified)."""
-    return name if _IDENT.match(name) else '"' + name.replace('"', '""') + '"'
+    return name if _IDENT.match(name) else db.quote_ident(name)
 
 
 def _entries(text: str) -> list[tuple[str, list[str]]]:
@@ -1027,6 +1028,12 @@ def markdown() -> str:
         "with its values filled in. In commands, $PGDATA is the data directory, $DSN a connection string for the "
         "database named and $PGLOG the server log.",
         "",
+        "## pgsurgeon's exit statuses",
+        "",
+        "Every command exits with one of these (the table is `python/pgsurgeon/exitcodes.py`); commands that only "
+        "show or change things (corrupt, undo, files, lab, explain) never return 2.",
+        "",
+        exitcodes.markdown(),
     ]
     for p in PATTERNS:
         found, _ = explain_text(EXAMPLES[p.id])

@@ -11,7 +11,8 @@ use crate::itemid::{LP_NORMAL, LP_REDIRECT, SIZE_OF_ITEM_ID_DATA};
 use crate::page::{Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
 
 /// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
-/// server does not check but later trips over (pd_lower inside the header, size/version word).
+/// server does not check but later trips over (pd_lower inside the header) or never writes
+/// differently (the size/version word: BLCKSZ and layout version 4; damage, though read silently).
 pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     let h = page.header();
@@ -664,6 +665,32 @@ mod tests {
         let mut p = heap_page();
         p[12..14].copy_from_slice(&20u16.to_le_bytes());
         assert!(codes(&p).contains(&"page_header.lower_below_header"));
+    }
+
+    #[test]
+    fn header_fields_the_server_ignores_are_damage() {
+        let errors = |p: &[u8]| -> Vec<&'static str> {
+            let page = Page::new(p).unwrap();
+            let found = check_page(&page, PageKind::Heap, Some(0), false);
+            found.iter().filter(|f| f.severity == crate::finding::Severity::Error).map(|f| f.code).collect()
+        };
+        // pd_pagesize_version saying 4096 bytes, then layout version 5: the server reads both pages
+        let mut p = heap_page();
+        p[18..20].copy_from_slice(&(4096u16 | 4).to_le_bytes());
+        assert!(Page::new(&p).unwrap().header_is_sane(BLCKSZ));
+        assert_eq!(errors(&p), vec!["page_header.page_size"]);
+        let mut p = heap_page();
+        p[18..20].copy_from_slice(&(8192u16 | 5).to_le_bytes());
+        assert_eq!(errors(&p), vec!["page_header.layout_version"]);
+        // pd_special below BLCKSZ on a heap page: accepted by PageIsVerified, still damage
+        let mut p = heap_page();
+        p[16..18].copy_from_slice(&8184u16.to_le_bytes());
+        assert!(Page::new(&p).unwrap().header_is_sane(BLCKSZ));
+        assert!(errors(&p).contains(&"page_header.special_size"));
+        for code in ["page_header.page_size", "page_header.layout_version", "page_header.special_size"] {
+            let info = crate::finding::describe(code);
+            assert!(info.pg_error.starts_with("none") && !info.remedy.is_empty(), "{code}");
+        }
     }
 
     #[test]

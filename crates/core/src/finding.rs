@@ -88,6 +88,8 @@ pub struct CodeInfo {
 const INVALID_PAGE: &str = "invalid page in block N of relation R";
 const REMEDY_HEADER: &str = "the page header is damaged, so the server refuses the whole page: salvage the table \
 (pgsurgeon salvage) to carve its rows, then zero or rebuild the page (pgsurgeon repair)";
+const REMEDY_SIZE_VERSION: &str = "the page header was overwritten although the server still reads the page: \
+look for more damage on it (pgsurgeon inspect), salvage the table, then rewrite the page (pgsurgeon repair)";
 const REMEDY_ITEMS: &str = "rows on this page may be returned wrong or crash the backend: salvage the readable rows \
 first, then repair (pg_surgery heap_force_kill on the damaged items, or zero the page)";
 const REMEDY_TUPLE: &str = "salvage the table, then remove the damaged tuple with pg_surgery's heap_force_kill \
@@ -128,11 +130,20 @@ pub fn describe(code: &str) -> CodeInfo {
 later writes to the page corrupt it further",
             REMEDY_HEADER,
         ),
-        "page_header.page_size" | "page_header.layout_version" => (
+        // The server only ever writes BLCKSZ and layout version 4 into pd_pagesize_version and
+        // PageIsVerified never reads it back: any other value means the header was overwritten,
+        // and PostgreSQL 15 still returns the page's rows without a word.
+        "page_header.page_size" => (
             PageHeader,
-            Warning,
-            "none: the server does not check the size/version word, rows are read as if it were right",
-            "the size/version word is damaged but the server ignores it; rewrite the page (repair) to be safe",
+            Error,
+            "none: read silently (the server never checks the page size in pd_pagesize_version)",
+            REMEDY_SIZE_VERSION,
+        ),
+        "page_header.layout_version" => (
+            PageHeader,
+            Error,
+            "none: read silently (the server never checks the layout version in pd_pagesize_version)",
+            REMEDY_SIZE_VERSION,
         ),
         "page_header.short_page" => (
             File,

@@ -1,8 +1,8 @@
 //! TOAST tables: an inventory of their chunks, built from every chunk tuple of the relation, and
 //! the checks `heap_fetch_toast_slice` (`access/heap/heaptoast.c`) and amcheck's
-//! `check_toasted_attribute` make when a value is fetched. Also bounds-checked pglz and LZ4
-//! decoders following `pglz_decompress` (`common/pg_lzcompress.c`) and `LZ4_decompress_safe`,
-//! as `toast_compression.c` calls them.
+//! `check_toasted_attribute` make when a value is fetched. Also a bounds-checked pglz decoder
+//! following `pglz_decompress` (`common/pg_lzcompress.c`), and LZ4 through the lz4_flex crate, as
+//! `toast_compression.c` calls them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -106,90 +106,18 @@ pub fn pglz_decompress(src: &[u8], rawsize: usize) -> Result<Vec<u8>, Decompress
     Ok(out)
 }
 
-/// `LZ4_decompress_safe(src, dst, srcSize, dstCapacity = rawsize)`: LZ4 block format, with the
-/// end-of-block rules the reference decoder enforces (the last sequence is literals only and ends
-/// the input exactly; a match may not end in the last 5 bytes of the output). A result shorter
-/// than `rawsize` is not an error here, as it is not for the server.
+/// `LZ4_decompress_safe(src, dst, srcSize, dstCapacity = rawsize)`: the LZ4 block format, decoded by
+/// the lz4_flex crate into a buffer of `rawsize` bytes. A result shorter than `rawsize` is not an
+/// error here, as it is not for the server. lz4_flex does not enforce the reference decoder's
+/// end-of-block rules (the last 5 bytes are literals), so a stream that breaks only those decodes
+/// here while the server refuses it.
 pub fn lz4_decompress(src: &[u8], rawsize: usize) -> Result<Vec<u8>, DecompressError> {
-    const MINMATCH: usize = 4;
-    const LASTLITERALS: usize = 5;
-    const MFLIMIT: usize = 12;
-    const CORRUPT_END: DecompressError = DecompressError::Corrupt("the stream runs past the input or the raw size");
-    if rawsize == 0 {
-        return if src == [0] {
-            Ok(Vec::new())
-        } else {
-            Err(DecompressError::Corrupt("empty output needs a single zero token"))
-        };
-    }
-    let iend = src.len();
-    let mut out: Vec<u8> = Vec::with_capacity(rawsize.min(src.len().saturating_mul(256)));
-    let mut ip = 0usize;
-    loop {
-        let Some(&token) = src.get(ip) else {
-            return Err(CORRUPT_END);
-        };
-        ip += 1;
-        let mut lit = usize::from(token >> 4);
-        if lit == 15 {
-            loop {
-                let Some(&s) = src.get(ip) else {
-                    return Err(CORRUPT_END);
-                };
-                ip += 1;
-                lit = lit.saturating_add(usize::from(s));
-                if s != 255 {
-                    break;
-                }
-            }
-        }
-        let op = out.len();
-        let cpy = op.saturating_add(lit);
-        let lit_end = ip.saturating_add(lit);
-        if cpy > rawsize.saturating_sub(MFLIMIT) || lit_end > iend.saturating_sub(2 + 1 + LASTLITERALS) {
-            // Must be the last sequence: its literals end the input exactly and fit the output.
-            if lit_end != iend || cpy > rawsize {
-                return Err(CORRUPT_END);
-            }
-            out.extend_from_slice(&src[ip..lit_end]);
-            return Ok(out);
-        }
-        out.extend_from_slice(&src[ip..lit_end]);
-        ip = lit_end;
-        let (Some(&o0), Some(&o1)) = (src.get(ip), src.get(ip + 1)) else {
-            return Err(CORRUPT_END);
-        };
-        ip += 2;
-        let offset = usize::from(u16::from_le_bytes([o0, o1]));
-        if offset == 0 || offset > out.len() {
-            return Err(DecompressError::Corrupt("a match refers to before the start of the output"));
-        }
-        let mut ml = usize::from(token & 0x0f);
-        if ml == 15 {
-            loop {
-                let Some(&s) = src.get(ip) else {
-                    return Err(CORRUPT_END);
-                };
-                ip += 1;
-                if ip > iend.saturating_sub(LASTLITERALS) {
-                    return Err(CORRUPT_END);
-                }
-                ml = ml.saturating_add(usize::from(s));
-                if s != 255 {
-                    break;
-                }
-            }
-        }
-        ml = ml.saturating_add(MINMATCH);
-        if out.len().saturating_add(ml) > rawsize.saturating_sub(LASTLITERALS) {
-            return Err(DecompressError::Corrupt("a match reaches into the last 5 bytes, which must be literals"));
-        }
-        let from = out.len() - offset;
-        for k in 0..ml {
-            let b = out[from + k];
-            out.push(b);
-        }
-    }
+    let mut out = vec![0u8; rawsize];
+    let n = lz4_flex::block::decompress_into(src, &mut out).map_err(|_| {
+        DecompressError::Corrupt("the stream runs past the input or the raw size, or refers before the output")
+    })?;
+    out.truncate(n);
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
@@ -55,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
             console.print(
                 "[red]the CRC does not match: the server will refuse to start (incorrect checksum in control file)[/]"
             )
-    return 0 if control.get("crc_ok", True) else 2
+    return Exit.CLEAN if control.get("crc_ok", True) else Exit.DAMAGE

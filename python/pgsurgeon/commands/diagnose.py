@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.errors import UsageError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import findings, term
 
 if TYPE_CHECKING:
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
 
     from pgsurgeon.diagnose import DiagnoseOutcome
 
-# Exit statuses, as pg_amcheck and pgsurgeon scan use them.
-EXIT_CLEAN, EXIT_CORRUPT = 0, 2
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|min)?$")
 
 
@@ -161,4 +160,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(to_json(outcome), indent=1, default=str))
     else:
         render_text(outcome, term.console())
-    return EXIT_CORRUPT if outcome.summary["errors"] else EXIT_CLEAN
+    return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

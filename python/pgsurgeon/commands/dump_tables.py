@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 from pgsurgeon.errors import UsageError
-
-EXIT_COMPLETE, EXIT_FAILED, EXIT_LOSS = 0, 1, 2
+from pgsurgeon.exitcodes import Exit
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,4 +61,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
     else:
         print(render_text(summary), end="")
-    return EXIT_COMPLETE if summary["failed"] == 0 else EXIT_LOSS
+    return Exit.CLEAN if summary["failed"] == 0 else Exit.DAMAGE

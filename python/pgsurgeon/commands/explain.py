@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(catalogue(), indent=1))
         else:
             _render_list(term.console())
-        return 0
+        return Exit.CLEAN
     text = _read_input(args)
     found, unknown = explain_text(text)
     if args.format == "json":
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
     if not found:
         if args.format == "json":
-            return 1
+            return Exit.FAILED
         raise PgSurgeonError(
             "no known error about damaged data in the text",
             hint="paste the ERROR line itself (e.g. 'invalid page in block 285 of relation base/16384/29724'); "
@@ -138,4 +139,4 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.format == "text":
         render_text(found, len(unknown), term.console())
-    return 0
+    return Exit.CLEAN

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.relnames import name_map
 from pgsurgeon.render import term
 
@@ -54,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
         relations = [r for r in relations if r["fork"] == args.fork]
     if args.format == "json":
         print(json.dumps(relations, indent=2))
-        return 0
+        return Exit.CLEAN
     table = term.table(header_style="bold")
     for col in ("path", "fork", "segments", "blocks", "name"):
         table.add_column(col)
     for rel in relations:
         table.add_row(rel["path"], rel["fork"], str(len(rel["segments"])), str(rel["blocks"]), rel["name"] or "")
     term.console().print(table)
-    return 0
+    return Exit.CLEAN

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import core, db
 from pgsurgeon.datadir import Geometry, read_block
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 from pgsurgeon.render.hexdump import hexdump
 
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         render_text(report, target.data if args.raw else None, term.console())
-    return 2 if any(f["severity"] == "error" for f in report["findings"]) else 0
+    return Exit.DAMAGE if any(f["severity"] == "error" for f in report["findings"]) else Exit.CLEAN
 
 
 def _server_view(report: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.errors import LabError, UsageError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster, default_base_dir, list_labs
 from pgsurgeon.lab.cluster import STOP_MODES
 from pgsurgeon.labrun.scenarios import SCENARIOS
@@ -111,7 +112,7 @@ def run_up(args: argparse.Namespace) -> int:
     console.print(f"pgdata: {lab.pgdata}")
     console.print(f"log:    {lab.log_path}")
     console.print(f"dsn:    {lab.dsn()}")
-    return 0
+    return Exit.CLEAN
 
 
 def run_down(args: argparse.Namespace) -> int:
@@ -120,11 +121,11 @@ def run_down(args: argparse.Namespace) -> int:
     if args.remove:
         lab.destroy()
         console.print(f"lab {lab.name} stopped and removed ({lab.lab_dir})")
-        return 0
+        return Exit.CLEAN
     was_running = lab.is_running()
     lab.stop(args.mode)
     console.print(f"lab {lab.name} stopped" if was_running else f"lab {lab.name} was not running")
-    return 0
+    return Exit.CLEAN
 
 
 def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -158,9 +159,9 @@ def run_status(args: argparse.Namespace) -> int:
     rows = _rows(args)
     if args.format == "json":
         print(json.dumps(rows, indent=2))
-        return 0
+        return Exit.CLEAN
     _print_table(_console(), rows, _lab_dir(args))
-    return 0
+    return Exit.CLEAN
 
 
 def run_default(args: argparse.Namespace) -> int:
@@ -197,4 +198,4 @@ def run_default(args: argparse.Namespace) -> int:
         console = _console()
         report.print_matrix(run, console)
         console.print("reports: " + ", ".join(str(p) for p in paths.values()))
-    return 1 if any(r.error for r in run.results) else 0
+    return Exit.FAILED if any(r.error for r in run.results) else Exit.CLEAN

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon.errors import PgSurgeonError, UsageError
-
-EXIT_OK, EXIT_FAILED, EXIT_NOT_CLEAN = 0, 1, 2
+from pgsurgeon.exitcodes import Exit
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -137,17 +136,17 @@ def run(args: argparse.Namespace) -> int:
             if plan.blockers and plan.steps:
                 message, hint = plan.blockers[0]
                 raise PgSurgeonError(f"this plan cannot be executed: {message}", hint=hint)
-            return EXIT_OK
+            return Exit.CLEAN
         if plan.blockers:
             message, hint = plan.blockers[0]
             raise PgSurgeonError(f"refusing to execute: {message}", hint=hint)
         if not plan.steps:
             if args.format == "json":
                 print(json.dumps({"plan": plan.to_json(), "execution": None}, indent=2, default=str))
-            return EXIT_OK
+            return Exit.CLEAN
         if not _confirm(args, len(plan.steps), plan.table):
             say("not executed")
-            return EXIT_FAILED
+            return Exit.FAILED
         report: dict[str, Any] = execute(plan, ctx, run_dir, say)
     finally:
         ctx.conn.close()
@@ -155,4 +154,4 @@ def run(args: argparse.Namespace) -> int:
     say(f"report: {run_dir / 'report.json'}")
     if args.format == "json":
         print(json.dumps({"plan": plan.to_json(), "execution": report}, indent=2, default=str))
-    return EXIT_OK if after.get("clean") else EXIT_NOT_CLEAN
+    return Exit.CLEAN if after.get("clean") else Exit.DAMAGE

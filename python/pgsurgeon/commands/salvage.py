@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon.errors import UsageError
-
-EXIT_COMPLETE, EXIT_FAILED, EXIT_LOSS = 0, 1, 2
+from pgsurgeon.exitcodes import Exit
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -112,4 +111,4 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         args.report.write_text(doc)
     print(doc if args.report_format == "json" else text, end="" if args.report_format == "text" else "\n")
-    return EXIT_COMPLETE if report.get("complete") else EXIT_LOSS
+    return Exit.CLEAN if report.get("complete") else Exit.DAMAGE

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import findings, term
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-# Exit statuses, as pg_amcheck uses them.
-EXIT_CLEAN, EXIT_FAILED, EXIT_CORRUPT = 0, 1, 2
 CONTROL_FIELDS = (
     "major_version",
     "state",
@@ -147,4 +146,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(to_json(outcome), indent=1))
     else:
         render_text(outcome, term.console())
-    return EXIT_CORRUPT if outcome.summary["errors"] else EXIT_CLEAN
+    return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker
 from pgsurgeon.simulate import apply as applying
 from pgsurgeon.simulate.manifest import Manifest
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "json":
             doc = {"restore": len(state.todo), "already": len(state.already), "changed_since": state.other}
             print(json.dumps(doc, indent=2))
-        return 0
+        return Exit.CLEAN
     with server_stopped(manifest.pgdata, say):
         report = applying.undo(manifest, force=args.force)
     for line in report.mismatched:
@@ -107,4 +108,4 @@ def run(args: argparse.Namespace) -> int:
                 indent=2,
             )
         )
-    return 0
+    return Exit.CLEAN

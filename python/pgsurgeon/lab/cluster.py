@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
-from pgsurgeon import __version__, db
+from pgsurgeon import __version__, db, versions
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import LabError
 from pgsurgeon.lab.marker import new_marker, read_lab_marker, write_lab_marker
@@ -519,7 +519,7 @@ class LabCluster:
         ]
         if self.checksums:
             args.append("--data-checksums")
-        elif self.version >= 18:
+        elif versions.facts(self.version).initdb_no_data_checksums:
             args.append("--no-data-checksums")
         proc = run_as(user, args, env=self.install.env(), cwd=self.lab_dir, timeout=300)
         if proc.returncode != 0:

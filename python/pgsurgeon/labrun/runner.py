@@ -178,7 +178,7 @@ def run_scenario(cluster: LabCluster, scenario: Scenario, seed: int, say: Progre
         truth, by_block = _timed(result, "prepare", lambda: _prepare(cluster, table))
         result.rows = len(truth)
         name, path, nblocks = _relation_for_map(cluster, table, scenario.shows)
-        say(f"{label}: corrupting ({' '.join(scenario.corrupt)})")
+        say(f"{label}: corrupting ({scenario.describe()})")
         manifest = _timed(result, "corrupt", lambda: steps.corrupt(cluster, table, scenario, seed))
         obs.wait_ready(cluster)
         say(f"{label}: observing the server")

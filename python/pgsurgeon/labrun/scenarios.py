@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -11,30 +12,37 @@ class Scenario:
     """Short name for --modes and the report."""
     title: str
     """What was damaged, for people."""
-    corrupt: tuple[str, ...]
-    """`pgsurgeon corrupt` arguments after --dsn/--table/--seed: the mode first."""
+    mode: str
+    """The simulator mode."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """More :class:`pgsurgeon.simulate.SimulateRequest` fields (the relation, seed and manifest come from the lab)."""
     shows: str = "table"
     """Which relation the block map shows: table, toast or index."""
+
+    def describe(self) -> str:
+        """The mode and its options, for the progress lines."""
+        return " ".join([self.mode, *(f"{k}={v}" for k, v in self.options)])
 
 
 # Blocks are fixed so runs compare; the table has ~40 blocks (see runner.SEED_ROWS).
 SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("header", "page header overwritten with random bytes", ("header", "--field", "random", "--block", "3")),
-    Scenario("item-ids", "item-ID array overwritten (the seeds' case)", ("item-ids", "--block", "4")),
+    Scenario("header", "page header overwritten with random bytes", "header", (("field", "random"), ("block", 3))),
+    Scenario("item-ids", "item-ID array overwritten (the seeds' case)", "item-ids", (("block", 4),)),
     Scenario(
         "xmin",
         "a tuple's xmin from before pg_xact's horizon, hint bits cleared",
-        ("tuple-header", "--field", "t_xmin", "--value", "3000000000", "--clear-hints", "--block", "5"),
+        "tuple-header",
+        (("field", "t_xmin"), ("value", 3000000000), ("clear_hints", True), ("block", 5)),
     ),
-    Scenario("tuple-header", "a tuple header overwritten", ("tuple-header", "--field", "random", "--block", "6")),
-    Scenario("varlena", "a varlena length damaged", ("tuple-data", "--field", "varlena", "--block", "7")),
-    Scenario("toast", "a TOAST chunk's sequence number", ("toast", "--field", "chunk_seq"), shows="toast"),
-    Scenario("btree", "a btree item's heap TID", ("btree", "--field", "item"), shows="index"),
-    Scenario("checksum", "the page checksum alone", ("checksum", "--block", "8")),
-    Scenario("zero", "a page zeroed", ("zero", "--block", "9")),
-    Scenario("torn", "a torn page (second half from block 20)", ("torn", "--block", "10", "--source-block", "20")),
-    Scenario("misdirected", "block 21 written over block 11", ("misdirected", "--block", "11", "--source-block", "21")),
-    Scenario("truncate", "the table file cut short", ("truncate",)),
+    Scenario("tuple-header", "a tuple header overwritten", "tuple-header", (("field", "random"), ("block", 6))),
+    Scenario("varlena", "a varlena length damaged", "tuple-data", (("field", "varlena"), ("block", 7))),
+    Scenario("toast", "a TOAST chunk's sequence number", "toast", (("field", "chunk_seq"),), shows="toast"),
+    Scenario("btree", "a btree item's heap TID", "btree", (("field", "item"),), shows="index"),
+    Scenario("checksum", "the page checksum alone", "checksum", (("block", 8),)),
+    Scenario("zero", "a page zeroed", "zero", (("block", 9),)),
+    Scenario("torn", "a torn page (second half from block 20)", "torn", (("block", 10), ("source_block", 20))),
+    Scenario("misdirected", "block 21 written over block 11", "misdirected", (("block", 11), ("source_block", 21))),
+    Scenario("truncate", "the table file cut short", "truncate"),
 )
 
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -5,31 +5,26 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from pgsurgeon import simulate
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.labrun.scenarios import Scenario
+from pgsurgeon.simulate import Manifest, SimulateRequest
 
 
-def corrupt(cluster: LabCluster, table: str, scenario: Scenario, seed: int) -> Any:
+def corrupt(cluster: LabCluster, table: str, scenario: Scenario, seed: int) -> Manifest:
     """Damage ``table`` as the scenario says; returns the simulator's manifest."""
-    from pgsurgeon.commands.corrupt import corrupt as apply_corruption
-
     manifest_path = cluster.lab_dir / "corruptions" / f"lab-{table}.json"
     if manifest_path.exists():
         manifest_path.unlink()
-    mode, *rest = scenario.corrupt
-    argv = [
-        mode,
-        "--dsn",
-        cluster.dsn(),
-        "--table",
-        f"public.{table}",
-        "--seed",
-        str(seed),
-        "--manifest",
-        str(manifest_path),
-        *rest,
-    ]
-    return apply_corruption(argv)
+    request = SimulateRequest(
+        mode=scenario.mode,
+        dsn=cluster.dsn(),
+        table=f"public.{table}",
+        seed=seed,
+        manifest=manifest_path,
+        **dict(scenario.options),
+    )
+    return simulate.run(request).manifest
 
 
 def _toast_name(cluster: LabCluster, table: str) -> str | None:

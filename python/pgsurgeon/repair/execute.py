@@ -39,6 +39,7 @@ from pgsurgeon.repair.model import (
     tid_text,
 )
 from pgsurgeon.repair.planner import Context, diagnose
+from pgsurgeon.salvage.engine import SalvageOptions, salvage
 
 Say = Callable[[str], None]
 VM_HEADER = 24
@@ -146,23 +147,17 @@ class Executor:
     def salvage(self, step: Step) -> dict[str, Any]:
         req = self.ctx.req
         out = None if req.salvage_into else (req.salvage_out or self.run_dir / "salvage")
+        opts = SalvageOptions(
+            dsn=req.dsn, table=self.ctx.table.regclass, into=req.salvage_into, out=out, pgdata=req.pgdata
+        )
         try:
-            try:
-                from pgsurgeon.salvage.engine import SalvageOptions, salvage
-
-                opts = SalvageOptions(
-                    dsn=req.dsn, table=self.ctx.table.regclass, into=req.salvage_into, out=out, pgdata=req.pgdata
-                )
-            except (ImportError, TypeError):  # the API is not there (or changed): the command is
-                result = self.salvage_command(out)
-            else:
-                result = salvage(opts)
+            result = salvage(opts)
         except PgSurgeonError as exc:
             raise PgSurgeonError(
                 f"salvage failed, nothing was changed: {exc.message}",
                 hint=exc.hint or "--skip-salvage goes ahead without the full copy of the table",
             ) from None
-        except Exception as exc:  # salvage is another module: any failure stops the repair before it changes anything
+        except Exception as exc:  # any failure of the copy stops the repair before it changes anything
             raise PgSurgeonError(
                 f"salvage failed, nothing was changed: {type(exc).__name__}: {exc}",
                 hint="--skip-salvage goes ahead without the full copy of the table (pages and carved rows are saved)",
@@ -177,23 +172,6 @@ class Executor:
         rows = (result.get("rows") or {}).get("saved")
         self.say(f"  salvaged {rows if rows is not None else '?'} row(s) into {summary['output']}")
         return summary
-
-    def salvage_command(self, out: Path | None) -> dict[str, Any]:
-        """``pgsurgeon salvage … --report FILE`` in this process; its JSON report."""
-        from pgsurgeon.cli import main
-
-        req = self.ctx.req
-        report = self.run_dir / "salvage-report.json"
-        argv = ["salvage", "--dsn", req.dsn, "--table", self.ctx.table.regclass, "--report", str(report)]
-        argv += ["--into", req.salvage_into] if req.salvage_into else ["--out", str(out)]
-        if req.pgdata is not None:
-            argv += ["--pgdata", str(req.pgdata)]
-        with contextlib.redirect_stdout(sys.stderr):  # its report must not mix with repair's own output
-            code = main(argv)
-        if code not in (0, 2) or not report.is_file():
-            raise PgSurgeonError(f"'pgsurgeon salvage' failed with exit code {code}")
-        doc: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-        return doc
 
     def save_pages(self, step: Step) -> dict[str, Any]:
         """Every page the repair changes, as the server has it and as the file has it, before anything changes."""

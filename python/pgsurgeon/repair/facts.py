@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import core, db
+from pgsurgeon import core, db, versions
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.repair.model import RelInfo
 
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
 APPLICATION_NAME = "pgsurgeon repair"
-MIN_VERSION = 140000
-"""pg_surgery and amcheck's verify_heapam both arrived in PostgreSQL 14."""
 EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery")
 
 
@@ -122,9 +120,9 @@ def _local_pgdata(server: Server, override: Path | None) -> Path | None:
 
 def check_role(version_num: int, version: str, superuser: bool, usename: str, in_recovery: bool) -> None:
     """Refuse early: a server too old, a standby, a role without the privileges."""
-    if version_num < MIN_VERSION:
+    if not versions.is_supported(version_num):
         raise PgSurgeonError(
-            f"the server runs postgresql {version}: repair needs postgresql 14 or later",
+            f"the server runs postgresql {version}: repair needs postgresql {versions.OLDEST_SUPPORTED} or later",
             hint="pg_surgery (heap_force_kill, heap_force_freeze) and amcheck's verify_heapam arrived in 14; "
             "on older servers save the rows with 'pgsurgeon salvage' and rebuild the table",
         )

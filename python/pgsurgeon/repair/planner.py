@@ -139,7 +139,6 @@ class Context:
     cols: list[Column]
     reader: PageReader
     lab: LabCluster | None
-    salvage_problem: str | None = None
 
     def rel(self, role: str) -> RelInfo | None:
         return next((r for r in self.rels if r.role == role), None)
@@ -238,26 +237,6 @@ def _lab(server: Server) -> LabCluster | None:
     if not is_lab_cluster(server.pgdata):  # the marker says "made to be broken"; without it, no restarts
         return None
     return lab_cluster_for(server.pgdata)
-
-
-def salvage_problem() -> str | None:
-    """Why salvage cannot run here (None: it can, through its Python API or its command)."""
-    try:
-        from pgsurgeon.salvage import engine
-
-        getattr(engine, "salvage")  # noqa: B009 - an attribute the module must have
-        getattr(engine, "SalvageOptions")  # noqa: B009
-        return None
-    except Exception as exc:  # any import-time failure means the API is not usable; the command may be
-        api = f"{type(exc).__name__}: {exc}"
-    try:
-        from pgsurgeon.commands import COMMANDS
-
-        if any(getattr(m, "__name__", "").endswith(".salvage") for m in COMMANDS):
-            return None
-    except Exception as exc:  # the command table itself does not import
-        api += f"; commands: {exc}"
-    return f"neither the salvage module nor the 'pgsurgeon salvage' command is available ({api})"
 
 
 def diagnose(ctx: Context) -> Any:
@@ -379,17 +358,6 @@ class Planner:
                     "drop --reinsert; REFRESH MATERIALIZED VIEW rebuilds it from its query",
                 )
             )
-        if not ctx.req.skip_salvage and not plan.is_empty:
-            problem = salvage_problem()
-            if problem is not None:
-                ctx.salvage_problem = problem
-                self.blockers.append(
-                    (
-                        f"salvage cannot run, and repair does not remove rows before salvaging: {problem}",
-                        "--skip-salvage goes ahead without the full copy of the table (the damaged pages are still "
-                        "saved, and the carved rows)",
-                    )
-                )
         plan.unrepaired = self.unrepaired
         plan.blockers = self.blockers
         plan.notes = self.notes

@@ -36,7 +36,7 @@ _FORMATS = {"custom": ("c", "dump"), "plain": ("p", "sql"), "tar": ("t", "tar")}
 
 def pattern_for(schema: str, name: str) -> str:
     """A pg_dump --table pattern matching exactly this table (quoted parts are taken literally)."""
-    return '"' + schema.replace('"', '""') + '"."' + name.replace('"', '""') + '"'
+    return db.quote_ident(schema, name)
 
 
 @dataclass

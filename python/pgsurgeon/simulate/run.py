@@ -1,0 +1,296 @@
+"""The simulator's request API: :func:`run` damages what a :class:`SimulateRequest` names and returns the manifest.
+
+``pgsurgeon corrupt`` turns its argv into a request; the lab and the tests build requests directly, so no caller
+goes through the command line.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
+from pgsurgeon.simulate import apply as applying
+from pgsurgeon.simulate.manifest import Manifest, default_path
+from pgsurgeon.simulate.modes import MODES, UNIT_FILE, UNIT_ITEM, UNIT_PAGE
+from pgsurgeon.simulate.plan import CorruptRequest, Plan, make_plan
+from pgsurgeon.simulate.server import lab_cluster_for, postmaster_pid, server_stopped
+from pgsurgeon.simulate.target import Resolved, checkpoint, from_dsn, from_file
+
+MAX_SEED = 2**64 - 1
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SimulateRequest:
+    """One simulator run: which relation (``dsn`` and ``table``, or ``pgdata`` and ``file``), what to damage and
+    how; the fields are the ``pgsurgeon corrupt`` options of the same names."""
+
+    mode: str
+    field: str | None = None
+    dsn: str | None = None
+    table: str | None = None
+    target: str | None = None
+    index: str | None = None
+    pgdata: Path | None = None
+    file: Path | None = None
+    kind: str | None = None
+    block: int | None = None
+    item: int | None = None
+    segment: int | None = None
+    count: int = 1
+    seed: int | None = None
+    """None: a random one (recorded in the manifest)."""
+    value: int | None = None
+    tid: tuple[int, int] | None = None
+    """``--value BLOCK,OFFSET``: the TID fields."""
+    column: str | None = None
+    length: int | None = None
+    flips: int | None = None
+    tear_at: int | None = None
+    source_block: int | None = None
+    source_file: Path | None = None
+    clear_hints: bool = False
+    keep_checksum_valid: bool = False
+    dry_run: bool = False
+    force_non_lab: bool = False
+    manifest: Path | None = None
+    """Where the manifest goes (default: ``<lab>/corruptions/…json``)."""
+
+
+@dataclass
+class SimulateResult:
+    manifest: Manifest
+    """The manifest written; a dry run's is not written (path ``-``, state ``planned``)."""
+    plan: Plan
+
+
+def check(req: SimulateRequest) -> None:
+    """Refuse a request whose options do not fit together (:class:`UsageError`), before anything is read."""
+    if req.mode not in MODES:
+        raise UsageError(f"unknown mode {req.mode}", hint="modes: " + ", ".join(MODES))
+    mode = MODES[req.mode]
+    by_sql = req.dsn is not None or req.table is not None
+    by_file = req.pgdata is not None or req.file is not None
+    if by_sql == by_file or (by_sql and not (req.dsn and req.table)) or (by_file and not (req.pgdata and req.file)):
+        raise UsageError(
+            "name the relation with --dsn and --table, or with --pgdata and --file",
+            hint="e.g. pgsurgeon corrupt zero --dsn 'host=… dbname=…' --table public.t",
+        )
+    if by_file and (req.target or req.index):
+        raise UsageError("--target and --index go with --table", hint="with --file, pass the file to damage")
+    if req.kind and not by_file:
+        raise UsageError("--kind goes with --file")
+    if req.count < 1:
+        raise UsageError("--count must be 1 or more")
+    for name in ("block", "item", "segment", "length", "flips", "tear_at", "source_block"):
+        v = getattr(req, name)
+        if v is not None and v < (1 if name in ("item", "length", "flips", "tear_at") else 0):
+            raise UsageError(f"--{name.replace('_', '-')} {v} is out of range")
+    if req.field is not None and req.field not in mode.fields:
+        raise UsageError(
+            f"mode {mode.name} has no field {req.field}",
+            hint=f"its fields: {', '.join(mode.fields)}" if mode.fields else f"mode {mode.name} takes no --field",
+        )
+    field = req.field or mode.default_field()
+    unit = mode.unit_for(field)
+    if req.item is not None and unit != UNIT_ITEM:
+        raise UsageError(f"mode {mode.name}{' field ' + field if field else ''} damages pages, not items: drop --item")
+    if req.item is not None and req.block is None:
+        raise UsageError("--item needs --block", hint="line pointer numbers are per page")
+    if req.segment is not None and mode.name != "missing-segment":
+        raise UsageError("--segment goes with mode missing-segment", hint="other modes take --block")
+    if (req.source_block is not None or req.source_file is not None) and mode.name not in ("torn", "misdirected"):
+        raise UsageError("--source-block and --source-file go with modes torn and misdirected")
+    if req.source_file is not None and mode.name != "torn":
+        raise UsageError("--source-file goes with mode torn", hint="misdirected takes --source-block")
+    if req.tear_at is not None and mode.name not in ("torn", "truncate"):
+        raise UsageError("--tear-at goes with modes torn and truncate")
+    if req.clear_hints and not (mode.name == "tuple-header" and field in ("t_xmin", "t_xmax")):
+        raise UsageError("--clear-hints goes with mode tuple-header and field t_xmin or t_xmax")
+    if req.keep_checksum_valid and mode.name == "checksum":
+        raise UsageError("mode checksum with --keep-checksum-valid would change nothing")
+    if req.keep_checksum_valid and mode.unit == UNIT_FILE:
+        raise UsageError(f"mode {mode.name} changes no page: --keep-checksum-valid does not apply")
+    if req.column is not None and not (mode.name == "tuple-data" and field == "varlena" and by_sql):
+        raise UsageError("--column goes with tuple-data --field varlena and --dsn/--table")
+    if req.value is not None and field not in mode.value_fields:
+        what = f"mode {mode.name}" + (f" field {field}" if field else "")
+        raise UsageError(
+            f"{what} takes no --value" + (" number" if field in mode.tid_fields else ""),
+            hint="it writes random bytes; pass --seed to repeat them"
+            if field not in mode.tid_fields
+            else "pass the TID as --value BLOCK,OFFSET",
+        )
+    if req.tid is not None and field not in mode.tid_fields:
+        raise UsageError(
+            "--value BLOCK,OFFSET goes with tuple-header --field t_ctid and btree --field item",
+            hint="other fields take a number",
+        )
+    if unit == UNIT_PAGE and req.block is not None and req.count > 1:
+        raise UsageError(
+            f"--count {req.count} with --block: mode {mode.name} damages one page per block",
+            hint="drop --block to damage several random pages",
+        )
+    if req.seed is not None and not 0 <= req.seed <= MAX_SEED:
+        raise UsageError("--seed must be between 0 and 2**64-1")
+
+
+def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
+    """Damage what ``req`` names (or, with ``dry_run``, only plan it) and return the manifest; ``say`` receives the
+    progress lines. A running lab cluster is stopped and started again around the write."""
+    say = say or (lambda _text: None)
+    check(req)
+    res = _resolve(req)
+    lab = _refuse_non_lab(res.pgdata, req.force_non_lab)
+    creq = _corrupt_request(req, res, req.seed if req.seed is not None else secrets.randbits(32))
+    if req.dry_run:
+        if res.dsn is not None and postmaster_pid(res.pgdata) is not None:
+            checkpoint(res.dsn)  # so the files hold what the buffers hold
+        plan = make_plan(creq, res)
+        _print_plan(plan, creq, say)
+        if postmaster_pid(res.pgdata) is not None:
+            say("note: the server is running; the real run stops it first and reads the files then")
+        say(f"dry run: {len(plan.changes)} change(s) planned, nothing written")
+        header = {**_header(creq, plan, lab), "state": "planned"}
+        return SimulateResult(Manifest(Path("-"), header, plan.changes, plan.pages), plan)
+    lab_cluster = lab_cluster_for(res.pgdata)
+    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
+    path = req.manifest or default_path(res.pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, creq.mode)
+    if path.exists():
+        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
+    with server_stopped(res.pgdata, say):
+        plan = make_plan(creq, res)
+        _print_plan(plan, creq, say)
+        manifest = Manifest(path.absolute(), _header(creq, plan, lab), plan.changes, plan.pages)
+        applying.apply(manifest, say)
+    return SimulateResult(manifest, plan)
+
+
+def _resolve(req: SimulateRequest) -> Resolved:
+    mode = MODES[req.mode]
+    if req.table:
+        assert req.dsn is not None  # check() made sure
+        return from_dsn(req.dsn, req.table, req.target or mode.default_target, req.index)
+    assert req.pgdata is not None and req.file is not None
+    return from_file(req.pgdata, req.file, req.kind)
+
+
+def _refuse_non_lab(pgdata: Path, force: bool) -> dict[str, Any] | None:
+    """The lab marker of ``pgdata``; refuses a directory without one unless ``force``."""
+    if is_lab_cluster(pgdata):
+        marker = read_lab_marker(pgdata)
+        return {"name": marker.get("name"), "id": marker.get("id")}
+    if not force:
+        raise PgSurgeonError(
+            f"{pgdata} is not a pgsurgeon lab cluster (no lab marker): refusing to damage it",
+            hint="pgsurgeon damages only clusters made by 'pgsurgeon lab up'; --force-non-lab overrides this "
+            "for a copy you can afford to lose",
+        )
+    return None
+
+
+def _corrupt_request(req: SimulateRequest, res: Resolved, seed: int) -> CorruptRequest:
+    attnum = None
+    if req.column is not None:
+        cols = {a["attname"]: a["attnum"] for a in res.relation.attrs or [] if not a["attisdropped"]}
+        if req.column not in cols:
+            raise UsageError(
+                f"{res.relation.name} has no column {req.column}", hint="columns: " + ", ".join(cols) or "none"
+            )
+        attnum = int(cols[req.column])
+    return CorruptRequest(
+        mode=req.mode,
+        field=req.field,
+        block=req.block,
+        item=req.item,
+        segment=req.segment,
+        count=req.count,
+        seed=seed,
+        value=req.value,
+        tid=req.tid,
+        attnum=attnum,
+        length=req.length,
+        flips=req.flips,
+        tear_at=req.tear_at,
+        source_block=req.source_block,
+        source_file=req.source_file,
+        clear_hints=req.clear_hints,
+        keep_checksum_valid=req.keep_checksum_valid,
+    )
+
+
+def _header(req: CorruptRequest, plan: Plan, lab: dict[str, Any] | None) -> dict[str, Any]:
+    res = plan.resolved
+    try:
+        major = (res.pgdata / "PG_VERSION").read_text(encoding="utf-8").strip()
+    except OSError:
+        major = None
+    options = {
+        k: v
+        for k, v in {
+            "block": req.block,
+            "item": req.item,
+            "segment": req.segment,
+            "value": req.value,
+            "tid": list(req.tid) if req.tid else None,
+            "attnum": req.attnum,
+            "length": req.length,
+            "flips": req.flips,
+            "tear_at": req.tear_at,
+            "source_block": req.source_block,
+            "source_file": str(req.source_file) if req.source_file else None,
+            "clear_hints": req.clear_hints or None,
+        }.items()
+        if v is not None
+    }
+    return {
+        "created_at": utc_now(),
+        "pgdata": str(res.pgdata),
+        "lab": lab,
+        "force_non_lab": lab is None,
+        "postgresql_major": major,
+        "checksums": res.geometry.checksums,
+        "blcksz": res.geometry.blcksz,
+        "relseg_size": res.geometry.relseg_size,
+        "mode": plan.mode.name,
+        "field": plan.field,
+        "seed": req.seed,
+        "count": req.count,
+        "keep_checksum_valid": req.keep_checksum_valid and bool(res.geometry.checksums),
+        "options": options,
+        "relation": {
+            "name": res.relation.name,
+            "role": res.relation.role,
+            "kind": res.relation.kind,
+            "file": res.relpath(res.relation.path),
+            "nblocks": plan.nblocks,
+        },
+        "notes": plan.lines,
+        "warnings": plan.warnings,
+    }
+
+
+def _print_plan(plan: Plan, req: CorruptRequest, say: Say) -> None:
+    res = plan.resolved
+    rel = res.relation
+    what = plan.mode.name + (f" (field {plan.field})" if plan.field else "")
+    say(f"corrupt {what}, seed {req.seed}")
+    checks = "on" if res.geometry.checksums else "off"
+    say(
+        f"target: {rel.name} ({rel.role}, {rel.kind or 'other'} pages) -> {res.relpath(rel.path)}, "
+        f"{plan.nblocks} block(s); data checksums {checks}"
+    )
+    for line in plan.lines:
+        say(f"  {line}")
+    for w in plan.warnings:
+        say(f"note: {w}")
+    if res.geometry.checksums and plan.unit != UNIT_FILE and plan.mode.name != "checksum":
+        if req.keep_checksum_valid:
+            say("checksums recomputed: only the structural damage shows")
+        else:
+            say("stored checksums left as they were (damage on disk): expect checksum failures")

@@ -1,0 +1,80 @@
+"""The layering: library packages never import the command line.
+
+``commands/`` turns argv into requests and renders results; ``cli.py`` (and ``__main__.py``) hold the parser. Every
+other module is library code that the commands, the lab and repair call through request APIs, so none of them may
+import ``pgsurgeon.commands`` or ``pgsurgeon.cli`` — at module level or inside a function. The test reads the
+imports with ast, without importing anything."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pgsurgeon"
+FRONT = ("commands", "cli")
+"""The command-line layer: pgsurgeon.commands.* and pgsurgeon.cli."""
+ENTRY_POINTS = {"cli.py", "__main__.py"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(path: Path, source: str | None = None) -> set[str]:
+    """Every module ``path`` (or ``source`` as if it were in ``path``) imports, absolute, including
+    ``from X import name`` as ``X.name`` (it may be a submodule) and relative imports resolved against the
+    module's package."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    text = source if source is not None else path.read_text(encoding="utf-8")
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            names.add(source)
+            names.update(f"{source}.{alias.name}" for alias in node.names)
+    return names
+
+
+def is_front(name: str) -> bool:
+    return any(name == f"pgsurgeon.{f}" or name.startswith(f"pgsurgeon.{f}.") for f in FRONT)
+
+
+def library_modules() -> list[Path]:
+    return [
+        p
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.relative_to(PACKAGE).parts[0] != "commands" and p.relative_to(PACKAGE).as_posix() not in ENTRY_POINTS
+    ]
+
+
+def test_library_modules_do_not_import_the_command_line() -> None:
+    modules = library_modules()
+    assert len(modules) > 40 and any(p.name == "planner.py" for p in modules)  # the walk found the package
+    found = {module_name(p): sorted(n for n in imported(p) if is_front(n)) for p in modules}
+    offenders = {module: names for module, names in found.items() if names}
+    assert not offenders, f"library modules import the command line: {offenders}"
+
+
+def test_the_walk_sees_every_form_of_import() -> None:
+    """The checker itself: top-level, function-level, from-imports and relative imports are all caught."""
+    probe = PACKAGE / "repair" / "probe.py"  # never written: the source is passed in
+    cases = {
+        "import pgsurgeon.cli": True,
+        "def f():\n    from pgsurgeon.commands.corrupt import run": True,
+        "from pgsurgeon import commands": True,
+        "from .. import cli": True,
+        "from ..commands import scan": True,
+        "from pgsurgeon import simulate": False,
+        "from ..simulate import run": False,
+    }
+    for source, front in cases.items():
+        assert any(map(is_front, imported(probe, source))) == front, source
