@@ -116,7 +116,9 @@ pub fn describe(code: &str) -> CodeInfo {
         | "page_header.upper_gt_special"
         | "page_header.special_gt_blcksz"
         | "page_header.special_unaligned"
-        | "page_header.upper_zero" => (PageHeader, Error, INVALID_PAGE, REMEDY_HEADER),
+        | "page_header.upper_zero"
+        // PageIsVerified refuses the page and no narrower check names why (salvage's block classifier)
+        | "page_header.invalid" => (PageHeader, Error, INVALID_PAGE, REMEDY_HEADER),
         "page_header.lower_below_header" => (
             PageHeader,
             Error,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.repair.model import Tid
+from pgsurgeon.salvage import catalog
 
 if TYPE_CHECKING:
     from pgsurgeon.repair.planner import Context
@@ -17,14 +18,10 @@ PASSES = 4
 
 
 class CarveUnavailable(Exception):
-    """The carver cannot run here (salvage's catalog reader is missing, or the table's types are not readable)."""
+    """The carver cannot run here (the table's columns cannot be described)."""
 
 
 def _table_info(ctx: Context) -> Any:
-    try:
-        from pgsurgeon.salvage import catalog
-    except Exception as exc:  # the salvage package is optional at run time
-        raise CarveUnavailable(f"the salvage catalog reader cannot be imported ({exc})") from None
     try:
         return catalog.load_table(ctx.conn, ctx.table.oid)
     except Exception as exc:  # its queries or type descriptions failed

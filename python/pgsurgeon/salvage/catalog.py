@@ -18,11 +18,6 @@ if TYPE_CHECKING:
 _NOT_ARRAYS = {22, 30}  # int2vector, oidvector
 
 
-def quote_ident(name: str) -> str:
-    """An identifier as SQL text, always quoted (so any name round-trips)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
 @dataclass
 class Column:
     attnum: int
@@ -85,7 +80,7 @@ class TableInfo:
     @property
     def sql_name(self) -> str:
         """The table as quoted SQL text."""
-        return f"{quote_ident(self.schema)}.{quote_ident(self.name)}"
+        return db.quote_ident(self.schema, self.name)
 
     def ident(self) -> Composed:
         return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.schema), db.sql.Identifier(self.name))

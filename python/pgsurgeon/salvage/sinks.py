@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pgsurgeon import db
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.salvage.catalog import TableInfo, quote_ident
+from pgsurgeon.salvage.catalog import TableInfo
 from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
 
 if TYPE_CHECKING:
@@ -486,10 +486,10 @@ class TableSink:
         meta = json.dumps({"oid": self.table.oid, "filepath": self.table.filepath, "table": self.table.display})
         with db.connect(self.dsn) as conn:
             exists = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (f"{quote_ident(self.schema)}.{quote_ident(self.progress_name)}",)
+                "SELECT to_regclass(%s) IS NOT NULL", (db.quote_ident(self.schema, self.progress_name),)
             ).fetchone()
             main_exists = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (f"{quote_ident(self.schema)}.{quote_ident(self.name)}",)
+                "SELECT to_regclass(%s) IS NOT NULL", (db.quote_ident(self.schema, self.name),)
             ).fetchone()
             if exists and exists[0]:
                 row = conn.execute(
