@@ -9,6 +9,7 @@
 //! named by its number in hex (`%04X`). Status 1 committed, 2 aborted, 3 sub-committed, 0 in
 //! progress (or never finished: a crashed transaction stays 0).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -183,7 +184,8 @@ pub enum StatusSource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judgement {
     pub verdict: Verdict,
-    pub reason: String,
+    /// Why (a fixed text in the common cases: judging the rows of a healthy table allocates nothing).
+    pub reason: Cow<'static, str>,
     /// XIDs whose status could not be read (pg_xact page missing, or only "in progress" on disk
     /// while the server may know better): ask the server and judge again.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -290,8 +292,8 @@ pub fn locked_upgraded(infomask: u16) -> bool {
 pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
     let m = h.t_infomask;
     let mut j =
-        Judgement { verdict: Verdict::Uncertain, reason: String::new(), need_xids: vec![], need_multis: vec![] };
-    let done = |mut j: Judgement, v: Verdict, r: String| {
+        Judgement { verdict: Verdict::Uncertain, reason: Cow::Borrowed(""), need_xids: vec![], need_multis: vec![] };
+    let done = |mut j: Judgement, v: Verdict, r: Cow<'static, str>| {
         j.verdict = v;
         j.reason = r;
         j
@@ -305,7 +307,7 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
             return done(
                 j,
                 Verdict::Uncertain,
-                format!("xmin {} is hinted aborted but committed in pg_xact", h.t_xmin),
+                format!("xmin {} is hinted aborted but committed in pg_xact", h.t_xmin).into(),
             );
         }
         return done(j, Verdict::Invisible, "inserted by an aborted transaction (hint)".into());
@@ -324,23 +326,23 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         match src.lookup(h.t_xmin) {
             Status::Known(XidStatus::Committed) => {}
             Status::Known(XidStatus::Aborted) if hinted => {
-                return done(j, Verdict::Uncertain, format!("xmin {} is hinted committed but aborted", h.t_xmin));
+                return done(j, Verdict::Uncertain, format!("xmin {} is hinted committed but aborted", h.t_xmin).into());
             }
             Status::Known(XidStatus::Aborted) => {
-                return done(j, Verdict::Invisible, format!("inserted by aborted transaction {}", h.t_xmin));
+                return done(j, Verdict::Invisible, format!("inserted by aborted transaction {}", h.t_xmin).into());
             }
             _ if hinted => {} // the hint is enough when pg_xact cannot confirm
             Status::Known(XidStatus::InProgress) => {
-                return done(j, Verdict::Invisible, format!("inserting transaction {} has not committed", h.t_xmin));
+                return done(j, Verdict::Invisible, format!("inserting transaction {} has not committed", h.t_xmin).into());
             }
             Status::Known(XidStatus::SubCommitted) => {
-                return done(j, Verdict::Uncertain, format!("inserting transaction {} is sub-committed", h.t_xmin));
+                return done(j, Verdict::Uncertain, format!("inserting transaction {} is sub-committed", h.t_xmin).into());
             }
             Status::Ask => {
                 j.need_xids.push(h.t_xmin);
-                return done(j, Verdict::Uncertain, format!("status of inserting transaction {} unknown", h.t_xmin));
+                return done(j, Verdict::Uncertain, format!("status of inserting transaction {} unknown", h.t_xmin).into());
             }
-            Status::Lost(why) => return done(j, Verdict::Uncertain, format!("xmin: {why}")),
+            Status::Lost(why) => return done(j, Verdict::Uncertain, format!("xmin: {why}").into()),
         }
     }
     // --- xmax ---
@@ -349,7 +351,7 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
     }
     if xmax_locked_only(m) {
         let what = if locked_upgraded(m) { "a pre-9.3 MultiXact" } else { "xmax" };
-        return done(j, Verdict::Live, format!("committed; {what} only locks the row"));
+        return done(j, Verdict::Live, format!("committed; {what} only locks the row").into());
     }
     let updater = if m & HEAP_XMAX_IS_MULTI != 0 {
         if m & HEAP_XMAX_COMMITTED != 0 {
@@ -358,7 +360,7 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         if let Some(hz) = src.horizons {
             if !multi_precedes(h.t_xmax, hz.next_multi) {
                 let why = format!("MultiXact {} is in the future (next is {})", h.t_xmax, hz.next_multi);
-                return done(j, Verdict::Uncertain, why);
+                return done(j, Verdict::Uncertain, why.into());
             }
         }
         let disk = match src.clog.multixact() {
@@ -374,7 +376,7 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
                 if src.can_ask {
                     j.need_multis.push(h.t_xmax);
                 }
-                return done(j, Verdict::Uncertain, format!("updater in MultiXact {} unknown: {why}", h.t_xmax));
+                return done(j, Verdict::Uncertain, format!("updater in MultiXact {} unknown: {why}", h.t_xmax).into());
             }
         }
     } else {
@@ -383,26 +385,26 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
     let hinted = m & HEAP_XMAX_COMMITTED != 0;
     match src.lookup(updater) {
         Status::Known(XidStatus::Committed) => {
-            done(j, Verdict::Invisible, format!("deleted or updated by committed transaction {updater}"))
+            done(j, Verdict::Invisible, format!("deleted or updated by committed transaction {updater}").into())
         }
         Status::Known(XidStatus::Aborted) if hinted => {
-            done(j, Verdict::Uncertain, format!("xmax {updater} is hinted committed but aborted in pg_xact"))
+            done(j, Verdict::Uncertain, format!("xmax {updater} is hinted committed but aborted in pg_xact").into())
         }
         Status::Known(XidStatus::Aborted) => {
-            done(j, Verdict::Live, format!("committed; deleting transaction {updater} aborted"))
+            done(j, Verdict::Live, format!("committed; deleting transaction {updater} aborted").into())
         }
-        _ if hinted => done(j, Verdict::Invisible, format!("deleted or updated by transaction {updater} (hint)")),
+        _ if hinted => done(j, Verdict::Invisible, format!("deleted or updated by transaction {updater} (hint)").into()),
         Status::Known(XidStatus::InProgress) => {
-            done(j, Verdict::Live, format!("committed; deleting transaction {updater} still in progress"))
+            done(j, Verdict::Live, format!("committed; deleting transaction {updater} still in progress").into())
         }
         Status::Known(XidStatus::SubCommitted) => {
-            done(j, Verdict::Uncertain, format!("deleting transaction {updater} is sub-committed"))
+            done(j, Verdict::Uncertain, format!("deleting transaction {updater} is sub-committed").into())
         }
         Status::Ask => {
             j.need_xids.push(updater);
-            done(j, Verdict::Uncertain, format!("status of deleting transaction {updater} unknown"))
+            done(j, Verdict::Uncertain, format!("status of deleting transaction {updater} unknown").into())
         }
-        Status::Lost(why) => done(j, Verdict::Uncertain, format!("xmax: {why}")),
+        Status::Lost(why) => done(j, Verdict::Uncertain, format!("xmax: {why}").into()),
     }
 }
 

@@ -1598,7 +1598,7 @@ impl Carver {
                     placement: f.placement,
                     certainty,
                     verdict,
-                    reason: j.reason,
+                    reason: j.reason.into_owned(),
                     notes,
                     xmin: f.header.t_xmin,
                     xmax: f.header.t_xmax,
@@ -1626,7 +1626,7 @@ impl Carver {
                 let note = if j.reason.is_empty() || verdict == Verdict::Live {
                     notes.join("; ")
                 } else {
-                    std::iter::once(j.reason.clone()).chain(notes).collect::<Vec<_>>().join("; ")
+                    std::iter::once(j.reason.to_string()).chain(notes).collect::<Vec<_>>().join("; ")
                 };
                 write_provenance(&mut out.apart, block, f, certainty, &note, csv);
                 out.apart.push(sep);
