@@ -12,12 +12,20 @@
 //! fixed-length bytes. Nothing here panics on bad bytes; a value that cannot be decoded is an
 //! `Err` with the reason.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 
 use crate::bytes::{u16_at, u32_at, u8_at};
+
+mod geo;
+mod jsonpath;
+mod misc;
+mod range;
+mod record;
+mod textsearch;
 
 /// Built-in type OIDs (`catalog/pg_type.dat`).
 pub mod oid {
@@ -27,21 +35,32 @@ pub mod oid {
     pub const NAME: u32 = 19;
     pub const INT8: u32 = 20;
     pub const INT2: u32 = 21;
+    pub const INT2VECTOR: u32 = 22;
     pub const INT4: u32 = 23;
+    pub const REGPROC: u32 = 24;
     pub const TEXT: u32 = 25;
     pub const OID: u32 = 26;
     pub const TID: u32 = 27;
     pub const XID: u32 = 28;
     pub const CID: u32 = 29;
+    pub const OIDVECTOR: u32 = 30;
     pub const JSON: u32 = 114;
     pub const XML: u32 = 142;
     pub const POINT: u32 = 600;
+    pub const LSEG: u32 = 601;
+    pub const PATH: u32 = 602;
+    pub const BOX: u32 = 603;
+    pub const POLYGON: u32 = 604;
+    pub const LINE: u32 = 628;
     pub const CIDR: u32 = 650;
     pub const FLOAT4: u32 = 700;
     pub const FLOAT8: u32 = 701;
+    pub const CIRCLE: u32 = 718;
     pub const MACADDR8: u32 = 774;
+    pub const CASH: u32 = 790;
     pub const MACADDR: u32 = 829;
     pub const INET: u32 = 869;
+    pub const ACLITEM: u32 = 1033;
     pub const BPCHAR: u32 = 1042;
     pub const VARCHAR: u32 = 1043;
     pub const DATE: u32 = 1082;
@@ -53,9 +72,25 @@ pub mod oid {
     pub const BIT: u32 = 1560;
     pub const VARBIT: u32 = 1562;
     pub const NUMERIC: u32 = 1700;
+    pub const REFCURSOR: u32 = 1790;
+    pub const REGPROCEDURE: u32 = 2202;
+    pub const REGOPER: u32 = 2203;
+    pub const REGOPERATOR: u32 = 2204;
+    pub const REGCLASS: u32 = 2205;
+    pub const REGTYPE: u32 = 2206;
     pub const UUID: u32 = 2950;
+    pub const TXID_SNAPSHOT: u32 = 2970;
     pub const PG_LSN: u32 = 3220;
+    pub const TSVECTOR: u32 = 3614;
+    pub const TSQUERY: u32 = 3615;
+    pub const REGCONFIG: u32 = 3734;
+    pub const REGDICTIONARY: u32 = 3769;
     pub const JSONB: u32 = 3802;
+    pub const JSONPATH: u32 = 4072;
+    pub const REGNAMESPACE: u32 = 4089;
+    pub const REGROLE: u32 = 4096;
+    pub const REGCOLLATION: u32 = 4191;
+    pub const PG_SNAPSHOT: u32 = 5038;
     pub const XID8: u32 = 5069;
 }
 
@@ -85,6 +120,32 @@ pub struct TypeDesc {
     /// For enums: pg_enum oid -> label.
     #[serde(default, deserialize_with = "de_labels")]
     pub enum_labels: HashMap<u32, String>,
+    /// For composites: every attribute of the row type in attnum order, dropped ones included
+    /// (values still hold them).
+    #[serde(default)]
+    pub fields: Vec<FieldDesc>,
+    /// For ranges: the subtype; for multiranges: the range type (which has its subtype).
+    #[serde(default)]
+    pub subtype: Option<Box<TypeDesc>>,
+    /// For reg* types: object oid -> the text the server prints for it (`oid::regclass::text`…);
+    /// for aclitem: role oid -> role name (unquoted). An oid missing here prints as its number.
+    #[serde(default, deserialize_with = "de_labels")]
+    pub names: HashMap<u32, String>,
+}
+
+/// One attribute of a composite type.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+pub struct FieldDesc {
+    #[serde(default)]
+    pub name: String,
+    pub attlen: i16,
+    #[serde(default = "default_align", deserialize_with = "de_code")]
+    pub attalign: u8,
+    #[serde(default)]
+    pub dropped: bool,
+    /// None for a dropped attribute.
+    #[serde(default, rename = "type")]
+    pub r#type: Option<TypeDesc>,
 }
 
 fn default_typtype() -> u8 {
@@ -144,11 +205,15 @@ impl TypeDesc {
         if let Some(e) = &self.elem {
             return self.typlen == -1 && e.supported();
         }
-        if self.typtype == b'e' {
-            return true;
-        }
-        if self.typtype != b'b' {
-            return false;
+        match self.typtype {
+            b'e' => return true,
+            b'c' => {
+                return !self.fields.is_empty()
+                    && self.fields.iter().all(|f| f.dropped || f.r#type.as_ref().is_some_and(|t| t.supported()))
+            }
+            b'r' | b'm' => return self.subtype.as_ref().is_some_and(|t| t.supported()),
+            b'b' => {}
+            _ => return false,
         }
         use oid::*;
         matches!(
@@ -188,7 +253,24 @@ impl TypeDesc {
                 | PG_LSN
                 | JSONB
                 | XID8
-        ) || self.is_text_like()
+                | INT2VECTOR
+                | OIDVECTOR
+                | LSEG
+                | PATH
+                | BOX
+                | POLYGON
+                | LINE
+                | CIRCLE
+                | CASH
+                | ACLITEM
+                | REFCURSOR
+                | TXID_SNAPSHOT
+                | PG_SNAPSHOT
+                | TSVECTOR
+                | TSQUERY
+                | JSONPATH
+        ) || misc::is_reg_type(self.oid)
+            || self.is_text_like()
     }
 
     fn is_text_like(&self) -> bool {
@@ -201,6 +283,12 @@ impl TypeDesc {
 pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut Vec<u8>) -> DatumResult {
     if t.elem.is_some() && t.typlen == -1 {
         return format_array(data, t, opts, out);
+    }
+    match t.typtype {
+        b'c' => return record::format_record(data, t, opts, out),
+        b'r' => return range::format_range(data, t, opts, out),
+        b'm' => return range::format_multirange(data, t, opts, out),
+        _ => {}
     }
     if t.typtype == b'e' {
         let v = fixed::<4>(data, "enum")?;
@@ -222,7 +310,7 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         CHAR => {
             let [b] = fixed::<1>(data, "\"char\"")?;
             // charout: non-ASCII bytes as \ooo (PostgreSQL 15+), NUL as empty.
-            if b >= 0x80 {
+            if b >= 0x80 && opts.server_version_num >= 150000 {
                 let _ = write!(Str(out), "\\{:03o}", b);
             } else if b != 0 {
                 out.push(b);
@@ -240,7 +328,7 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         FLOAT4 => format_float4(f32::from_le_bytes(fixed::<4>(data, "float4")?), out),
         FLOAT8 => format_float8(f64::from_le_bytes(fixed::<8>(data, "float8")?), out),
         NUMERIC => format_numeric(data, out)?,
-        TEXT | VARCHAR | BPCHAR | JSON | XML => out.extend_from_slice(data),
+        TEXT | VARCHAR | BPCHAR | JSON | XML | REFCURSOR => out.extend_from_slice(data),
         BYTEA => {
             out.extend_from_slice(b"\\x");
             push_hex(out, data);
@@ -281,21 +369,25 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         }
         PG_LSN => {
             let v = u64::from_le_bytes(fixed::<8>(data, "pg_lsn")?);
-            if opts.server_version_num >= 180000 {
+            // pg_lsn_out (utils/adt/pg_lsn.c) pads the low half to 8 digits from PostgreSQL 19;
+            // 14 to 18 print both halves unpadded.
+            if opts.server_version_num >= 190000 {
                 let _ = write!(Str(out), "{:X}/{:08X}", v >> 32, v & 0xFFFF_FFFF);
             } else {
                 let _ = write!(Str(out), "{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF);
             }
         }
         JSONB => format_jsonb(data, out)?,
-        POINT => {
-            let v = fixed::<16>(data, "point")?;
-            out.push(b'(');
-            format_float8(f64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8])), out);
-            out.push(b',');
-            format_float8(f64::from_le_bytes(v[8..16].try_into().unwrap_or([0; 8])), out);
-            out.push(b')');
-        }
+        POINT | LSEG | PATH | BOX | POLYGON | LINE | CIRCLE => geo::format_geo(t.oid, data, out)?,
+        CASH => misc::format_money(data, out)?,
+        INT2VECTOR => misc::format_vector(data, 2, out)?,
+        OIDVECTOR => misc::format_vector(data, 4, out)?,
+        TXID_SNAPSHOT | PG_SNAPSHOT => misc::format_snapshot(data, out)?,
+        ACLITEM => misc::format_aclitem(data, t, out)?,
+        TSVECTOR => textsearch::format_tsvector(data, out)?,
+        TSQUERY => textsearch::format_tsquery(data, out)?,
+        JSONPATH => jsonpath::format_jsonpath(data, out)?,
+        o if misc::is_reg_type(o) => misc::format_reg(data, t, out)?,
         MACADDR => {
             let v = fixed::<6>(data, "macaddr")?;
             push_mac(out, &v);
@@ -966,6 +1058,66 @@ fn push_json_string(s: &[u8], out: &mut Vec<u8>) {
         }
     }
     out.push(b'"');
+}
+
+/// isspace() in the C locale.
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// One attribute inside a composite or range value: `data` holds the value's bytes from virtual
+/// offset `base` (offsets counted from the start of the datum, varlena header included, which is
+/// what alignment is relative to); the attribute starts at virtual offset `p`, before alignment.
+/// With `packed`, a varlena starting with a non-zero byte is a short one and not aligned
+/// (att_align_pointer, `access/tupmacs.h`). Returns the attribute's payload (a compressed inline
+/// varlena decompressed) and the virtual offset after it.
+fn read_att(
+    data: &[u8],
+    base: usize,
+    p: usize,
+    typlen: i16,
+    typalign: u8,
+    packed: bool,
+) -> Result<(Cow<'_, [u8]>, usize), String> {
+    let rel = |v: usize| v.checked_sub(base).ok_or_else(|| format!("attribute offset {v} before the value"));
+    if typlen > 0 {
+        let at = align_to(p, typalign);
+        let n = typlen as usize;
+        let s = data.get(rel(at)?..).and_then(|r| r.get(..n)).ok_or("attribute runs past the value")?;
+        return Ok((Cow::Borrowed(s), at + n));
+    }
+    if typlen == -2 {
+        let at = align_to(p, typalign);
+        let rest = data.get(rel(at)?..).ok_or("attribute starts past the value")?;
+        let nul = rest.iter().position(|b| *b == 0).ok_or("cstring attribute without NUL")?;
+        return Ok((Cow::Borrowed(&rest[..nul]), at + nul + 1));
+    }
+    if typlen != -1 {
+        return Err(format!("attribute length {typlen} is invalid"));
+    }
+    let short = packed && data.get(rel(p)?).is_some_and(|b| *b != 0);
+    let at = if short { p } else { align_to(p, typalign) };
+    let rest = data.get(rel(at)?..).ok_or("attribute starts past the value")?;
+    let b0 = *rest.first().ok_or("attribute starts past the value")?;
+    if b0 == 0x01 {
+        return Err("a TOAST pointer inside a value cannot be followed".into());
+    }
+    if b0 & 0x01 == 0x01 {
+        let n = usize::from(b0 >> 1);
+        let s = rest.get(1..n).ok_or("short varlena attribute runs past the value")?;
+        return Ok((Cow::Borrowed(s), at + n));
+    }
+    let word = u32_at(rest, 0).ok_or("varlena attribute header runs past the value")?;
+    let n = ((word >> 2) & 0x3FFF_FFFF) as usize;
+    let body = rest.get(4..n.max(4)).filter(|_| n >= 4).ok_or("varlena attribute runs past the value")?;
+    if b0 & 0x03 == 0x02 {
+        // compressed inline: va_tcinfo (raw size, method in the top 2 bits), then the data
+        let tcinfo = u32_at(body, 0).ok_or("compressed attribute without its size")?;
+        let raw = crate::toast::decompress((tcinfo >> 30) as u8, &body[4..], (tcinfo & 0x3FFF_FFFF) as usize)
+            .map_err(|e| format!("compressed attribute: {e}"))?;
+        return Ok((Cow::Owned(raw), at + n));
+    }
+    Ok((Cow::Borrowed(body), at + n))
 }
 
 /// A varlena value found inside another value (array element, jsonb numeric): its payload and
