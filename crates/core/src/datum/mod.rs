@@ -342,17 +342,19 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
                 push_hex(out, &[*b]);
             }
         }
-        DATE => format_date(i32::from_le_bytes(fixed::<4>(data, "date")?), out),
-        TIME => format_time(i64::from_le_bytes(fixed::<8>(data, "time")?), out),
+        DATE => format_date(valid_date(i32::from_le_bytes(fixed::<4>(data, "date")?))?, out),
+        TIME => format_time(valid_time(i64::from_le_bytes(fixed::<8>(data, "time")?))?, out),
         TIMETZ => {
             let v = fixed::<12>(data, "timetz")?;
             let time = i64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8]));
             let zone = i32::from_le_bytes(v[8..12].try_into().unwrap_or([0; 4]));
-            format_time(time, out);
+            format_time(valid_time(time)?, out);
             format_zone(zone, out);
         }
-        TIMESTAMP => format_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamp")?), false, out),
-        TIMESTAMPTZ => format_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamptz")?), true, out),
+        TIMESTAMP => format_timestamp(valid_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamp")?))?, false, out),
+        TIMESTAMPTZ => {
+            format_timestamp(valid_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamptz")?))?, true, out)
+        }
         INTERVAL => {
             let v = fixed::<16>(data, "interval")?;
             let time = i64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8]));
@@ -669,6 +671,37 @@ const USECS_PER_DAY: i64 = 86_400_000_000;
 const USECS_PER_HOUR: i64 = 3_600_000_000;
 const USECS_PER_MINUTE: i64 = 60_000_000;
 const USECS_PER_SEC: i64 = 1_000_000;
+
+/// DATE_END_JULIAN, MIN_TIMESTAMP and END_TIMESTAMP (`datatype/timestamp.h`): the server never stores a date,
+/// timestamp or time outside these (DATETIME_MIN_JULIAN is 0), so a value outside them is damage.
+const DATE_END_JULIAN: i64 = 2_147_483_494;
+const MIN_TIMESTAMP: i64 = -211_813_488_000_000_000;
+const END_TIMESTAMP: i64 = 9_223_371_331_200_000_000;
+
+fn valid_date(v: i32) -> Result<i32, String> {
+    let jd = i64::from(v) + POSTGRES_EPOCH_JDATE;
+    if v == i32::MIN || v == i32::MAX || (0..DATE_END_JULIAN).contains(&jd) {
+        Ok(v)
+    } else {
+        Err(format!("date {v} is out of range"))
+    }
+}
+
+fn valid_timestamp(v: i64) -> Result<i64, String> {
+    if v == i64::MIN || v == i64::MAX || (MIN_TIMESTAMP..END_TIMESTAMP).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("timestamp {v} is out of range"))
+    }
+}
+
+fn valid_time(v: i64) -> Result<i64, String> {
+    if (0..=USECS_PER_DAY).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("time {v} is out of range"))
+    }
+}
 
 /// j2date (datetime.c): Julian day number to (year, month, day).
 pub fn j2date(jd: i64) -> (i64, u32, u32) {
