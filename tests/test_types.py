@@ -58,8 +58,15 @@ VALUES: dict[str, list[V]] = {
     "polygon": ["'((0,0),(1,1),(2,0))'", "'((1,2))'"],
     "line": ["'{1,-1,0}'", "'{0.5,2,-3}'"],
     "cidr": ["'10.1.0.0/16'", "'2001:db8::/32'", "'192.168.1.5/32'", "'::/0'"],
-    "float4": ["1.1", "'NaN'", "'-Infinity'", "'3.4028235e38'", "'1e-45'", "'-0'", "'123456'", "'1e6'", "'0.0001'"],
-    "float8": ["0.1", "'1e-310'", "'Infinity'", "'-0'", "'1.7976931348623157e308'", "'1e15'", "'123456789012345'"],
+    "float4": [
+        "'1.17549435e-38'",
+        "'16777217'","1.1", "'NaN'", "'-Infinity'", "'3.4028235e38'", "'1e-45'", "'-0'", "'123456'", "'1e6'", "'0.0001'"],
+    "float8": [
+        "'5e-324'",
+        "'1e22'",
+        "'9007199254740993'",
+        "'0.30000000000000004'",
+        "'-1.5e-7'","0.1", "'1e-310'", "'Infinity'", "'-0'", "'1.7976931348623157e308'", "'1e15'", "'123456789012345'"],
     "circle": ["'<(1,2),3>'", "'<(0,0),0.5>'"],
     "macaddr8": ["'08:00:2b:01:02:03:04:05'", "'08:00:2b:01:02:03'"],
     "money": ["'12.34'", "'-92233720368547758.08'", "'0'", "'1000000'", "'-0.05'", "'92233720368547758.07'"],
@@ -92,6 +99,9 @@ VALUES: dict[str, list[V]] = {
         "'-178000000 years'",
         "'1 day -00:00:01'",
         "'-2147483648 days -2147483648 mons'",
+        "'-00:00:00.000001'",
+        "'1 mon -1 days'",
+        "'2147483647 mons 2147483647 days 2562047788:00:54.775807'",
         ("'infinity'", 170000),
         ("'-infinity'", 170000),
     ],
@@ -108,6 +118,10 @@ VALUES: dict[str, list[V]] = {
         "'1e100'",
         "'0.00'",
         "'-123456789012345678901234567890.123456789'",
+        "'1e-130'",
+        "'123456789e200'",
+        "'0.0000000000000000000001'",
+        "'9999.9999'",
     ],
     "refcursor": ["'cur'", "''"],
     "regprocedure": ["'now()'", "'abs(integer)'", "'0'", "'t_schema.\"Odd Func\"(integer)'"],
@@ -144,6 +158,7 @@ VALUES: dict[str, list[V]] = {
         '\'{"": true, "long key": false}\'',
         "'-0.0'",
         "'[[[1]], {}]'",
+        '\'{"k": "\\u0001\\u001f\\\\\\/", "n": 123456789012345678901234567890.5, "z": 0.000}\'',
     ],
     "int4range": ["'[1,10)'", "'empty'", "'(,5]'", "'[3,)'", "'(,)'"],
     "numrange": ["'[1.5,2.25]'", "'(,0)'", "'empty'", "'(-Infinity,Infinity)'"],
@@ -195,6 +210,7 @@ CREATE DOMAIN t_tdom AS text[];
 CREATE TYPE t_comp AS (i int, gone text, t text, d date, arr int[], e t_enum, r int4range, n numeric, b bool);
 ALTER TYPE t_comp DROP ATTRIBUTE gone;
 CREATE TYPE t_nest AS (c t_comp, tags text[], cs t_comp[], j jsonb);
+CREATE TYPE t_textrange AS RANGE (subtype = text, collation = "C");
 """
 
 EXTRA_COLUMNS: list[tuple[str, str, list[str]]] = [
@@ -202,6 +218,15 @@ EXTRA_COLUMNS: list[tuple[str, str, list[str]]] = [
     ("x_dom", "t_dom", ["1", "2147483647"]),
     ("x_tdom", "t_tdom", ["'{a,\"b c\",NULL}'", "'{}'"]),
     ("x_char5", "char(5)", ["'ab'", "'abcde'", "''"]),
+    ("x_char5arr", "char(5)[]", ["ARRAY['ab', NULL, '']::char(5)[]", "'[0:0]={\"a b\"}'"]),
+    ("x_domarr", "t_dom[]", ["ARRAY[1, NULL, 3]::t_dom[]"]),
+    (
+        "x_textrange",
+        "t_textrange",
+        ["'[\"a,b\",\"c\\\"d\"]'", "'[\"\",z)'", "'(\" sp \",)'", "'empty'", "'[(,\"x)\"]'"],
+    ),
+    ("x_textmulti", "t_textmultirange", ["'{[a,b), [\"c d\",e]}'", "'{}'"]),
+    ("x_textranges", "t_textrange[]", ["ARRAY['[a,b)'::t_textrange, NULL, 'empty']"]),
     ("x_varchar3", "varchar(3)", ["'abc'"]),
     ("x_numeric", "numeric(10,3)", ["1.5", "-0.001", "0"]),
     ("x_bit13", "bit(13)", ["B'1010101010101'"]),
@@ -406,7 +431,7 @@ def test_every_type_carves_like_the_server(pg: LabCluster, tmp_path: Path) -> No
     finally:
         exec_sql(
             pg,
-            "DROP TABLE IF EXISTS t_types; DROP TYPE IF EXISTS t_nest, t_comp, t_enum CASCADE; "
+            "DROP TABLE IF EXISTS t_types; DROP TYPE IF EXISTS t_nest, t_comp, t_enum, t_textrange CASCADE; "
             'DROP DOMAIN IF EXISTS t_dom, t_tdom; DROP SCHEMA IF EXISTS t_schema, "Odd Schema" CASCADE; '
             'DROP ROLE IF EXISTS "weird role"',
         )

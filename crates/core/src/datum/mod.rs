@@ -360,7 +360,12 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
             let time = i64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8]));
             let day = i32::from_le_bytes(v[8..12].try_into().unwrap_or([0; 4]));
             let month = i32::from_le_bytes(v[12..16].try_into().unwrap_or([0; 4]));
-            format_interval(time, day, month, out);
+            // interval infinities exist from 17 on; before, the same bits are an ordinary (huge) interval
+            if opts.server_version_num >= 170000 || !interval_is_infinite(time, day, month) {
+                format_interval(time, day, month, out);
+            } else {
+                format_finite_interval(time, day, month, out);
+            }
         }
         TID => {
             let v = fixed::<6>(data, "tid")?;
@@ -813,6 +818,17 @@ pub fn format_interval(time: i64, day: i32, month: i32, out: &mut Vec<u8>) {
     if time == i64::MAX && day == i32::MAX && month == i32::MAX {
         return out.extend_from_slice(b"infinity");
     }
+    format_finite_interval(time, day, month, out);
+}
+
+/// INTERVAL_NOBEGIN / INTERVAL_NOEND (`datatype/timestamp.h`, PostgreSQL 17+).
+fn interval_is_infinite(time: i64, day: i32, month: i32) -> bool {
+    (time == i64::MIN && day == i32::MIN && month == i32::MIN)
+        || (time == i64::MAX && day == i32::MAX && month == i32::MAX)
+}
+
+/// EncodeInterval without the infinities.
+fn format_finite_interval(time: i64, day: i32, month: i32, out: &mut Vec<u8>) {
     let year = i64::from(month / 12);
     let mon = i64::from(month % 12);
     let mday = i64::from(day);
