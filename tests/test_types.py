@@ -9,6 +9,8 @@ CSV must equal ``COPY (SELECT …) TO STDOUT (FORMAT csv, HEADER)`` run with the
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 
 from fix_pg import exec_sql
 from pgsurgeon.lab import LabCluster
+from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.engine import SalvageOptions, salvage
 from pgsurgeon.salvage.session import OUTPUT_SETTINGS
 
@@ -60,13 +63,31 @@ VALUES: dict[str, list[V]] = {
     "cidr": ["'10.1.0.0/16'", "'2001:db8::/32'", "'192.168.1.5/32'", "'::/0'"],
     "float4": [
         "'1.17549435e-38'",
-        "'16777217'","1.1", "'NaN'", "'-Infinity'", "'3.4028235e38'", "'1e-45'", "'-0'", "'123456'", "'1e6'", "'0.0001'"],
+        "'16777217'",
+        "1.1",
+        "'NaN'",
+        "'-Infinity'",
+        "'3.4028235e38'",
+        "'1e-45'",
+        "'-0'",
+        "'123456'",
+        "'1e6'",
+        "'0.0001'",
+    ],
     "float8": [
         "'5e-324'",
         "'1e22'",
         "'9007199254740993'",
         "'0.30000000000000004'",
-        "'-1.5e-7'","0.1", "'1e-310'", "'Infinity'", "'-0'", "'1.7976931348623157e308'", "'1e15'", "'123456789012345'"],
+        "'-1.5e-7'",
+        "0.1",
+        "'1e-310'",
+        "'Infinity'",
+        "'-0'",
+        "'1.7976931348623157e308'",
+        "'1e15'",
+        "'123456789012345'",
+    ],
     "circle": ["'<(1,2),3>'", "'<(0,0),0.5>'"],
     "macaddr8": ["'08:00:2b:01:02:03:04:05'", "'08:00:2b:01:02:03'"],
     "money": ["'12.34'", "'-92233720368547758.08'", "'0'", "'1000000'", "'-0.05'", "'92233720368547758.07'"],
@@ -223,7 +244,7 @@ EXTRA_COLUMNS: list[tuple[str, str, list[str]]] = [
     (
         "x_textrange",
         "t_textrange",
-        ["'[\"a,b\",\"c\\\"d\"]'", "'[\"\",z)'", "'(\" sp \",)'", "'empty'", "'[(,\"x)\"]'"],
+        ['\'["a,b","c\\"d"]\'', "'[\"\",z)'", "'(\" sp \",)'", "'empty'", "'[(,\"x)\"]'"],
     ),
     ("x_textmulti", "t_textmultirange", ["'{[a,b), [\"c d\",e]}'", "'{}'"]),
     ("x_textranges", "t_textrange[]", ["ARRAY['[a,b)'::t_textrange, NULL, 'empty']"]),
@@ -253,7 +274,8 @@ EXTRA_COLUMNS: list[tuple[str, str, list[str]]] = [
         "x_comps",
         "t_comp[]",
         [
-            "ARRAY[ROW(1, 't', NULL, NULL, 'a', NULL, NULL, NULL)::t_comp, NULL, ROW(NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL)::t_comp]"
+            "ARRAY[ROW(1, 't', NULL, NULL, 'a', NULL, NULL, NULL)::t_comp, NULL,"
+            " ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::t_comp]"
         ],
     ),
 ]
@@ -366,7 +388,8 @@ def _build(cluster: LabCluster) -> tuple[str, list[str]]:
                 "(SELECT string_agg(sha256(i::text::bytea), '') FROM generate_series(1, 2000) i)",
             ],
             "big_jsonb": [
-                "(SELECT jsonb_agg(jsonb_build_object('k' || i, i * 1.5, 's', repeat('z', i % 50))) FROM generate_series(1, 800) i)"
+                "(SELECT jsonb_agg(jsonb_build_object('k' || i, i * 1.5, 's', repeat('z', i % 50)))"
+                " FROM generate_series(1, 800) i)"
             ],
             "big_arr": ["(SELECT array_agg(CASE WHEN i % 7 = 0 THEN NULL ELSE i END) FROM generate_series(1, 5000) i)"],
             "big_tsv": ["(SELECT string_agg('w' || i || ':' || i, ' ')::tsvector FROM generate_series(1, 1500) i)"],
@@ -398,9 +421,63 @@ def _build(cluster: LabCluster) -> tuple[str, list[str]]:
     return "public.t_types", live
 
 
+# With this set to a directory, the test also writes crates/core/tests/data/datum/pg<major>_values.json there (needs
+# pageinspect): the Rust test datum_real.rs checks format_value on these real bytes without a server.
+FIXTURE_DIR = os.environ.get("PGSURGEON_DATUM_FIXTURES")
+
+
+def _shrink_names(t: dict[str, Any] | None, raw: bytes) -> None:
+    """Keep only the reg*/aclitem names whose OID the value holds (the full maps are large)."""
+    if not t:
+        return
+    if t.get("names"):
+        t["names"] = {k: v for k, v in t["names"].items() if int(k).to_bytes(4, "little") in raw}
+    _shrink_names(t.get("elem"), raw)
+    _shrink_names(t.get("subtype"), raw)
+    for f in t.get("fields") or []:
+        _shrink_names(f.get("type"), raw)
+
+
+def _write_fixture(cluster: LabCluster, columns: list[str], out: Path) -> None:
+    """Every inline value of t_types: its TypeDesc, its bytes as pageinspect's tuple_data_split gives them, and the
+    text of the type's output function (format('%s', …) calls it; a cast to text need not)."""
+    with _conn(cluster) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
+        t = catalog.load_table(conn, catalog.resolve_table(conn, "public.t_types"))
+        bycol = {c.name: c for c in t.columns}
+        texts_sql = "SELECT " + ", ".join(f"format('%%s', {c})" for c in columns) + " FROM t_types WHERE ctid = %s::tid"
+        cases: list[dict[str, Any]] = []
+        seen: set[tuple[str, bytes]] = set()
+        for blk in range(t.nblocks):
+            items = conn.execute(
+                "SELECT lp, tuple_data_split('t_types'::regclass, t_data, t_infomask, t_infomask2, t_bits) "
+                "FROM heap_page_items(get_raw_page('t_types', %s)) WHERE lp_flags = 1 ORDER BY lp",
+                (blk,),
+            ).fetchall()
+            for lp, attrs in items:
+                texts = conn.execute(texts_sql, (f"({blk},{lp})",)).fetchone() or ()
+                for name, text in zip(columns, texts, strict=True):
+                    c = bycol[name]
+                    raw = attrs[c.attnum - 1]
+                    if raw is None or (c.attlen == -1 and raw[0] == 1):
+                        continue  # NULL, or a TOAST pointer (the carver fetches those before format_value)
+                    raw = bytes(raw)
+                    if (name, raw) in seen:
+                        continue
+                    seen.add((name, raw))
+                    ty = json.loads(json.dumps(c.type))
+                    _shrink_names(ty, raw)
+                    cases.append({"column": name, "type": ty, "attlen": c.attlen, "raw": raw.hex(), "text": text})
+    path = out / f"pg{version // 10000}_values.json"
+    path.write_text(json.dumps({"server_version_num": version, "cases": cases}, separators=(",", ":")))
+
+
 def test_every_type_carves_like_the_server(pg: LabCluster, tmp_path: Path) -> None:
     table, columns = _build(pg)
     try:
+        if FIXTURE_DIR:
+            _write_fixture(pg, columns, Path(FIXTURE_DIR))
         report = salvage(SalvageOptions(dsn=pg.dsn(), table=table, out=tmp_path, fmt="csv", carve_all=True, jobs=1))
         carved = (tmp_path / f"{table}.csv").read_bytes()
         with _conn(pg) as conn:

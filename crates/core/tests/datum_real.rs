@@ -1,6 +1,7 @@
 //! `format_value` on real attribute bytes from PostgreSQL 15 and 18, and on damaged copies of them.
 //!
-//! Fixtures (`tests/data/datum/pg{15,18}_values.json`): the table `tests/test_types.py` builds (a column and an
+//! Fixtures (`tests/data/datum/pg{15,18}_values.json`, written by `PGSURGEON_DATUM_FIXTURES=<this dir> pytest
+//! tests/test_types.py`): the table that test builds (a column and an
 //! array column for every pg_catalog type a table can hold, an enum, domains, nested composites), read with
 //! pageinspect: for every inline value its TypeDesc (from `salvage/catalog.py`, reg* name maps cut down to the OIDs
 //! the value holds), its bytes as `tuple_data_split` returns them (varlena header included; inline-compressed

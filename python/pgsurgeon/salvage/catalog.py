@@ -134,9 +134,11 @@ class TableInfo:
             ],
         }
 
-    def columns_out(self) -> list[dict[str, Any]]:
-        """ColumnOut list for the carver."""
-        return [{"attnum": c.attnum, "name": c.name, "type": c.type, "missing": c.missing} for c in self.live_columns]
+    def columns_out(self, generated: bool = False) -> list[dict[str, Any]]:
+        """ColumnOut list for the carver: the live columns, and with ``generated`` the generated ones too (in attnum
+        order; a virtual one carves as NULL, its value is not on disk, so only for callers that recompute it)."""
+        cols = [c for c in self.columns if not c.dropped and (generated or not c.generated)]
+        return [{"attnum": c.attnum, "name": c.name, "type": c.type, "missing": c.missing} for c in cols]
 
     @property
     def unsupported_columns(self) -> list[str]:
@@ -214,7 +216,7 @@ def _type_desc(oid: int, types: _Types, depth: int = 0) -> dict[str, Any] | None
         desc["subtype"] = sub
     if typtype == "c":
         fields: list[dict[str, Any]] = []
-        for _relid, attnum, attname, attlen, attalign, dropped, atttypid in types.attrs.get(typrelid, []):
+        for _relid, _attnum, attname, attlen, attalign, dropped, atttypid in types.attrs.get(typrelid, []):
             ftype = None if dropped else _type_desc(int(atttypid), types, depth + 1)
             if not dropped and ftype is None:
                 return None
