@@ -1,12 +1,12 @@
 //! `format_value` on real attribute bytes from PostgreSQL 15 and 18, and on damaged copies of them.
 //!
-//! Fixtures (`tests/data/datum/pg{15,18}_values.json`, written by `PGSURGEON_DATUM_FIXTURES=<this dir> pytest
-//! tests/test_types.py`): the table that test builds (a column and an
-//! array column for every pg_catalog type a table can hold, an enum, domains, nested composites), read with
-//! pageinspect: for every inline value its TypeDesc (from `salvage/catalog.py`, reg* name maps cut down to the OIDs
-//! the value holds), its bytes as `tuple_data_split` returns them (varlena header included; inline-compressed
-//! values too, external ones left out) and the server's text for it (`col::text` with the salvage session's
-//! settings).
+//! Fixtures (`tests/data/datum/pg{15,18}_values.json`, written by
+//! `PGSURGEON_DATUM_FIXTURES=crates/core/tests/data/datum pytest tests/test_types.py`): the table that test builds
+//! (a column and an array column for every pg_catalog type a table can hold, an enum, domains, ranges over text,
+//! nested composites), read with pageinspect: for every inline value its TypeDesc (from `salvage/catalog.py`, reg*
+//! name maps cut down to the OIDs the value holds), its bytes as `tuple_data_split` returns them (varlena header
+//! included; inline-compressed values too, TOAST pointers left out) and the output function's text for it
+//! (`format('%s', col)` with the salvage session's settings).
 
 use pgsurgeon_core::datum::{format_value, OutputOptions, TypeDesc};
 use pgsurgeon_core::inject::Rng;
