@@ -216,12 +216,19 @@ def _type_desc(oid: int, types: _Types, depth: int = 0) -> dict[str, Any] | None
         desc["subtype"] = sub
     if typtype == "c":
         fields: list[dict[str, Any]] = []
-        for _relid, _attnum, attname, attlen, attalign, dropped, atttypid in types.attrs.get(typrelid, []):
+        for _relid, _attnum, attname, attlen, attalign, dropped, atttypid, missing in types.attrs.get(typrelid, []):
             ftype = None if dropped else _type_desc(int(atttypid), types, depth + 1)
             if not dropped and ftype is None:
                 return None
             fields.append(
-                {"name": attname, "attlen": attlen, "attalign": attalign, "dropped": bool(dropped), "type": ftype}
+                {
+                    "name": attname,
+                    "attlen": attlen,
+                    "attalign": attalign,
+                    "dropped": bool(dropped),
+                    "type": ftype,
+                    "missing": missing,
+                }
             )
         if not fields:
             return None

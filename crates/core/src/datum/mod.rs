@@ -146,6 +146,9 @@ pub struct FieldDesc {
     /// None for a dropped attribute.
     #[serde(default, rename = "type")]
     pub r#type: Option<TypeDesc>,
+    /// A table row type's attmissingval as text: what a value written before the attribute was added holds.
+    #[serde(default)]
+    pub missing: Option<String>,
 }
 
 fn default_typtype() -> u8 {

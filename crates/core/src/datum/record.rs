@@ -67,6 +67,9 @@ pub(super) fn format_record(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out
             let mut text = Vec::new();
             format_value(&v, ft, opts, &mut text)?;
             push_field(&text, out);
+        } else if let (true, Some(m)) = (i >= natts, &f.missing) {
+            // heap_deform_tuple fills attributes past the value's natts from the row type's missing values
+            push_field(m.as_bytes(), out);
         }
     }
     out.push(b')');
