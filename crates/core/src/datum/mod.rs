@@ -1,12 +1,21 @@
 //! Column values as PostgreSQL's output functions print them, from their on-disk bytes: what
 //! `COPY … TO` would write for a row with these settings: `DateStyle = 'ISO, MDY'`,
-//! `IntervalStyle = postgres`, `TimeZone = UTC`, `extra_float_digits = 1`, `bytea_output = hex`
-//! (the salvage sessions set the same, so rows read through SQL and carved rows agree).
+//! `IntervalStyle = postgres`, `TimeZone = UTC`, `extra_float_digits = 1`, `bytea_output = hex`,
+//! `lc_monetary = 'C'` (the salvage sessions set the same, so rows read through SQL and carved rows
+//! agree; money prints as `$1,234.56` / `-$0.05`).
 //!
 //! Sources: `utils/adt/{int,int8,float,numeric,bool,char,name,varlena,bytea,date,timestamp,uuid,
-//! jsonb,jsonb_util,json,arrayfuncs,network,mac,varbit,geo_ops,enum,tid,pg_lsn}.c`,
+//! jsonb,jsonb_util,json,arrayfuncs,network,mac,varbit,enum,tid,pg_lsn}.c`,
 //! `utils/adt/datetime.c` (EncodeDateOnly, EncodeDateTime, EncodeTimeOnly, EncodeInterval),
-//! `common/d2s.c`/`f2s.c` (shortest float output), `commands/copyto.c` (CopyAttributeOutText/CSV).
+//! `common/d2s.c`/`f2s.c` (shortest float output), `commands/copyto.c` (CopyAttributeOutText/CSV);
+//! the submodules name theirs (geometric types, ranges and multiranges, composites, tsvector and
+//! tsquery, jsonpath, money, reg*, aclitem, int2vector/oidvector, pg_snapshot).
+//!
+//! What the bytes alone cannot tell travels in the [`TypeDesc`] the catalog builds per column:
+//! enum labels, a composite's attributes, a range's subtype, and for reg* and aclitem the names
+//! the server prints for each OID. Where an output format changed between releases (pg_lsn in 19,
+//! interval infinities in 17, `"char"` escapes in 15, aclitem's 64-bit privileges in 16),
+//! [`OutputOptions::server_version_num`] or the value's size decides.
 //!
 //! Values arrive already detoasted: `payload` is the varlena data without its header, or the
 //! fixed-length bytes. Nothing here panics on bad bytes; a value that cannot be decoded is an
@@ -1466,6 +1475,148 @@ mod tests {
         assert_eq!(s(|o| format_ipv6(&a, o)), "::1");
         let a = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
         assert_eq!(s(|o| format_ipv6(&a, o)), "2001:db8::1");
+    }
+
+    fn fmt(data: &[u8], t: &TypeDesc, version: u32) -> Result<String, String> {
+        let mut out = Vec::new();
+        format_value(data, t, &OutputOptions { server_version_num: version }, &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    fn base(oid: u32) -> TypeDesc {
+        TypeDesc { oid, typtype: b'b', ..Default::default() }
+    }
+
+    #[test]
+    fn money_in_the_c_locale() {
+        let m = |v: i64| fmt(&v.to_le_bytes(), &base(oid::CASH), 180000).unwrap();
+        assert_eq!(m(123456), "$1,234.56");
+        assert_eq!(m(-5), "-$0.05");
+        assert_eq!(m(0), "$0.00");
+        assert_eq!(m(i64::MIN), "-$92,233,720,368,547,758.08");
+        assert_eq!(m(100_000_000), "$1,000,000.00");
+    }
+
+    #[test]
+    fn lsn_and_interval_by_version() {
+        let lsn = 0x1_0001_8800u64.to_le_bytes();
+        assert_eq!(fmt(&lsn, &base(oid::PG_LSN), 180000).unwrap(), "1/18800");
+        assert_eq!(fmt(&lsn, &base(oid::PG_LSN), 190000).unwrap(), "1/00018800");
+        let mut inf = i64::MAX.to_le_bytes().to_vec();
+        inf.extend_from_slice(&i32::MAX.to_le_bytes());
+        inf.extend_from_slice(&i32::MAX.to_le_bytes());
+        assert_eq!(fmt(&inf, &base(oid::INTERVAL), 170000).unwrap(), "infinity");
+        assert_eq!(
+            fmt(&inf, &base(oid::INTERVAL), 160000).unwrap(),
+            "178956970 years 7 mons 2147483647 days 2562047788:00:54.775807"
+        );
+    }
+
+    #[test]
+    fn reg_types_and_aclitem() {
+        let mut t = base(oid::REGCLASS);
+        t.names.insert(1259, "pg_class".into());
+        assert_eq!(fmt(&1259u32.to_le_bytes(), &t, 180000).unwrap(), "pg_class");
+        assert_eq!(fmt(&0u32.to_le_bytes(), &t, 180000).unwrap(), "-");
+        assert_eq!(fmt(&77u32.to_le_bytes(), &t, 180000).unwrap(), "77");
+        assert_eq!(fmt(&0u32.to_le_bytes(), &base(oid::REGOPER), 180000).unwrap(), "0");
+        let mut acl = base(oid::ACLITEM);
+        acl.names.insert(10, "postgres".into());
+        acl.names.insert(20, "we\"ird".into());
+        // PostgreSQL 15: 32-bit privileges, grant options in the high half; SELECT (bit 1) with grant option
+        let mut v = vec![];
+        v.extend_from_slice(&20u32.to_le_bytes());
+        v.extend_from_slice(&10u32.to_le_bytes());
+        v.extend_from_slice(&(0x2u32 | (0x2 << 16) | 0x1).to_le_bytes());
+        assert_eq!(fmt(&v, &acl, 150000).unwrap(), "\"we\"\"ird\"=ar*/postgres");
+        // PostgreSQL 16+: 64 bits; PUBLIC grantee; unknown grantor as its number
+        let mut v = vec![];
+        v.extend_from_slice(&0u32.to_le_bytes());
+        v.extend_from_slice(&99u32.to_le_bytes());
+        v.extend_from_slice(&((1u64 << 14) | (1u64 << (32 + 14))).to_le_bytes());
+        assert_eq!(fmt(&v, &acl, 170000).unwrap(), "=m*/99");
+        assert!(fmt(&v[..10], &acl, 170000).is_err());
+    }
+
+    #[test]
+    fn geometry_and_vectors() {
+        let mut b = vec![];
+        for x in [1.0f64, 2.5, -0.0, 0.1] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        assert_eq!(fmt(&b, &base(oid::BOX), 180000).unwrap(), "(1,2.5),(-0,0.1)");
+        assert_eq!(fmt(&b, &base(oid::LSEG), 180000).unwrap(), "[(1,2.5),(-0,0.1)]");
+        assert_eq!(fmt(&b[..24], &base(oid::CIRCLE), 180000).unwrap(), "<(1,2.5),-0>");
+        assert!(fmt(&b[..20], &base(oid::LINE), 180000).is_err());
+        // int2vector: ndim 1, dataoffset 0, elemtype, dim1 2, lbound 0, values
+        let mut v = vec![];
+        for w in [1u32, 0, 21, 2, 0] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(&(-3i16).to_le_bytes());
+        v.extend_from_slice(&7i16.to_le_bytes());
+        assert_eq!(fmt(&v, &base(oid::INT2VECTOR), 180000).unwrap(), "-3 7");
+        assert!(fmt(&v[..22], &base(oid::INT2VECTOR), 180000).is_err());
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut rng = crate::inject::Rng::new(42, 0);
+        let int4 = TypeDesc { oid: oid::INT4, typlen: 4, typalign: b'i', ..Default::default() };
+        let text = TypeDesc { oid: oid::TEXT, typlen: -1, typalign: b'i', ..Default::default() };
+        let range = TypeDesc { oid: 3904, typtype: b'r', subtype: Some(Box::new(int4.clone())), ..Default::default() };
+        let textrange = TypeDesc { oid: 1, typtype: b'r', subtype: Some(Box::new(text.clone())), ..Default::default() };
+        let multi =
+            TypeDesc { oid: 2, typtype: b'm', subtype: Some(Box::new(textrange.clone())), ..Default::default() };
+        let field = |t: &TypeDesc, dropped: bool| FieldDesc {
+            attlen: t.typlen,
+            attalign: t.typalign,
+            dropped,
+            r#type: (!dropped).then(|| t.clone()),
+            ..Default::default()
+        };
+        let comp = TypeDesc {
+            typtype: b'c',
+            fields: vec![field(&int4, false), field(&text, true), field(&text, false), field(&range, false)],
+            ..Default::default()
+        };
+        let mut types: Vec<TypeDesc> = [
+            oid::LSEG,
+            oid::PATH,
+            oid::BOX,
+            oid::POLYGON,
+            oid::LINE,
+            oid::CIRCLE,
+            oid::CASH,
+            oid::INT2VECTOR,
+            oid::OIDVECTOR,
+            oid::TXID_SNAPSHOT,
+            oid::PG_SNAPSHOT,
+            oid::ACLITEM,
+            oid::TSVECTOR,
+            oid::TSQUERY,
+            oid::JSONPATH,
+            oid::REGCLASS,
+            oid::REGOPER,
+        ]
+        .into_iter()
+        .map(base)
+        .collect();
+        types.extend([range, textrange, multi, comp]);
+        let mut out = Vec::new();
+        for t in &types {
+            for _ in 0..20_000 {
+                let mut v = vec![0u8; rng.below(80) as usize];
+                rng.fill(&mut v);
+                if !v.is_empty() && rng.below(2) == 0 {
+                    // small counts and offsets reach deeper than pure noise
+                    v[0] = (rng.below(4)) as u8;
+                    v.iter_mut().skip(1).take(3).for_each(|b| *b = 0);
+                }
+                out.clear();
+                let _ = format_value(&v, t, &OutputOptions::default(), &mut out);
+            }
+        }
     }
 
     #[test]
