@@ -382,7 +382,7 @@ def _build(cluster: LabCluster) -> tuple[str, list[str]]:
             # compressible: pglz/lz4 bring it under the TOAST threshold (inline compressed) or not (external)
             "big_pglz": [
                 "repeat('abc', 3000)",
-                "(SELECT string_agg(md5(i::text), ' ') FROM generate_series(1, 3000) i)",
+                "(SELECT string_agg(md5((i % 100)::text), ' ') FROM generate_series(1, 3000) i)",
             ],
             "big_ext": ["repeat('x,\"y\"', 4000)"],
             "big_bytea": [
@@ -403,7 +403,7 @@ def _build(cluster: LabCluster) -> tuple[str, list[str]]:
         if lz4:
             big["big_lz4"] = [
                 "repeat('lz4', 3000)",
-                "(SELECT string_agg(md5(i::text), ' ') FROM generate_series(1, 3000) i)",
+                "(SELECT string_agg(md5((i % 100)::text), ' ') FROM generate_series(1, 3000) i)",
             ]
         for i in range(2):
             sets = {n: v[i % len(v)] for n, v in big.items()}
@@ -420,6 +420,13 @@ def _build(cluster: LabCluster) -> tuple[str, list[str]]:
         toast_rel = conn.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 't_types'::regclass")
         chunks = conn.execute(f"SELECT count(DISTINCT chunk_id) FROM {toast_rel.fetchone()[0]}").fetchone()  # type: ignore[index]
         assert chunks is not None and chunks[0] >= 4, chunks
+        kinds = conn.execute(
+            """SELECT bool_or(pg_column_compression(big_pglz) = 'pglz' AND pg_column_size(big_pglz) < 1000),
+                      bool_or(pg_column_compression(big_pglz) = 'pglz' AND pg_column_size(big_pglz) > 3000),
+                      bool_or(pg_column_compression(big_ext) IS NULL AND pg_column_size(big_ext) > 8000)
+               FROM t_types"""
+        ).fetchone()
+        assert kinds == (True, True, True), "want inline-compressed, external compressed and external plain values"
         conn.execute("CHECKPOINT")
         live = names + [n for n, _ in toast]
     return "public.t_types", live
