@@ -45,7 +45,8 @@ const TIMESTAMP_TZ: u8 = 53;
 
 /// Binary operators (jspOperationName), from AND to MOD.
 const BINARY: [&str; 15] = ["&&", "||", "", "", "==", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/", "%"];
-/// Methods without arguments, from TYPE to KEY_VALUE, then from BIGINT on (NO for those with one).
+/// Method names (jspOperationName) from TYPE to KEY_VALUE, and from BIGINT to TIMESTAMP_TZ (17+); DATETIME,
+/// DECIMAL and TIME to TIMESTAMP_TZ take an optional argument.
 const METHODS: [&str; 8] = ["type", "size", "abs", "floor", "ceiling", "double", "datetime", "keyvalue"];
 const METHODS17: [&str; 11] = [
     "bigint",

@@ -31,7 +31,7 @@ pub(super) fn format_money(data: &[u8], out: &mut Vec<u8>) -> DatumResult {
 }
 
 /// int2vectorout / oidvectorout (`utils/adt/int.c`, `oid.c`): the values of a one-dimensional
-/// array, space-separated. The struct (`utils/builtins.h` int2vector, oidvector) has ndim,
+/// array, space-separated. The struct (`c.h` int2vector, oidvector) has ndim,
 /// dataoffset, elemtype, dim1, lbound1, then the values at struct offset 24.
 pub(super) fn format_vector(data: &[u8], width: usize, out: &mut Vec<u8>) -> DatumResult {
     let ndim = u32_at(data, 0).ok_or("vector without ndim")?;

@@ -62,7 +62,7 @@ const OP_NOT: u8 = 1;
 const OP_AND: u8 = 2;
 const OP_OR: u8 = 3;
 const OP_PHRASE: u8 = 4;
-/// tsquery_op_priorities (`utils/adt/tsquery_op.c` / ts_type.h), indexed by operator - 1.
+/// tsearch_op_priority (`utils/adt/tsquery.c`), indexed by operator - 1: NOT, AND, OR, PHRASE.
 const PRIORITIES: [i32; 4] = [4, 2, 1, 3];
 /// sizeof(QueryItem): the union of QueryOperand (12 bytes) and QueryOperator.
 const ITEM: usize = 12;
