@@ -77,6 +77,9 @@ fn priority(t: u8) -> i32 {
 
 struct Path<'a> {
     d: &'a [u8],
+    /// Items left to print: a sound path prints each item once and each takes at least 8 bytes;
+    /// damaged positions can make operands share a subtree, which would take exponential time.
+    budget: std::cell::Cell<usize>,
 }
 
 struct Item {
@@ -123,6 +126,8 @@ impl Path<'_> {
         if depth > 1000 {
             return Err("jsonpath nesting is deeper than 1000".into());
         }
+        let left = self.budget.get().checked_sub(1).ok_or("jsonpath holds more items than its size allows")?;
+        self.budget.set(left);
         let sub = |p: &Self, i: &Item, k: bool, b: bool, out: &mut Vec<u8>| p.print(i, k, b, out, depth + 1);
         match it.t {
             NULL => out.extend_from_slice(b"null"),
@@ -324,7 +329,8 @@ pub(super) fn format_jsonpath(data: &[u8], out: &mut Vec<u8>) -> DatumResult {
         out.extend_from_slice(b"strict ");
     }
     // positions count from the data after the header; the data is int-aligned in the datum
-    let p = Path { d: &data[4..] };
+    let d = &data[4..];
+    let p = Path { d, budget: std::cell::Cell::new(d.len() / 8 + 1) };
     let root = p.item(0)?;
     p.print(&root, false, true, out, 0)
 }

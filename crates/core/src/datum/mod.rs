@@ -988,7 +988,11 @@ const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
 
 /// jsonb_out on a jsonb varlena payload.
 pub fn format_jsonb(data: &[u8], out: &mut Vec<u8>) -> DatumResult {
-    jsonb_container(data, 0, out, 0)
+    // Every value of a sound jsonb has its own 4-byte JEntry, so there are fewer than len/4 of them;
+    // damaged offsets can make siblings share a nested container, and printing it again and again
+    // would take exponential time.
+    let budget = std::cell::Cell::new(data.len() / 4 + 16);
+    jsonb_container(data, &budget, out, 0)
 }
 
 fn intalign(x: usize) -> usize {
@@ -998,7 +1002,7 @@ fn intalign(x: usize) -> usize {
 /// `data` is the container (header word first). Offsets inside are relative to the start of the
 /// children's data area, which is 4-aligned in the original datum (4-byte varlena header + the
 /// header word + 4 bytes per JEntry).
-fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+fn jsonb_container(data: &[u8], budget: &std::cell::Cell<usize>, out: &mut Vec<u8>, depth: u32) -> DatumResult {
     if depth > 1000 {
         return Err("jsonb nesting is deeper than 1000".into());
     }
@@ -1016,22 +1020,20 @@ fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> 
         return Err(format!("jsonb container claims {count} entries, more than its {} bytes hold", data.len()));
     }
     let entry = |i: usize| u32_at(data, children_at + i * 4).unwrap_or(0);
-    let offset_of = |i: usize| -> usize {
-        let mut off = 0usize;
-        let mut j = i;
-        while j > 0 {
-            j -= 1;
-            let e = entry(j);
-            off = off.wrapping_add((e & JENTRY_OFFLENMASK) as usize);
-            if e & JENTRY_HAS_OFF != 0 {
-                break;
-            }
-        }
-        off
-    };
+    // Each child starts where the previous ended: an entry holds its end offset (HAS_OFF, every
+    // JB_OFFSET_STRIDE entries) or its length. One pass, not a walk back per child, so damaged
+    // entries without HAS_OFF cost linear time.
+    let mut starts = Vec::with_capacity(nchildren + 1);
+    starts.push(0usize);
+    for j in 0..nchildren {
+        let e = entry(j);
+        let v = (e & JENTRY_OFFLENMASK) as usize;
+        let prev = starts[j];
+        starts.push(if e & JENTRY_HAS_OFF != 0 { v } else { prev.wrapping_add(v) });
+    }
     let span = |i: usize| -> Result<(u32, usize, usize), String> {
         let e = entry(i);
-        let off = offset_of(i);
+        let off = starts[i];
         let len = if e & JENTRY_HAS_OFF != 0 {
             ((e & JENTRY_OFFLENMASK) as usize).checked_sub(off).ok_or("jsonb entry offsets go backwards")?
         } else {
@@ -1045,6 +1047,8 @@ fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> 
         Ok((e & JENTRY_TYPEMASK, start, end))
     };
     let value = |i: usize, out: &mut Vec<u8>| -> DatumResult {
+        let left = budget.get().checked_sub(1).ok_or("jsonb holds more values than its size allows")?;
+        budget.set(left);
         let (ty, start, end) = span(i)?;
         match ty {
             JENTRY_ISSTRING => push_json_string(&data[start..end], out),
@@ -1060,7 +1064,7 @@ fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> 
             JENTRY_ISCONTAINER => {
                 let s = base + intalign(start - base);
                 let v = data.get(s..end).ok_or("jsonb container runs past its entry")?;
-                jsonb_container(v, 0, out, depth + 1)?;
+                jsonb_container(v, budget, out, depth + 1)?;
             }
             t => return Err(format!("jsonb entry type 0x{t:08x} is unknown")),
         }
@@ -1557,6 +1561,28 @@ mod tests {
         v.extend_from_slice(&7i16.to_le_bytes());
         assert_eq!(fmt(&v, &base(oid::INT2VECTOR), 180000).unwrap(), "-3 7");
         assert!(fmt(&v[..22], &base(oid::INT2VECTOR), 180000).is_err());
+    }
+
+    #[test]
+    fn jsonpath_with_shared_operands_stops() {
+        // 40 `&&` items whose both operands are the next item: printing would visit 2^40 items
+        let mut v = 0x8000_0001u32.to_le_bytes().to_vec(); // lax, version 1
+        for _ in 0..40 {
+            v.extend_from_slice(&[4, 0, 0, 0]);
+            for w in [0i32, 16, 16] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        v.extend_from_slice(&[27, 0, 0, 0, 0, 0, 0, 0]); // $
+        assert!(fmt(&v, &base(oid::JSONPATH), 180000).unwrap_err().contains("more items"));
+        // the same with one `&&` prints
+        let mut v = 0x8000_0001u32.to_le_bytes().to_vec();
+        v.extend_from_slice(&[4, 0, 0, 0]);
+        for w in [0i32, 16, 16] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(&[27, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(fmt(&v, &base(oid::JSONPATH), 180000).unwrap(), "($ && $)");
     }
 
     #[test]
