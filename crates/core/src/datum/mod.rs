@@ -1254,6 +1254,11 @@ pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         }
         nitems = nitems.checked_mul(*d as usize).ok_or("array size overflows")?;
     }
+    if nitems == 0 {
+        // array_out prints any empty array as {}, whatever its dimensions say
+        out.extend_from_slice(b"{}");
+        return Ok(());
+    }
     if nitems > data.len() * 8 + 8 {
         return Err(format!("array claims {nitems} elements, more than its {} bytes can hold", data.len()));
     }
