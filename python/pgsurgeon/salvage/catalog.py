@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 
 # Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).
 _NOT_ARRAYS = {22, 30}  # int2vector, oidvector
+# Types whose values are OIDs printed as catalog names (utils/adt/regproc.c, acl.c; OIDs from catalog/pg_type.dat):
+# regproc, regprocedure, regoper, regoperator, regclass, regtype, regnamespace, regrole, regconfig, regdictionary,
+# regcollation, and aclitem (role names). salvage_reg_names.sql lists the names per type.
+_NAMED_TYPES = {24, 2202, 2203, 2204, 2205, 2206, 4089, 4096, 3734, 3769, 4191, 1033}
+# Nesting deeper than this (domains over arrays of composites of ranges…) is not followed.
+_MAX_DEPTH = 32
 
 
 @dataclass
@@ -30,8 +36,10 @@ class Column:
     typid: int
     typname: str
     missing: str | None
+    generated: str = ""
+    """pg_attribute.attgenerated: 's' stored, 'v' virtual (PostgreSQL 18), '' for an ordinary column."""
     type: dict[str, Any] | None = None
-    """TypeDesc for the core (crates/core/src/datum.rs), None when the carver cannot print this type."""
+    """TypeDesc for the core (crates/core/src/datum/mod.rs), None when the carver cannot print this type."""
 
 
 @dataclass
@@ -92,8 +100,14 @@ class TableInfo:
 
     @property
     def live_columns(self) -> list[Column]:
-        """The columns a ``SELECT *`` returns, in order."""
-        return [c for c in self.columns if not c.dropped]
+        """The columns a salvage file holds, in order: those ``COPY table TO`` writes and ``COPY table FROM`` reads,
+        so every column but dropped and generated ones. A virtual generated column (PostgreSQL 18) has no value on
+        disk and a stored one is recomputed on reload, so neither belongs in a file meant for ``\\copy t FROM``."""
+        return [c for c in self.columns if not c.dropped and not c.generated]
+
+    def select_list(self) -> Composed:
+        """The live columns as a SQL select list (what reading rows through SQL must use instead of ``*``)."""
+        return db.sql.SQL(", ").join(db.sql.Identifier(c.name) for c in self.live_columns)
 
     def rel_desc(self) -> dict[str, Any]:
         """RelDesc for the core (crates/core/src/tuple.rs)."""
@@ -115,9 +129,11 @@ class TableInfo:
             ],
         }
 
-    def columns_out(self) -> list[dict[str, Any]]:
-        """ColumnOut list for the carver."""
-        return [{"attnum": c.attnum, "name": c.name, "type": c.type, "missing": c.missing} for c in self.live_columns]
+    def columns_out(self, generated: bool = False) -> list[dict[str, Any]]:
+        """ColumnOut list for the carver: the live columns, and with ``generated`` the generated ones too (in attnum
+        order; a virtual one carves as NULL, its value is not on disk, so only for callers that recompute it)."""
+        cols = [c for c in self.columns if not c.dropped and (generated or not c.generated)]
+        return [{"attnum": c.attnum, "name": c.name, "type": c.type, "missing": c.missing} for c in cols]
 
     @property
     def unsupported_columns(self) -> list[str]:
@@ -146,16 +162,29 @@ def resolve_table(conn: Connection[tuple[Any, ...]], table: str) -> int:
     return oid
 
 
-def _type_desc(oid: int, types: dict[int, tuple[Any, ...]], labels: dict[int, dict[str, str]]) -> dict[str, Any] | None:
-    seen = 0
+@dataclass
+class _Types:
+    """What the type descriptions are built from: pg_type rows, enum labels, composite attributes, reg* names."""
+
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    attrs: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
+    names: dict[int, dict[str, str]] = field(default_factory=dict)
+
+
+def _type_desc(oid: int, types: _Types, depth: int = 0) -> dict[str, Any] | None:
+    """The TypeDesc of type ``oid`` (domains resolved to their base type), None when it cannot be described."""
+    if depth > _MAX_DEPTH:
+        return None
     while True:
-        row = types.get(oid)
-        if row is None or seen > 20:
+        row = types.rows.get(oid)
+        if row is None or depth > _MAX_DEPTH:
             return None
-        _oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype, typcategory = row
+        _oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype, typcategory = row[:10]
+        typrelid, subtype = int(row[10]), int(row[11])
         if typtype == "d":
             oid = int(typbasetype)
-            seen += 1
+            depth += 1
             continue
         break
     desc: dict[str, Any] = {
@@ -167,36 +196,74 @@ def _type_desc(oid: int, types: dict[int, tuple[Any, ...]], labels: dict[int, di
         "typbyval": typbyval,
         "typdelim": typdelim,
         "elem": None,
-        "enum_labels": labels.get(oid, {}),
+        "enum_labels": types.labels.get(oid, {}),
+        "names": types.names.get(oid, {}),
     }
     if typcategory == "A" and int(typelem) != 0 and typlen == -1 and oid not in _NOT_ARRAYS:
-        elem = _type_desc(int(typelem), types, labels)
+        elem = _type_desc(int(typelem), types, depth + 1)
         if elem is None:
             return None
         desc["elem"] = elem
+    if typtype in ("r", "m"):
+        sub = _type_desc(subtype, types, depth + 1) if subtype else None
+        if sub is None:
+            return None
+        desc["subtype"] = sub
+    if typtype == "c":
+        fields: list[dict[str, Any]] = []
+        for _relid, _attnum, attname, attlen, attalign, dropped, atttypid, missing in types.attrs.get(typrelid, []):
+            ftype = None if dropped else _type_desc(int(atttypid), types, depth + 1)
+            if not dropped and ftype is None:
+                return None
+            fields.append(
+                {
+                    "name": attname,
+                    "attlen": attlen,
+                    "attalign": attalign,
+                    "dropped": bool(dropped),
+                    "type": ftype,
+                    "missing": missing,
+                }
+            )
+        if not fields:
+            return None
+        desc["fields"] = fields
     return desc
 
 
-def _load_types(
-    conn: Connection[tuple[Any, ...]], oids: set[int]
-) -> tuple[dict[int, tuple[Any, ...]], dict[int, dict[str, str]]]:
-    types: dict[int, tuple[Any, ...]] = {}
+def _load_types(conn: Connection[tuple[Any, ...]], oids: set[int]) -> _Types:
+    """Every type ``oids`` need to be printed: their base, element, sub and attribute types, transitively."""
+    types = _Types()
     want = set(oids)
-    for _ in range(10):  # domains over domains over arrays…
-        missing = sorted(o for o in want if o not in types)
-        if not missing:
+    for _ in range(_MAX_DEPTH):
+        missing = sorted(o for o in want if o not in types.rows)
+        relids = sorted(
+            {int(r[10]) for r in types.rows.values() if r[2] == "c" and int(r[10])} - set(types.attrs.keys())
+        )
+        if not missing and not relids:
             break
-        for row in conn.execute(db.load_sql("salvage_types"), {"oids": missing}).fetchall():
-            types[int(row[0])] = row
-        want = set(types)
-        for row in types.values():
-            want.update(int(x) for x in (row[7], row[8]) if int(x) != 0)
-    labels: dict[int, dict[str, str]] = {}
-    enums = [o for o, r in types.items() if r[2] == "e"]
+        if missing:
+            for row in conn.execute(db.load_sql("salvage_types"), {"oids": missing}).fetchall():
+                types.rows[int(row[0])] = row
+        if relids:
+            for relid in relids:
+                types.attrs[relid] = []
+            for arow in conn.execute(db.load_sql("salvage_type_attrs"), {"relids": relids}).fetchall():
+                types.attrs[int(arow[0])].append(arow)
+        want = set(types.rows)
+        for row in types.rows.values():
+            want.update(int(x) for x in (row[7], row[8], row[11]) if int(x) != 0)
+        for attrs in types.attrs.values():
+            want.update(int(a[6]) for a in attrs if not a[5] and int(a[6]) != 0)
+    enums = [o for o, r in types.rows.items() if r[2] == "e"]
     if enums:
         for typid, label_oid, label in conn.execute(db.load_sql("salvage_enums"), {"oids": enums}).fetchall():
-            labels.setdefault(int(typid), {})[str(int(label_oid))] = label
-    return types, labels
+            types.labels.setdefault(int(typid), {})[str(int(label_oid))] = label
+    named = sorted(o for o in types.rows if o in _NAMED_TYPES)
+    if named:
+        for typid, obj, text in conn.execute(db.load_sql("salvage_reg_names"), {"types": named}).fetchall():
+            types.names.setdefault(int(typid), {})[str(int(obj))] = text
+    return types
 
 
 def _size(conn: Connection[tuple[Any, ...]], oid: int) -> int:
@@ -247,7 +314,7 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
         read_server_files=bool(info["read_server_files"]),
     )
     for r in conn.execute(db.load_sql("salvage_columns"), {"oid": oid}).fetchall():
-        attnum, name, attlen, attalign, attbyval, dropped, storage, typid, typname, missing = r
+        attnum, name, attlen, attalign, attbyval, dropped, storage, typid, typname, missing, generated = r
         t.columns.append(
             Column(
                 int(attnum),
@@ -260,12 +327,13 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
                 int(typid),
                 typname,
                 missing,
+                generated or "",
             )
         )
-    types, labels = _load_types(conn, {c.typid for c in t.columns if not c.dropped and c.typid})
+    types = _load_types(conn, {c.typid for c in t.columns if not c.dropped and c.typid})
     for c in t.columns:
         if not c.dropped:
-            c.type = _type_desc(c.typid, types, labels)
+            c.type = _type_desc(c.typid, types)
     for name, filepath, size in conn.execute(db.load_sql("salvage_indexes"), {"oid": oid}).fetchall():
         t.indexes.append(IndexInfo(name, filepath, int(size)))
     return t

@@ -29,6 +29,8 @@ OUTPUT_SETTINGS = {
     "TimeZone": "UTC",
     "extra_float_digits": "1",
     "bytea_output": "hex",
+    # money prints per lc_monetary; 'C' gives cash_out's fallbacks ($, ',' groups, '.' and 2 digits)
+    "lc_monetary": "C",
     "client_encoding": "UTF8",
 }
 # SQLSTATEs of a server going down or restarting: admin_shutdown, crash_shutdown, cannot_connect_now.

@@ -1,5 +1,6 @@
 -- Every attribute of a table (dropped ones too: old tuples still hold them), with what walking and printing it
--- needs; the missing value (for rows written before the column was added) as text.
+-- needs; the missing value (for rows written before the column was added) as text; attgenerated ('s' stored, 'v'
+-- virtual (18+), '' for an ordinary column).
 SELECT a.attnum::int,
        a.attname::text,
        a.attlen::int,
@@ -9,7 +10,8 @@ SELECT a.attnum::int,
        a.attstorage::text,
        a.atttypid::bigint,
        coalesce(t.typname::text, '') AS typname,
-       CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN (a.attmissingval::text::text[])[1] END AS missing
+       CASE WHEN a.atthasmissing AND NOT a.attisdropped THEN (a.attmissingval::text::text[])[1] END AS missing,
+       a.attgenerated::text AS generated
 FROM pg_attribute a
 LEFT JOIN pg_type t ON t.oid = a.atttypid
 WHERE a.attrelid = %(oid)s AND a.attnum > 0

@@ -1,23 +1,40 @@
 //! Column values as PostgreSQL's output functions print them, from their on-disk bytes: what
 //! `COPY … TO` would write for a row with these settings: `DateStyle = 'ISO, MDY'`,
-//! `IntervalStyle = postgres`, `TimeZone = UTC`, `extra_float_digits = 1`, `bytea_output = hex`
-//! (the salvage sessions set the same, so rows read through SQL and carved rows agree).
+//! `IntervalStyle = postgres`, `TimeZone = UTC`, `extra_float_digits = 1`, `bytea_output = hex`,
+//! `lc_monetary = 'C'` (the salvage sessions set the same, so rows read through SQL and carved rows
+//! agree; money prints as `$1,234.56` / `-$0.05`).
 //!
 //! Sources: `utils/adt/{int,int8,float,numeric,bool,char,name,varlena,bytea,date,timestamp,uuid,
-//! jsonb,jsonb_util,json,arrayfuncs,network,mac,varbit,geo_ops,enum,tid,pg_lsn}.c`,
+//! jsonb,jsonb_util,json,arrayfuncs,network,mac,varbit,enum,tid,pg_lsn}.c`,
 //! `utils/adt/datetime.c` (EncodeDateOnly, EncodeDateTime, EncodeTimeOnly, EncodeInterval),
-//! `common/d2s.c`/`f2s.c` (shortest float output), `commands/copyto.c` (CopyAttributeOutText/CSV).
+//! `common/d2s.c`/`f2s.c` (shortest float output), `commands/copyto.c` (CopyAttributeOutText/CSV);
+//! the submodules name theirs (geometric types, ranges and multiranges, composites, tsvector and
+//! tsquery, jsonpath, money, reg*, aclitem, int2vector/oidvector, pg_snapshot).
+//!
+//! What the bytes alone cannot tell travels in the [`TypeDesc`] the catalog builds per column:
+//! enum labels, a composite's attributes, a range's subtype, and for reg* and aclitem the names
+//! the server prints for each OID. Where an output format changed between releases (pg_lsn in 19,
+//! interval infinities in 17, `"char"` escapes in 15, aclitem's 64-bit privileges in 16),
+//! [`OutputOptions::server_version_num`] or the value's size decides.
 //!
 //! Values arrive already detoasted: `payload` is the varlena data without its header, or the
 //! fixed-length bytes. Nothing here panics on bad bytes; a value that cannot be decoded is an
 //! `Err` with the reason.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 
 use crate::bytes::{u16_at, u32_at, u8_at};
+
+mod geo;
+mod jsonpath;
+mod misc;
+mod range;
+mod record;
+mod textsearch;
 
 /// Built-in type OIDs (`catalog/pg_type.dat`).
 pub mod oid {
@@ -27,21 +44,32 @@ pub mod oid {
     pub const NAME: u32 = 19;
     pub const INT8: u32 = 20;
     pub const INT2: u32 = 21;
+    pub const INT2VECTOR: u32 = 22;
     pub const INT4: u32 = 23;
+    pub const REGPROC: u32 = 24;
     pub const TEXT: u32 = 25;
     pub const OID: u32 = 26;
     pub const TID: u32 = 27;
     pub const XID: u32 = 28;
     pub const CID: u32 = 29;
+    pub const OIDVECTOR: u32 = 30;
     pub const JSON: u32 = 114;
     pub const XML: u32 = 142;
     pub const POINT: u32 = 600;
+    pub const LSEG: u32 = 601;
+    pub const PATH: u32 = 602;
+    pub const BOX: u32 = 603;
+    pub const POLYGON: u32 = 604;
+    pub const LINE: u32 = 628;
     pub const CIDR: u32 = 650;
     pub const FLOAT4: u32 = 700;
     pub const FLOAT8: u32 = 701;
+    pub const CIRCLE: u32 = 718;
     pub const MACADDR8: u32 = 774;
+    pub const CASH: u32 = 790;
     pub const MACADDR: u32 = 829;
     pub const INET: u32 = 869;
+    pub const ACLITEM: u32 = 1033;
     pub const BPCHAR: u32 = 1042;
     pub const VARCHAR: u32 = 1043;
     pub const DATE: u32 = 1082;
@@ -53,9 +81,25 @@ pub mod oid {
     pub const BIT: u32 = 1560;
     pub const VARBIT: u32 = 1562;
     pub const NUMERIC: u32 = 1700;
+    pub const REFCURSOR: u32 = 1790;
+    pub const REGPROCEDURE: u32 = 2202;
+    pub const REGOPER: u32 = 2203;
+    pub const REGOPERATOR: u32 = 2204;
+    pub const REGCLASS: u32 = 2205;
+    pub const REGTYPE: u32 = 2206;
     pub const UUID: u32 = 2950;
+    pub const TXID_SNAPSHOT: u32 = 2970;
     pub const PG_LSN: u32 = 3220;
+    pub const TSVECTOR: u32 = 3614;
+    pub const TSQUERY: u32 = 3615;
+    pub const REGCONFIG: u32 = 3734;
+    pub const REGDICTIONARY: u32 = 3769;
     pub const JSONB: u32 = 3802;
+    pub const JSONPATH: u32 = 4072;
+    pub const REGNAMESPACE: u32 = 4089;
+    pub const REGROLE: u32 = 4096;
+    pub const REGCOLLATION: u32 = 4191;
+    pub const PG_SNAPSHOT: u32 = 5038;
     pub const XID8: u32 = 5069;
 }
 
@@ -85,6 +129,35 @@ pub struct TypeDesc {
     /// For enums: pg_enum oid -> label.
     #[serde(default, deserialize_with = "de_labels")]
     pub enum_labels: HashMap<u32, String>,
+    /// For composites: every attribute of the row type in attnum order, dropped ones included
+    /// (values still hold them).
+    #[serde(default)]
+    pub fields: Vec<FieldDesc>,
+    /// For ranges: the subtype; for multiranges: the range type (which has its subtype).
+    #[serde(default)]
+    pub subtype: Option<Box<TypeDesc>>,
+    /// For reg* types: object oid -> the text the server prints for it (`oid::regclass::text`…);
+    /// for aclitem: role oid -> role name (unquoted). An oid missing here prints as its number.
+    #[serde(default, deserialize_with = "de_labels")]
+    pub names: HashMap<u32, String>,
+}
+
+/// One attribute of a composite type.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+pub struct FieldDesc {
+    #[serde(default)]
+    pub name: String,
+    pub attlen: i16,
+    #[serde(default = "default_align", deserialize_with = "de_code")]
+    pub attalign: u8,
+    #[serde(default)]
+    pub dropped: bool,
+    /// None for a dropped attribute.
+    #[serde(default, rename = "type")]
+    pub r#type: Option<TypeDesc>,
+    /// A table row type's attmissingval as text: what a value written before the attribute was added holds.
+    #[serde(default)]
+    pub missing: Option<String>,
 }
 
 fn default_typtype() -> u8 {
@@ -144,11 +217,15 @@ impl TypeDesc {
         if let Some(e) = &self.elem {
             return self.typlen == -1 && e.supported();
         }
-        if self.typtype == b'e' {
-            return true;
-        }
-        if self.typtype != b'b' {
-            return false;
+        match self.typtype {
+            b'e' => return true,
+            b'c' => {
+                return !self.fields.is_empty()
+                    && self.fields.iter().all(|f| f.dropped || f.r#type.as_ref().is_some_and(|t| t.supported()))
+            }
+            b'r' | b'm' => return self.subtype.as_ref().is_some_and(|t| t.supported()),
+            b'b' => {}
+            _ => return false,
         }
         use oid::*;
         matches!(
@@ -188,7 +265,24 @@ impl TypeDesc {
                 | PG_LSN
                 | JSONB
                 | XID8
-        ) || self.is_text_like()
+                | INT2VECTOR
+                | OIDVECTOR
+                | LSEG
+                | PATH
+                | BOX
+                | POLYGON
+                | LINE
+                | CIRCLE
+                | CASH
+                | ACLITEM
+                | REFCURSOR
+                | TXID_SNAPSHOT
+                | PG_SNAPSHOT
+                | TSVECTOR
+                | TSQUERY
+                | JSONPATH
+        ) || misc::is_reg_type(self.oid)
+            || self.is_text_like()
     }
 
     fn is_text_like(&self) -> bool {
@@ -201,6 +295,12 @@ impl TypeDesc {
 pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut Vec<u8>) -> DatumResult {
     if t.elem.is_some() && t.typlen == -1 {
         return format_array(data, t, opts, out);
+    }
+    match t.typtype {
+        b'c' => return record::format_record(data, t, opts, out),
+        b'r' => return range::format_range(data, t, opts, out),
+        b'm' => return range::format_multirange(data, t, opts, out),
+        _ => {}
     }
     if t.typtype == b'e' {
         let v = fixed::<4>(data, "enum")?;
@@ -222,7 +322,7 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         CHAR => {
             let [b] = fixed::<1>(data, "\"char\"")?;
             // charout: non-ASCII bytes as \ooo (PostgreSQL 15+), NUL as empty.
-            if b >= 0x80 {
+            if b >= 0x80 && opts.server_version_num >= 150000 {
                 let _ = write!(Str(out), "\\{:03o}", b);
             } else if b != 0 {
                 out.push(b);
@@ -240,7 +340,7 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         FLOAT4 => format_float4(f32::from_le_bytes(fixed::<4>(data, "float4")?), out),
         FLOAT8 => format_float8(f64::from_le_bytes(fixed::<8>(data, "float8")?), out),
         NUMERIC => format_numeric(data, out)?,
-        TEXT | VARCHAR | BPCHAR | JSON | XML => out.extend_from_slice(data),
+        TEXT | VARCHAR | BPCHAR | JSON | XML | REFCURSOR => out.extend_from_slice(data),
         BYTEA => {
             out.extend_from_slice(b"\\x");
             push_hex(out, data);
@@ -254,23 +354,30 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
                 push_hex(out, &[*b]);
             }
         }
-        DATE => format_date(i32::from_le_bytes(fixed::<4>(data, "date")?), out),
-        TIME => format_time(i64::from_le_bytes(fixed::<8>(data, "time")?), out),
+        DATE => format_date(valid_date(i32::from_le_bytes(fixed::<4>(data, "date")?))?, out),
+        TIME => format_time(valid_time(i64::from_le_bytes(fixed::<8>(data, "time")?))?, out),
         TIMETZ => {
             let v = fixed::<12>(data, "timetz")?;
             let time = i64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8]));
             let zone = i32::from_le_bytes(v[8..12].try_into().unwrap_or([0; 4]));
-            format_time(time, out);
+            format_time(valid_time(time)?, out);
             format_zone(zone, out);
         }
-        TIMESTAMP => format_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamp")?), false, out),
-        TIMESTAMPTZ => format_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamptz")?), true, out),
+        TIMESTAMP => format_timestamp(valid_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamp")?))?, false, out),
+        TIMESTAMPTZ => {
+            format_timestamp(valid_timestamp(i64::from_le_bytes(fixed::<8>(data, "timestamptz")?))?, true, out)
+        }
         INTERVAL => {
             let v = fixed::<16>(data, "interval")?;
             let time = i64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8]));
             let day = i32::from_le_bytes(v[8..12].try_into().unwrap_or([0; 4]));
             let month = i32::from_le_bytes(v[12..16].try_into().unwrap_or([0; 4]));
-            format_interval(time, day, month, out);
+            // interval infinities exist from 17 on; before, the same bits are an ordinary (huge) interval
+            if opts.server_version_num >= 170000 || !interval_is_infinite(time, day, month) {
+                format_interval(time, day, month, out);
+            } else {
+                format_finite_interval(time, day, month, out);
+            }
         }
         TID => {
             let v = fixed::<6>(data, "tid")?;
@@ -281,21 +388,25 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         }
         PG_LSN => {
             let v = u64::from_le_bytes(fixed::<8>(data, "pg_lsn")?);
-            if opts.server_version_num >= 180000 {
+            // pg_lsn_out (utils/adt/pg_lsn.c) pads the low half to 8 digits from PostgreSQL 19;
+            // 14 to 18 print both halves unpadded.
+            if opts.server_version_num >= 190000 {
                 let _ = write!(Str(out), "{:X}/{:08X}", v >> 32, v & 0xFFFF_FFFF);
             } else {
                 let _ = write!(Str(out), "{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF);
             }
         }
         JSONB => format_jsonb(data, out)?,
-        POINT => {
-            let v = fixed::<16>(data, "point")?;
-            out.push(b'(');
-            format_float8(f64::from_le_bytes(v[0..8].try_into().unwrap_or([0; 8])), out);
-            out.push(b',');
-            format_float8(f64::from_le_bytes(v[8..16].try_into().unwrap_or([0; 8])), out);
-            out.push(b')');
-        }
+        POINT | LSEG | PATH | BOX | POLYGON | LINE | CIRCLE => geo::format_geo(t.oid, data, out)?,
+        CASH => misc::format_money(data, out)?,
+        INT2VECTOR => misc::format_vector(data, 2, out)?,
+        OIDVECTOR => misc::format_vector(data, 4, out)?,
+        TXID_SNAPSHOT | PG_SNAPSHOT => misc::format_snapshot(data, out)?,
+        ACLITEM => misc::format_aclitem(data, t, out)?,
+        TSVECTOR => textsearch::format_tsvector(data, out)?,
+        TSQUERY => textsearch::format_tsquery(data, out)?,
+        JSONPATH => jsonpath::format_jsonpath(data, out)?,
+        o if misc::is_reg_type(o) => misc::format_reg(data, t, out)?,
         MACADDR => {
             let v = fixed::<6>(data, "macaddr")?;
             push_mac(out, &v);
@@ -578,6 +689,37 @@ const USECS_PER_HOUR: i64 = 3_600_000_000;
 const USECS_PER_MINUTE: i64 = 60_000_000;
 const USECS_PER_SEC: i64 = 1_000_000;
 
+/// DATE_END_JULIAN, MIN_TIMESTAMP and END_TIMESTAMP (`datatype/timestamp.h`): the server never stores a date,
+/// timestamp or time outside these (DATETIME_MIN_JULIAN is 0), so a value outside them is damage.
+const DATE_END_JULIAN: i64 = 2_147_483_494;
+const MIN_TIMESTAMP: i64 = -211_813_488_000_000_000;
+const END_TIMESTAMP: i64 = 9_223_371_331_200_000_000;
+
+fn valid_date(v: i32) -> Result<i32, String> {
+    let jd = i64::from(v) + POSTGRES_EPOCH_JDATE;
+    if v == i32::MIN || v == i32::MAX || (0..DATE_END_JULIAN).contains(&jd) {
+        Ok(v)
+    } else {
+        Err(format!("date {v} is out of range"))
+    }
+}
+
+fn valid_timestamp(v: i64) -> Result<i64, String> {
+    if v == i64::MIN || v == i64::MAX || (MIN_TIMESTAMP..END_TIMESTAMP).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("timestamp {v} is out of range"))
+    }
+}
+
+fn valid_time(v: i64) -> Result<i64, String> {
+    if (0..=USECS_PER_DAY).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("time {v} is out of range"))
+    }
+}
+
 /// j2date (datetime.c): Julian day number to (year, month, day).
 pub fn j2date(jd: i64) -> (i64, u32, u32) {
     let mut julian = (jd + 32044) as u64;
@@ -688,6 +830,17 @@ pub fn format_interval(time: i64, day: i32, month: i32, out: &mut Vec<u8>) {
     if time == i64::MAX && day == i32::MAX && month == i32::MAX {
         return out.extend_from_slice(b"infinity");
     }
+    format_finite_interval(time, day, month, out);
+}
+
+/// INTERVAL_NOBEGIN / INTERVAL_NOEND (`datatype/timestamp.h`, PostgreSQL 17+).
+fn interval_is_infinite(time: i64, day: i32, month: i32) -> bool {
+    (time == i64::MIN && day == i32::MIN && month == i32::MIN)
+        || (time == i64::MAX && day == i32::MAX && month == i32::MAX)
+}
+
+/// EncodeInterval without the infinities.
+fn format_finite_interval(time: i64, day: i32, month: i32, out: &mut Vec<u8>) {
     let year = i64::from(month / 12);
     let mon = i64::from(month % 12);
     let mday = i64::from(day);
@@ -835,7 +988,11 @@ const JENTRY_ISCONTAINER: u32 = 0x5000_0000;
 
 /// jsonb_out on a jsonb varlena payload.
 pub fn format_jsonb(data: &[u8], out: &mut Vec<u8>) -> DatumResult {
-    jsonb_container(data, 0, out, 0)
+    // Every value of a sound jsonb has its own 4-byte JEntry, so there are fewer than len/4 of them;
+    // damaged offsets can make siblings share a nested container, and printing it again and again
+    // would take exponential time.
+    let budget = std::cell::Cell::new(data.len() / 4 + 16);
+    jsonb_container(data, &budget, out, 0)
 }
 
 fn intalign(x: usize) -> usize {
@@ -845,7 +1002,7 @@ fn intalign(x: usize) -> usize {
 /// `data` is the container (header word first). Offsets inside are relative to the start of the
 /// children's data area, which is 4-aligned in the original datum (4-byte varlena header + the
 /// header word + 4 bytes per JEntry).
-fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+fn jsonb_container(data: &[u8], budget: &std::cell::Cell<usize>, out: &mut Vec<u8>, depth: u32) -> DatumResult {
     if depth > 1000 {
         return Err("jsonb nesting is deeper than 1000".into());
     }
@@ -863,22 +1020,20 @@ fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> 
         return Err(format!("jsonb container claims {count} entries, more than its {} bytes hold", data.len()));
     }
     let entry = |i: usize| u32_at(data, children_at + i * 4).unwrap_or(0);
-    let offset_of = |i: usize| -> usize {
-        let mut off = 0usize;
-        let mut j = i;
-        while j > 0 {
-            j -= 1;
-            let e = entry(j);
-            off = off.wrapping_add((e & JENTRY_OFFLENMASK) as usize);
-            if e & JENTRY_HAS_OFF != 0 {
-                break;
-            }
-        }
-        off
-    };
+    // Each child starts where the previous ended: an entry holds its end offset (HAS_OFF, every
+    // JB_OFFSET_STRIDE entries) or its length. One pass, not a walk back per child, so damaged
+    // entries without HAS_OFF cost linear time.
+    let mut starts = Vec::with_capacity(nchildren + 1);
+    starts.push(0usize);
+    for j in 0..nchildren {
+        let e = entry(j);
+        let v = (e & JENTRY_OFFLENMASK) as usize;
+        let prev = starts[j];
+        starts.push(if e & JENTRY_HAS_OFF != 0 { v } else { prev.wrapping_add(v) });
+    }
     let span = |i: usize| -> Result<(u32, usize, usize), String> {
         let e = entry(i);
-        let off = offset_of(i);
+        let off = starts[i];
         let len = if e & JENTRY_HAS_OFF != 0 {
             ((e & JENTRY_OFFLENMASK) as usize).checked_sub(off).ok_or("jsonb entry offsets go backwards")?
         } else {
@@ -892,6 +1047,8 @@ fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> 
         Ok((e & JENTRY_TYPEMASK, start, end))
     };
     let value = |i: usize, out: &mut Vec<u8>| -> DatumResult {
+        let left = budget.get().checked_sub(1).ok_or("jsonb holds more values than its size allows")?;
+        budget.set(left);
         let (ty, start, end) = span(i)?;
         match ty {
             JENTRY_ISSTRING => push_json_string(&data[start..end], out),
@@ -907,7 +1064,7 @@ fn jsonb_container(data: &[u8], _base: usize, out: &mut Vec<u8>, depth: u32) -> 
             JENTRY_ISCONTAINER => {
                 let s = base + intalign(start - base);
                 let v = data.get(s..end).ok_or("jsonb container runs past its entry")?;
-                jsonb_container(v, 0, out, depth + 1)?;
+                jsonb_container(v, budget, out, depth + 1)?;
             }
             t => return Err(format!("jsonb entry type 0x{t:08x} is unknown")),
         }
@@ -966,6 +1123,66 @@ fn push_json_string(s: &[u8], out: &mut Vec<u8>) {
         }
     }
     out.push(b'"');
+}
+
+/// isspace() in the C locale.
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// One attribute inside a composite or range value: `data` holds the value's bytes from virtual
+/// offset `base` (offsets counted from the start of the datum, varlena header included, which is
+/// what alignment is relative to); the attribute starts at virtual offset `p`, before alignment.
+/// With `packed`, a varlena starting with a non-zero byte is a short one and not aligned
+/// (att_align_pointer, `access/tupmacs.h`). Returns the attribute's payload (a compressed inline
+/// varlena decompressed) and the virtual offset after it.
+fn read_att(
+    data: &[u8],
+    base: usize,
+    p: usize,
+    typlen: i16,
+    typalign: u8,
+    packed: bool,
+) -> Result<(Cow<'_, [u8]>, usize), String> {
+    let rel = |v: usize| v.checked_sub(base).ok_or_else(|| format!("attribute offset {v} before the value"));
+    if typlen > 0 {
+        let at = align_to(p, typalign);
+        let n = typlen as usize;
+        let s = data.get(rel(at)?..).and_then(|r| r.get(..n)).ok_or("attribute runs past the value")?;
+        return Ok((Cow::Borrowed(s), at + n));
+    }
+    if typlen == -2 {
+        let at = align_to(p, typalign);
+        let rest = data.get(rel(at)?..).ok_or("attribute starts past the value")?;
+        let nul = rest.iter().position(|b| *b == 0).ok_or("cstring attribute without NUL")?;
+        return Ok((Cow::Borrowed(&rest[..nul]), at + nul + 1));
+    }
+    if typlen != -1 {
+        return Err(format!("attribute length {typlen} is invalid"));
+    }
+    let short = packed && data.get(rel(p)?).is_some_and(|b| *b != 0);
+    let at = if short { p } else { align_to(p, typalign) };
+    let rest = data.get(rel(at)?..).ok_or("attribute starts past the value")?;
+    let b0 = *rest.first().ok_or("attribute starts past the value")?;
+    if b0 == 0x01 {
+        return Err("a TOAST pointer inside a value cannot be followed".into());
+    }
+    if b0 & 0x01 == 0x01 {
+        let n = usize::from(b0 >> 1);
+        let s = rest.get(1..n).ok_or("short varlena attribute runs past the value")?;
+        return Ok((Cow::Borrowed(s), at + n));
+    }
+    let word = u32_at(rest, 0).ok_or("varlena attribute header runs past the value")?;
+    let n = ((word >> 2) & 0x3FFF_FFFF) as usize;
+    let body = rest.get(4..n.max(4)).filter(|_| n >= 4).ok_or("varlena attribute runs past the value")?;
+    if b0 & 0x03 == 0x02 {
+        // compressed inline: va_tcinfo (raw size, method in the top 2 bits), then the data
+        let tcinfo = u32_at(body, 0).ok_or("compressed attribute without its size")?;
+        let raw = crate::toast::decompress((tcinfo >> 30) as u8, &body[4..], (tcinfo & 0x3FFF_FFFF) as usize)
+            .map_err(|e| format!("compressed attribute: {e}"))?;
+        return Ok((Cow::Owned(raw), at + n));
+    }
+    Ok((Cow::Borrowed(body), at + n))
 }
 
 /// A varlena value found inside another value (array element, jsonb numeric): its payload and
@@ -1036,6 +1253,11 @@ pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
             return Err(format!("array dimension {d} is negative"));
         }
         nitems = nitems.checked_mul(*d as usize).ok_or("array size overflows")?;
+    }
+    if nitems == 0 {
+        // array_out prints any empty array as {}, whatever its dimensions say
+        out.extend_from_slice(b"{}");
+        return Ok(());
     }
     if nitems > data.len() * 8 + 8 {
         return Err(format!("array claims {nitems} elements, more than its {} bytes can hold", data.len()));
@@ -1262,6 +1484,170 @@ mod tests {
         assert_eq!(s(|o| format_ipv6(&a, o)), "::1");
         let a = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
         assert_eq!(s(|o| format_ipv6(&a, o)), "2001:db8::1");
+    }
+
+    fn fmt(data: &[u8], t: &TypeDesc, version: u32) -> Result<String, String> {
+        let mut out = Vec::new();
+        format_value(data, t, &OutputOptions { server_version_num: version }, &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    fn base(oid: u32) -> TypeDesc {
+        TypeDesc { oid, typtype: b'b', ..Default::default() }
+    }
+
+    #[test]
+    fn money_in_the_c_locale() {
+        let m = |v: i64| fmt(&v.to_le_bytes(), &base(oid::CASH), 180000).unwrap();
+        assert_eq!(m(123456), "$1,234.56");
+        assert_eq!(m(-5), "-$0.05");
+        assert_eq!(m(0), "$0.00");
+        assert_eq!(m(i64::MIN), "-$92,233,720,368,547,758.08");
+        assert_eq!(m(100_000_000), "$1,000,000.00");
+    }
+
+    #[test]
+    fn lsn_and_interval_by_version() {
+        let lsn = 0x1_0001_8800u64.to_le_bytes();
+        assert_eq!(fmt(&lsn, &base(oid::PG_LSN), 180000).unwrap(), "1/18800");
+        assert_eq!(fmt(&lsn, &base(oid::PG_LSN), 190000).unwrap(), "1/00018800");
+        let mut inf = i64::MAX.to_le_bytes().to_vec();
+        inf.extend_from_slice(&i32::MAX.to_le_bytes());
+        inf.extend_from_slice(&i32::MAX.to_le_bytes());
+        assert_eq!(fmt(&inf, &base(oid::INTERVAL), 170000).unwrap(), "infinity");
+        assert_eq!(
+            fmt(&inf, &base(oid::INTERVAL), 160000).unwrap(),
+            "178956970 years 7 mons 2147483647 days 2562047788:00:54.775807"
+        );
+    }
+
+    #[test]
+    fn reg_types_and_aclitem() {
+        let mut t = base(oid::REGCLASS);
+        t.names.insert(1259, "pg_class".into());
+        assert_eq!(fmt(&1259u32.to_le_bytes(), &t, 180000).unwrap(), "pg_class");
+        assert_eq!(fmt(&0u32.to_le_bytes(), &t, 180000).unwrap(), "-");
+        assert_eq!(fmt(&77u32.to_le_bytes(), &t, 180000).unwrap(), "77");
+        assert_eq!(fmt(&0u32.to_le_bytes(), &base(oid::REGOPER), 180000).unwrap(), "0");
+        let mut acl = base(oid::ACLITEM);
+        acl.names.insert(10, "postgres".into());
+        acl.names.insert(20, "we\"ird".into());
+        // PostgreSQL 15: 32-bit privileges, grant options in the high half; SELECT (bit 1) with grant option
+        let mut v = vec![];
+        v.extend_from_slice(&20u32.to_le_bytes());
+        v.extend_from_slice(&10u32.to_le_bytes());
+        v.extend_from_slice(&(0x2u32 | (0x2 << 16) | 0x1).to_le_bytes());
+        assert_eq!(fmt(&v, &acl, 150000).unwrap(), "\"we\"\"ird\"=ar*/postgres");
+        // PostgreSQL 16+: 64 bits; PUBLIC grantee; unknown grantor as its number
+        let mut v = vec![];
+        v.extend_from_slice(&0u32.to_le_bytes());
+        v.extend_from_slice(&99u32.to_le_bytes());
+        v.extend_from_slice(&((1u64 << 14) | (1u64 << (32 + 14))).to_le_bytes());
+        assert_eq!(fmt(&v, &acl, 170000).unwrap(), "=m*/99");
+        assert!(fmt(&v[..10], &acl, 170000).is_err());
+    }
+
+    #[test]
+    fn geometry_and_vectors() {
+        let mut b = vec![];
+        for x in [1.0f64, 2.5, -0.0, 0.1] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        assert_eq!(fmt(&b, &base(oid::BOX), 180000).unwrap(), "(1,2.5),(-0,0.1)");
+        assert_eq!(fmt(&b, &base(oid::LSEG), 180000).unwrap(), "[(1,2.5),(-0,0.1)]");
+        assert_eq!(fmt(&b[..24], &base(oid::CIRCLE), 180000).unwrap(), "<(1,2.5),-0>");
+        assert!(fmt(&b[..20], &base(oid::LINE), 180000).is_err());
+        // int2vector: ndim 1, dataoffset 0, elemtype, dim1 2, lbound 0, values
+        let mut v = vec![];
+        for w in [1u32, 0, 21, 2, 0] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(&(-3i16).to_le_bytes());
+        v.extend_from_slice(&7i16.to_le_bytes());
+        assert_eq!(fmt(&v, &base(oid::INT2VECTOR), 180000).unwrap(), "-3 7");
+        assert!(fmt(&v[..22], &base(oid::INT2VECTOR), 180000).is_err());
+    }
+
+    #[test]
+    fn jsonpath_with_shared_operands_stops() {
+        // 40 `&&` items whose both operands are the next item: printing would visit 2^40 items
+        let mut v = 0x8000_0001u32.to_le_bytes().to_vec(); // lax, version 1
+        for _ in 0..40 {
+            v.extend_from_slice(&[4, 0, 0, 0]);
+            for w in [0i32, 16, 16] {
+                v.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        v.extend_from_slice(&[27, 0, 0, 0, 0, 0, 0, 0]); // $
+        assert!(fmt(&v, &base(oid::JSONPATH), 180000).unwrap_err().contains("more items"));
+        // the same with one `&&` prints
+        let mut v = 0x8000_0001u32.to_le_bytes().to_vec();
+        v.extend_from_slice(&[4, 0, 0, 0]);
+        for w in [0i32, 16, 16] {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(&[27, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(fmt(&v, &base(oid::JSONPATH), 180000).unwrap(), "($ && $)");
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut rng = crate::inject::Rng::new(42, 0);
+        let int4 = TypeDesc { oid: oid::INT4, typlen: 4, typalign: b'i', ..Default::default() };
+        let text = TypeDesc { oid: oid::TEXT, typlen: -1, typalign: b'i', ..Default::default() };
+        let range = TypeDesc { oid: 3904, typtype: b'r', subtype: Some(Box::new(int4.clone())), ..Default::default() };
+        let textrange = TypeDesc { oid: 1, typtype: b'r', subtype: Some(Box::new(text.clone())), ..Default::default() };
+        let multi =
+            TypeDesc { oid: 2, typtype: b'm', subtype: Some(Box::new(textrange.clone())), ..Default::default() };
+        let field = |t: &TypeDesc, dropped: bool| FieldDesc {
+            attlen: t.typlen,
+            attalign: t.typalign,
+            dropped,
+            r#type: (!dropped).then(|| t.clone()),
+            ..Default::default()
+        };
+        let comp = TypeDesc {
+            typtype: b'c',
+            fields: vec![field(&int4, false), field(&text, true), field(&text, false), field(&range, false)],
+            ..Default::default()
+        };
+        let mut types: Vec<TypeDesc> = [
+            oid::LSEG,
+            oid::PATH,
+            oid::BOX,
+            oid::POLYGON,
+            oid::LINE,
+            oid::CIRCLE,
+            oid::CASH,
+            oid::INT2VECTOR,
+            oid::OIDVECTOR,
+            oid::TXID_SNAPSHOT,
+            oid::PG_SNAPSHOT,
+            oid::ACLITEM,
+            oid::TSVECTOR,
+            oid::TSQUERY,
+            oid::JSONPATH,
+            oid::REGCLASS,
+            oid::REGOPER,
+        ]
+        .into_iter()
+        .map(base)
+        .collect();
+        types.extend([range, textrange, multi, comp]);
+        let mut out = Vec::new();
+        for t in &types {
+            for _ in 0..20_000 {
+                let mut v = vec![0u8; rng.below(80) as usize];
+                rng.fill(&mut v);
+                if !v.is_empty() && rng.below(2) == 0 {
+                    // small counts and offsets reach deeper than pure noise
+                    v[0] = (rng.below(4)) as u8;
+                    v.iter_mut().skip(1).take(3).for_each(|b| *b = 0);
+                }
+                out.clear();
+                let _ = format_value(&v, t, &OutputOptions::default(), &mut out);
+            }
+        }
     }
 
     #[test]
