@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -84,6 +85,14 @@ def run_measured(cmd: list[str]) -> tuple[float, int, str]:
     return elapsed, usage.ru_maxrss * 1024, text
 
 
+def digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def server_copy(cluster: LabCluster, path: Path) -> float:
     """Server-side COPY of the table to a file the server writes (no rows cross the connection)."""
     with cluster.connect() as conn:
@@ -113,6 +122,7 @@ def main() -> int:
         server_copy(cluster, copy_file)  # warm the cache
         copy_s = min(server_copy(cluster, copy_file) for _ in range(args.repeat))
         copy_bytes = copy_file.stat().st_size
+        copy_digest = digest(copy_file)
         copy_file.unlink()
         runs = []
         for _ in range(args.repeat):
@@ -151,15 +161,15 @@ def main() -> int:
             f"rows carved: {report['rows']['carved']}, kept apart {report['rows']['carved_kept_apart']}, "
             f"lost entries {report['lost_count']}",
         ]
+        same = carve_bytes == copy_bytes and digest(main_file) == copy_digest
+        lines.append(f"carved file identical to the server's (sha256): {same}")
         print("\n".join(lines))
-        same = carve_bytes == copy_bytes
-        print(f"output size equal to the server's: {same}")
         if args.record:
             stamp = datetime.date.today().isoformat()
             cmd = f"python bench/carve.py{' --big' if args.big else ''} --jobs {args.jobs} --repeat {args.repeat}"
             with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
                 fh.write(f"\n### carve-all, {stamp}: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n")
-        missed = ratio > 1.0 or rss > 200e6 or report["rows"]["carved"] != nrows
+        missed = ratio > 1.0 or rss > 200e6 or report["rows"]["carved"] != nrows or not same
         return 1 if args.check and missed else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

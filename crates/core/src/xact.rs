@@ -326,21 +326,37 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         match src.lookup(h.t_xmin) {
             Status::Known(XidStatus::Committed) => {}
             Status::Known(XidStatus::Aborted) if hinted => {
-                return done(j, Verdict::Uncertain, format!("xmin {} is hinted committed but aborted", h.t_xmin).into());
+                return done(
+                    j,
+                    Verdict::Uncertain,
+                    format!("xmin {} is hinted committed but aborted", h.t_xmin).into(),
+                );
             }
             Status::Known(XidStatus::Aborted) => {
                 return done(j, Verdict::Invisible, format!("inserted by aborted transaction {}", h.t_xmin).into());
             }
             _ if hinted => {} // the hint is enough when pg_xact cannot confirm
             Status::Known(XidStatus::InProgress) => {
-                return done(j, Verdict::Invisible, format!("inserting transaction {} has not committed", h.t_xmin).into());
+                return done(
+                    j,
+                    Verdict::Invisible,
+                    format!("inserting transaction {} has not committed", h.t_xmin).into(),
+                );
             }
             Status::Known(XidStatus::SubCommitted) => {
-                return done(j, Verdict::Uncertain, format!("inserting transaction {} is sub-committed", h.t_xmin).into());
+                return done(
+                    j,
+                    Verdict::Uncertain,
+                    format!("inserting transaction {} is sub-committed", h.t_xmin).into(),
+                );
             }
             Status::Ask => {
                 j.need_xids.push(h.t_xmin);
-                return done(j, Verdict::Uncertain, format!("status of inserting transaction {} unknown", h.t_xmin).into());
+                return done(
+                    j,
+                    Verdict::Uncertain,
+                    format!("status of inserting transaction {} unknown", h.t_xmin).into(),
+                );
             }
             Status::Lost(why) => return done(j, Verdict::Uncertain, format!("xmin: {why}").into()),
         }
@@ -393,7 +409,9 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         Status::Known(XidStatus::Aborted) => {
             done(j, Verdict::Live, format!("committed; deleting transaction {updater} aborted").into())
         }
-        _ if hinted => done(j, Verdict::Invisible, format!("deleted or updated by transaction {updater} (hint)").into()),
+        _ if hinted => {
+            done(j, Verdict::Invisible, format!("deleted or updated by transaction {updater} (hint)").into())
+        }
         Status::Known(XidStatus::InProgress) => {
             done(j, Verdict::Live, format!("committed; deleting transaction {updater} still in progress").into())
         }

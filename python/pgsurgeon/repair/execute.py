@@ -419,12 +419,12 @@ class Executor:
         live = [c for c in self.ctx.cols if not c.dropped]
         ins = [c for c in live if not c.generated]
         identity_always = any(c.identity == "a" for c in ins)
-        all_cols = sq.SQL(", ").join(sq.Identifier(c.name) for c in live)
         ins_cols = sq.SQL(", ").join(sq.Identifier(c.name) for c in ins)
         conn.execute(sq.SQL("DROP TABLE IF EXISTS pg_temp.{}").format(tmp))
         conn.execute(sq.SQL("CREATE TEMP TABLE {} (LIKE {})").format(tmp, table))
         conn.execute(sq.SQL("ALTER TABLE pg_temp.{} ADD COLUMN {} text").format(tmp, src))
-        with conn.cursor().copy(sq.SQL("COPY pg_temp.{} ({}, {}) FROM STDIN").format(tmp, all_cols, src)) as cp:
+        # carved lines hold the stored columns only (generated ones are computed again on insert)
+        with conn.cursor().copy(sq.SQL("COPY pg_temp.{} ({}, {}) FROM STDIN").format(tmp, ins_cols, src)) as cp:
             for tid, line in rows:
                 cp.write(line.rstrip(b"\n") + b"\t" + tid_text(tid).encode() + b"\n")
         insert = sq.SQL("INSERT INTO {} ({}) {}SELECT {} FROM pg_temp.{} WHERE {} = %s ON CONFLICT DO NOTHING").format(

@@ -34,13 +34,15 @@ def tid(block: int, lp: int) -> str:
 
 
 def range_query(table: TableInfo, a: int, b: int) -> Composed:
-    return db.sql.SQL("SELECT * FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid").format(
-        table.ident(), db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
+    return db.sql.SQL("SELECT {} FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid").format(
+        table.select_list(), table.ident(), db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
     )
 
 
 def tuple_query(table: TableInfo, block: int, lp: int) -> Composed:
-    return db.sql.SQL("SELECT * FROM {} WHERE ctid = {}::tid").format(table.ident(), db.sql.Literal(tid(block, lp)))
+    return db.sql.SQL("SELECT {} FROM {} WHERE ctid = {}::tid").format(
+        table.select_list(), table.ident(), db.sql.Literal(tid(block, lp))
+    )
 
 
 @dataclass
@@ -469,7 +471,7 @@ class TableSink:
     def _column_defs(self, src_conn: Connection[tuple[Any, ...]]) -> list[tuple[str, str]]:
         rows = src_conn.execute(
             "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
             (self.table.oid,),
         ).fetchall()
         return [(str(a), str(t)) for a, t in rows]

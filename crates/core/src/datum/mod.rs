@@ -332,11 +332,11 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
             let end = data.iter().position(|b| *b == 0).unwrap_or(data.len());
             out.extend_from_slice(&data[..end]);
         }
-        INT2 => push_display(out, i16::from_le_bytes(fixed::<2>(data, "int2")?)),
-        INT4 => push_display(out, i32::from_le_bytes(fixed::<4>(data, "int4")?)),
-        INT8 => push_display(out, i64::from_le_bytes(fixed::<8>(data, "int8")?)),
-        OID | XID | CID => push_display(out, u32::from_le_bytes(fixed::<4>(data, "oid")?)),
-        XID8 => push_display(out, u64::from_le_bytes(fixed::<8>(data, "xid8")?)),
+        INT2 => push_int(out, i64::from(i16::from_le_bytes(fixed::<2>(data, "int2")?))),
+        INT4 => push_int(out, i64::from(i32::from_le_bytes(fixed::<4>(data, "int4")?))),
+        INT8 => push_int(out, i64::from_le_bytes(fixed::<8>(data, "int8")?)),
+        OID | XID | CID => push_uint(out, u64::from(u32::from_le_bytes(fixed::<4>(data, "oid")?))),
+        XID8 => push_uint(out, u64::from_le_bytes(fixed::<8>(data, "xid8")?)),
         FLOAT4 => format_float4(f32::from_le_bytes(fixed::<4>(data, "float4")?), out),
         FLOAT8 => format_float8(f64::from_le_bytes(fixed::<8>(data, "float8")?), out),
         NUMERIC => format_numeric(data, out)?,
@@ -440,6 +440,28 @@ impl std::fmt::Write for Str<'_> {
         self.0.extend_from_slice(s.as_bytes());
         Ok(())
     }
+}
+
+/// Decimal digits of `v`, without going through `core::fmt` (integers are most of the values a table holds).
+fn push_uint(out: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
+}
+
+fn push_int(out: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        out.push(b'-');
+    }
+    push_uint(out, v.unsigned_abs());
 }
 
 fn push_display<T: std::fmt::Display>(out: &mut Vec<u8>, v: T) {
@@ -1349,50 +1371,21 @@ fn push_array_item(v: &[u8], delim: u8, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-// ---------------------------------------------------------------------------------------------
-// COPY escaping (commands/copyto.c)
-// ---------------------------------------------------------------------------------------------
-
-/// CopyAttributeOutText with the default tab delimiter.
-pub fn copy_text_escape(v: &[u8], out: &mut Vec<u8>) {
-    out.reserve(v.len());
-    for &c in v {
-        match c {
-            8 => out.extend_from_slice(b"\\b"),
-            12 => out.extend_from_slice(b"\\f"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x0b => out.extend_from_slice(b"\\v"),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            c => out.push(c),
-        }
-    }
-}
-
-/// CopyAttributeOutCSV with the defaults (delimiter ',', quote '"', NULL as an unquoted empty
-/// field): quoted when empty, when it holds the delimiter, a quote, CR or LF, or is `\.`.
-pub fn copy_csv_escape(v: &[u8], single_column: bool, out: &mut Vec<u8>) {
-    let needquote = v.is_empty()
-        || (single_column && v == b"\\.")
-        || v.iter().any(|&c| c == b',' || c == b'"' || c == b'\n' || c == b'\r');
-    if !needquote {
-        out.extend_from_slice(v);
-        return;
-    }
-    out.push(b'"');
-    for &c in v {
-        if c == b'"' {
-            out.push(b'"');
-        }
-        out.push(c);
-    }
-    out.push(b'"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_print_like_display() {
+        for v in [0i64, 1, -1, 9, 10, -10, 99, 100, i64::from(i32::MIN), i64::from(i32::MAX), i64::MIN, i64::MAX] {
+            let mut out = Vec::new();
+            push_int(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+        }
+        let mut out = Vec::new();
+        push_uint(&mut out, u64::MAX);
+        assert_eq!(String::from_utf8(out).unwrap(), u64::MAX.to_string());
+    }
 
     fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut v = Vec::new();
@@ -1648,13 +1641,5 @@ mod tests {
                 let _ = format_value(&v, t, &OutputOptions::default(), &mut out);
             }
         }
-    }
-
-    #[test]
-    fn copy_escaping() {
-        assert_eq!(s(|o| copy_text_escape(b"a\tb\\c\nd", o)), "a\\tb\\\\c\\nd");
-        assert_eq!(s(|o| copy_csv_escape(b"a,\"b", false, o)), "\"a,\"\"b\"");
-        assert_eq!(s(|o| copy_csv_escape(b"", false, o)), "\"\"");
-        assert_eq!(s(|o| copy_csv_escape(b"plain", false, o)), "plain");
     }
 }
