@@ -344,12 +344,19 @@ def test_every_mode(
         # copies of other blocks' rows are kept apart, never merged (check_exactly_once found no duplicates)
         assert r["rows"]["carved_kept_apart"] > 0
     elif name == "toast":
-        # one TOAST value lost a chunk: its row is kept apart (the value is missing), every other row saved
+        # one TOAST chunk's line pointer was set unused: SQL fails on its row, and the carver finds the chunk's
+        # bytes in the TOAST page's body (no line pointer references them), so the row comes back whole. A chunk
+        # whose bytes were gone would keep the row apart with the reason.
         ok, total = carved_back(truth, got, damaged_blocks)
-        assert ok >= total - 1
-        assert r["rows"]["carved_kept_apart"] >= 1 or r["lost_count"] >= 1
-        apart = read_output(Path(r["outputs"]["carved_file"]))
-        assert any("TOAST value" in ln for ln in apart)
+        if version == "18":
+            # the TOAST page failed its checksum: the rows whose values have chunks on it come back kept apart,
+            # with their values
+            apart = got.apart_by_id
+            back = [k for k in truth.rows if k not in got.by_id]
+            assert back and all(apart.get(k) == truth.rows[k][2] for k in back), back
+            return
+        assert ok == total and r["rows"]["carved"] >= 1, (r["rows"], r["failures"], r["notes"])
+        assert any("toast value" in f["error"] for f in r["failures"])
     elif name == "truncate":
         assert r["blocks"]["total"] < truth.nblocks
         assert {x["block"] for x in r["lost"]} >= set(range(r["blocks"]["total"], truth.nblocks))

@@ -289,6 +289,7 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
     // HOT chain links on this page, (from, to, updater): redirects (no updater) and HOT-updated
     // tuples' t_ctid with their plain-XID xmax, the xmin the successor must carry.
     let mut links: Vec<(u16, u16, Option<u32>)> = Vec::new();
+    let mut items: Vec<(usize, usize)> = Vec::new();
     for (off, id) in page.item_ids() {
         if id.lp_flags() == LP_REDIRECT {
             links.push((off, id.lp_off(), None));
@@ -297,6 +298,7 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
         if !tuples || id.lp_flags() != LP_NORMAL {
             continue;
         }
+        items.push((usize::from(id.lp_off()), tuple.len()));
         if let Some(t) = HeapTupleHeaderData::parse(tuple) {
             check_heap_tuple(&mut f, block, off, tuple.len(), &t, at.maxoff, ctx);
             // A MultiXact xmax hides the updating XID (pg_multixact is not at hand here): such a
@@ -312,7 +314,69 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
     if tuples && !links.is_empty() {
         check_hot_chains(&mut f, page, &at, &mut links);
     }
+    if tuples && f.out.is_empty() {
+        for o in unreferenced_tuples(page.bytes(), at.upper, at.special, &mut items) {
+            f.out.push(Finding::new(
+                "line_pointer.unreferenced_tuple",
+                Some(block),
+                None,
+                format!(
+                    "a tuple header at offset {o} in the tuple area that no line pointer references: a row the \
+server no longer returns (its line pointer was lost)"
+                ),
+            ));
+        }
+    }
     f.finish(at.maxoff)
+}
+
+/// Stretches of a heap page's tuple area [pd_upper, pd_special) that no item covers and that begin with what looks
+/// like a tuple header: a row whose line pointer was lost (set unused, or overwritten by a valid-looking one). The
+/// server no longer sees such a row, and says nothing. `items` are the (offset, length) of the LP_NORMAL items.
+///
+/// A healthy page has no such gaps: PageAddItem places each tuple MAXALIGN(len) below the last, and pruning
+/// compacts what is left (PageRepairFragmentation, storage/page/bufpage.c), so only padding lies between tuples.
+pub fn unreferenced_tuples(page: &[u8], upper: usize, special: usize, items: &mut [(usize, usize)]) -> Vec<usize> {
+    let special = special.min(page.len());
+    let mut out = Vec::new();
+    if upper >= special {
+        return out;
+    }
+    items.sort_unstable();
+    let mut at = maxalign(upper);
+    let look = |from: usize, to: usize, out: &mut Vec<usize>| {
+        let mut o = maxalign(from);
+        while o + crate::heap::SIZEOF_HEAP_TUPLE_HEADER <= to {
+            if let Some(h) = page.get(o..to).and_then(HeapTupleHeaderData::parse) {
+                let hoff = usize::from(h.t_hoff);
+                let natts = h.natts();
+                if hoff >= crate::heap::SIZEOF_HEAP_TUPLE_HEADER
+                    && hoff % 8 == 0
+                    && hoff == h.expected_hoff()
+                    && natts > 0
+                    && (h.t_xmin != 0 || h.t_infomask & crate::heap::HEAP_XMIN_FROZEN != 0)
+                    && o + hoff <= to
+                {
+                    out.push(o);
+                    return;
+                }
+            }
+            o += 8;
+        }
+    };
+    for &(off, len) in items.iter() {
+        if off >= special || off + len <= upper {
+            continue;
+        }
+        if off > at {
+            look(at, off, &mut out);
+        }
+        at = at.max(maxalign(off + len));
+    }
+    if at < special {
+        look(at, special, &mut out);
+    }
+    out
 }
 
 /// HOT chains inside one page, as verify_heapam follows them: a redirect or a HOT update must
@@ -629,6 +693,33 @@ mod tests {
     fn codes(p: &[u8]) -> Vec<&'static str> {
         let page = Page::new(p).unwrap();
         check_page(&page, PageKind::guess(&page), Some(0), false).iter().map(|f| f.code).collect()
+    }
+
+    #[test]
+    fn a_tuple_without_its_line_pointer_is_found() {
+        // two tuples, the second line pointer set unused: its bytes stay in the tuple area
+        let mut p = heap_page();
+        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
+        t.t_xmin = 751;
+        t.t_ctid = crate::heap::ItemPointerData { block: 0, offset: 2 };
+        t.t_infomask2 = 2;
+        t.t_hoff = 24;
+        t.write(&mut p[8128..]);
+        PageHeaderData {
+            pd_lower: 32,
+            pd_upper: 8128,
+            pd_special: 8192,
+            pd_pagesize_version: 0x2004,
+            ..Default::default()
+        }
+        .write(&mut p);
+        p[28..32].copy_from_slice(&ItemIdData::new(8128, LP_NORMAL, 32).0.to_le_bytes());
+        assert_eq!(codes(&p), Vec::<&str>::new());
+        p[28..32].copy_from_slice(&[0, 0, 0, 0]);
+        assert_eq!(codes(&p), vec!["line_pointer.unreferenced_tuple"]);
+        // padding between tuples (MAXALIGN) is no gap
+        let mut items = vec![(8160usize, 30usize), (8128, 32)];
+        assert!(unreferenced_tuples(&heap_page(), 8128, 8192, &mut items).is_empty());
     }
 
     #[test]

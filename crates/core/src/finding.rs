@@ -167,6 +167,13 @@ later writes to the page corrupt it further",
             "none on read, or invalid memory alloc request size, or a crashed backend (SIGSEGV)",
             REMEDY_ITEMS,
         ),
+        "line_pointer.unreferenced_tuple" => (
+            LinePointer,
+            Error,
+            "none: the row is silently missing from every query (index entries may still point at its line \
+pointer)",
+            "salvage the table: the carver finds the tuple in the page body and saves the row; then repair",
+        ),
         "tuple_header.t_hoff" | "tuple_header.natts" | "tuple_header.hoff_gt_len" => (
             TupleHeader,
             Error,

@@ -525,7 +525,15 @@ class Diagnosis:
             damaged = any(f["severity"] == "error" and f["area"] in STRUCTURAL_AREAS for f in page_findings)
             if damaged:
                 suspect.add(blk)
-            if rel.is_heap and not damaged and not report["all_zero"]:
+            # A tuple no line pointer references leaves the line pointers themselves sound: index entries are
+            # still checked against them (one points at the lost row's unused pointer).
+            lps_sound = not any(
+                f["severity"] == "error"
+                and f["area"] in STRUCTURAL_AREAS
+                and f["code"] != "line_pointer.unreferenced_tuple"
+                for f in page_findings
+            )
+            if rel.is_heap and lps_sound and not report["all_zero"]:
                 lp_state[blk] = bytes(it["lp_flags"] for it in report["items"])
             elif rel.is_heap and report["all_zero"]:
                 lp_state[blk] = b""

@@ -105,33 +105,27 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def plan_chunks(nblocks: int, skip: set[int], done: list[tuple[int, int]], chunk: int) -> list[tuple[int, int]]:
-    """Ranges of blocks still to read through SQL: everything not skipped and not done, cut into chunks that do not
-    cross a skipped block."""
-    covered = _merge(done)
+def _complement(nblocks: int, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ranges of [0, nblocks) outside ``covered`` (merged, sorted)."""
     out: list[tuple[int, int]] = []
-    start: int | None = None
-    ci = 0
+    at = 0
+    for a, b in covered:
+        if a > at:
+            out.append((at, min(a, nblocks)))
+        at = max(at, b)
+    if at < nblocks:
+        out.append((at, nblocks))
+    return [(a, b) for a, b in out if a < b]
 
-    def flush(end: int) -> None:
-        nonlocal start
-        if start is not None:
-            a = start
-            while a < end:
-                out.append((a, min(a + chunk, end)))
-                a += chunk
-        start = None
 
-    for b in range(nblocks):
-        while ci < len(covered) and covered[ci][1] <= b:
-            ci += 1
-        is_done = ci < len(covered) and covered[ci][0] <= b < covered[ci][1]
-        if b in skip or is_done:
-            flush(b)
-            continue
-        if start is None:
-            start = b
-    flush(nblocks)
+def plan_chunks(
+    nblocks: int, skip: list[tuple[int, int]], done: list[tuple[int, int]], chunk: int
+) -> list[tuple[int, int]]:
+    """Ranges of blocks still to read through SQL: everything not skipped and not done, cut into chunks that do not
+    cross a skipped block. Works on ranges: its cost does not grow with the table."""
+    out: list[tuple[int, int]] = []
+    for a, b in _complement(nblocks, _merge(skip + done)):
+        out.extend((x, min(x + chunk, b)) for x in range(a, b, chunk))
     return out
 
 
@@ -321,31 +315,33 @@ class Salvage:
         }
         self.carve_blocks |= {b for b in damaged if self.classes[b]["state"] == "damaged"} - checksum_only
         missing = [b for b, c in self.classes.items() if c["state"] == "missing"]
+        # block ranges to carve beside single blocks (after a missing segment; everything with --carve-all)
+        self.carve_ranges: list[tuple[int, int]] = []
         if missing and isinstance(self.pages, LocalPages):
             # the server cannot read past a missing segment ("previous segment is only N blocks"): carve the rest
-            beyond = {b for b in range(min(missing) + 1, nblocks) if b not in self.classes}
+            beyond = _complement(nblocks, _merge([(0, min(missing) + 1)] + [(b, b + 1) for b in self.classes]))
             if beyond:
                 self.notes.append(
-                    f"{len(beyond)} blocks after a missing segment are carved (the server cannot read them)"
+                    f"{sum(b - a for a, b in beyond)} blocks after a missing segment are carved (the server cannot "
+                    "read them)"
                 )
-                self.carve_blocks |= beyond
-                damaged |= beyond
+                self.carve_ranges += beyond
         for b in sorted(damaged):
             if self.classes[b]["state"] == "missing":
                 self.lost.append({"block": b, "lp": None, "reason": "the block is missing from the relation's files"})
+        skip = _merge([(b, b + 1) for b in damaged] + self.carve_ranges)
         if o.carve_all:
-            self.carve_blocks |= {
-                b for b in range(nblocks) if b not in self.classes or self.classes[b]["state"] != "missing"
-            }
-            damaged = set(range(nblocks))
+            self.carve_ranges = _complement(nblocks, _merge([(b, b + 1) for b in missing]))
+            skip = [(0, nblocks)]
         # 2. SQL
         done = sink.done_ranges()
         chunk = o.chunk_blocks or max(16, min(2048, nblocks // max(1, o.jobs * 8) or 16))
-        work = plan_chunks(nblocks, damaged, done, chunk)
+        work = plan_chunks(nblocks, skip, done, chunk)
         done_set = _merge(done)
         work += [(b, b + 1) for b in sorted(checksum_only) if not any(x <= b < y for x, y in done_set)]
         with self.stats.lock:
-            self.stats.blocks_done = sum(min(b, nblocks) - a for a, b in _merge(done)) + len(damaged - checksum_only)
+            # the SQL phase and the carve add what they do as they go
+            self.stats.blocks_done = sum(max(0, min(b, nblocks) - a) for a, b in _merge(done))
         self.sql_seconds = 0.0
         s0 = time.monotonic()
         self._run_sql(work)
@@ -595,10 +591,10 @@ class Salvage:
         """Carve the damaged blocks (every block with --carve-all) through the row engine: rows stream from the
         core into the sink; only counters, losses and the pages that need accounting come back."""
         t = self.table
-        blocks = sorted(self.carve_blocks | set(self.carve_items))
+        ranges = _merge(self.carve_ranges + [(b, b + 1) for b in self.carve_blocks | set(self.carve_items)])
         zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
         summary: dict[str, Any] = {"counts": {}, "lost": [], "pages": []}
-        if blocks and self.pages is not None:
+        if ranges and self.pages is not None:
             cfg: dict[str, Any] = {
                 "blcksz": t.block_size,
                 "nblocks": t.nblocks,
@@ -615,17 +611,20 @@ class Salvage:
                 "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
                 **self.pages.carve_extras(),
             }
-            summary = self._run_carver(cfg, _merge([(b, b + 1) for b in blocks]))
-        elif blocks:
-            for b in blocks:
-                self.lost.append({"block": b, "lp": None, "reason": "damaged, and raw pages cannot be read here"})
+            summary = self._run_carver(cfg, ranges)
+        elif ranges:
+            for a, b in ranges:
+                self.lost.extend(
+                    {"block": x, "lp": None, "reason": "damaged, and raw pages cannot be read here"}
+                    for x in range(a, b)
+                )
         counts = summary["counts"]
         self.lost.extend(summary["lost"])
         self.carved["rows"] = int(counts.get("main_rows", 0))
         self.carved["uncertain"] = int(counts.get("apart_rows", 0))
         self.carved["invisible"] = int(counts.get("invisible", 0))
         self.carved["checksum_failures"] = int(counts.get("checksum_failures", 0))
-        self.carved["pages"] = len(blocks)
+        self.carved["pages"] = sum(b - a for a, b in ranges)
         if self.opts.carve_all:
             # no classify pass ran: the carve saw every page
             for p in summary["pages"]:

@@ -636,7 +636,13 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
         }
     }
     info.lp_valid = found.len() as u16;
-    let need_body = !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
+    // Tuple bytes no line pointer covers (a pointer set unused or overwritten) are rows the server no longer sees.
+    let orphans = info.header_sane && {
+        let mut items: Vec<(usize, usize)> = found.iter().map(|f| (f.off, f.len)).collect();
+        !crate::checks::unreferenced_tuples(page, usize::from(h.pd_upper), usize::from(h.pd_special), &mut items)
+            .is_empty()
+    };
+    let need_body = orphans || !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
     if need_body {
         info.body_scanned = true;
         let body = scan_body(page, block, desc, p, &found, n);
@@ -1018,8 +1024,11 @@ fn crosses_tear(off: usize, len: usize, first_foreign: usize) -> bool {
     false
 }
 
-/// TOAST chunks by value id: (chunk_seq, bytes).
-pub type Chunks = HashMap<u32, Vec<(i32, Vec<u8>)>>;
+/// The chunks of one TOAST value: (chunk_seq, bytes).
+pub type ValueChunks = Vec<(i32, Vec<u8>)>;
+
+/// TOAST chunks by value id.
+pub type Chunks = HashMap<u32, ValueChunks>;
 
 /// The chunk tuples of a TOAST page: (valueid, seq, data) of each tuple not inserted by an aborted transaction.
 fn toast_page_chunks(page: &[u8], block: u64, p: &Plausibility<'_>, mut each: impl FnMut(u32, i32, &[u8])) {
@@ -1048,6 +1057,8 @@ struct ToastFiles {
     reader: BlockReader,
     nblocks: u64,
     blcksz: usize,
+    /// Data checksums are on: a chunk from a page that fails its checksum makes its value suspect.
+    checksums: bool,
     locator: OnceLock<std::result::Result<Vec<(u32, u32)>, String>>,
 }
 
@@ -1084,25 +1095,32 @@ impl ToastFiles {
         built.as_deref().map_err(Clone::clone)
     }
 
-    /// The chunks of one value found in the files (empty when there are none).
-    fn value(&self, valueid: u32) -> std::result::Result<Vec<(i32, Vec<u8>)>, String> {
+    /// The chunks of one value found in the files (empty when there are none), and whether one of them lies on a
+    /// page that fails its checksum.
+    fn value(&self, valueid: u32) -> std::result::Result<(ValueChunks, bool), String> {
         let loc = self.locator()?;
         let lo = loc.partition_point(|&(v, _)| v < valueid);
         let hi = loc.partition_point(|&(v, _)| v <= valueid);
         let p = self.plausibility();
         let mut out = Vec::new();
+        let mut suspect = false;
         for &(_, block) in &loc[lo..hi] {
             let page = self.reader.read(u64::from(block), 1).map_err(|e| format!("cannot read TOAST: {e}"))?;
             if page.len() < self.blcksz {
                 continue;
             }
+            let before = out.len();
             toast_page_chunks(&page, u64::from(block), &p, |v, seq, bytes| {
                 if v == valueid {
                     out.push((seq, bytes.to_vec()));
                 }
             });
+            if self.checksums && out.len() > before {
+                let stored = Page::new(&page).map(|pg| pg.header().pd_checksum);
+                suspect |= stored != crate::checksum::pg_checksum_page(&page, block);
+            }
         }
-        Ok(out)
+        Ok((out, suspect))
     }
 }
 
@@ -1245,6 +1263,7 @@ impl Carver {
             reader: BlockReader::new(&cfg.toast_files, cfg.blcksz, cfg.relseg_size),
             nblocks: cfg.toast_nblocks,
             blcksz,
+            checksums: cfg.checksums,
             locator: OnceLock::new(),
         });
         let utf8 = cfg.encoding.eq_ignore_ascii_case("UTF8") || cfg.encoding.eq_ignore_ascii_case("UTF-8");
@@ -1294,6 +1313,7 @@ impl Carver {
         span: &crate::tuple::AttrSpan,
         attlen: i16,
         missing_toast: &mut Vec<u32>,
+        suspect_toast: &mut bool,
     ) -> std::result::Result<Cow<'t, [u8]>, String> {
         let bytes = span.bytes(t).ok_or("attribute outside the tuple")?;
         match span.varlena {
@@ -1317,7 +1337,11 @@ impl Carver {
                     Some(c) => c,
                     None => {
                         from_files = match &self.toast {
-                            Some(tf) => tf.value(p.va_valueid)?,
+                            Some(tf) => {
+                                let (chunks, suspect) = tf.value(p.va_valueid)?;
+                                *suspect_toast |= suspect;
+                                chunks
+                            }
                             None => Vec::new(),
                         };
                         &from_files
@@ -1508,6 +1532,7 @@ impl Carver {
             // Format the line.
             out.line.clear();
             let mut missing_toast = Vec::new();
+            let mut suspect_toast = false;
             for (ci, col) in cfg.columns.iter().enumerate() {
                 if ci > 0 {
                     out.line.push(sep);
@@ -1525,12 +1550,12 @@ impl Carver {
                         None => Ok(false),
                     },
                     Some(s) if s.is_null => Ok(false),
-                    Some(s) => self.attribute_value(t, &f.header, s, attlen, &mut missing_toast).and_then(|raw| {
-                        match &col.r#type {
+                    Some(s) => self
+                        .attribute_value(t, &f.header, s, attlen, &mut missing_toast, &mut suspect_toast)
+                        .and_then(|raw| match &col.r#type {
                             Some(ty) => format_value(&raw, ty, &self.oopts, &mut out.text).map(|()| true),
                             None => Err(format!("column {} has a type the carver does not know", col.name)),
-                        }
-                    }),
+                        }),
                 };
                 match value {
                     Ok(false) => {
@@ -1564,6 +1589,13 @@ impl Carver {
                 }
             }
             out.line.push(b'\n');
+            if suspect_toast {
+                certainty = Certainty::Uncertain;
+                notes.push(
+                    "a TOAST chunk of this row lies on a page that failed its checksum: the value may be altered"
+                        .into(),
+                );
+            }
             let certainty_besides_checksum = certainty;
             if let Some(n) = &page_note {
                 certainty = Certainty::Uncertain;
