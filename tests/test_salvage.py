@@ -461,7 +461,7 @@ def test_survives_a_crashing_page_without_precheck(labs: CorruptLabs, tmp_path: 
     got = salvage(lab, name, tmp_path / "out", "--no-precheck", "--chunk-blocks", "8")
     r = got.report
     assert r["crashes"] >= 1
-    assert any(f["action"] == "carved" and "crashed" in f["error"] for f in r["failures"])
+    assert any(f["action"] == "carved" and "crashed" in f["error"] for f in r["failures"]), (r["failures"], r["notes"])
     by_id = got.by_id
     assert set(by_id) == set(truth.rows) - {"40"}
     apart = read_output(Path(r["outputs"]["carved_file"]))

@@ -71,6 +71,38 @@ pub struct Clog {
     subtrans: Option<SubTrans>,
     multixact: Option<MultiXactFiles>,
     in_progress_final: bool,
+    snapshot: Option<Snapshot>,
+}
+
+/// An MVCC snapshot (`pg_current_snapshot()`, the one the SQL connections of a salvage share): transactions it
+/// sees as running count as in progress, whatever pg_xact says by now, so carved rows and rows read through SQL
+/// show the table at the same moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    xmax: u32,
+    xip: std::collections::HashSet<u32>,
+}
+
+impl Snapshot {
+    /// `xmin:xmax:xip,...` as `pg_snapshot` prints it (64-bit IDs: the low 32 bits are what tuple headers hold).
+    pub fn parse(text: &str) -> Option<Snapshot> {
+        let mut parts = text.trim().splitn(3, ':');
+        let _xmin: u64 = parts.next()?.parse().ok()?;
+        let xmax: u64 = parts.next()?.parse().ok()?;
+        let xip = parts
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .filter(|x| !x.is_empty())
+            .map(|x| x.parse::<u64>().ok().map(|v| v as u32))
+            .collect::<Option<_>>()?;
+        Some(Snapshot { xmax: xmax as u32, xip })
+    }
+
+    /// Whether the snapshot sees `xid` (a normal XID) as still running.
+    pub fn running(&self, xid: u32) -> bool {
+        !xid_precedes(xid, self.xmax) || self.xip.contains(&xid)
+    }
 }
 
 impl Clog {
@@ -98,6 +130,7 @@ impl Clog {
             subtrans: None,
             multixact: None,
             in_progress_final,
+            snapshot: None,
         }
     }
 
@@ -131,6 +164,12 @@ impl Clog {
     /// Adds a pg_subtrans reader.
     pub fn with_subtrans(mut self, st: SubTrans) -> Clog {
         self.subtrans = Some(st);
+        self
+    }
+
+    /// Judges as of this snapshot: what it sees running is in progress.
+    pub fn with_snapshot(mut self, snapshot: Snapshot) -> Clog {
+        self.snapshot = Some(snapshot);
         self
     }
 
@@ -229,6 +268,9 @@ impl StatusSources<'_> {
             if !xid_precedes(xid, h.next_xid) && xid >= FIRST_NORMAL_TRANSACTION_ID {
                 return Status::Lost(format!("transaction {xid} is in the future (next is {})", h.next_xid));
             }
+        }
+        if xid >= FIRST_NORMAL_TRANSACTION_ID && self.clog.snapshot.as_ref().is_some_and(|s| s.running(xid)) {
+            return Status::Known(XidStatus::InProgress);
         }
         self.resolve(xid, 0)
     }
@@ -439,6 +481,15 @@ mod tests {
         h.t_xmax = xmax;
         h.t_infomask = infomask;
         h
+    }
+
+    #[test]
+    fn snapshot_running() {
+        let s = Snapshot::parse("4294967396:4294967400:4294967397,4294967398").unwrap();
+        assert!(s.running(101) && s.running(102) && s.running(104) && s.running(90_000));
+        assert!(!s.running(100) && !s.running(103) && !s.running(99));
+        assert_eq!(Snapshot::parse("5:9:"), Some(Snapshot { xmax: 9, xip: Default::default() }));
+        assert_eq!(Snapshot::parse("x"), None);
     }
 
     #[test]

@@ -28,8 +28,8 @@ from pgsurgeon import core, db
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
-from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
-from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink
+from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
+from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink, reading
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -213,6 +213,9 @@ class Salvage:
         o = self.opts
         started = time.time()
         self.main = self._session(wait=False)
+        # Every SQL read and the carver see the table as of one snapshot, taken before the table is sized: a row
+        # version the snapshot sees lies in a block that existed when it was taken.
+        self.snapshot = SharedSnapshot(o.dsn, self.stop)
         conn = self.main.conn
         oid = catalog.resolve_table(conn, o.table)
         self.table = t = catalog.load_table(conn, oid)
@@ -277,6 +280,7 @@ class Salvage:
             self.sink = sink = dsink
             if pgdata is not None and o.server_files:
                 dsink.try_server_side(self.main, pgdata)
+        sink.snapshot = self.snapshot
         if t.unsupported_columns:
             self.notes.append(
                 "carved rows cannot print these columns (they come out NULL, the row kept apart): "
@@ -605,6 +609,7 @@ class Salvage:
                 "encoding": self.facts.encoding,
                 "checksums": t.checksums,
                 "horizons": self.horizons,
+                "snapshot": self.snapshot.text,
                 "can_ask": True,
                 "can_fetch_toast": t.toast_oid != 0,
                 "toast_relid": t.toast_oid,
@@ -746,7 +751,17 @@ class Salvage:
                 + ", ".join(str(b) for b in quiet[:20])
                 + (" …" if len(quiet) > 20 else "")
             )
+        # On a running server a page may be all zeroes in its file only because the server has not written it out
+        # yet: SQL read it from the server's buffers (in the shared snapshot). Such a page is no loss.
+        unflushed = {b for b in zero_blocks if b in evidence_on and not self.opts.carve_all and self._rows_in_block(b)}
+        if unflushed:
+            self.notes.append(
+                f"{len(unflushed)} page(s) all zeroes in the file but holding rows in the server's buffers (not "
+                "written out yet): read through SQL"
+            )
         for b in zero_blocks:
+            if b in unflushed:
+                continue
             if b in evidence_on:
                 n = sum(1 for blk, _ in by_tid if blk == b)
                 self.lost.append(
@@ -769,6 +784,22 @@ class Salvage:
                         }
                     )
 
+    def _rows_in_block(self, block: int) -> bool:
+        """Whether the server, in the shared snapshot, returns rows from ``block`` (a TID range scan of one page)."""
+        query = db.sql.SQL("SELECT EXISTS (SELECT FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid)").format(
+            self.table.ident(), db.sql.Literal(f"({block},0)"), db.sql.Literal(f"({block + 1},0)")
+        )
+
+        def fn(conn: Connection[tuple[Any, ...]]) -> bool:
+            with reading(conn, self.snapshot):
+                row = conn.execute(query).fetchone()
+            return bool(row and row[0])
+
+        try:
+            return self.main.run(fn)
+        except (SqlFailed, BackendLost):
+            return False
+
     # ------------------------------------------------------------------ report
 
     def _report(self, started: float, already: bool = False) -> dict[str, Any]:
@@ -788,6 +819,12 @@ class Salvage:
         lost = [x for x in everything if x.get("certain", True)]
         maybe = [x for x in everything if not x.get("certain", True)]
         rows_sql = self.stats.rows_sql
+        snap = getattr(self, "snapshot", None)
+        if snap is not None and snap.renewed:
+            self.notes.append(
+                f"the shared snapshot was lost {snap.renewed} time(s) with a crashed backend: rows read after that "
+                "come from a later moment (a row changed meanwhile may be missing or saved twice)"
+            )
         report = {
             "table": t.display,
             "oid": t.oid,
@@ -841,3 +878,5 @@ def salvage(opts: SalvageOptions, on_progress: Callable[[Stats], None] | None = 
     finally:
         with contextlib.suppress(Exception):
             s.main.close()
+        with contextlib.suppress(Exception):
+            s.snapshot.close()

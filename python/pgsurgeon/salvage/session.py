@@ -145,3 +145,58 @@ class Session:
             if self._conn is not None:
                 self._conn.close()
         self._conn = None
+
+
+class SharedSnapshot:
+    """One snapshot for every connection of a salvage: a REPEATABLE READ transaction exports it
+    (``pg_export_snapshot()``) and stays open while the salvage runs; each SQL read imports it (``SET TRANSACTION
+    SNAPSHOT``), and the carver judges visibility against the same snapshot. Without it, rows that change while
+    the salvage runs could be saved twice or not at all.
+
+    A backend crash ends the exporting transaction too: the next read takes a new snapshot and the change is
+    recorded in ``renewed`` (the rows read before and after come from two moments)."""
+
+    def __init__(self, dsn: str, stop: threading.Event | None = None) -> None:
+        self.session = Session(dsn, read_only=True, stop=stop, wait=True)
+        self.lock = threading.Lock()
+        self.renewed = 0
+        self.id = ""
+        self.text = ""
+        self._export()
+
+    def _export(self) -> None:
+        def fn(conn: Connection[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+            conn.execute("SET idle_in_transaction_session_timeout = 0")
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return conn.execute("SELECT pg_export_snapshot(), pg_current_snapshot()::text").fetchone()
+
+        row = self.session.run(fn)
+        if not row:
+            raise PgSurgeonError("the server exported no snapshot")
+        self.id, self.text = str(row[0]), str(row[1])
+
+    def current(self) -> str:
+        """The snapshot to import: the exported one, or a new one when its transaction died with a backend."""
+        with self.lock:
+            conn = self.session.conn
+            alive = not (conn.closed or conn.broken) and conn.info.transaction_status == 2  # idle in transaction
+            if alive:
+                # a backend crash kills the exporting session without its socket saying so until it is used
+                try:
+                    conn.execute("SELECT 1")
+                except db.Error:
+                    alive = False
+            if not alive:
+                self.session.close()
+                self.session = Session(self.session.dsn, read_only=True, stop=self.session.stop, wait=True)
+                self._export()
+                self.renewed += 1
+            return self.id
+
+    def begin(self, conn: Connection[tuple[Any, ...]]) -> None:
+        """Make the transaction just begun on ``conn`` read with the shared snapshot."""
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        conn.execute(db.sql.SQL("SET TRANSACTION SNAPSHOT {}").format(db.sql.Literal(self.current())))
+
+    def close(self) -> None:
+        self.session.close()

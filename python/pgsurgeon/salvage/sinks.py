@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pgsurgeon import db
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage.catalog import TableInfo
-from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
+from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -45,6 +45,17 @@ def tuple_query(table: TableInfo, block: int, lp: int) -> Composed:
     )
 
 
+@contextlib.contextmanager
+def reading(conn: Connection[tuple[Any, ...]], snapshot: SharedSnapshot | None) -> Iterator[None]:
+    """A read on ``conn`` inside a transaction with the salvage's shared snapshot (plain autocommit without one)."""
+    if snapshot is None:
+        yield
+        return
+    with conn.transaction():
+        snapshot.begin(conn)
+        yield
+
+
 @dataclass
 class TupleOutcome:
     rows: int
@@ -56,6 +67,7 @@ class TupleOutcome:
 
 class Sink(Protocol):
     describe: str
+    snapshot: SharedSnapshot | None
 
     def done_ranges(self) -> list[tuple[int, int]]: ...
 
@@ -125,6 +137,7 @@ class DirSink:
         self.parts.mkdir(exist_ok=True)
         self._save_state()
         self.server_side = False
+        self.snapshot: SharedSnapshot | None = None
         self.keep_parts = keep_parts
         self._lock = threading.Lock()
         self._out: Any = None
@@ -279,7 +292,7 @@ class DirSink:
                 n = 0
                 fh.seek(0)
                 fh.truncate()
-                with conn.cursor().copy(statement) as cp:
+                with reading(conn, self.snapshot), conn.cursor().copy(statement) as cp:
                     for data in cp:
                         fh.write(data)
                         n += 1
@@ -302,7 +315,12 @@ class DirSink:
             range_query(self.table, a, b), db.sql.Literal(str(tmp)), opts
         )
         try:
-            rows = src.run(lambda c: c.execute(statement).rowcount)
+
+            def fn(c: Connection[tuple[Any, ...]]) -> int:
+                with reading(c, self.snapshot):
+                    return c.execute(statement).rowcount
+
+            rows = src.run(fn)
             os.replace(tmp, stage / name)
             self._commit(stage / name, a, b)
             return int(rows)
@@ -318,7 +336,7 @@ class DirSink:
             statement = self._copy_sql(tuple_query(self.table, block, lp))
 
             def fn(conn: Connection[tuple[Any, ...]], statement: Composed = statement) -> list[bytes]:
-                with conn.cursor().copy(statement) as cp:
+                with reading(conn, self.snapshot), conn.cursor().copy(statement) as cp:
                     return [bytes(d) for d in cp]
 
             try:
@@ -463,6 +481,7 @@ class TableSink:
         self.progress_name = _suffixed(name, "_salvage")
         self.carved_name = _suffixed(name, "_carved")
         self.describe = f"{self.schema}.{self.name}"
+        self.snapshot: SharedSnapshot | None = None
         self._setup(src_conn)
 
     def ident(self, name: str) -> Composed:
@@ -552,6 +571,8 @@ class TableSink:
 
             def fn(conn: Connection[tuple[Any, ...]]) -> int:
                 with conn.transaction():
+                    if self.snapshot is not None:
+                        self.snapshot.begin(conn)
                     n = conn.execute(insert).rowcount
                     self._progress(conn, a, b, "sql", n)
                 return n
@@ -566,7 +587,7 @@ class TableSink:
 
                     def pump(sconn: Connection[tuple[Any, ...]]) -> int:
                         n = 0
-                        with sconn.cursor().copy(out_sql) as cout:
+                        with reading(sconn, self.snapshot), sconn.cursor().copy(out_sql) as cout:
                             for data in cout:
                                 cin.write(data)
                                 n += 1
@@ -587,7 +608,7 @@ class TableSink:
             q = db.sql.SQL("COPY ({}) TO STDOUT").format(tuple_query(self.table, block, lp))
 
             def fn(conn: Connection[tuple[Any, ...]], q: Composed = q) -> list[bytes]:
-                with conn.cursor().copy(q) as cp:
+                with reading(conn, self.snapshot), conn.cursor().copy(q) as cp:
                     return [bytes(d) for d in cp]
 
             try:

@@ -838,6 +838,10 @@ pub struct CarveConfig {
     /// `<pgdata>/pg_xact`, when the data directory is at hand.
     #[serde(default)]
     pub xact_dir: Option<PathBuf>,
+    /// The snapshot the SQL connections read with (`pg_current_snapshot()` text): transactions it sees running
+    /// count as in progress, so carved rows show the table at the same moment.
+    #[serde(default)]
+    pub snapshot: Option<String>,
     /// Whether unknown XIDs and MultiXacts should be asked of the server (else judged uncertain).
     #[serde(default)]
     pub can_ask: bool,
@@ -1254,7 +1258,10 @@ impl Carver {
     #[allow(clippy::needless_update)]
     pub fn new(cfg: CarveConfig) -> Carver {
         let blcksz = cfg.blcksz as usize;
-        let clog = Clog::new(cfg.xact_dir.as_deref(), cfg.blcksz);
+        let mut clog = Clog::new(cfg.xact_dir.as_deref(), cfg.blcksz);
+        if let Some(snap) = cfg.snapshot.as_deref().and_then(crate::xact::Snapshot::parse) {
+            clog = clog.with_snapshot(snap);
+        }
         let server = cfg.xid_status.iter().filter_map(|(k, v)| Some((k.parse().ok()?, XidStatus::parse(v)?))).collect();
         let multis = cfg.multis.iter().filter_map(|(k, v)| Some((k.parse().ok()?, *v))).collect();
         let only =
@@ -1956,6 +1963,7 @@ mod tests {
             server_version_num: 180000,
             horizons: None,
             xact_dir: None,
+            snapshot: None,
             can_ask: false,
             xid_status: HashMap::new(),
             multis: HashMap::new(),
