@@ -54,6 +54,7 @@ def test_salvage_under_pgbench_saves_one_snapshot(
                 "json",
                 *mode,
             )
+            assert stdout, err
             report = json.loads(stdout)
             assert code == 0, (report["lost"][:3], report["rows"], report["damaged_blocks"][:3], report["notes"])
             lines = Path(report["outputs"]["rows_file"]).read_text().splitlines()
