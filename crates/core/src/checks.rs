@@ -7,7 +7,7 @@ use crate::checksum::pg_checksum_page;
 use crate::finding::Finding;
 use crate::heap::{HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE};
 use crate::itemid::ItemIdData;
-use crate::itemid::{LP_NORMAL, LP_REDIRECT, SIZE_OF_ITEM_ID_DATA};
+use crate::itemid::{LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::page::{Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
 
 /// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
@@ -315,14 +315,15 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
         check_hot_chains(&mut f, page, &at, &mut links);
     }
     if tuples && f.out.is_empty() {
-        for o in unreferenced_tuples(page.bytes(), at.upper, at.special, &mut items) {
+        for (o, slot) in unreferenced_tuples(page.bytes(), block, at.upper, at.special, &mut items) {
             f.out.push(Finding::new(
                 "line_pointer.unreferenced_tuple",
                 Some(block),
-                None,
+                Some(slot),
                 format!(
-                    "a tuple header at offset {o} in the tuple area that no line pointer references: a row the \
-server no longer returns (its line pointer was lost)"
+                    "a tuple header at offset {o} in the tuple area names line pointer {slot} as its own, which is \
+unused: a row the server no longer returns (its line pointer was lost), unless the row was removed with pg_surgery's \
+heap_force_kill (its bytes stay until the page is pruned)"
                 ),
             ));
         }
@@ -336,15 +337,32 @@ server no longer returns (its line pointer was lost)"
 ///
 /// A healthy page has no such gaps: PageAddItem places each tuple MAXALIGN(len) below the last, and pruning
 /// compacts what is left (PageRepairFragmentation, storage/page/bufpage.c), so only padding lies between tuples.
-pub fn unreferenced_tuples(page: &[u8], upper: usize, special: usize, items: &mut [(usize, usize)]) -> Vec<usize> {
+///
+/// Only a tuple whose own t_ctid names an unused line pointer of this page counts: pg_surgery's heap_force_kill sets
+/// a pointer dead and leaves the bytes until the next pruning, and a row killed on purpose is no loss.
+pub fn unreferenced_tuples(
+    page: &[u8],
+    block: u64,
+    upper: usize,
+    special: usize,
+    items: &mut [(usize, usize)],
+) -> Vec<(usize, u16)> {
     let special = special.min(page.len());
     let mut out = Vec::new();
     if upper >= special {
         return out;
     }
+    let Some(pg) = Page::new(page) else { return out };
+    let maxoff = pg.readable_item_count();
+    // the slot the tuple names for itself is unused (or past the array): its pointer was lost
+    let slot_lost = |h: &HeapTupleHeaderData| {
+        u64::from(h.t_ctid.block) == block
+            && h.t_ctid.offset >= 1
+            && (h.t_ctid.offset > maxoff || pg.item_id(h.t_ctid.offset).is_some_and(|id| id.lp_flags() == LP_UNUSED))
+    };
     items.sort_unstable();
     let mut at = maxalign(upper);
-    let look = |from: usize, to: usize, out: &mut Vec<usize>| {
+    let look = |from: usize, to: usize, out: &mut Vec<(usize, u16)>| {
         let mut o = maxalign(from);
         while o + crate::heap::SIZEOF_HEAP_TUPLE_HEADER <= to {
             if let Some(h) = page.get(o..to).and_then(HeapTupleHeaderData::parse) {
@@ -356,8 +374,9 @@ pub fn unreferenced_tuples(page: &[u8], upper: usize, special: usize, items: &mu
                     && natts > 0
                     && (h.t_xmin != 0 || h.t_infomask & crate::heap::HEAP_XMIN_FROZEN != 0)
                     && o + hoff <= to
+                    && slot_lost(&h)
                 {
-                    out.push(o);
+                    out.push((o, h.t_ctid.offset));
                     return;
                 }
             }
@@ -719,7 +738,10 @@ mod tests {
         assert_eq!(codes(&p), vec!["line_pointer.unreferenced_tuple"]);
         // padding between tuples (MAXALIGN) is no gap
         let mut items = vec![(8160usize, 30usize), (8128, 32)];
-        assert!(unreferenced_tuples(&heap_page(), 8128, 8192, &mut items).is_empty());
+        assert!(unreferenced_tuples(&heap_page(), 0, 8128, 8192, &mut items).is_empty());
+        // a pointer set dead (pg_surgery's heap_force_kill) leaves the bytes: no loss
+        p[28..32].copy_from_slice(&ItemIdData::new(0, crate::itemid::LP_DEAD, 0).0.to_le_bytes());
+        assert_eq!(codes(&p), Vec::<&str>::new());
     }
 
     #[test]

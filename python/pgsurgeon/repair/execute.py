@@ -455,7 +455,15 @@ class Executor:
 
     def verify(self, step: Step) -> dict[str, Any]:
         outcome = diagnose(self.ctx)
-        errors = [f for f in outcome.findings if f["severity"] == "error"]
+        # heap_force_kill leaves a killed tuple's bytes on its page until the page is pruned: they read as a tuple
+        # whose line pointer was lost, but this repair removed them on purpose
+        killed = {tid for s in self.plan.steps if s.kind == KILL for tid in s.tids}
+        errors = [
+            f
+            for f in outcome.findings
+            if f["severity"] == "error"
+            and not (f["code"] == "line_pointer.unreferenced_tuple" and (f["block"], f["item"]) in killed)
+        ]
         readable = True
         read_error = None
         try:

@@ -639,7 +639,7 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     // Tuple bytes no line pointer covers (a pointer set unused or overwritten) are rows the server no longer sees.
     let orphans = info.header_sane && {
         let mut items: Vec<(usize, usize)> = found.iter().map(|f| (f.off, f.len)).collect();
-        !crate::checks::unreferenced_tuples(page, usize::from(h.pd_upper), usize::from(h.pd_special), &mut items)
+        !crate::checks::unreferenced_tuples(page, block, usize::from(h.pd_upper), usize::from(h.pd_special), &mut items)
             .is_empty()
     };
     let need_body = orphans || !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
@@ -656,6 +656,14 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
             }
         }
         assign_line_pointers(&mut found, block);
+        // With a sound line pointer array, a body tuple whose own slot is dead was removed on purpose (pg_surgery's
+        // heap_force_kill leaves the bytes until the next pruning): it is not a row to bring back.
+        if info.header_sane && info.lp_bad.is_empty() {
+            let killed = |f: &Found| {
+                f.via == Via::PageBody && f.lp.and_then(|l| pg.item_id(l)).is_some_and(|id| id.lp_flags() == LP_DEAD)
+            };
+            found.retain(|f| !killed(f));
+        }
         let n_entries = usize::from(n.max(1));
         info.lp_array_destroyed = n == 0 || info.lp_bad.len() * 4 > n_entries && info.lp_bad.len() > 2;
     }
