@@ -48,6 +48,7 @@ fuzz: ## longer fuzzing with cargo-fuzz (needs nightly and cargo-fuzz)
 	cd crates/core && cargo +nightly fuzz run inspect_page -- -max_total_time=300
 
 .PHONY: bench
-bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, COPY); results in docs/benchmarks.md
+bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server COPY), equal work; results in docs/benchmarks.md
 	$(PYTHON) bench/scan.py
 	$(PYTHON) bench/salvage.py
+	$(PYTHON) bench/carve.py --repeat 3 --check

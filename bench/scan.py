@@ -101,18 +101,22 @@ def main() -> int:
     nbytes = data_bytes(pgdata)
     results: dict[str, Timing] = {}
 
-    # pg_amcheck needs the server; heap + btree is its default, then with --heapallindexed.
+    # pg_amcheck needs the server; heap + btree is its default, then with --heapallindexed. Equal work: it gets the
+    # same -j as pgsurgeon scan, one run per job count.
     amcheck = str(cluster.install.tool("pg_amcheck"))
-    for label, extra in (("pg_amcheck (heap+btree)", []), ("pg_amcheck --heapallindexed", ["--heapallindexed"])):
-        cmd = [amcheck, "-h", str(cluster.run_dir), "-p", str(cluster.port), "-U", "postgres", "-d", "postgres", *extra]
-        run_timed(cmd, as_server=cluster)  # warm
-        results[label] = median([run_timed(cmd, as_server=cluster) for _ in range(args.repeat)])
+    job_counts = sorted({1, os.cpu_count() or 1})
+    for jobs in job_counts:
+        for label, extra in (("pg_amcheck (heap+btree)", []), ("pg_amcheck --heapallindexed", ["--heapallindexed"])):
+            cmd = [amcheck, "-h", str(cluster.run_dir), "-p", str(cluster.port), "-U", "postgres", "-d", "postgres"]
+            cmd += ["-j", str(jobs), *extra]
+            run_timed(cmd, as_server=cluster)  # warm
+            results[f"{label} -j {jobs}"] = median([run_timed(cmd, as_server=cluster) for _ in range(args.repeat)])
 
     cluster.stop()
     checksums = [str(cluster.install.tool("pg_checksums")), "--check", "-D", str(pgdata)]
     run_timed(checksums, as_server=cluster)
     results["pg_checksums --check"] = median([run_timed(checksums, as_server=cluster) for _ in range(args.repeat)])
-    for jobs in (1, os.cpu_count() or 1):
+    for jobs in job_counts:
         scan = [pgsurgeon, "scan", str(pgdata), "--format", "json", "-j", str(jobs)]
         run_timed(scan)
         results[f"pgsurgeon scan -j {jobs}"] = median([run_timed(scan) for _ in range(args.repeat)])
@@ -128,8 +132,10 @@ def main() -> int:
             f"{label:34} {t.seconds:8.2f} {nbytes / 1e6 / t.seconds:8.0f} {base / t.seconds:15.2f}x"
             f" {t.max_rss_mb:12.1f} {t.exit_code:5d}"
         )
-    ours = results[f"pgsurgeon scan -j {os.cpu_count() or 1}"].seconds
-    print(f"pgsurgeon scan vs pg_amcheck (heap+btree): {results['pg_amcheck (heap+btree)'].seconds / ours:.1f}x faster")
+    for jobs in job_counts:
+        ours = results[f"pgsurgeon scan -j {jobs}"].seconds
+        theirs = results[f"pg_amcheck (heap+btree) -j {jobs}"].seconds
+        print(f"-j {jobs}: pgsurgeon scan vs pg_amcheck (heap+btree): {theirs / ours:.1f}x faster")
     if args.remove:
         cluster.destroy()
     else:

@@ -1595,7 +1595,19 @@ impl Carver {
                         }
                     }
                     Err(e) => {
-                        notes.push(format!("column {}: {e}", col.name));
+                        // the stored bytes go with the reason, so nothing of the value is lost (a TOAST pointer's
+                        // bytes name the value it points to)
+                        let raw = f.walk.spans.get(idx).and_then(|sp| sp.bytes(t)).unwrap_or(&[]);
+                        let mut hex = String::with_capacity(2 * raw.len().min(RAW_NOTE_BYTES));
+                        for b in raw.iter().take(RAW_NOTE_BYTES) {
+                            let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{b:02x}"));
+                        }
+                        let more = if raw.len() > RAW_NOTE_BYTES { "…" } else { "" };
+                        notes.push(format!(
+                            "column {}: {e}; stored bytes \\x{hex}{more} ({} bytes)",
+                            col.name,
+                            raw.len()
+                        ));
                         certainty = Certainty::Uncertain;
                         if !csv {
                             out.line.extend_from_slice(b"\\N");
@@ -1751,6 +1763,9 @@ fn write_plain_run(out: &mut Vec<u8>, block: u64, run: &mut u64, csv: bool) {
     }
     *run = 0;
 }
+
+/// How many of an undecodable value's stored bytes its row's note shows (hex).
+const RAW_NOTE_BYTES: usize = 4096;
 
 /// The provenance columns of a carved row: block, line pointer, offset, how found, certainty, note.
 fn write_provenance(out: &mut Vec<u8>, block: u64, f: &Found, certainty: Certainty, note: &str, csv: bool) {
@@ -2060,6 +2075,22 @@ mod tests {
         let l = lines(&out);
         assert!(l.iter().any(|x| x.ends_with("\\\\xdbad")), "{l:?}");
         assert_eq!(res.rows.iter().filter(|r| r.certainty == Certainty::Uncertain).count(), 1);
+    }
+
+    #[test]
+    fn an_undecodable_value_keeps_its_row_apart_with_its_bytes() {
+        let p = page(3, &[(1, "abc")]);
+        let mut c = cfg();
+        c.columns[1].r#type = None;
+        let mut carver = Carver::new(c);
+        carver.add_chunk(0, 0, vec![]);
+        let mut out = Batch::streaming(false);
+        carver.carve_page(&p, 3, false, &mut out);
+        assert!(out.main.is_empty());
+        let apart = String::from_utf8(out.apart).unwrap();
+        // the note (6th provenance column) names the column and shows its stored bytes: a 1-byte header and "abc"
+        assert!(apart.contains("column t:") && apart.contains("stored bytes \\\\x09616263 (4 bytes)"), "{apart}");
+        assert!(apart.ends_with("\t1\t\\N\n"), "{apart}");
     }
 
     #[test]
