@@ -16,6 +16,9 @@ from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 if TYPE_CHECKING:
     from rich.console import Console
 
+MAX_JOBS = 256
+"""Scan threads: beyond this many, threads only contend for the disk and memory (one chunk buffer each)."""
+
 CONTROL_FIELDS = (
     "major_version",
     "state",
@@ -63,8 +66,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> ScanRequest:
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
     targets: list[Path] = args.targets
     files: list[Path] = []
     if len(targets) == 1 and targets[0].is_dir():
