@@ -103,6 +103,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "pgdata": str(outcome.pgdata),
         "control": {k: outcome.control.get(k) for k in CONTROL_FIELDS},
         "summary": outcome.summary,
+        "warnings": outcome.warnings,
         "findings": [{k: f.get(k) for k in findings.FINDING_FIELDS} for f in outcome.findings],
     }
 
@@ -145,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_scan(req, show)
     else:
         outcome = run_scan(req)
+    for warning in outcome.warnings:
+        term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False)
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:
