@@ -175,7 +175,7 @@ CASES: list[Case] = [
         "corrupt-count-huge",
         ("corrupt", "bitflips", "--dsn", "{dsn}", "--table", "t", "--count", "1000000000"),
         USAGE,
-        said="--count",
+        said="--count 1000000000",
     ),
     Case(
         "corrupt-count-page",
@@ -186,7 +186,7 @@ CASES: list[Case] = [
     Case(
         "corrupt-block-past-end",
         ("corrupt", "zero", "--dsn", "{dsn}", "--table", "t", "--block", "99999"),
-        USAGE,
+        FAILED,
         said="beyond the end",
     ),
     Case(
@@ -402,7 +402,7 @@ def test_refused_before_the_server_stops(world: World) -> None:
         ["corrupt", "zero", "--dsn", world.lab.dsn(), "--table", "t", "--block", "99999"], nobody=False, cwd=world.tmp
     )
     _one_error(err, "beyond the end")
-    assert code == USAGE
+    assert code == FAILED  # what the table holds decides: could not run (as inspect -b past the end)
     assert world.lab.status()["pid"] == pid
 
 

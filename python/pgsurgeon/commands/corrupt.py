@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from pgsurgeon import paths, simulate
+from pgsurgeon import simulate
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.simulate import SimulateRequest
@@ -139,12 +139,6 @@ def _request(args: argparse.Namespace) -> SimulateRequest:
 
 def run(args: argparse.Namespace) -> int:
     req = _request(args)
-    if args.pgdata is not None:
-        paths.existing_dir(args.pgdata, "--pgdata")
-    if args.manifest is not None:
-        paths.output_file(args.manifest, "--manifest", make_parents=True)
-    if args.source_file is not None and not args.source_file.is_file():
-        raise UsageError(f"--source-file {args.source_file} is not a file", hint="pass an older copy of the relation")
     out = sys.stderr if args.format == "json" else sys.stdout
 
     def say(text: str) -> None:

@@ -250,7 +250,7 @@ def make_plan(req: CorruptRequest, res: Resolved) -> Plan:
     if n == 0:
         raise PgSurgeonError(f"{rel.name} has no blocks to damage", hint="insert rows (and CHECKPOINT) first")
     if req.block is not None and req.block >= n:
-        raise UsageError(f"block {req.block} is beyond the end of {rel.name} ({n} blocks)")
+        raise PgSurgeonError(f"block {req.block} is beyond the end of {rel.name} ({n} blocks)")
     pages = _Pages(res)
     inj = _Injector(plan, pages, req)
     rng = random.Random(req.seed)
@@ -447,7 +447,7 @@ def _plan_file(plan: Plan, req: CorruptRequest) -> None:
             raise PgSurgeonError(f"{rel.name} has no blocks to cut")
         block = req.block if req.block is not None else (rng.randrange(1, n) if n > 1 else 0)
         if block >= n:
-            raise UsageError(f"block {block} is beyond the end of {rel.name} ({n} blocks)")
+            raise PgSurgeonError(f"block {block} is beyond the end of {rel.name} ({n} blocks)")
         tear = req.tear_at or 0
         if tear and (tear % SECTOR or tear >= geo.blcksz):
             raise UsageError(f"--tear-at must be a multiple of {SECTOR} below {geo.blcksz}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgsurgeon import paths
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.simulate import apply as applying
@@ -87,9 +88,12 @@ def check(req: SimulateRequest) -> None:
         raise UsageError("--target and --index go with --table", hint="with --file, pass the file to damage")
     if req.kind and not by_file:
         raise UsageError("--kind goes with --file")
-    if not 1 <= req.count <= MAX_BLCKSZ * 8:
+    if req.count < 1:
+        raise UsageError("--count must be 1 or more")
+    if req.count > MAX_BLCKSZ * 8:
         raise UsageError(
-            f"--count must be between 1 and {MAX_BLCKSZ * 8}", hint="it counts pages, tuples or bits of one relation"
+            f"--count {req.count} is more than the {MAX_BLCKSZ * 8} bits of the largest page",
+            hint="it counts pages, tuples or bit flips of one relation",
         )
     for name in ("block", "item", "segment", "length", "flips", "tear_at", "source_block"):
         v = getattr(req, name)
@@ -149,6 +153,7 @@ def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
     progress lines. A running lab cluster is stopped and started again around the write."""
     say = say or (lambda _text: None)
     check(req)
+    _check_paths(req)
     res = _resolve(req)
     _check_fits(req, res)
     lab = _refuse_non_lab(res.pgdata, req.force_non_lab)
@@ -176,6 +181,16 @@ def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
     return SimulateResult(manifest, plan)
 
 
+def _check_paths(req: SimulateRequest) -> None:
+    """The paths named exist and have the right type, before any connection or file is opened."""
+    if req.pgdata is not None:
+        paths.existing_dir(req.pgdata, "--pgdata")
+    if req.manifest is not None:
+        paths.output_file(req.manifest, "--manifest", make_parents=True)
+    if req.source_file is not None and not req.source_file.is_file():
+        raise UsageError(f"--source-file {req.source_file} is not a file", hint="pass an older copy of the relation")
+
+
 def _check_fits(req: SimulateRequest, res: Resolved) -> None:
     """Refuse numbers the relation cannot hold, from its files as they are now: before the server is stopped for
     the write, and before any planning work. The plan checks again once the server is down (the files are then
@@ -192,8 +207,8 @@ def _check_fits(req: SimulateRequest, res: Resolved) -> None:
     if req.block is None or mode.name == "missing-segment":
         return
     n = nblocks(res.relation.path, geo)
-    if req.block >= n:
-        raise UsageError(
+    if req.block >= n:  # what the table holds decides, as in the plan: could not run, not a wrong argument
+        raise PgSurgeonError(
             f"block {req.block} is beyond the end of {res.relation.name} ({n} blocks)",
             hint=f"blocks are numbered from 0 to {n - 1}" if n else "the relation has no blocks yet",
         )
