@@ -153,8 +153,8 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
     config = {"options": options, "files": [str(f) for f in req.files], "databases": db_oids, "relfilenodes": nodes}
     try:
         scanner = core.Scanner(str(req.pgdata), json.dumps(config))
-    except (PermissionError, FileNotFoundError):
-        raise  # the CLI says which path and what to do
+    except PermissionError as exc:
+        raise _not_allowed(exc) from None
     except (ValueError, OSError) as exc:
         raise PgSurgeonError(str(exc).splitlines()[0]) from None
     total = scanner.total_bytes
@@ -181,8 +181,8 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         worker.join()
         raise
     if failure:
-        if isinstance(failure[0], PermissionError | FileNotFoundError):
-            raise failure[0]  # a file we may not read is not damage: the CLI says which and what to do
+        if isinstance(failure[0], PermissionError):
+            raise _not_allowed(failure[0])
         raise PgSurgeonError(f"scan failed: {failure[0]}")
     summary = result["summary"]
     summary["seconds"] = round(time.monotonic() - started, 3)
@@ -193,6 +193,15 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         f["relation"] = name.qualified if name else None
         f["database"] = name.database if name else None
     return ScanOutcome(req.pgdata, control, summary, findings, names, warnings)
+
+
+def _not_allowed(exc: PermissionError) -> PgSurgeonError:
+    """A file we may not read says nothing about its data: the scan could not run (never ``file.unreadable``)."""
+    path = str(exc).rpartition(": ")[0] or "a relation file"
+    return PgSurgeonError(
+        f"cannot read {path}: permission denied",
+        hint="run as the owner of the files (the cluster's OS user) or root, or fix their permissions",
+    )
 
 
 def _foreign_control(pgdata: Path, control: dict[str, Any]) -> str | None:
