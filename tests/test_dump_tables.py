@@ -84,3 +84,58 @@ def test_healthy_tables_saved_when_others_are_damaged(labs: CorruptLabs, tmp_pat
         [str(restore), "--list", by_table["public.ok_one"]["file"]], capture_output=True, text=True, env=env, check=True
     ).stdout
     assert "TABLE DATA public ok_one" in toc
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_password_never_on_the_command_line(
+    labs: CorruptLabs, tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19, point 6: pg_dump's argv is readable by every local user (ps), so a password in the dsn reaches
+    pg_dump through its environment only. The role must authenticate with scram-sha-256, so the dump succeeding
+    proves the password did arrive."""
+    from psycopg.conninfo import make_conninfo
+
+    import pgsurgeon.salvage.dump as dumping
+
+    lab = labs.get(version)
+    secret = "s3cr=t 'pass' word"
+    sql(
+        lab,
+        "DROP ROLE IF EXISTS dump_pw",
+        "SET password_encryption = 'scram-sha-256'",
+        "CREATE ROLE dump_pw LOGIN SUPERUSER PASSWORD " + "'" + secret.replace("'", "''") + "'",
+        "CREATE TABLE IF NOT EXISTS pw_t AS SELECT g AS id FROM generate_series(1, 10) g",
+    )
+    hba = lab.pgdata / "pg_hba.conf"
+    original = hba.read_text()
+    rules = "".join(
+        f"{kind} all dump_pw {addr} scram-sha-256\n"
+        for kind, addr in (("local", ""), ("host", "127.0.0.1/32"), ("host", "::1/128"))
+    )
+    hba.write_text(rules + original)
+    sql(lab, "SELECT pg_reload_conf()")
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    real_run = dumping.subprocess.run
+
+    def spy(cmd: list[str], *args: object, **kwargs: object) -> object:
+        env = kwargs.get("env")
+        seen.append((list(cmd), dict(env) if isinstance(env, dict) else {}))
+        return real_run(cmd, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(dumping.subprocess, "run", spy)
+    try:
+        dsn = make_conninfo(lab.dsn(), user="dump_pw", password=secret)
+        out = tmp_path / "dumps"
+        code, stdout, err = cli("dump-tables", "--dsn", dsn, "--out", str(out), "--table", "public.pw_t")
+        assert code == 0, stdout + err
+    finally:
+        hba.write_text(original)
+        sql(lab, "SELECT pg_reload_conf()")
+    dumps = [(cmd, env) for cmd, env in seen if "--dbname" in " ".join(cmd)]
+    assert len(dumps) == 2  # the schema and the table
+    for cmd, env in dumps:
+        assert not any("s3cr" in arg for arg in cmd), cmd
+        assert env.get("PGPASSWORD") == secret
+    for written in out.rglob("*"):
+        if written.is_file() and written.suffix in (".log", ".json", ".sql"):
+            assert "s3cr" not in written.read_text(errors="replace"), written

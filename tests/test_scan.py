@@ -192,7 +192,8 @@ def areas_at(d: Damaged, table: str, block: int = 3) -> set[str]:
 def test_exit_status_and_shape(damaged: Damaged) -> None:
     assert damaged.code == 2
     r = damaged.report
-    assert set(r) == {"pgdata", "control", "summary", "findings"}
+    assert set(r) == {"pgdata", "control", "summary", "warnings", "findings"}
+    assert r["warnings"] == []
     assert set(r["summary"]) >= {"files", "blocks", "bytes", "findings", "seconds"}
     for f in r["findings"]:
         assert set(f) >= {

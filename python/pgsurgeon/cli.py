@@ -1,25 +1,34 @@
-"""Entry point: ``pgsurgeon <command> …``; each command lives in ``pgsurgeon.commands.<name>``."""
+"""Entry point: ``pgsurgeon <command> …``; each command lives in ``pgsurgeon.commands.<name>``.
+
+This is the one place that turns failures into what the user sees: one ``pgsurgeon: error: …`` line, an optional
+``hint:`` line, and the status of :mod:`pgsurgeon.exitcodes`. Our own errors (:class:`PgSurgeonError`) say it
+themselves; the operating system's expected refusals (a path that is missing, unreadable, a directory, a closed
+pipe) and files in a format we cannot decode are rendered here. Anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from pgsurgeon import __version__
+from pgsurgeon import __version__, core
 from pgsurgeon.commands import COMMANDS
-from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse exits 2 on a bad command line, the status of "damage found": ours exits with the usage status.
+    """argparse exits 2 on a bad command line, the status of "damage found": ours exits with the usage status,
+    and says it in one line plus a hint like every other error (no usage block to parse around).
     Subcommand parsers are made of the same class (add_subparsers defaults to it)."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(Exit.USAGE, f"{self.prog}: error: {message}\n")
+        err = UsageError(message, hint=f"'{self.prog} --help' lists the options")
+        self.exit(Exit.USAGE, err.render() + "\n")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -34,18 +43,87 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What to do next for the OS errors a user causes with a path; errno -> hint.
+_OS_HINTS = {
+    errno.EACCES: "run as the owner of the files (the cluster's OS user) or root, or fix their permissions",
+    errno.EPERM: "run as the owner of the files (the cluster's OS user) or root, or fix their permissions",
+    errno.ENOENT: "check the path",
+    errno.EISDIR: "a directory was given where a file is expected",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+    errno.EEXIST: "remove it or choose another path",
+    errno.ENOSPC: "free some space, then run again",
+    errno.EROFS: "the file system is mounted read-only; write somewhere else",
+    errno.ENAMETOOLONG: "shorten the path",
+    errno.ELOOP: "the path has a symbolic link loop",
+}
+
+
+_ERRNO_OF: dict[type[OSError], int] = {
+    PermissionError: errno.EACCES,
+    FileNotFoundError: errno.ENOENT,
+    IsADirectoryError: errno.EISDIR,
+    NotADirectoryError: errno.ENOTDIR,
+    FileExistsError: errno.EEXIST,
+}
+
+
+def _os_error(exc: OSError) -> PgSurgeonError | None:
+    """The expected OS error as our error, or None for one that points at a bug (then the traceback stays)."""
+    if isinstance(exc, BrokenPipeError):
+        return PgSurgeonError(
+            "the output was closed before everything was written (broken pipe)",
+            hint="the reading end (head, a pager) exited early; nothing else went wrong",
+        )
+    # The Rust core raises these without an errno (its message names the path): go by the class then.
+    code = exc.errno if exc.errno is not None else _ERRNO_OF.get(type(exc))
+    if code not in _OS_HINTS:
+        return None
+    if exc.filename is not None:
+        message = f"{os.fsdecode(exc.filename)}: {(exc.strerror or str(code)).lower()}"
+    else:
+        path, sep, reason = str(exc).rpartition(": ")
+        message = path + sep + reason.split(" (os error")[0].lower()
+    return PgSurgeonError(message, hint=_OS_HINTS[code])
+
+
+def _stdout_gone() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail on the closed pipe again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # replaced by a test's buffer, or already closed
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = get_parser()
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, while it can still be reported
     except PgSurgeonError as exc:
-        print(exc.render(), file=sys.stderr)
-        return exc.exit_code
+        failure = exc
     except KeyboardInterrupt:
         print("pgsurgeon: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
-    return code
+    except OSError as exc:
+        mapped = _os_error(exc)
+        if mapped is None:
+            raise
+        if isinstance(exc, BrokenPipeError):
+            _stdout_gone()
+        failure = mapped
+    except core.FormatError as exc:
+        failure = PgSurgeonError(
+            (str(exc).strip().splitlines() or ["a file is not in a format pgsurgeon knows"])[0],
+            hint="the file is damaged or is not the file named (pgsurgeon reads postgresql 14 to 18)",
+        )
+    else:
+        return code
+    print(failure.render(), file=sys.stderr)
+    return failure.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,7 +10,7 @@ import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.errors import PgSurgeonError, UsageError
 
 if TYPE_CHECKING:
     import psycopg
@@ -93,6 +93,7 @@ __all__ = [
     "errors",
     "load_sql",
     "make_dsn",
+    "parse_dsn",
     "quote_ident",
     "sql",
 ]
@@ -133,10 +134,28 @@ def describe_dsn(dsn: str) -> str:
     return f"{host}:{port}/{dbname}"
 
 
+DSN_HINT = "a dsn is 'host=… port=… dbname=… user=…' or postgresql://user@host:port/dbname"
+
+
+def parse_dsn(dsn: str) -> dict[str, Any]:
+    """The parameters of a connection string; a malformed one is a usage error (the driver's own message, which
+    never repeats the password)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        detail = (str(exc).strip().splitlines() or ["malformed"])[0]
+        raise UsageError(f"the dsn is malformed: {detail}", hint=DSN_HINT) from None
+
+
 def connect(dsn: str, autocommit: bool = True, **kwargs: Any) -> psycopg.Connection[tuple[Any, ...]]:
-    """Open a connection; a failure to connect becomes :class:`ConnectError` (one line plus hint)."""
+    """Open a connection; a malformed dsn is a :class:`UsageError`, a failure to connect a :class:`ConnectError`
+    (one line plus hint)."""
     import psycopg
 
+    parse_dsn(dsn)
     try:
         return psycopg.connect(dsn, autocommit=autocommit, **kwargs)
     except psycopg.OperationalError as exc:

@@ -47,14 +47,15 @@ TABLE: tuple[Status, ...] = (
     Status(
         Exit.FAILED,
         "could not run",
-        "an error stopped the command (server unreachable, refused, file unreadable, a lab scenario failed): "
-        "one line `pgsurgeon: error: …` on stderr and, where there is a next step, a `hint:` line",
+        "an error stopped the command (server unreachable, refused, a file we may not read or write, a closed "
+        "output pipe, a lab scenario failed): one line `pgsurgeon: error: …` on stderr and, where there is a next "
+        "step, a `hint:` line; nothing is left half written",
     ),
     Status(
         Exit.USAGE,
         "usage error",
         "the arguments are wrong, do not fit together, or name something that does not exist (argparse's own "
-        "errors included); nothing was done",
+        "errors, a malformed dsn, a number out of range included): one line and a hint; nothing was done",
     ),
     Status(Exit.INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT)"),
 )

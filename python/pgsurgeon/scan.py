@@ -41,6 +41,8 @@ class ScanOutcome:
     summary: dict[str, Any]
     findings: list[dict[str, Any]]
     names: dict[RelKey, RelName]
+    warnings: list[str] = field(default_factory=list)
+    """What makes the verdict less certain (said once, not as findings)."""
 
 
 def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dict[str, Any]:
@@ -131,6 +133,14 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
             hint="stop the server, scan a base backup, or pass --live to skip pages written after the last checkpoint",
         )
     options = _control_options(control, req.checksums, req.live and pid is not None)
+    warnings: list[str] = []
+    foreign = _foreign_control(req.pgdata, control)
+    if foreign is not None:
+        # Its XID horizons and checkpoint belong to another cluster: judged against them, healthy tuples look
+        # like damage (xmin "in the future"). Block size and checksums still come from it, as nothing else says.
+        warnings.append(foreign)
+        options["horizons"] = None
+        options["clean_shutdown_lsn"] = None
     options["jobs"] = req.jobs
     names: dict[RelKey, RelName] = {}
     databases_by_name: dict[str, int] = {}
@@ -143,6 +153,8 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
     config = {"options": options, "files": [str(f) for f in req.files], "databases": db_oids, "relfilenodes": nodes}
     try:
         scanner = core.Scanner(str(req.pgdata), json.dumps(config))
+    except PermissionError as exc:
+        raise _not_allowed(exc) from None
     except (ValueError, OSError) as exc:
         raise PgSurgeonError(str(exc).splitlines()[0]) from None
     total = scanner.total_bytes
@@ -169,6 +181,8 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         worker.join()
         raise
     if failure:
+        if isinstance(failure[0], PermissionError):
+            raise _not_allowed(failure[0])
         raise PgSurgeonError(f"scan failed: {failure[0]}")
     summary = result["summary"]
     summary["seconds"] = round(time.monotonic() - started, 3)
@@ -178,4 +192,28 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         name = names.get(key)
         f["relation"] = name.qualified if name else None
         f["database"] = name.database if name else None
-    return ScanOutcome(req.pgdata, control, summary, findings, names)
+    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings)
+
+
+def _not_allowed(exc: PermissionError) -> PgSurgeonError:
+    """A file we may not read says nothing about its data: the scan could not run (never ``file.unreadable``)."""
+    path = str(exc).rpartition(": ")[0] or "a relation file"
+    return PgSurgeonError(
+        f"cannot read {path}: permission denied",
+        hint="run as the owner of the files (the cluster's OS user) or root, or fix their permissions",
+    )
+
+
+def _foreign_control(pgdata: Path, control: dict[str, Any]) -> str | None:
+    """A warning when pg_control is of another major version than the data directory (PG_VERSION)."""
+    try:
+        major = int((pgdata / "PG_VERSION").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    theirs = control.get("major_version")
+    if theirs is None or int(theirs) == major:
+        return None
+    return (
+        f"pg_control is of postgresql {theirs} but the data directory is postgresql {major} (PG_VERSION): "
+        "transaction ids and checkpoint are not checked against it"
+    )

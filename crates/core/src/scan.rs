@@ -675,6 +675,21 @@ pub fn scan(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &
     }
 }
 
+/// A file we are not allowed to read says nothing about the data in it: stop with the permission error before
+/// reading anything, instead of reporting it as damage (`file.unreadable` is for the storage failing to return
+/// bytes). Opening each segment once is cheap next to reading it.
+fn refuse_unreadable(root: &Path, relations: &[Relation]) -> Result<()> {
+    for seg in relations.iter().flat_map(|r| r.segments.iter()) {
+        let path = root.join(&seg.path);
+        if let Err(e) = File::open(&path) {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                return Err(CoreError::io(path, e));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
     if opts.blcksz == 0 || !opts.blcksz.is_multiple_of(128) || opts.relseg_size == 0 {
         return Err(CoreError::Invalid(format!(
@@ -682,6 +697,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
             opts.blcksz, opts.relseg_size
         )));
     }
+    refuse_unreadable(root, relations)?;
     let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
     let kinds = relations
         .par_iter()

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon import paths
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import findings, term
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 
     from pgsurgeon.diagnose import DiagnoseOutcome
 
+MAX_JOBS = 64
+"""Parallel connections: each is a backend on a server that may be damaged and short of slots."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|min)?$")
 
 
@@ -136,8 +139,10 @@ def render_text(outcome: DiagnoseOutcome, console: Console) -> None:
 def run(args: argparse.Namespace) -> int:
     from pgsurgeon.diagnose import DiagnoseRequest, Limits, run_diagnose
 
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="each job is one connection")
+    if args.pgdata is not None:
+        paths.existing_dir(args.pgdata, "--pgdata")
     progress = None
     if args.progress:
         err = term.console(stderr=True)

@@ -7,8 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from pgsurgeon import paths
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
+
+MAX_JOBS = 64
+"""pg_dump processes at once: each holds a server connection, and a damaged server has few to spare."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,8 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from pgsurgeon.salvage.dump import Dumper, DumpOptions, TableDump, render_text
 
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="each job is one pg_dump and one connection")
+    paths.output_dir(args.out, "--out")
     opts = DumpOptions(
         dsn=args.dsn,
         out=args.out,

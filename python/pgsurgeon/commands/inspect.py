@@ -106,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "name a relation file, or --dsn with --table", hint="pgsurgeon inspect PGDATA/base/5/1259 -b 0"
         )
+    if args.file is not None and args.file.is_dir():
+        raise UsageError(
+            f"{args.file} is a directory: inspect decodes one page of one relation file",
+            hint="pass the file, e.g. PGDATA/base/5/1259 (pgsurgeon files PGDATA lists them)",
+        )
     target = _from_dsn(args.dsn, args.table, args.fork, args.block) if args.table else _from_file(args.file, args.block)
     if len(target.data) < 24:
         raise PgSurgeonError(

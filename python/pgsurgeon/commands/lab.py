@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon import paths
 from pgsurgeon.errors import LabError, UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster, default_base_dir, list_labs
@@ -69,7 +70,10 @@ def register(sub: Any) -> None:
 
 def _lab_dir(args: argparse.Namespace) -> Path:
     value = getattr(args, "lab_dir", None)
-    return Path(value).expanduser().absolute() if value else default_base_dir()
+    base = Path(value).expanduser().absolute() if value else default_base_dir()
+    if base.exists() and not base.is_dir():
+        raise UsageError(f"--lab-dir {base} is not a directory", hint="name the directory holding the lab clusters")
+    return base
 
 
 def _console() -> Console:
@@ -181,21 +185,22 @@ def run_default(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         err.print(f"lab: {text}", style="dim", markup=False)
 
-    lab_dir = getattr(args, "lab_dir", None)
+    paths.output_dir(args.out, "--out")
+    lab_dir = _lab_dir(args) if getattr(args, "lab_dir", None) else None
     run = run_lab(
         scenarios,
         seed=args.seed,
         pg_bin=args.pg_bin,
         out_dir=args.out.absolute(),
         keep=args.keep,
-        lab_dir=Path(lab_dir) if lab_dir else None,
+        lab_dir=lab_dir,
         say=say,
     )
-    paths = report.write_reports(run)
+    written = report.write_reports(run)
     if args.format == "json":
         print(json.dumps(report.to_json(run), indent=1, default=str))
     else:
         console = _console()
         report.print_matrix(run, console)
-        console.print("reports: " + ", ".join(str(p) for p in paths.values()))
+        console.print("reports: " + ", ".join(str(p) for p in written.values()))
     return Exit.FAILED if any(r.error for r in run.results) else Exit.CLEAN

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pgsurgeon import paths
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 
@@ -100,6 +101,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.yes and not args.execute:
         raise UsageError("--yes goes with --execute")
+    if args.pgdata is not None:
+        paths.existing_dir(args.pgdata, "--pgdata")
+    for option, path in (("--run-dir", args.run_dir), ("--salvage-out", args.salvage_out)):
+        if path is not None:
+            paths.output_dir(path, option)
     out = sys.stderr if args.format == "json" else sys.stdout
 
     def say(text: str) -> None:

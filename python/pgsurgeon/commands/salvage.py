@@ -8,8 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pgsurgeon import paths
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
+
+MAX_JOBS = 64
+"""Parallel connections: each is a backend on a server that may be damaged and short of slots."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,10 +68,20 @@ def run(args: argparse.Namespace) -> int:
     from pgsurgeon.salvage.report import render_text
     from pgsurgeon.salvage.sinks import safe_name
 
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="each job is one connection")
+    if args.chunk_blocks < 0:
+        raise UsageError("--chunk-blocks must be 1 or more, or 0 to size the chunks from the table")
+    if args.statement_timeout < 0:
+        raise UsageError("--statement-timeout must be 0 (none) or more seconds")
     if args.into_dsn and not args.into:
         raise UsageError("--into-dsn needs --into")
+    if args.pgdata is not None:
+        paths.existing_dir(args.pgdata, "--pgdata")
+    if args.out is not None:
+        paths.output_dir(args.out, "--out")
+    if args.report is not None:
+        paths.output_file(args.report, "--report")
     opts = SalvageOptions(
         dsn=args.dsn,
         table=args.table,

@@ -16,6 +16,9 @@ from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 if TYPE_CHECKING:
     from rich.console import Console
 
+MAX_JOBS = 256
+"""Scan threads: beyond this many, threads only contend for the disk and memory (one chunk buffer each)."""
+
 CONTROL_FIELDS = (
     "major_version",
     "state",
@@ -63,8 +66,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> ScanRequest:
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
     targets: list[Path] = args.targets
     files: list[Path] = []
     if len(targets) == 1 and targets[0].is_dir():
@@ -100,6 +103,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "pgdata": str(outcome.pgdata),
         "control": {k: outcome.control.get(k) for k in CONTROL_FIELDS},
         "summary": outcome.summary,
+        "warnings": outcome.warnings,
         "findings": [{k: f.get(k) for k in findings.FINDING_FIELDS} for f in outcome.findings],
     }
 
@@ -142,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_scan(req, show)
     else:
         outcome = run_scan(req)
+    for warning in outcome.warnings:
+        term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False)
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:

@@ -71,10 +71,11 @@ def run(args: argparse.Namespace) -> int:
             hint="--force restores its saved bytes again",
         )
     _check_cluster(manifest, args)
+    applying.confine(manifest)  # before the server is stopped: a hostile manifest changes nothing at all
     h = manifest.header
     say(
         f"undo {h.get('mode')}{' (field ' + h['field'] + ')' if h.get('field') else ''} on "
-        f"{h.get('relation', {}).get('name')}: {len(manifest.changes)} change(s) in {manifest.pgdata}"
+        f"{(h.get('relation') or {}).get('name')}: {len(manifest.changes)} change(s) in {manifest.pgdata}"
     )
     if args.dry_run:
         state = applying.check(manifest)

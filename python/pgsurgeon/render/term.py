@@ -3,6 +3,7 @@ quick command (a scan of a small directory, --help) should not pay."""
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,14 @@ if TYPE_CHECKING:
 def console(*, stderr: bool = False, **kwargs: Any) -> Console:
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits silently with status 1; the CLI reports a closed pipe like every other error instead.
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "broken pipe")
+
     kwargs.setdefault("highlight", False)
-    return Console(file=sys.stderr if stderr else None, **kwargs)
+    return _Console(file=sys.stderr if stderr else None, **kwargs)
 
 
 def table(*columns: str, **kwargs: Any) -> Table:

@@ -161,14 +161,28 @@ def _selected(schema: str, name: str, include: list[str], exclude: list[str]) ->
     return (not include or hit(include)) and not hit(exclude)
 
 
+def split_password(dsn: str) -> tuple[str, str | None]:
+    """The connection string without its password, and the password. A command line is readable by every local
+    user (``ps``, /proc/PID/cmdline); a process's environment only by its owner and root."""
+    from psycopg.conninfo import make_conninfo
+
+    params = db.parse_dsn(dsn)
+    password = params.pop("password", None)
+    return make_conninfo("", **params), password
+
+
 class Dumper:
     def __init__(self, opts: DumpOptions) -> None:
         self.opts = opts
         self.lock = threading.Lock()
+        self.conninfo, self.password = split_password(opts.dsn)
+        """What pg_dump gets on its command line, and the password it gets through PGPASSWORD."""
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.setdefault("PGAPPNAME", "pgsurgeon dump-tables")
+        if self.password is not None:
+            env["PGPASSWORD"] = self.password
         # installations that are not on the library path (the embedded PostgreSQL) keep their libraries in ../lib
         lib = self.pg_dump.resolve().parent.parent / "lib"
         if lib.is_dir():
@@ -181,7 +195,7 @@ class Dumper:
         tmp = td.file.with_name(td.file.name + ".partial")
         cmd = [
             str(self.pg_dump),
-            f"--dbname={o.dsn}",
+            f"--dbname={self.conninfo}",
             f"--format={flag}",
             f"--file={tmp}",
             f"--table={pattern_for(td.schema, td.name)}",
@@ -191,9 +205,7 @@ class Dumper:
         td.attempts += 1
         start = time.monotonic()
         with td.log.open("a", encoding="utf-8") as log:
-            log.write(
-                f"--- attempt {td.attempts} at {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd[:1] + cmd[2:])}\n"
-            )
+            log.write(f"--- attempt {td.attempts} at {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd)}\n")
             log.flush()
             try:
                 proc = subprocess.run(
@@ -289,7 +301,7 @@ class Dumper:
         o = self.opts
         file = o.out / "schema.sql"
         log = o.out / "logs" / "schema.log"
-        cmd = [str(self.pg_dump), f"--dbname={o.dsn}", "--schema-only", f"--file={file}", "--no-password"]
+        cmd = [str(self.pg_dump), f"--dbname={self.conninfo}", "--schema-only", f"--file={file}", "--no-password"]
         proc = subprocess.run(
             cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self._env(), check=False
         )

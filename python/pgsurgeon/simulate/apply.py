@@ -166,9 +166,42 @@ def _file_state(change: FileChange, pgdata: Path) -> str:
     return "old" if size == change.old_size and _sha_file(path) == change.old_sha256 else "other"
 
 
+def _inside(path: Path, roots: list[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == root or root in real.parents for root in roots)
+
+
+def confine(manifest: Manifest) -> None:
+    """Refuse a manifest naming any file outside its data directory (or its side-file directory), judged on the
+    real paths, so no symbolic link or ``..`` leads a write elsewhere. Checked for every path before the first
+    read or write. A tablespace's files are reached through its link ``pg_tblspc/OID``, which may point anywhere:
+    such a path must stay inside that link's target."""
+    pgdata = Path(os.path.realpath(manifest.pgdata))
+    files = [c.file for c in manifest.changes] + [p.file for p in manifest.pages]
+    for file in files:
+        parts = Path(file).parts
+        roots = [pgdata]
+        if len(parts) > 2 and parts[0] == "pg_tblspc" and parts[1].isdigit():
+            roots = [Path(os.path.realpath(pgdata / parts[0] / parts[1]))]
+        if not _inside(pgdata / file, roots):
+            raise PgSurgeonError(
+                f"the manifest names {file}, which leads outside the data directory {manifest.pgdata}: "
+                "refusing to touch anything",
+                hint="the manifest was edited or the directory changed (a symbolic link); restore from a backup",
+            )
+    side = Path(os.path.realpath(manifest.data_dir))
+    for change in manifest.changes:
+        if change.saved is not None and not _inside(manifest.path.parent / change.saved, [side]):
+            raise PgSurgeonError(
+                f"the manifest keeps the saved bytes of {change.file} outside {manifest.data_dir}: refusing them",
+                hint="the manifest was edited; restore the cluster from a backup",
+            )
+
+
 def check(manifest: Manifest) -> Check:
     """Compare the files with the manifest. Pages are compared whole: a page the server rewrote since (hint
     bits set through a damaged line pointer, pruning) counts as changed even where pgsurgeon's bytes survive."""
+    confine(manifest)
     pgdata = manifest.pgdata
     result = Check()
     page_states = {(p.file, p.block): (p, _page_state(p, pgdata)) for p in manifest.pages}
@@ -218,12 +251,26 @@ def _original_page(manifest: Manifest, page: PageRecord) -> bytes:
     return data
 
 
-def _restore(manifest: Manifest, change: FileChange) -> None:
+def _check_target(path: Path, kind: str) -> None:
+    """The file a change is restored into must be there (or, for a removed one, its directory)."""
+    if kind == KIND_REMOVE:
+        if not path.parent.is_dir():
+            raise PgSurgeonError(
+                f"cannot restore {path}: its directory is gone", hint="the relation was dropped since corrupt ran"
+            )
+    elif not path.is_file():
+        raise PgSurgeonError(
+            f"cannot restore {path}: the file is gone or not a regular file",
+            hint="the relation was dropped or rewritten since corrupt ran (VACUUM FULL, TRUNCATE)",
+        )
+
+
+def _restore(manifest: Manifest, change: FileChange, saved: Path | None) -> None:
     path = manifest.pgdata / change.file
     if change.kind == KIND_BYTES:
         _write_at(path, change.offset, change.old)
         return
-    saved = _saved_path(manifest, change)
+    assert saved is not None  # undo() checked every side file before the first write
     if change.kind == KIND_TRUNCATE:
         with path.open("r+b") as fh, saved.open("rb") as src:
             fh.seek(change.offset)
@@ -263,15 +310,23 @@ def undo(manifest: Manifest, *, force: bool) -> UndoReport:
         )
     rewritten = {(p.file, p.block) for p in state.rewritten_pages}
     todo_ids = {id(c) for c in state.todo}
-    for change in reversed(manifest.changes):
-        if id(change) not in todo_ids:
-            continue
-        if change.kind == KIND_BYTES and (change.file, change.block) in rewritten:
-            continue
-        _restore(manifest, change)
+    todo = [
+        c
+        for c in reversed(manifest.changes)
+        if id(c) in todo_ids and not (c.kind == KIND_BYTES and (c.file, c.block) in rewritten)
+    ]
+    # Everything a restore needs is checked before the first write, so a failure never leaves it half done.
+    saved = {id(c): _saved_path(manifest, c) for c in todo if c.kind != KIND_BYTES}
+    originals = [(page, _original_page(manifest, page)) for page in state.rewritten_pages]
+    for change in todo:
+        _check_target(manifest.pgdata / change.file, change.kind)
+    for page, _ in originals:
+        _check_target(manifest.pgdata / page.file, KIND_BYTES)
+    for change in todo:
+        _restore(manifest, change, saved.get(id(change)))
         report.restored += 1
-    for page in state.rewritten_pages:
-        _write_at(manifest.pgdata / page.file, page.offset, _original_page(manifest, page))
+    for page, image in originals:
+        _write_at(manifest.pgdata / page.file, page.offset, image)
         report.notes.append(
             f"{page.file} block {page.block}: rewritten by the server since corrupt; its original image is back"
         )

@@ -95,38 +95,107 @@ class FileChange:
         return doc
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> FileChange:
-        try:
-            kind = str(doc["kind"])
-            change = cls(
-                kind=kind,
-                file=str(doc["file"]),
-                offset=int(doc["offset"]),
-                old=bytes.fromhex(doc.get("old", "")),
-                new=bytes.fromhex(doc.get("new", "")),
-                length=int(doc.get("length", 0)),
-                old_sha256=str(doc.get("old_sha256", "")),
-                block=doc.get("block"),
-                item=doc.get("item"),
-                note=str(doc.get("note", "")),
-                old_size=doc.get("old_size"),
-                mode=doc.get("mode"),
-                uid=doc.get("uid"),
-                gid=doc.get("gid"),
-                saved=doc.get("saved"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PgSurgeonError(f"a change in the manifest is malformed: {exc}") from None
-        if kind == KIND_BYTES and (len(change.old) != len(change.new) or sha256(change.old) != change.old_sha256):
-            raise PgSurgeonError(
-                f"the change to {change.file} at offset {change.offset} is inconsistent (length or sha256)",
-                hint="the manifest was edited; restore the cluster from a backup instead",
-            )
-        if kind in (KIND_TRUNCATE, KIND_REMOVE) and change.saved is None:
-            raise PgSurgeonError(f"the {kind} of {change.file} has no saved data in the manifest")
+    def from_json(cls, doc: Any, where: str) -> FileChange:
+        """A change as the manifest holds it, every key and type checked (``where`` names it in errors)."""
+        _keys(doc, where, required=_CHANGE_REQUIRED, optional=_CHANGE_OPTIONAL)
+        kind = _field(doc, "kind", str, where)
         if kind not in (KIND_BYTES, KIND_TRUNCATE, KIND_REMOVE):
-            raise PgSurgeonError(f"unknown change kind {kind!r} in the manifest")
+            raise _malformed(f"{where} has unknown kind {kind!r}")
+        change = cls(
+            kind=kind,
+            file=_relpath(doc, "file", where),
+            offset=_count(doc, "offset", where),
+            old=_hex(doc, "old", where),
+            new=_hex(doc, "new", where),
+            length=_count(doc, "length", where),
+            old_sha256=_field(doc, "old_sha256", str, where, default=""),
+            block=_count(doc, "block", where, optional=True),
+            item=_count(doc, "item", where, optional=True),
+            note=_field(doc, "note", str, where, default=""),
+            old_size=_count(doc, "old_size", where, optional=True),
+            mode=_count(doc, "mode", where, optional=True),
+            uid=_count(doc, "uid", where, optional=True),
+            gid=_count(doc, "gid", where, optional=True),
+            saved=_relpath(doc, "saved", where, optional=True),
+        )
+        at = f"the {kind} change to {change.file} at offset {change.offset}"
+        if kind == KIND_BYTES:
+            if not change.old or len(change.old) != len(change.new) or len(change.old) != change.length:
+                raise _malformed(f"{at}: old and new bytes differ in length or from 'length'")
+            if sha256(change.old) != change.old_sha256:
+                raise _malformed(f"{at}: the old bytes do not match their sha256")
+            if change.block is None:
+                raise _malformed(f"{at} names no block")
+        else:
+            if change.saved is None:
+                raise _malformed(f"{at} has no saved data")
+            if change.old_size is None or change.offset + change.length != change.old_size:
+                raise _malformed(f"{at}: offset + length is not the old size")
+            if kind == KIND_REMOVE and change.offset != 0:
+                raise _malformed(f"{at}: a removed file is restored from offset 0")
+            if change.mode is not None and change.mode > 0o7777:
+                raise _malformed(f"{at}: mode {change.mode:o} is not a permission mode")
         return change
+
+
+_HINT_EDITED = "the manifest was edited or damaged; restore the cluster from a backup instead"
+_CHANGE_REQUIRED = frozenset({"kind", "file", "offset", "length"})
+_CHANGE_OPTIONAL = frozenset(
+    {"old", "new", "old_sha256", "block", "item", "note", "old_size", "mode", "uid", "gid", "saved"}
+)
+_PAGE_REQUIRED = frozenset({"file", "block", "offset", "length", "sha256_before", "sha256_after"})
+_PAGE_OPTIONAL = frozenset({"saved_at"})
+
+
+def _malformed(message: str) -> PgSurgeonError:
+    return PgSurgeonError(f"the manifest is malformed: {message}", hint=_HINT_EDITED)
+
+
+def _keys(doc: Any, where: str, *, required: frozenset[str], optional: frozenset[str]) -> None:
+    if not isinstance(doc, dict):
+        raise _malformed(f"{where} is a {type(doc).__name__}, not an object")
+    missing = sorted(required - doc.keys())
+    if missing:
+        raise _malformed(f"{where} has no {', '.join(missing)}")
+    unknown = sorted(doc.keys() - required - optional)
+    if unknown:
+        raise _malformed(f"{where} has unknown key(s) {', '.join(unknown)}")
+
+
+def _field(doc: dict[str, Any], key: str, kind: type, where: str, *, default: Any = None) -> Any:
+    value = doc.get(key, default)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _malformed(f"{key} of {where} is {value!r}, not a {kind.__name__}")
+    return value
+
+
+def _count(doc: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
+    """A non-negative integer (or None when ``optional`` and absent)."""
+    if optional and doc.get(key) is None:
+        return None
+    value = _field(doc, key, int, where, default=0)
+    if value < 0:
+        raise _malformed(f"{key} of {where} is negative ({value})")
+    return value
+
+
+def _hex(doc: dict[str, Any], key: str, where: str) -> bytes:
+    try:
+        return bytes.fromhex(_field(doc, key, str, where, default=""))
+    except ValueError:
+        raise _malformed(f"{key} of {where} is not hexadecimal") from None
+
+
+def _relpath(doc: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
+    """A relative path that stays where it is anchored: no absolute path, no ``..``. Symbolic links are
+    judged where the path is used (:func:`pgsurgeon.simulate.apply.confine`), against the real directories."""
+    if optional and doc.get(key) is None:
+        return None
+    value = _field(doc, key, str, where)
+    parts = Path(value).parts
+    if not value or Path(value).is_absolute() or ".." in parts or "\0" in value:
+        raise _malformed(f"{key} of {where} is {value!r}, not a path relative to its directory")
+    return value
 
 
 @dataclass
@@ -146,6 +215,22 @@ class PageRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if k != "original"}
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str) -> PageRecord:
+        _keys(doc, where, required=_PAGE_REQUIRED, optional=_PAGE_OPTIONAL)
+        page = cls(
+            file=_relpath(doc, "file", where),
+            block=_count(doc, "block", where),
+            offset=_count(doc, "offset", where),
+            length=_count(doc, "length", where),
+            sha256_before=_field(doc, "sha256_before", str, where),
+            sha256_after=_field(doc, "sha256_after", str, where),
+            saved_at=_count(doc, "saved_at", where),
+        )
+        if page.length == 0:
+            raise _malformed(f"{where} has length 0")
+        return page
 
 
 @dataclass
@@ -190,23 +275,54 @@ class Manifest:
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
+        """Read and check the whole manifest (keys, types, offsets, lengths, paths relative and without ``..``)
+        before anything uses it, so a hostile or damaged manifest is refused before the first write."""
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise PgSurgeonError(f"no such manifest: {path}") from None
+            raise PgSurgeonError(f"no such manifest: {path}", hint="pass the .json file 'corrupt' printed") from None
         except (OSError, ValueError) as exc:
-            raise PgSurgeonError(f"cannot read manifest {path}: {exc}") from None
+            reason = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PgSurgeonError(
+                f"cannot read manifest {path}: {reason}", hint="pass the .json file 'corrupt' printed"
+            ) from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise PgSurgeonError(
                 f"{path} is not a pgsurgeon corruption manifest", hint="pass the .json file 'corrupt' printed"
             )
         if doc.get("version") != VERSION:
             raise PgSurgeonError(f"manifest {path} has version {doc.get('version')}, this pgsurgeon reads {VERSION}")
-        changes = [FileChange.from_json(c) for c in doc.pop("changes", [])]
-        pages = [PageRecord(**p) for p in doc.pop("pages", [])]
+        _check_header(doc)
+        changes_doc, pages_doc = doc.pop("changes", None), doc.pop("pages", [])
+        if not isinstance(changes_doc, list):
+            raise _malformed("'changes' is not a list")
+        if not isinstance(pages_doc, list):
+            raise _malformed("'pages' is not a list")
+        changes = [FileChange.from_json(c, f"change {n + 1}") for n, c in enumerate(changes_doc)]
+        pages = [PageRecord.from_json(p, f"page record {n + 1}") for n, p in enumerate(pages_doc)]
+        by_page = {(p.file, p.block): p for p in pages}
+        for n, c in enumerate(changes):
+            if c.kind != KIND_BYTES:
+                continue
+            page = by_page.get((c.file, c.block if c.block is not None else -1))
+            if page is None or not page.offset <= c.offset <= c.offset + c.length <= page.offset + page.length:
+                raise _malformed(f"change {n + 1} lies outside the page record of {c.file} block {c.block}")
         for key in ("format", "version", "pgsurgeon_version"):
             doc.pop(key, None)
         return cls(path=path, header=doc, changes=changes, pages=pages)
+
+
+def _check_header(doc: dict[str, Any]) -> None:
+    """The header keys undo reads, with their types."""
+    pgdata = doc.get("pgdata")
+    if not isinstance(pgdata, str) or not Path(pgdata).is_absolute():
+        raise _malformed(f"pgdata is {pgdata!r}, not an absolute path")
+    for key in ("lab", "relation"):
+        if not isinstance(doc.get(key), dict | None):
+            raise _malformed(f"{key} is {doc[key]!r}, not an object")
+    for key in ("state", "mode", "field", "undone_at"):
+        if not isinstance(doc.get(key), str | None):
+            raise _malformed(f"{key} is {doc[key]!r}, not text")
 
 
 def default_path(pgdata: Path, lab_dir: Path | None, stamp: str, mode: str) -> Path:

@@ -12,16 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgsurgeon import paths
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.simulate import apply as applying
 from pgsurgeon.simulate.manifest import Manifest, default_path
-from pgsurgeon.simulate.modes import MODES, UNIT_FILE, UNIT_ITEM, UNIT_PAGE
+from pgsurgeon.simulate.modes import MODES, UNIT_FILE, UNIT_ITEM, UNIT_PAGE, UNIT_RELATION
 from pgsurgeon.simulate.plan import CorruptRequest, Plan, make_plan
 from pgsurgeon.simulate.server import lab_cluster_for, postmaster_pid, server_stopped
-from pgsurgeon.simulate.target import Resolved, checkpoint, from_dsn, from_file
+from pgsurgeon.simulate.target import Resolved, checkpoint, from_dsn, from_file, nblocks
 
 MAX_SEED = 2**64 - 1
+MAX_BLCKSZ = 32768
+"""The largest page PostgreSQL can be built with: no damage count can exceed the bits of one such page."""
 Say = Callable[[str], None]
 
 
@@ -87,6 +90,11 @@ def check(req: SimulateRequest) -> None:
         raise UsageError("--kind goes with --file")
     if req.count < 1:
         raise UsageError("--count must be 1 or more")
+    if req.count > MAX_BLCKSZ * 8:
+        raise UsageError(
+            f"--count {req.count} is more than the {MAX_BLCKSZ * 8} bits of the largest page",
+            hint="it counts pages, tuples or bit flips of one relation",
+        )
     for name in ("block", "item", "segment", "length", "flips", "tear_at", "source_block"):
         v = getattr(req, name)
         if v is not None and v < (1 if name in ("item", "length", "flips", "tear_at") else 0):
@@ -145,7 +153,9 @@ def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
     progress lines. A running lab cluster is stopped and started again around the write."""
     say = say or (lambda _text: None)
     check(req)
+    _check_paths(req)
     res = _resolve(req)
+    _check_fits(req, res)
     lab = _refuse_non_lab(res.pgdata, req.force_non_lab)
     creq = _corrupt_request(req, res, req.seed if req.seed is not None else secrets.randbits(32))
     if req.dry_run:
@@ -169,6 +179,39 @@ def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
         manifest = Manifest(path.absolute(), _header(creq, plan, lab), plan.changes, plan.pages)
         applying.apply(manifest, say)
     return SimulateResult(manifest, plan)
+
+
+def _check_paths(req: SimulateRequest) -> None:
+    """The paths named exist and have the right type, before any connection or file is opened."""
+    if req.pgdata is not None:
+        paths.existing_dir(req.pgdata, "--pgdata")
+    if req.manifest is not None:
+        paths.output_file(req.manifest, "--manifest", make_parents=True)
+    if req.source_file is not None and not req.source_file.is_file():
+        raise UsageError(f"--source-file {req.source_file} is not a file", hint="pass an older copy of the relation")
+
+
+def _check_fits(req: SimulateRequest, res: Resolved) -> None:
+    """Refuse numbers the relation cannot hold, from its files as they are now: before the server is stopped for
+    the write, and before any planning work. The plan checks again once the server is down (the files are then
+    final); a running server only ever makes them longer."""
+    mode = MODES[req.mode]
+    geo = res.geometry
+    if mode.unit == UNIT_RELATION and req.count > geo.blcksz * 8:
+        raise UsageError(
+            f"--count {req.count} is more bit flips than the {geo.blcksz * 8} bits of a page",
+            hint="a few flips per page already make it unreadable; lower --count",
+        )
+    if req.length is not None and req.length > geo.blcksz:
+        raise UsageError(f"--length {req.length} is longer than a page ({geo.blcksz} bytes)")
+    if req.block is None or mode.name == "missing-segment":
+        return
+    n = nblocks(res.relation.path, geo)
+    if req.block >= n:  # what the table holds decides, as in the plan: could not run, not a wrong argument
+        raise PgSurgeonError(
+            f"block {req.block} is beyond the end of {res.relation.name} ({n} blocks)",
+            hint=f"blocks are numbered from 0 to {n - 1}" if n else "the relation has no blocks yet",
+        )
 
 
 def _resolve(req: SimulateRequest) -> Resolved:

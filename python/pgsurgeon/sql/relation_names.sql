@@ -8,7 +8,8 @@ SELECT CASE WHEN c.reltablespace = 0 THEN d.dattablespace ELSE c.reltablespace E
        n.nspname AS schema,
        c.relname AS name,
        c.relkind::text AS relkind,
-       coalesce(am.amname, CASE WHEN c.relkind IN ('r', 't', 'm', 'S') THEN 'heap' END) AS amname,
+       coalesce(am.amname, CASE WHEN c.relkind IN ('r', 't', 'm') THEN 'heap'
+                                WHEN c.relkind = 'S' THEN 'sequence' END) AS amname,
        c.relpersistence::text AS persistence,
        c.reltoastrelid::bigint AS toast_oid
 FROM pg_class c
