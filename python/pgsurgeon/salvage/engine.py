@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
-from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
 from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
@@ -62,6 +62,16 @@ class SalvageOptions:
     """Classify blocks before sending SQL (off: SQL first, carve only what fails or crashes)."""
     server_files: bool = True
     """With --out and a local server: let the server write the chunk files (COPY … TO 'file')."""
+
+    def __post_init__(self) -> None:
+        # every caller (the command, repair, the lab) gets the same refusal, before anything runs
+        if not 1 <= self.jobs <= 64:
+            raise UsageError(f"jobs must be between 1 and 64, not {self.jobs}", hint="pass -j 1 to 64")
+        if self.chunk_blocks < 0:
+            raise UsageError(
+                f"chunk blocks must be 0 (chosen from the table size) or more, not {self.chunk_blocks}",
+                hint="pass --chunk-blocks 0 or a positive number",
+            )
 
 
 @dataclass
