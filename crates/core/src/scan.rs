@@ -861,7 +861,10 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
             zero_refs.iter().filter(|((hi, _), _)| *hi == ri).map(|((_, b), n)| (*b, *n)).collect();
         referenced.sort_unstable();
         for (b, n) in referenced {
-            rel_findings.retain(|f| !(f.block == Some(b) && f.code.starts_with("page_header.zeroed")));
+            rel_findings.retain(|f| {
+                !(f.block == Some(b)
+                    && matches!(f.code, "page_header.zeroed_referenced" | "page_header.zeroed_all_visible"))
+            });
             rel_findings.push(Finding::new(
                 "page_header.zeroed_referenced",
                 Some(b),

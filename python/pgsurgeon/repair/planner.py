@@ -78,7 +78,6 @@ EVIDENCE_CODES = frozenset(
     {
         "page_header.zeroed_referenced",
         "page_header.zeroed_all_visible",
-        "page_header.zeroed_inside",
         "file.heap_truncated",
         "file.vm_beyond_end",
         "file.partial_page",
