@@ -258,8 +258,10 @@ fn structured(t: &TypeDesc) -> bool {
     use crate::datum::oid;
     t.typlen == -1
         // the text-like types are copied as they are; numeric digits are checked (the server prints garbage)
-        && !matches!(t.oid, oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::BYTEA | oid::JSON | oid::XML)
-        && t.name != "citext"
+        && !matches!(
+            t.oid,
+            oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::BYTEA | oid::JSON | oid::XML | oid::PG_NODE_TREE
+        )
 }
 
 /// Decode the structured values of a tuple (inline ones; external values are checked when fetched): the first
