@@ -179,7 +179,7 @@ def test_heap_copy_access_method(labs: CorruptLabs, tmp_path: Path, version: str
 def test_frozen_rows_of_aborted_updates_stay_in_the_file(labs: CorruptLabs, tmp_path: Path, version: str) -> None:
     """Found by carving PostgreSQL's regression database after VACUUM (FREEZE): freezing clears an aborted updater's
     xmax but leaves t_ctid naming the discarded new version, on the same page (HOT) or in another block. Such rows
-    are healthy; they used to be kept apart as torn or misdirected copies."""
+    are healthy; they used to be kept apart, and scanned, as torn or misdirected copies."""
     lab = labs.get(version)
     sql(
         lab,
@@ -198,3 +198,8 @@ def test_frozen_rows_of_aborted_updates_stay_in_the_file(labs: CorruptLabs, tmp_
     assert code == 0
     assert Counter(lines) == Counter(sql_lines(lab.dsn(), "froz"))
     assert report["rows"]["carved"] == 400  # type: ignore[index]
+    # nor does scan take them for a torn or misdirected write
+    ((path,),) = sql(lab, "SELECT pg_relation_filepath('froz')")
+    code, out, err = cli("scan", str(lab.pgdata / str(path)), "--live", "--format", "json")
+    assert code == 0, out + err
+    assert "ctid_not_self" not in out
