@@ -25,7 +25,7 @@ from pgsurgeon.salvage.session import OUTPUT_SETTINGS
 
 # Types no table can hold a value of: their input functions reject every value (the server alone builds them).
 EXCLUDED = {
-    "pg_node_tree": "pg_node_tree_in rejects all input (planner trees are written by the server only)",
+    "pg_node_tree": "pg_node_tree_in rejects all input (a CREATE TABLE AS over a catalog stores it: tested below)",
     "pg_ndistinct": "pg_ndistinct_in rejects all input (extended statistics data)",
     "pg_dependencies": "pg_dependencies_in rejects all input (extended statistics data)",
     "pg_mcv_list": "pg_mcv_list_in rejects all input (extended statistics data)",
@@ -551,3 +551,53 @@ def test_generated_columns_stay_out_of_the_file(pg: LabCluster, tmp_path: Path) 
             assert same == (0,)
     finally:
         exec_sql(pg, "DROP TABLE IF EXISTS t_gen, t_gen2")
+
+
+def test_types_over_builtin_output_routines_and_catalog_trees(pg: LabCluster, tmp_path: Path) -> None:
+    """Found by running PostgreSQL's regression suite and carving its tables: a base type made with CREATE TYPE over
+    built-in I/O routines (LANGUAGE internal 'textout', 'int4out', 'int8out'; citext is made so too) prints as the
+    built-in type with that routine, and pg_node_tree, which a CREATE TABLE AS over pg_class stores, prints as its
+    text. Both used to keep their rows apart as 'not supported by the carver'."""
+    setup = """
+        CREATE TYPE t_txt; CREATE TYPE t_i4; CREATE TYPE t_i8;
+        CREATE FUNCTION t_txt_in(cstring) RETURNS t_txt AS 'textin' LANGUAGE internal STRICT IMMUTABLE;
+        CREATE FUNCTION t_txt_out(t_txt) RETURNS cstring AS 'textout' LANGUAGE internal STRICT IMMUTABLE;
+        CREATE FUNCTION t_i4_in(cstring) RETURNS t_i4 AS 'int4in' LANGUAGE internal STRICT IMMUTABLE;
+        CREATE FUNCTION t_i4_out(t_i4) RETURNS cstring AS 'int4out' LANGUAGE internal STRICT IMMUTABLE;
+        CREATE FUNCTION t_i8_in(cstring) RETURNS t_i8 AS 'int8in' LANGUAGE internal STRICT IMMUTABLE;
+        CREATE FUNCTION t_i8_out(t_i8) RETURNS cstring AS 'int8out' LANGUAGE internal STRICT IMMUTABLE;
+        CREATE TYPE t_txt (input = t_txt_in, output = t_txt_out, internallength = variable, alignment = int4);
+        CREATE TYPE t_i4 (input = t_i4_in, output = t_i4_out, internallength = 4, passedbyvalue, alignment = int4);
+        CREATE TYPE t_i8 (input = t_i8_in, output = t_i8_out, like = int8);
+        CREATE DOMAIN t_i4_dom AS t_i4;
+        CREATE TABLE t_outfn (a t_txt, b t_i4, c t_i8, d t_txt[], e t_i4_dom, f t_i8[]);
+        INSERT INTO t_outfn VALUES
+            ('zippo', '42', '-9223372036854775808', '{x,"y z",NULL}', '-7', '{1,2}'),
+            (E'tab\\there', '2147483647', '9223372036854775807', '{}', NULL, NULL),
+            (NULL, NULL, NULL, NULL, NULL, NULL);
+        CREATE TABLE t_part (a int, b text) PARTITION BY LIST (b);
+        CREATE TABLE t_part_1 PARTITION OF t_part FOR VALUES IN ('a', 'b');
+        CREATE TABLE t_trees AS
+            SELECT relname, relpartbound FROM pg_class WHERE relname IN ('t_part_1', 't_part');
+        CHECKPOINT;
+    """
+    try:
+        exec_sql(pg, setup)
+        for table, query in (
+            ("public.t_outfn", "SELECT * FROM t_outfn"),
+            ("public.t_trees", "SELECT * FROM t_trees"),
+        ):
+            out = tmp_path / table
+            report = salvage(SalvageOptions(dsn=pg.dsn(), table=table, out=out, fmt="copy", carve_all=True, jobs=1))
+            with _conn(pg) as conn, conn.cursor().copy(f"COPY ({query}) TO STDOUT") as cp:
+                expected = sorted(bytes(b) for b in cp)
+            carved = (out / f"{table}.copy").read_bytes()
+            assert sorted(carved.splitlines(keepends=True)) == expected, table
+            assert report["rows"]["carved_kept_apart"] == 0, table
+            assert report["rows"]["carved"] == len(expected), table
+    finally:
+        exec_sql(
+            pg,
+            "DROP TABLE IF EXISTS t_outfn, t_trees, t_part; DROP DOMAIN IF EXISTS t_i4_dom; "
+            "DROP TYPE IF EXISTS t_txt, t_i4, t_i8 CASCADE",
+        )

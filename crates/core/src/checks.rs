@@ -579,10 +579,12 @@ fn check_heap_tuple(
     }
     let ctid = t.t_ctid;
     let special_offset = ctid.offset == MOVED_PARTITIONS_OFFSET_NUMBER || ctid.offset == SPEC_TOKEN_OFFSET_NUMBER;
-    if t.t_xmax == 0 && !special_offset && (u64::from(ctid.block) != block || ctid.offset != off) {
-        // heap_insert points t_ctid at the tuple itself and only UPDATE (which sets xmax) moves
-        // it: a never-updated tuple elsewhere than its t_ctid says was written to the wrong place
-        // (a misdirected write, a torn page, a page copied over another).
+    if t.t_xmax == 0 && !special_offset && u64::from(ctid.block) != block && ctid.offset == off {
+        // heap_insert points t_ctid at the tuple itself; a tuple naming its own item number in
+        // another block was written to the wrong place (a misdirected write, a torn page, a page
+        // copied over another). xmax 0 with t_ctid at another item is not that: VACUUM clears an
+        // aborted updater's xmax and leaves t_ctid at the discarded new version
+        // (heap_prepare_freeze_tuple, access/heap/heapam.c).
         f.push("tuple_header.ctid_not_self", off, || {
             format!("t_ctid {ctid} but this tuple, never updated (xmax 0), is at ({block},{off})")
         });

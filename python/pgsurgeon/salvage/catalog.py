@@ -187,8 +187,14 @@ def _type_desc(oid: int, types: _Types, depth: int = 0) -> dict[str, Any] | None
             depth += 1
             continue
         break
+    # A type made with CREATE TYPE over a built-in output routine prints as the built-in type with that routine (see
+    # salvage_types.sql); the carver knows types by their built-in OID. Not for the reg* and aclitem types: their
+    # values print names looked up per type, which are loaded for the built-in OIDs only.
+    printed_as = int(row[12])
+    if printed_as in _NAMED_TYPES:
+        printed_as = oid
     desc: dict[str, Any] = {
-        "oid": oid,
+        "oid": printed_as,
         "name": typname,
         "typtype": typtype,
         "typlen": typlen,

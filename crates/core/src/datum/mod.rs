@@ -54,6 +54,7 @@ pub mod oid {
     pub const CID: u32 = 29;
     pub const OIDVECTOR: u32 = 30;
     pub const JSON: u32 = 114;
+    pub const PG_NODE_TREE: u32 = 194;
     pub const XML: u32 = 142;
     pub const POINT: u32 = 600;
     pub const LSEG: u32 = 601;
@@ -108,7 +109,7 @@ pub mod oid {
 pub struct TypeDesc {
     /// Base type OID.
     pub oid: u32,
-    /// Base type name, for messages (and to recognise extension types such as citext).
+    /// Base type name, for messages.
     #[serde(default)]
     pub name: String,
     /// pg_type.typtype: b base, e enum, c composite, r range, d domain (resolved), m multirange.
@@ -281,12 +282,8 @@ impl TypeDesc {
                 | TSVECTOR
                 | TSQUERY
                 | JSONPATH
+                | PG_NODE_TREE
         ) || misc::is_reg_type(self.oid)
-            || self.is_text_like()
-    }
-
-    fn is_text_like(&self) -> bool {
-        matches!(self.name.as_str(), "citext")
     }
 }
 
@@ -340,7 +337,8 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         FLOAT4 => format_float4(f32::from_le_bytes(fixed::<4>(data, "float4")?), out),
         FLOAT8 => format_float8(f64::from_le_bytes(fixed::<8>(data, "float8")?), out),
         NUMERIC => format_numeric(data, out)?,
-        TEXT | VARCHAR | BPCHAR | JSON | XML | REFCURSOR => out.extend_from_slice(data),
+        // pg_node_tree's output routine is textout's: the stored text of a planner tree, as it is
+        TEXT | VARCHAR | BPCHAR | JSON | XML | REFCURSOR | PG_NODE_TREE => out.extend_from_slice(data),
         BYTEA => {
             out.extend_from_slice(b"\\x");
             push_hex(out, data);
@@ -426,7 +424,6 @@ pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
                 out.push(if bytes[i / 8] & (0x80 >> (i % 8)) != 0 { b'1' } else { b'0' });
             }
         }
-        _ if t.is_text_like() => out.extend_from_slice(data),
         _ => return Err(format!("type {} (oid {}) is not supported by the carver", t.name, t.oid)),
     }
     Ok(())
@@ -1512,6 +1509,15 @@ mod tests {
             fmt(&inf, &base(oid::INTERVAL), 160000).unwrap(),
             "178956970 years 7 mons 2147483647 days 2562047788:00:54.775807"
         );
+    }
+
+    #[test]
+    fn pg_node_tree_prints_its_text() {
+        // CREATE TABLE … AS SELECT * FROM pg_class stores relpartbound, a pg_node_tree, in a user table
+        let t = base(oid::PG_NODE_TREE);
+        assert!(t.supported());
+        let tree = b"{PARTITIONBOUNDSPEC :strategy l :listdatums <>}";
+        assert_eq!(fmt(tree, &t, 180000).unwrap(), String::from_utf8_lossy(tree));
     }
 
     #[test]

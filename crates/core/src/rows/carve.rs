@@ -258,8 +258,10 @@ fn structured(t: &TypeDesc) -> bool {
     use crate::datum::oid;
     t.typlen == -1
         // the text-like types are copied as they are; numeric digits are checked (the server prints garbage)
-        && !matches!(t.oid, oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::BYTEA | oid::JSON | oid::XML)
-        && t.name != "citext"
+        && !matches!(
+            t.oid,
+            oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::BYTEA | oid::JSON | oid::XML | oid::PG_NODE_TREE
+        )
 }
 
 /// Decode the structured values of a tuple (inline ones; external values are checked when fetched): the first
@@ -994,13 +996,19 @@ pub struct CarveResult {
     pub need_toast: Vec<u32>,
 }
 
-/// Whether the page holds copies of another block's tuples (never-updated tuples whose t_ctid names another
-/// block): `(true, _)` when most of them do (a misdirected write), `(false, offset)` when some do, from `offset`
+/// Whether the page holds copies of another block's tuples (tuples with xmax 0 whose t_ctid names their own item
+/// number in another block): `(true, _)` when most of them do (a misdirected write), `(false, offset)` when some do, from `offset`
 /// up (a torn page whose upper part came from another block).
 fn foreign_region(found: &[Found], block: u64) -> Option<(bool, usize, u64)> {
+    // A copied never-updated row names its own item number in the block it was written for. One that names another
+    // item number there is a row VACUUM froze after its update aborted (xmax cleared, t_ctid left at the discarded
+    // new version), which proves nothing about the page.
     let is_foreign = |f: &Found| {
         let c = f.header.t_ctid;
-        f.header.t_xmax == 0 && u64::from(c.block) != block && c.offset < crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
+        f.header.t_xmax == 0
+            && u64::from(c.block) != block
+            && c.offset < crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
+            && f.lp.is_none_or(|lp| lp == c.offset)
     };
     let n_foreign = found.iter().filter(|f| is_foreign(f)).count();
     // One such tuple is more likely a damaged t_ctid than a copied page.
@@ -1510,19 +1518,17 @@ impl Carver {
             let ctid = f.header.t_ctid;
             let special = ctid.offset == crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
                 || ctid.offset == crate::checks::SPEC_TOKEN_OFFSET_NUMBER;
-            if !special && u64::from(ctid.block) != block && (f.header.t_xmax == 0 || foreign.is_some()) {
+            // xmax 0 does not mean "never updated": VACUUM clears an aborted updater's xmax but leaves t_ctid at the
+            // discarded new version (heap_prepare_freeze_tuple, access/heap/heapam.c), anywhere in the table. What
+            // still marks a copy of another block's row: the page holds several (foreign_region), or the tuple names
+            // its own item number in another block, as a never-updated row written to the wrong block does.
+            let names_itself_elsewhere = f.lp.is_some_and(|lp| lp == ctid.offset) && f.header.t_xmax == 0;
+            if !special && u64::from(ctid.block) != block && (names_itself_elsewhere || foreign.is_some()) {
                 certainty = Certainty::Uncertain;
                 notes.push(format!(
                     "t_ctid {ctid} names another block{}: a copy of another block's row (torn or misdirected write)",
-                    if f.header.t_xmax == 0 { " and the tuple was never updated" } else { " on a page holding copies" }
+                    if foreign.is_some() { " on a page holding copies" } else { " at this tuple's own item number" }
                 ));
-            } else if f.header.t_xmax == 0
-                && !special
-                && f.lp.is_some_and(|lp| lp != ctid.offset)
-                && f.via == Via::LinePointer
-            {
-                notes.push(format!("t_ctid {ctid} does not name line pointer {}", f.lp.unwrap_or(0)));
-                certainty = Certainty::Uncertain;
             }
             if let Some((whole, first_foreign, _)) = foreign {
                 if whole {
@@ -2114,6 +2120,22 @@ mod tests {
         let p = page(5, &[(1, "one")]);
         let (res, _) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
         assert_eq!(res.rows[0].certainty, Certainty::Uncertain);
+    }
+
+    #[test]
+    fn frozen_row_of_an_aborted_update_is_sure() {
+        // VACUUM cleared the aborted updater's xmax; t_ctid still names the discarded new version: on this page
+        // (item 7), or in another block at another item number (block 9, item 4)
+        for (blk, item) in [(3u16, 7u16), (9, 4)] {
+            let mut p = page(3, &[(1, "one")]);
+            let off = (u32::from_le_bytes([p[24], p[25], p[26], p[27]]) & 0x7fff) as usize;
+            p[off + 12..off + 14].copy_from_slice(&0u16.to_le_bytes());
+            p[off + 14..off + 16].copy_from_slice(&blk.to_le_bytes());
+            p[off + 16..off + 18].copy_from_slice(&item.to_le_bytes());
+            let (res, _) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+            assert_eq!(res.rows.len(), 1);
+            assert_eq!(res.rows[0].certainty, Certainty::Sure, "t_ctid ({blk},{item})");
+        }
     }
 
     #[test]
