@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from labs import bench_cluster
+
 from pgsurgeon.lab import LabCluster
 
 TABLE = "pgbench_accounts"
@@ -32,26 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def build(lab_dir: Path, scale: int) -> LabCluster:
     name = f"carve18s{scale}"
-    lab_dir.mkdir(parents=True, exist_ok=True)
-    lab_dir.chmod(0o755)
-    try:
-        cluster = LabCluster.load(name, base_dir=lab_dir)
-    except Exception:
-        cluster = LabCluster.create(
-            name,
-            base_dir=lab_dir,
-            checksums=True,
-            extra_conf={
-                "max_wal_size": "16GB",
-                "checkpoint_timeout": "30min",
-                "wal_level": "minimal",
-                "max_wal_senders": 0,
-                "autovacuum": False,
-                "shared_buffers": "256MB",
-            },
-        )
-    if not cluster.is_running():
-        cluster.start()
+    cluster = bench_cluster(name, lab_dir)
     with cluster.connect() as conn:
         have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
     if not (have and have[0]):

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from labs import bench_cluster
+
 from pgsurgeon.lab import LabCluster
 
 NAME = "salv18"
@@ -32,26 +34,7 @@ MODES = (("header", ["--field", "random"]), ("item-ids", []), ("tuple-header", [
 
 
 def build(lab_dir: Path, rows: int) -> LabCluster:
-    lab_dir.mkdir(parents=True, exist_ok=True)
-    lab_dir.chmod(0o755)
-    try:
-        cluster = LabCluster.load(NAME, base_dir=lab_dir)
-    except Exception:
-        cluster = LabCluster.create(
-            NAME,
-            base_dir=lab_dir,
-            checksums=True,
-            extra_conf={
-                "max_wal_size": "8GB",
-                "checkpoint_timeout": "30min",
-                "wal_level": "minimal",
-                "max_wal_senders": 0,
-                "autovacuum": False,
-                "shared_buffers": "256MB",
-            },
-        )
-    if not cluster.is_running():
-        cluster.start()
+    cluster = bench_cluster(NAME, lab_dir)
     with cluster.connect() as conn:
         have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
         if not (have and have[0]):
