@@ -76,7 +76,8 @@ fn ser_char<S: Serializer>(v: &u8, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&char::from(*v).to_string())
 }
 
-fn de_char<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+/// A catalog "char" code (`attalign`, `typtype`…) given as a one-character string, as SQL returns it, or a byte.
+pub(crate) fn de_char<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum CharOrByte {

@@ -113,16 +113,16 @@ pub struct TypeDesc {
     #[serde(default)]
     pub name: String,
     /// pg_type.typtype: b base, e enum, c composite, r range, d domain (resolved), m multirange.
-    #[serde(default = "default_typtype", deserialize_with = "de_code")]
+    #[serde(default = "default_typtype", deserialize_with = "crate::tuple::de_char")]
     pub typtype: u8,
     #[serde(default)]
     pub typlen: i16,
-    #[serde(default = "default_align", deserialize_with = "de_code")]
+    #[serde(default = "default_align", deserialize_with = "crate::tuple::de_char")]
     pub typalign: u8,
     #[serde(default)]
     pub typbyval: bool,
     /// Array delimiter (pg_type.typdelim), ',' for all but box.
-    #[serde(default = "default_delim", deserialize_with = "de_code")]
+    #[serde(default = "default_delim", deserialize_with = "crate::tuple::de_char")]
     pub typdelim: u8,
     /// For arrays: the element type.
     #[serde(default)]
@@ -149,7 +149,7 @@ pub struct FieldDesc {
     #[serde(default)]
     pub name: String,
     pub attlen: i16,
-    #[serde(default = "default_align", deserialize_with = "de_code")]
+    #[serde(default = "default_align", deserialize_with = "crate::tuple::de_char")]
     pub attalign: u8,
     #[serde(default)]
     pub dropped: bool,
@@ -169,20 +169,6 @@ fn default_align() -> u8 {
 }
 fn default_delim() -> u8 {
     b','
-}
-
-fn de_code<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum CharOrByte {
-        Byte(u8),
-        Str(String),
-    }
-    match CharOrByte::deserialize(d)? {
-        CharOrByte::Byte(b) => Ok(b),
-        CharOrByte::Str(s) if s.len() == 1 => Ok(s.as_bytes()[0]),
-        CharOrByte::Str(s) => Err(serde::de::Error::custom(format!("expected a one-character code, got {s:?}"))),
-    }
 }
 
 fn de_labels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HashMap<u32, String>, D::Error> {
