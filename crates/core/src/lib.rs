@@ -6,6 +6,7 @@
 
 pub mod btree;
 pub mod bytes;
+pub mod catalog;
 pub mod rows;
 pub use rows::carve;
 pub mod checks;

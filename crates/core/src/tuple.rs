@@ -105,7 +105,7 @@ fn de_oid<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 }
 
 /// A relation's tuple descriptor: `attrs` in attnum order (1..=natts, dropped columns included).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelDesc {
     /// pg_class.relnatts.
     pub natts: u16,

@@ -7,10 +7,12 @@ use pyo3::prelude::*;
 use pgsurgeon_core::page::PageKind;
 use pgsurgeon_core::CoreError;
 
+mod catalog;
+
 pyo3::create_exception!(_pgsurgeon, FormatError, PyValueError, "A file is not in a format pgsurgeon knows.");
 
 /// The one place core errors become Python exceptions.
-fn to_pyerr(err: CoreError) -> PyErr {
+pub(crate) fn to_pyerr(err: CoreError) -> PyErr {
     let text = err.to_string();
     match err {
         CoreError::Io { source, .. } => match source.kind() {
@@ -23,7 +25,7 @@ fn to_pyerr(err: CoreError) -> PyErr {
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> PyResult<String> {
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> PyResult<String> {
     serde_json::to_string(value).map_err(|e| PyValueError::new_err(format!("cannot serialise result: {e}")))
 }
 
@@ -410,6 +412,8 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Scanner>()?;
     m.add_class::<RowCarver>()?;
+    m.add_class::<catalog::FilesCatalog>()?;
+    m.add_function(wrap_pyfunction!(catalog::missing_value, m)?)?;
     m.add("FormatError", m.py().get_type::<FormatError>())?;
     m.add_function(wrap_pyfunction!(inspect_page, m)?)?;
     m.add_function(wrap_pyfunction!(describe_code, m)?)?;

@@ -1233,15 +1233,14 @@ fn align_to(off: usize, align: u8) -> usize {
     (off + a - 1) & !(a - 1)
 }
 
-/// array_out. `data` is the payload after the varlena header; offsets inside an array are
-/// relative to its (4-byte) header, so position p in `data` is p + 4 in the array's terms.
-pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut Vec<u8>) -> DatumResult {
-    let elem = t.elem.as_deref().ok_or("array without an element type")?;
+/// The elements of an array value as text (None for NULL), at most `limit` of them, with its dimensions and lower
+/// bounds; None for an empty array.
+type ArrayItems = (Vec<i32>, Vec<i32>, Vec<Option<Vec<u8>>>);
+fn array_items(data: &[u8], elem: &TypeDesc, opts: &OutputOptions, limit: usize) -> Result<Option<ArrayItems>, String> {
     let ndim = u32_at(data, 0).ok_or("array without ndim")? as usize;
     let dataoffset = u32_at(data, 4).ok_or("array without dataoffset")? as usize;
     if ndim == 0 {
-        out.extend_from_slice(b"{}");
-        return Ok(());
+        return Ok(None);
     }
     if ndim > MAXDIM {
         return Err(format!("array has {ndim} dimensions, more than {MAXDIM}"));
@@ -1260,9 +1259,7 @@ pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         nitems = nitems.checked_mul(*d as usize).ok_or("array size overflows")?;
     }
     if nitems == 0 {
-        // array_out prints any empty array as {}, whatever its dimensions say
-        out.extend_from_slice(b"{}");
-        return Ok(());
+        return Ok(None);
     }
     if nitems > data.len() * 8 + 8 {
         return Err(format!("array claims {nitems} elements, more than its {} bytes can hold", data.len()));
@@ -1281,7 +1278,7 @@ pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
     // Elements, as text (None for NULL).
     let mut items: Vec<Option<Vec<u8>>> = Vec::with_capacity(nitems);
     let mut p = data_start; // virtual offset
-    for i in 0..nitems {
+    for i in 0..nitems.min(limit) {
         if let Some(bm) = bitmap {
             if bm[i / 8] & (1 << (i % 8)) == 0 {
                 items.push(None);
@@ -1304,6 +1301,23 @@ pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut V
         items.push(Some(text));
         p = align_to(p + size, elem.typalign);
     }
+    Ok(Some((dims, lbs, items)))
+}
+
+/// The first element of an array value as text (`attmissingval`'s one value), None when it is NULL or absent.
+pub fn array_first_item(data: &[u8], elem: &TypeDesc, opts: &OutputOptions) -> Result<Option<Vec<u8>>, String> {
+    Ok(array_items(data, elem, opts, 1)?.and_then(|(_, _, items)| items.into_iter().next().flatten()))
+}
+
+/// array_out. `data` is the payload after the varlena header; offsets inside an array are
+/// relative to its (4-byte) header, so position p in `data` is p + 4 in the array's terms.
+pub fn format_array(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut Vec<u8>) -> DatumResult {
+    let elem = t.elem.as_deref().ok_or("array without an element type")?;
+    let Some((dims, lbs, items)) = array_items(data, elem, opts, usize::MAX)? else {
+        // array_out prints any empty array as {}, whatever its dimensions say
+        out.extend_from_slice(b"{}");
+        return Ok(());
+    };
     if lbs.iter().any(|lb| *lb != 1) {
         for (d, lb) in dims.iter().zip(&lbs) {
             let _ = write!(Str(out), "[{}:{}]", lb, i64::from(*lb) + i64::from(*d) - 1);

@@ -819,7 +819,7 @@ pub struct ChunkRef {
     pub len: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct CarveConfig {
     #[serde(default = "default_blcksz")]
     pub blcksz: u32,

@@ -1,0 +1,73 @@
+//! The catalog read from the data files (no server), for Python: one handle per data directory.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use pgsurgeon_core::catalog::{ClusterFiles, ClusterOptions, RelFile};
+use pgsurgeon_core::datum::{array_first_item, OutputOptions, TypeDesc};
+
+use crate::{to_json, to_pyerr};
+
+/// A data directory read as a catalog: `read` returns catalog rows as text, like SQL's `::text`.
+#[pyclass(frozen, module = "pgsurgeon._pgsurgeon")]
+pub struct FilesCatalog {
+    inner: ClusterFiles,
+}
+
+/// (rows, absent columns, rows left out and why).
+type Rows = (Vec<Vec<Option<String>>>, Vec<String>, Vec<String>);
+
+/// (relfilenode, reltablespace, database, path of segment 0 relative to the data directory, blocks).
+type Located = (u32, u32, u32, String, u64);
+
+#[pymethods]
+impl FilesCatalog {
+    #[new]
+    #[pyo3(signature = (pgdata, options="{}"))]
+    fn new(py: Python<'_>, pgdata: std::path::PathBuf, options: &str) -> PyResult<Self> {
+        let opts: ClusterOptions =
+            serde_json::from_str(options).map_err(|e| PyValueError::new_err(format!("bad cluster options: {e}")))?;
+        let inner = py.detach(|| ClusterFiles::open(&pgdata, &opts)).map_err(to_pyerr)?;
+        Ok(FilesCatalog { inner })
+    }
+
+    /// The cluster's shape (version, block and segment size, checksums) and doubts about it; JSON.
+    fn facts(&self) -> PyResult<String> {
+        to_json(&self.inner.facts)
+    }
+
+    /// Visible rows of catalog `relid` (columns by name) seen from database `db` (0: any, for shared catalogs).
+    fn read(&self, py: Python<'_>, db: u32, relid: u32, columns: Vec<String>) -> PyResult<Rows> {
+        let r = py.detach(|| self.inner.read(db, relid, &columns)).map_err(to_pyerr)?;
+        Ok((r.rows, r.absent, r.doubtful))
+    }
+
+    /// pg_attribute's description of relation `relid`; JSON list.
+    fn attributes(&self, py: Python<'_>, db: u32, relid: u32) -> PyResult<String> {
+        let r = py.detach(|| self.inner.attributes(db, relid)).map_err(to_pyerr)?;
+        to_json(&r)
+    }
+
+    /// Where relation `oid` keeps its files: (relfilenode, reltablespace, database, path of segment 0 relative to
+    /// the data directory, number of blocks), or None when it has no storage.
+    fn locate(&self, py: Python<'_>, db: u32, oid: u32) -> PyResult<Option<Located>> {
+        let r = py.detach(|| self.inner.locate(db, oid)).map_err(to_pyerr)?;
+        Ok(r.map(|f: RelFile| {
+            let (_, nblocks) = self.inner.relation_files(f);
+            (f.relfilenode, f.reltablespace, f.database, self.inner.relation_path(f), nblocks)
+        }))
+    }
+}
+
+/// The one value of an `attmissingval` array (its bytes after the varlena header) printed as type `type_json`
+/// (a TypeDesc); None when it is NULL.
+#[pyfunction]
+pub fn missing_value(payload: &[u8], type_json: &str, server_version_num: u32) -> PyResult<Option<String>> {
+    let t: TypeDesc =
+        serde_json::from_str(type_json).map_err(|e| PyValueError::new_err(format!("bad type description: {e}")))?;
+    // OutputOptions grows fields with the types it learns; the update keeps this call right when it does.
+    #[allow(clippy::needless_update)]
+    let opts = OutputOptions { server_version_num, ..Default::default() };
+    let v = array_first_item(payload, &t, &opts).map_err(|e| PyValueError::new_err(format!("attmissingval: {e}")))?;
+    Ok(v.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
