@@ -162,3 +162,18 @@ def index_evidence(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Heap TIDs inside the given blocks that btree leaf entries point to: ``[{"block", "lp", "index"}…]``."""
     result: list[dict[str, Any]] = json.loads(_ext.index_evidence(json.dumps(config)))
     return result
+
+
+def files_catalog(pgdata: Path, options: dict[str, Any]) -> _ext.FilesCatalog:
+    """A data directory read as a catalog, with no server (crates/core/src/catalog)."""
+    return _ext.FilesCatalog(str(pgdata), json.dumps(options))
+
+
+def missing_value(payload: bytes, type_desc: dict[str, Any], server_version_num: int) -> str | None:
+    """attmissingval's one element (its array bytes after the varlena header) printed as ``type_desc``."""
+    return _ext.missing_value(payload, json.dumps(type_desc), server_version_num)
+
+
+def format_datum(raw: bytes, type_desc: dict[str, Any], server_version_num: int) -> str:
+    """A stored datum (varlena with its header, or fixed bytes) printed as ``type_desc``."""
+    return _ext.format_datum(raw, json.dumps(type_desc), server_version_num)

@@ -4,7 +4,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use pgsurgeon_core::catalog::{ClusterFiles, ClusterOptions, RelFile};
-use pgsurgeon_core::datum::{array_first_item, OutputOptions, TypeDesc};
+use pgsurgeon_core::datum::{array_first_item, format_value, varlena_any, OutputOptions, TypeDesc};
 
 use crate::{to_json, to_pyerr};
 
@@ -70,4 +70,22 @@ pub fn missing_value(payload: &[u8], type_json: &str, server_version_num: u32) -
     let opts = OutputOptions { server_version_num, ..Default::default() };
     let v = array_first_item(payload, &t, &opts).map_err(|e| PyValueError::new_err(format!("attmissingval: {e}")))?;
     Ok(v.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+/// A datum as stored (a varlena with its header, or the fixed-length bytes; a node tree's `constvalue`) printed as
+/// type `type_json` (a TypeDesc).
+#[pyfunction]
+pub fn format_datum(raw: &[u8], type_json: &str, server_version_num: u32) -> PyResult<String> {
+    let t: TypeDesc =
+        serde_json::from_str(type_json).map_err(|e| PyValueError::new_err(format!("bad type description: {e}")))?;
+    let payload = match t.typlen {
+        -1 => varlena_any(raw).map(|(p, _)| p).ok_or_else(|| PyValueError::new_err("bad varlena header"))?,
+        -2 => &raw[..raw.iter().position(|b| *b == 0).unwrap_or(raw.len())],
+        n => raw.get(..n as usize).ok_or_else(|| PyValueError::new_err("datum shorter than its type"))?,
+    };
+    #[allow(clippy::needless_update)]
+    let opts = OutputOptions { server_version_num, ..Default::default() };
+    let mut out = Vec::new();
+    format_value(payload, &t, &opts, &mut out).map_err(PyValueError::new_err)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }

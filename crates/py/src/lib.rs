@@ -414,6 +414,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RowCarver>()?;
     m.add_class::<catalog::FilesCatalog>()?;
     m.add_function(wrap_pyfunction!(catalog::missing_value, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::format_datum, m)?)?;
     m.add("FormatError", m.py().get_type::<FormatError>())?;
     m.add_function(wrap_pyfunction!(inspect_page, m)?)?;
     m.add_function(wrap_pyfunction!(describe_code, m)?)?;

@@ -8,21 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog.types import MAX_DEPTH, NAMED_TYPES, Types, type_desc
 from pgsurgeon.errors import PgSurgeonError
 
 if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg.sql import Composed
-
-# Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).
-_NOT_ARRAYS = {22, 30}  # int2vector, oidvector
-# Types whose values are OIDs printed as catalog names (utils/adt/regproc.c, acl.c; OIDs from catalog/pg_type.dat):
-# regproc, regprocedure, regoper, regoperator, regclass, regtype, regnamespace, regrole, regconfig, regdictionary,
-# regcollation, and aclitem (role names). salvage_reg_names.sql lists the names per type.
-_NAMED_TYPES = {24, 2202, 2203, 2204, 2205, 2206, 4089, 4096, 3734, 3769, 4191, 1033}
-# Nesting deeper than this (domains over arrays of composites of ranges…) is not followed.
-_MAX_DEPTH = 32
-
 
 @dataclass
 class Column:
@@ -162,86 +153,11 @@ def resolve_table(conn: Connection[tuple[Any, ...]], table: str) -> int:
     return oid
 
 
-@dataclass
-class _Types:
-    """What the type descriptions are built from: pg_type rows, enum labels, composite attributes, reg* names."""
-
-    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
-    labels: dict[int, dict[str, str]] = field(default_factory=dict)
-    attrs: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
-    names: dict[int, dict[str, str]] = field(default_factory=dict)
-
-
-def _type_desc(oid: int, types: _Types, depth: int = 0) -> dict[str, Any] | None:
-    """The TypeDesc of type ``oid`` (domains resolved to their base type), None when it cannot be described."""
-    if depth > _MAX_DEPTH:
-        return None
-    while True:
-        row = types.rows.get(oid)
-        if row is None or depth > _MAX_DEPTH:
-            return None
-        _oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype, typcategory = row[:10]
-        typrelid, subtype = int(row[10]), int(row[11])
-        if typtype == "d":
-            oid = int(typbasetype)
-            depth += 1
-            continue
-        break
-    # A type made with CREATE TYPE over a built-in output routine prints as the built-in type with that routine (see
-    # salvage_types.sql); the carver knows types by their built-in OID. Not for the reg* and aclitem types: their
-    # values print names looked up per type, which are loaded for the built-in OIDs only.
-    printed_as = int(row[12])
-    if printed_as in _NAMED_TYPES:
-        printed_as = oid
-    desc: dict[str, Any] = {
-        "oid": printed_as,
-        "name": typname,
-        "typtype": typtype,
-        "typlen": typlen,
-        "typalign": typalign,
-        "typbyval": typbyval,
-        "typdelim": typdelim,
-        "elem": None,
-        "enum_labels": types.labels.get(oid, {}),
-        "names": types.names.get(oid, {}),
-    }
-    if typcategory == "A" and int(typelem) != 0 and typlen == -1 and oid not in _NOT_ARRAYS:
-        elem = _type_desc(int(typelem), types, depth + 1)
-        if elem is None:
-            return None
-        desc["elem"] = elem
-    if typtype in ("r", "m"):
-        sub = _type_desc(subtype, types, depth + 1) if subtype else None
-        if sub is None:
-            return None
-        desc["subtype"] = sub
-    if typtype == "c":
-        fields: list[dict[str, Any]] = []
-        for _relid, _attnum, attname, attlen, attalign, dropped, atttypid, missing in types.attrs.get(typrelid, []):
-            ftype = None if dropped else _type_desc(int(atttypid), types, depth + 1)
-            if not dropped and ftype is None:
-                return None
-            fields.append(
-                {
-                    "name": attname,
-                    "attlen": attlen,
-                    "attalign": attalign,
-                    "dropped": bool(dropped),
-                    "type": ftype,
-                    "missing": missing,
-                }
-            )
-        if not fields:
-            return None
-        desc["fields"] = fields
-    return desc
-
-
-def _load_types(conn: Connection[tuple[Any, ...]], oids: set[int]) -> _Types:
+def _load_types(conn: Connection[tuple[Any, ...]], oids: set[int]) -> Types:
     """Every type ``oids`` need to be printed: their base, element, sub and attribute types, transitively."""
-    types = _Types()
+    types = Types()
     want = set(oids)
-    for _ in range(_MAX_DEPTH):
+    for _ in range(MAX_DEPTH):
         missing = sorted(o for o in want if o not in types.rows)
         relids = sorted(
             {int(r[10]) for r in types.rows.values() if r[2] == "c" and int(r[10])} - set(types.attrs.keys())
@@ -265,7 +181,7 @@ def _load_types(conn: Connection[tuple[Any, ...]], oids: set[int]) -> _Types:
     if enums:
         for typid, label_oid, label in conn.execute(db.load_sql("salvage_enums"), {"oids": enums}).fetchall():
             types.labels.setdefault(int(typid), {})[str(int(label_oid))] = label
-    named = sorted(o for o in types.rows if o in _NAMED_TYPES)
+    named = sorted(o for o in types.rows if o in NAMED_TYPES)
     if named:
         for typid, obj, text in conn.execute(db.load_sql("salvage_reg_names"), {"types": named}).fetchall():
             types.names.setdefault(int(typid), {})[str(int(obj))] = text
@@ -339,7 +255,7 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
     types = _load_types(conn, {c.typid for c in t.columns if not c.dropped and c.typid})
     for c in t.columns:
         if not c.dropped:
-            c.type = _type_desc(c.typid, types)
+            c.type = type_desc(c.typid, types)
     for name, filepath, size in conn.execute(db.load_sql("salvage_indexes"), {"oid": oid}).fetchall():
         t.indexes.append(IndexInfo(name, filepath, int(size)))
     return t

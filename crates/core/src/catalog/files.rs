@@ -203,10 +203,23 @@ fn text_desc(a: &CatAttr) -> Option<TypeDesc> {
         2277 => 17,
         t => t,
     };
-    if a.attlen == -1 && !matches!(oid, 17 | 25 | 194 | 22 | 30 | 1043) {
+    // Arrays of built-in scalars (pg_constraint.conkey is int2[]): element storage from pg_type.dat.
+    let elem = match oid {
+        1005 => Some((21, 2, b's', true)),
+        1007 => Some((23, 4, b'i', true)),
+        1028 => Some((26, 4, b'i', true)),
+        1002 => Some((18, 1, b'c', true)),
+        1009 => Some((25, -1, b'i', false)),
+        _ => None,
+    };
+    if a.attlen == -1 && elem.is_none() && !matches!(oid, 17 | 25 | 194 | 22 | 30 | 1043) {
         return None;
     }
+    let elem = elem.map(|(oid, typlen, typalign, typbyval)| {
+        Box::new(TypeDesc { oid, typtype: b'b', typlen, typalign, typbyval, typdelim: b',', ..Default::default() })
+    });
     Some(TypeDesc {
+        elem,
         oid,
         name: String::new(),
         typtype: b'b',

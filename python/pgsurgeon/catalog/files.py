@@ -1,0 +1,440 @@
+"""The catalog read from a data directory, with no server: the same facts the SQL resolvers ask the server for
+(databases, schemas, relations, columns, types, constraints, defaults, partitions, inheritance), from the catalog
+rows the core carves out of the files (crates/core/src/catalog). Rows are visible by pg_xact, so what a rolled back
+or later ALTER/DROP left behind is ignored."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon import core
+from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
+
+# FirstNormalObjectId (access/transam.h): OIDs below it were assigned by initdb.
+FIRST_NORMAL_OID = 16384
+# INTERNALlanguageId (catalog/pg_language.dat).
+INTERNAL_LANGUAGE = 12
+
+# Catalog OIDs (src/include/catalog/pg_*.h).
+PG_AUTHID = 1260
+PG_DATABASE = 1262
+PG_NAMESPACE = 2615
+PG_CLASS = 1259
+PG_ATTRIBUTE = 1249
+PG_TYPE = 1247
+PG_PROC = 1255
+PG_ENUM = 3501
+PG_RANGE = 3541
+PG_CONSTRAINT = 2606
+PG_ATTRDEF = 2604
+PG_INHERITS = 2611
+PG_PARTITIONED_TABLE = 3350
+PG_SEQUENCE = 2224
+PG_AM = 2601
+
+# Encoding names by number (include/mb/pg_wchar.h, enum pg_enc).
+ENCODINGS = [
+    "SQL_ASCII", "EUC_JP", "EUC_CN", "EUC_KR", "EUC_TW", "EUC_JIS_2004", "UTF8", "MULE_INTERNAL", "LATIN1", "LATIN2",
+    "LATIN3", "LATIN4", "LATIN5", "LATIN6", "LATIN7", "LATIN8", "LATIN9", "LATIN10", "WIN1256", "WIN1258", "WIN866",
+    "WIN874", "KOI8R", "WIN1251", "WIN1252", "ISO_8859_5", "ISO_8859_6", "ISO_8859_7", "ISO_8859_8", "WIN1250",
+    "WIN1253", "WIN1254", "WIN1255", "WIN1257", "KOI8U",
+]  # fmt: skip
+
+
+def _b(v: str | None) -> bool:
+    return v == "t"
+
+
+def _i(v: str | None) -> int:
+    return int(v) if v not in (None, "") else 0
+
+
+@dataclass
+class Database:
+    oid: int
+    name: str
+    encoding: str
+    collate: str
+    ctype: str
+    locale_provider: str
+    locale: str | None
+    is_template: bool
+    allow_connections: bool
+
+
+@dataclass
+class Relation:
+    oid: int
+    name: str
+    nspoid: int
+    schema: str
+    relkind: str
+    persistence: str
+    natts: int
+    toast_oid: int
+    reltype: int
+    is_partition: bool
+    partbound: str | None
+    am: str
+
+
+@dataclass
+class Attribute:
+    attrelid: int
+    attnum: int
+    name: str
+    typid: int
+    attlen: int
+    attalign: str
+    attbyval: bool
+    storage: str
+    dropped: bool
+    notnull: bool
+    hasdef: bool
+    hasmissing: bool
+    missingval: str | None
+    generated: str
+    identity: str
+    typmod: int
+    ndims: int
+    collation: int
+    islocal: bool
+
+
+@dataclass
+class TypeRow:
+    oid: int
+    name: str
+    nspoid: int
+    typtype: str
+    typlen: int
+    typalign: str
+    typbyval: bool
+    typdelim: str
+    typelem: int
+    typbasetype: int
+    typcategory: str
+    typrelid: int
+    typnotnull: bool
+    typtypmod: int
+    typoutput: int
+    typarray: int
+
+
+@dataclass
+class Constraint:
+    name: str
+    contype: str
+    conrelid: int
+    contypid: int
+    conkey: list[int]
+    nspoid: int
+
+
+@dataclass
+class DbCatalog:
+    """What one database's catalog says, read from its files."""
+
+    files: FilesCatalog
+    db: Database
+    namespaces: dict[int, str] = field(default_factory=dict)
+    relations: dict[int, Relation] = field(default_factory=dict)
+    attributes: dict[int, list[Attribute]] = field(default_factory=dict)
+    types: dict[int, TypeRow] = field(default_factory=dict)
+    enums: dict[int, list[tuple[float, int, str]]] = field(default_factory=dict)
+    ranges: dict[int, int] = field(default_factory=dict)
+    multiranges: dict[int, int] = field(default_factory=dict)
+    constraints: list[Constraint] = field(default_factory=list)
+    defaults: dict[tuple[int, int], str] = field(default_factory=dict)
+    inherits: list[tuple[int, int, int]] = field(default_factory=list)
+    partitioned: dict[int, tuple[str, list[int], str | None]] = field(default_factory=dict)
+    sequences: dict[int, dict[str, str | None]] = field(default_factory=dict)
+    procs: dict[int, tuple[str, int, int, str]] = field(default_factory=dict)
+    doubts: list[str] = field(default_factory=list)
+
+    def read(self, relid: int, columns: list[str]) -> list[dict[str, str | None]]:
+        rows, _absent, doubtful = self.files.handle.read(self.db.oid, relid, columns)
+        if doubtful:
+            self.doubts.extend(f"catalog {relid}: {d}" for d in doubtful[:20])
+        return [dict(zip(columns, r, strict=True)) for r in rows]
+
+    def load(self) -> DbCatalog:
+        for r in self.read(PG_NAMESPACE, ["oid", "nspname"]):
+            self.namespaces[_i(r["oid"])] = r["nspname"] or ""
+        ams = {_i(r["oid"]): r["amname"] or "" for r in self.read(PG_AM, ["oid", "amname"])}
+        for r in self.read(
+            PG_CLASS,
+            ["oid", "relname", "relnamespace", "relkind", "relpersistence", "relnatts", "reltoastrelid", "reltype",
+             "relispartition", "relpartbound", "relam"],
+        ):  # fmt: skip
+            oid = _i(r["oid"])
+            self.relations[oid] = Relation(
+                oid=oid,
+                name=r["relname"] or "",
+                nspoid=_i(r["relnamespace"]),
+                schema=self.namespaces.get(_i(r["relnamespace"]), ""),
+                relkind=r["relkind"] or "",
+                persistence=r["relpersistence"] or "p",
+                natts=_i(r["relnatts"]),
+                toast_oid=_i(r["reltoastrelid"]),
+                reltype=_i(r["reltype"]),
+                is_partition=_b(r["relispartition"]),
+                partbound=r["relpartbound"],
+                am=ams.get(_i(r["relam"]), ""),
+            )
+        cols = ["attrelid", "attnum", "attname", "atttypid", "attlen", "attalign", "attbyval", "attstorage",
+                "attisdropped", "attnotnull", "atthasdef", "atthasmissing", "attmissingval", "attgenerated",
+                "attidentity", "atttypmod", "attndims", "attcollation", "attislocal"]  # fmt: skip
+        for r in self.read(PG_ATTRIBUTE, cols):
+            relid, attnum = _i(r["attrelid"]), _i(r["attnum"])
+            if attnum <= 0 or (relid < FIRST_NORMAL_OID and relid not in self.relations):
+                continue
+            rel = self.relations.get(relid)
+            if rel is None or (relid < FIRST_NORMAL_OID and rel.relkind != "c"):
+                continue
+            self.attributes.setdefault(relid, []).append(
+                Attribute(
+                    attrelid=relid,
+                    attnum=attnum,
+                    name=r["attname"] or "",
+                    typid=_i(r["atttypid"]),
+                    attlen=_i(r["attlen"]),
+                    attalign=r["attalign"] or "c",
+                    attbyval=_b(r["attbyval"]),
+                    storage=r["attstorage"] or "p",
+                    dropped=_b(r["attisdropped"]),
+                    notnull=_b(r["attnotnull"]),
+                    hasdef=_b(r["atthasdef"]),
+                    hasmissing=_b(r["atthasmissing"]),
+                    missingval=r["attmissingval"],
+                    generated=r["attgenerated"] or "",
+                    identity=r["attidentity"] or "",
+                    typmod=_i(r["atttypmod"]) if r["atttypmod"] is not None else -1,
+                    ndims=_i(r["attndims"]),
+                    collation=_i(r["attcollation"]),
+                    islocal=_b(r["attislocal"]),
+                )
+            )
+        for attrs in self.attributes.values():
+            attrs.sort(key=lambda a: a.attnum)
+        tcols = ["oid", "typname", "typnamespace", "typtype", "typlen", "typalign", "typbyval", "typdelim", "typelem",
+                 "typbasetype", "typcategory", "typrelid", "typnotnull", "typtypmod", "typoutput", "typarray"]  # fmt: skip
+        for r in self.read(PG_TYPE, tcols):
+            oid = _i(r["oid"])
+            self.types[oid] = TypeRow(
+                oid=oid,
+                name=r["typname"] or "",
+                nspoid=_i(r["typnamespace"]),
+                typtype=r["typtype"] or "b",
+                typlen=_i(r["typlen"]),
+                typalign=r["typalign"] or "i",
+                typbyval=_b(r["typbyval"]),
+                typdelim=r["typdelim"] or ",",
+                typelem=_i(r["typelem"]),
+                typbasetype=_i(r["typbasetype"]),
+                typcategory=r["typcategory"] or "",
+                typrelid=_i(r["typrelid"]),
+                typnotnull=_b(r["typnotnull"]),
+                typtypmod=_i(r["typtypmod"]) if r["typtypmod"] is not None else -1,
+                typoutput=_i(r["typoutput"]),
+                typarray=_i(r["typarray"]),
+            )
+        for r in self.read(PG_ENUM, ["oid", "enumtypid", "enumsortorder", "enumlabel"]):
+            self.enums.setdefault(_i(r["enumtypid"]), []).append(
+                (float(r["enumsortorder"] or 0), _i(r["oid"]), r["enumlabel"] or "")
+            )
+        for labels in self.enums.values():
+            labels.sort()
+        for r in self.read(PG_RANGE, ["rngtypid", "rngsubtype", "rngmultitypid"]):
+            self.ranges[_i(r["rngtypid"])] = _i(r["rngsubtype"])
+            if r["rngmultitypid"]:
+                self.multiranges[_i(r["rngmultitypid"])] = _i(r["rngtypid"])
+        for r in self.read(PG_CONSTRAINT, ["conname", "contype", "conrelid", "contypid", "conkey", "connamespace"]):
+            key = [int(x) for x in (r["conkey"] or "{}").strip("{}").split(",") if x]
+            self.constraints.append(
+                Constraint(
+                    r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]), key,
+                    _i(r["connamespace"]),
+                )
+            )  # fmt: skip
+        for r in self.read(PG_ATTRDEF, ["adrelid", "adnum", "adbin"]):
+            if r["adbin"]:
+                self.defaults[(_i(r["adrelid"]), _i(r["adnum"]))] = r["adbin"]
+        for r in self.read(PG_INHERITS, ["inhrelid", "inhparent", "inhseqno"]):
+            self.inherits.append((_i(r["inhrelid"]), _i(r["inhparent"]), _i(r["inhseqno"])))
+        self.inherits.sort()
+        for r in self.read(PG_PARTITIONED_TABLE, ["partrelid", "partstrat", "partattrs", "partexprs"]):
+            attrs = [int(x) for x in (r["partattrs"] or "").split()]
+            self.partitioned[_i(r["partrelid"])] = (r["partstrat"] or "", attrs, r["partexprs"])
+        seq_cols = ["seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache", "seqcycle"]
+        for r in self.read(PG_SEQUENCE, seq_cols):
+            self.sequences[_i(r["seqrelid"])] = r
+        for r in self.read(PG_PROC, ["oid", "proname", "pronamespace", "prolang", "prosrc"]):
+            self.procs[_i(r["oid"])] = (r["proname"] or "", _i(r["pronamespace"]), _i(r["prolang"]), r["prosrc"] or "")
+        return self
+
+    # ------------------------------------------------------------------------------------------------ types
+
+    @cached_property
+    def _builtin_by_output(self) -> dict[tuple[str, int, bool], int]:
+        """(output routine's prosrc, typlen, typbyval) -> the lowest built-in base type printing through it."""
+        out: dict[tuple[str, int, bool], int] = {}
+        for t in sorted(self.types.values(), key=lambda t: t.oid):
+            if t.oid >= FIRST_NORMAL_OID or t.typtype != "b" or t.typcategory == "A":
+                continue
+            proc = self.procs.get(t.typoutput)
+            if proc and proc[2] == INTERNAL_LANGUAGE:
+                out.setdefault((proc[3], t.typlen, t.typbyval), t.oid)
+        return out
+
+    def _printed_as(self, t: TypeRow) -> int:
+        # As salvage_types.sql: a type made with CREATE TYPE over a built-in output routine prints like that type.
+        if t.typtype != "b" or t.oid < FIRST_NORMAL_OID or t.typcategory == "A":
+            return t.oid
+        proc = self.procs.get(t.typoutput)
+        if not proc or proc[2] != INTERNAL_LANGUAGE:
+            return t.oid
+        return self._builtin_by_output.get((proc[3], t.typlen, t.typbyval), t.oid)
+
+    def type_rows(self, oids: set[int]) -> Types:
+        """The ``Types`` ``oids`` need (base, element, sub and attribute types, transitively), for type_desc."""
+        types = Types()
+        want = list(oids)
+        seen: set[int] = set()
+        while want:
+            oid = want.pop()
+            if oid in seen or oid == 0:
+                continue
+            seen.add(oid)
+            t = self.types.get(oid)
+            if t is None:
+                continue
+            subtype = self.ranges.get(oid) or self.multiranges.get(oid, 0)
+            typrelid = t.typrelid if t.typtype == "c" else 0
+            types.rows[oid] = (
+                t.oid, t.name, t.typtype, t.typlen, t.typalign, t.typbyval, t.typdelim, t.typelem, t.typbasetype,
+                t.typcategory, typrelid, subtype, self._printed_as(t),
+            )  # fmt: skip
+            want.extend(x for x in (t.typelem, t.typbasetype, subtype) if x)
+            if typrelid:
+                rows = []
+                for a in self.attributes.get(typrelid, []):
+                    rows.append(
+                        (typrelid, a.attnum, a.name, a.attlen, a.attalign, a.dropped, a.typid, self.missing_text(a))
+                    )
+                    if not a.dropped:
+                        want.append(a.typid)
+                types.attrs[typrelid] = rows
+            if t.typtype == "e":
+                types.labels[oid] = {str(o): label for _, o, label in self.enums.get(oid, [])}
+        for oid in types.rows:
+            if oid in NAMED_TYPES:
+                types.names[oid] = self.names_for(oid)
+        return types
+
+    def names_for(self, typid: int) -> dict[str, str]:
+        """What reg* values print, as the server would with the default search_path (schemas other than
+        pg_catalog and public are written out)."""
+
+        def qualified(nsp: int, name: str) -> str:
+            schema = self.namespaces.get(nsp, "")
+            return name if schema in ("pg_catalog", "public") else f"{schema}.{name}"
+
+        if typid == 2205:  # regclass
+            return {str(o): qualified(r.nspoid, r.name) for o, r in self.relations.items()}
+        if typid == 4089:  # regnamespace
+            return {str(o): n for o, n in self.namespaces.items()}
+        if typid == 24:  # regproc
+            return {str(o): qualified(p[1], p[0]) for o, p in self.procs.items()}
+        if typid in (4096, 1033):  # regrole, aclitem
+            return self.files.roles
+        return {}
+
+    def missing_text(self, a: Attribute) -> str | None:
+        """attmissingval's one value as text (rows written before the column was added hold it)."""
+        if not a.hasmissing or a.dropped or not a.missingval or not a.missingval.startswith("\\x"):
+            return None
+        desc = type_desc(a.typid, self.type_rows({a.typid}))
+        if desc is None:
+            return None
+        return core.missing_value(bytes.fromhex(a.missingval[2:]), desc, self.files.server_version_num)
+
+    def column_type(self, a: Attribute) -> dict[str, Any] | None:
+        return type_desc(a.typid, self.type_rows({a.typid}))
+
+    def schema_of(self, oid: int) -> str:
+        r = self.relations.get(oid)
+        return r.schema if r else ""
+
+    def user_tables(self) -> list[Relation]:
+        """Tables holding rows: ordinary tables and partitions, and materialized views, outside the system
+        schemas (and not temporary)."""
+        return [
+            r
+            for r in sorted(self.relations.values(), key=lambda r: (r.schema, r.name))
+            if r.oid >= FIRST_NORMAL_OID
+            and r.relkind in ("r", "p", "m")
+            and r.persistence != "t"
+            and r.schema not in ("pg_catalog", "information_schema", "pg_toast")
+            and not r.schema.startswith(("pg_temp_", "pg_toast_temp_"))
+        ]
+
+    def locate(self, oid: int) -> tuple[str, int] | None:
+        """(path of segment 0 relative to the data directory, blocks) of a relation's main fork."""
+        loc = self.files.handle.locate(self.db.oid, oid)
+        return None if loc is None else (loc[3], loc[4])
+
+
+class FilesCatalog:
+    """A data directory's catalog, read from its files (read-only)."""
+
+    def __init__(self, pgdata: Path, options: dict[str, Any] | None = None) -> None:
+        self.pgdata = pgdata
+        self.handle = core.files_catalog(pgdata, options or {})
+        self.facts: dict[str, Any] = json.loads(self.handle.facts())
+        self._dbs: dict[int, DbCatalog] = {}
+
+    @property
+    def server_version_num(self) -> int:
+        return int(self.facts["server_version_num"])
+
+    @property
+    def block_size(self) -> int:
+        return int(self.facts["blcksz"])
+
+    @cached_property
+    def roles(self) -> dict[str, str]:
+        rows, _absent, _doubt = self.handle.read(0, PG_AUTHID, ["oid", "rolname"])
+        return {r[0] or "": r[1] or "" for r in rows}
+
+    def databases(self) -> list[Database]:
+        cols = ["oid", "datname", "encoding", "datcollate", "datctype", "datistemplate", "datallowconn",
+                "datlocprovider", "daticulocale", "datlocale"]  # fmt: skip
+        rows, _absent, _doubt = self.handle.read(0, PG_DATABASE, cols)
+        out = []
+        for row in rows:
+            r = dict(zip(cols, row, strict=True))
+            enc = _i(r["encoding"])
+            out.append(
+                Database(
+                    oid=_i(r["oid"]),
+                    name=r["datname"] or "",
+                    encoding=ENCODINGS[enc] if 0 <= enc < len(ENCODINGS) else str(enc),
+                    collate=r["datcollate"] or "",
+                    ctype=r["datctype"] or "",
+                    locale_provider=r["datlocprovider"] or "c",
+                    locale=r["datlocale"] or r["daticulocale"],
+                    is_template=_b(r["datistemplate"]),
+                    allow_connections=_b(r["datallowconn"]),
+                )
+            )
+        return sorted(out, key=lambda d: d.oid)
+
+    def database(self, db: Database) -> DbCatalog:
+        if db.oid not in self._dbs:
+            self._dbs[db.oid] = DbCatalog(self, db).load()
+        return self._dbs[db.oid]

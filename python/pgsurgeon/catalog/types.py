@@ -1,0 +1,95 @@
+"""Type descriptions for the row engine (TypeDesc, crates/core/src/datum/mod.rs), built from pg_type rows however
+they were read: through SQL (salvage_types.sql) or from the data files (catalog.files).
+
+A row of ``Types.rows`` is (oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype,
+typcategory, typrelid, subtype, printed_as); ``attrs`` maps a composite's pg_class OID to (attrelid, attnum, attname,
+attlen, attalign, attisdropped, atttypid, missing) rows; ``labels`` and ``names`` map type OIDs to {oid text: text}."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).
+NOT_ARRAYS = {22, 30}  # int2vector, oidvector
+# Types whose values are OIDs printed as catalog names (utils/adt/regproc.c, acl.c; OIDs from catalog/pg_type.dat):
+# regproc, regprocedure, regoper, regoperator, regclass, regtype, regnamespace, regrole, regconfig, regdictionary,
+# regcollation, and aclitem (role names). salvage_reg_names.sql lists the names per type.
+NAMED_TYPES = {24, 2202, 2203, 2204, 2205, 2206, 4089, 4096, 3734, 3769, 4191, 1033}
+# Nesting deeper than this (domains over arrays of composites of ranges…) is not followed.
+MAX_DEPTH = 32
+
+
+@dataclass
+class Types:
+    """What the type descriptions are built from: pg_type rows, enum labels, composite attributes, reg* names."""
+
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+    attrs: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
+    names: dict[int, dict[str, str]] = field(default_factory=dict)
+
+
+def type_desc(oid: int, types: Types, depth: int = 0) -> dict[str, Any] | None:
+    """The TypeDesc of type ``oid`` (domains resolved to their base type), None when it cannot be described."""
+    if depth > MAX_DEPTH:
+        return None
+    while True:
+        row = types.rows.get(oid)
+        if row is None or depth > MAX_DEPTH:
+            return None
+        _oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype, typcategory = row[:10]
+        typrelid, subtype = int(row[10]), int(row[11])
+        if typtype == "d":
+            oid = int(typbasetype)
+            depth += 1
+            continue
+        break
+    # A type made with CREATE TYPE over a built-in output routine prints as the built-in type with that routine (see
+    # salvage_types.sql); the carver knows types by their built-in OID. Not for the reg* and aclitem types: their
+    # values print names looked up per type, which are loaded for the built-in OIDs only.
+    printed_as = int(row[12])
+    if printed_as in NAMED_TYPES:
+        printed_as = oid
+    desc: dict[str, Any] = {
+        "oid": printed_as,
+        "name": typname,
+        "typtype": typtype,
+        "typlen": typlen,
+        "typalign": typalign,
+        "typbyval": typbyval,
+        "typdelim": typdelim,
+        "elem": None,
+        "enum_labels": types.labels.get(oid, {}),
+        "names": types.names.get(oid, {}),
+    }
+    if typcategory == "A" and int(typelem) != 0 and typlen == -1 and oid not in NOT_ARRAYS:
+        elem = type_desc(int(typelem), types, depth + 1)
+        if elem is None:
+            return None
+        desc["elem"] = elem
+    if typtype in ("r", "m"):
+        sub = type_desc(subtype, types, depth + 1) if subtype else None
+        if sub is None:
+            return None
+        desc["subtype"] = sub
+    if typtype == "c":
+        fields: list[dict[str, Any]] = []
+        for _relid, _attnum, attname, attlen, attalign, dropped, atttypid, missing in types.attrs.get(typrelid, []):
+            ftype = None if dropped else type_desc(int(atttypid), types, depth + 1)
+            if not dropped and ftype is None:
+                return None
+            fields.append(
+                {
+                    "name": attname,
+                    "attlen": attlen,
+                    "attalign": attalign,
+                    "dropped": bool(dropped),
+                    "type": ftype,
+                    "missing": missing,
+                }
+            )
+        if not fields:
+            return None
+        desc["fields"] = fields
+    return desc
