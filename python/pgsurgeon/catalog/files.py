@@ -133,6 +133,7 @@ class Constraint:
     contypid: int
     conkey: list[int]
     nspoid: int
+    conislocal: bool = True
 
 
 @dataclass
@@ -221,8 +222,9 @@ class DbCatalog:
             )
         for attrs in self.attributes.values():
             attrs.sort(key=lambda a: a.attnum)
-        tcols = ["oid", "typname", "typnamespace", "typtype", "typlen", "typalign", "typbyval", "typdelim", "typelem",
-                 "typbasetype", "typcategory", "typrelid", "typnotnull", "typtypmod", "typoutput", "typarray"]  # fmt: skip
+        tcols = ["oid", "typname", "typnamespace", "typtype", "typlen", "typalign", "typbyval", "typdelim",
+                 "typelem", "typbasetype", "typcategory", "typrelid", "typnotnull", "typtypmod", "typoutput",
+                 "typarray"]  # fmt: skip
         for r in self.read(PG_TYPE, tcols):
             oid = _i(r["oid"])
             self.types[oid] = TypeRow(
@@ -253,12 +255,13 @@ class DbCatalog:
             self.ranges[_i(r["rngtypid"])] = _i(r["rngsubtype"])
             if r["rngmultitypid"]:
                 self.multiranges[_i(r["rngmultitypid"])] = _i(r["rngtypid"])
-        for r in self.read(PG_CONSTRAINT, ["conname", "contype", "conrelid", "contypid", "conkey", "connamespace"]):
+        con_cols = ["conname", "contype", "conrelid", "contypid", "conkey", "connamespace", "conislocal"]
+        for r in self.read(PG_CONSTRAINT, con_cols):
             key = [int(x) for x in (r["conkey"] or "{}").strip("{}").split(",") if x]
             self.constraints.append(
                 Constraint(
                     r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]), key,
-                    _i(r["connamespace"]),
+                    _i(r["connamespace"]), _b(r["conislocal"]),
                 )
             )  # fmt: skip
         for r in self.read(PG_ATTRDEF, ["adrelid", "adnum", "adbin"]):
@@ -268,8 +271,8 @@ class DbCatalog:
             self.inherits.append((_i(r["inhrelid"]), _i(r["inhparent"]), _i(r["inhseqno"])))
         self.inherits.sort()
         for r in self.read(PG_PARTITIONED_TABLE, ["partrelid", "partstrat", "partattrs", "partexprs"]):
-            attrs = [int(x) for x in (r["partattrs"] or "").split()]
-            self.partitioned[_i(r["partrelid"])] = (r["partstrat"] or "", attrs, r["partexprs"])
+            keys = [int(x) for x in (r["partattrs"] or "").split()]
+            self.partitioned[_i(r["partrelid"])] = (r["partstrat"] or "", keys, r["partexprs"])
         seq_cols = ["seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache", "seqcycle"]
         for r in self.read(PG_SEQUENCE, seq_cols):
             self.sequences[_i(r["seqrelid"])] = r

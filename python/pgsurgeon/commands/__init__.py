@@ -17,6 +17,7 @@ from pgsurgeon.commands import (
     salvage,
     scan,
     undo,
+    unload,
 )
 
 COMMANDS: tuple[ModuleType, ...] = (
@@ -32,4 +33,5 @@ COMMANDS: tuple[ModuleType, ...] = (
     salvage,
     dump_tables,
     repair,
+    unload,
 )

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg.sql import Composed
 
+
 @dataclass
 class Column:
     attnum: int

@@ -1,0 +1,346 @@
+"""The unload job: select databases and tables, carve each table's files into a data file, write schema.sql per
+database, restore.sql for all, and a report (report.json, report.txt)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pgsurgeon import core
+from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
+from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog, Relation
+from pgsurgeon.datadir import postmaster_pid
+from pgsurgeon.db import quote_ident
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.salvage.pages import segments_of
+
+# Databases a fresh cluster already has: restore.sql loads into them instead of creating them.
+_BUILT_IN_DATABASES = ("postgres", "template1")
+
+
+@dataclass
+class UnloadRequest:
+    pgdata: Path
+    out: Path
+    databases: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    format: str = "copy"
+    jobs: int = 1
+    pg_version: int | None = None
+    block_size: int | None = None
+    live: bool = False
+
+    def __post_init__(self) -> None:
+        if self.format not in ("copy", "csv"):
+            raise PgSurgeonError(f"unknown format {self.format!r}", hint="use --format copy or --format csv")
+        if not 1 <= self.jobs <= 64:
+            raise PgSurgeonError("--jobs must be between 1 and 64")
+
+
+@dataclass
+class TableResult:
+    database: str
+    schema: str
+    name: str
+    oid: int
+    relkind: str
+    file: str | None
+    apart_file: str | None
+    rows: int = 0
+    kept_apart: int = 0
+    blocks: int = 0
+    checksum_failures: int = 0
+    lost: list[dict[str, Any]] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+
+@dataclass
+class UnloadResult:
+    out: Path
+    facts: dict[str, Any]
+    tables: list[TableResult]
+    notes: list[str]
+    seconds: float
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tables)
+
+    @property
+    def kept_apart(self) -> int:
+        return sum(t.kept_apart for t in self.tables)
+
+    @property
+    def incomplete(self) -> bool:
+        """Something was kept apart, lost or not unloaded: the data files alone are not the whole story."""
+        return any(t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:80] or "_"
+
+
+def _matches(rel: Relation, patterns: list[str]) -> bool:
+    return not patterns or any(p in (rel.name, f"{rel.schema}.{rel.name}") for p in patterns)
+
+
+class _Job:
+    def __init__(self, req: UnloadRequest, on_progress: Callable[[int, int], None] | None) -> None:
+        self.req = req
+        self.on_progress = on_progress
+        options: dict[str, Any] = {}
+        if req.pg_version:
+            options["pg_version"] = req.pg_version
+        if req.block_size:
+            options["block_size"] = req.block_size
+        try:
+            self.files = FilesCatalog(req.pgdata, options)
+        except (ValueError, OSError) as exc:
+            raise PgSurgeonError(
+                f"cannot read the catalog of {req.pgdata}: {str(exc).splitlines()[0]}",
+                hint="give --pg-version and --block-size if pg_control is damaged",
+            ) from None
+        self.notes: list[str] = list(self.files.facts.get("warnings", []))
+        self.blocks_done = 0
+        self.blocks_total = 0
+
+    def databases(self) -> list[Database]:
+        dbs = [d for d in self.files.databases() if d.allow_connections]
+        if self.req.databases:
+            known = {d.name for d in dbs}
+            for want in self.req.databases:
+                if want not in known:
+                    raise PgSurgeonError(
+                        f"database {want!r} is not in {self.req.pgdata}",
+                        hint=f"databases there: {', '.join(sorted(known))}",
+                    )
+            dbs = [d for d in dbs if d.name in self.req.databases]
+        return dbs
+
+    def carve(self, cat: DbCatalog, rel: Relation, target: Path, apart: Path) -> TableResult:
+        t = TableResult(cat.db.name, rel.schema, rel.name, rel.oid, rel.relkind, None, None)
+        loc = cat.locate(rel.oid)
+        if loc is None:
+            t.skipped = "no file (the relation has no storage, or its file number is unknown)"
+            return t
+        relpath, nblocks = loc
+        heap = self.req.pgdata / relpath
+        attrs = cat.attributes.get(rel.oid, [])
+        cols = live_columns(cat, rel)
+        columns = []
+        for a in cols:
+            desc = cat.column_type(a)
+            if desc is None:
+                t.uncertain.append(f"column {a.name}: its type cannot be printed offline; rows are kept apart")
+            columns.append({"attnum": a.attnum, "name": a.name, "type": desc, "missing": cat.missing_text(a)})
+        cfg: dict[str, Any] = {
+            "blcksz": self.files.block_size,
+            "relseg_size": int(self.files.facts["relseg_size"]),
+            "nblocks": nblocks,
+            "files": segments_of(heap),
+            "desc": {
+                "natts": max((a.attnum for a in attrs), default=0),
+                "has_toast": rel.toast_oid != 0,
+                "toast_relid": rel.toast_oid,
+                "attrs": [
+                    {
+                        "attnum": a.attnum,
+                        "attlen": a.attlen,
+                        "attalign": a.attalign,
+                        "attbyval": a.attbyval,
+                        "attisdropped": a.dropped,
+                        "typname": "",
+                        "attstorage": a.storage,
+                    }
+                    for a in attrs
+                ],
+            },
+            "columns": columns,
+            "format": "csv" if self.req.format == "csv" else "text",
+            "server_version_num": self.files.server_version_num,
+            "encoding": cat.db.encoding,
+            "checksums": bool(self.files.facts["checksums"]),
+            "xact_dir": str(self.req.pgdata / "pg_xact"),
+            "can_ask": False,
+        }
+        if rel.toast_oid:
+            tloc = cat.locate(rel.toast_oid)
+            if tloc is not None:
+                cfg["toast_files"] = segments_of(self.req.pgdata / tloc[0])
+                cfg["toast_nblocks"] = tloc[1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+        carver = core.RowCarver(cfg)
+        summary = self._run(carver, nblocks, str(target), str(apart))
+        counts = summary.get("counts", {})
+        t.file = str(target.relative_to(self.req.out))
+        t.rows = int(counts.get("main_rows", 0))
+        t.kept_apart = int(counts.get("apart_rows", 0))
+        t.checksum_failures = int(counts.get("checksum_failures", 0))
+        t.blocks = nblocks
+        t.lost = list(summary.get("lost", []))
+        if apart.exists() and apart.stat().st_size > 0:
+            t.apart_file = str(apart.relative_to(self.req.out))
+        elif apart.exists():
+            apart.unlink()
+        return t
+
+    def _run(self, carver: core.RowCarver, nblocks: int, main: str, apart: str) -> dict[str, Any]:
+        result: list[dict[str, Any]] = []
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                result.append(carver.run([(0, nblocks)], self.req.jobs, main=main, apart=apart))
+            except BaseException as exc:  # handed to the caller
+                errors.append(exc)
+
+        before = self.blocks_done
+        th = threading.Thread(target=work, name="unload-carve", daemon=True)
+        th.start()
+        try:
+            while th.is_alive():
+                th.join(0.25)
+                self.blocks_done = before + carver.progress()[0]
+                if self.on_progress is not None:
+                    self.on_progress(self.blocks_done, self.blocks_total)
+        except KeyboardInterrupt:
+            carver.cancel()
+            th.join()
+            raise
+        if errors:
+            raise PgSurgeonError(f"unloading failed: {errors[0]}")
+        self.blocks_done = before + nblocks
+        return result[0]
+
+
+def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
+    collist = ", ".join(quote_ident(c) for c in cols)
+    opts = " WITH (FORMAT csv)" if fmt == "csv" else ""
+    return f"\\copy {table_name(rel)} ({collist}) FROM {literal(path)}{opts}"
+
+
+def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
+    started = time.monotonic()
+    if not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir():
+        raise PgSurgeonError(
+            f"{req.pgdata} is not a data directory (no global/ and base/)", hint="pass the cluster's data directory"
+        )
+    pid = postmaster_pid(req.pgdata)
+    if pid is not None and not req.live:
+        raise PgSurgeonError(
+            f"the server is running on {req.pgdata} (postmaster pid {pid}): pages change while they are read",
+            hint="stop the server, unload a base backup, or pass --live to read anyway (recent changes may be missed)",
+        )
+    if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
+        raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
+    job = _Job(req, on_progress)
+    plans: list[tuple[DbCatalog, list[Relation]]] = []
+    for d in job.databases():
+        cat = job.files.database(d)
+        tables = [r for r in cat.user_tables() if _matches(r, req.tables)]
+        if not tables and (req.tables or d.name in _BUILT_IN_DATABASES):
+            continue
+        plans.append((cat, tables))
+        job.notes.extend(f"{d.name}: {x}" for x in cat.doubts[:5])
+    if req.tables and not plans:
+        raise PgSurgeonError(f"no table matches {', '.join(req.tables)}", hint="name tables as schema.table")
+    for cat, tables in plans:
+        for r in tables:
+            loc = cat.locate(r.oid) if r.relkind != "p" else None
+            job.blocks_total += loc[1] if loc else 0
+    req.out.mkdir(parents=True, exist_ok=True)
+    results: list[TableResult] = []
+    restore = [
+        f"-- pgsurgeon unload of {req.pgdata.resolve()} (PostgreSQL {job.files.facts['major']}),"
+        f" {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}",
+        f"-- psql -X -v ON_ERROR_STOP=1 -d postgres -f {req.out.resolve() / 'restore.sql'}",
+        "-- (if this directory has moved, add -v dir=<its new path>)",
+        "\\if :{?dir}",
+        "\\else",
+        f"\\set dir {literal(str(req.out.resolve()))}",
+        "\\endif",
+        "\\cd :dir",
+    ]
+    for cat, tables in plans:
+        d = cat.db
+        dbdir = req.out / f"{d.oid}_{_safe(d.name)}"
+        dbdir.mkdir()
+        ddl = schema_sql(cat, tables)
+        (dbdir / "schema.sql").write_text(
+            f"-- schema of database {d.name}, read from the catalog files by pgsurgeon unload\n"
+            + "\n".join(ddl.statements)
+            + "\n"
+            + "".join(f"-- not recovered: {n}\n" for n in ddl.notes),
+            encoding="utf-8",
+        )
+        job.notes.extend(f"{d.name}: {n}" for n in ddl.notes)
+        if d.name not in _BUILT_IN_DATABASES:
+            create = f"CREATE DATABASE {quote_ident(d.name)} TEMPLATE template0 ENCODING {d.encoding!r}"
+            if d.locale_provider == "c":
+                create += f" LC_COLLATE {d.collate!r} LC_CTYPE {d.ctype!r}"
+            elif d.locale:
+                provider = "icu" if d.locale_provider == "i" else "builtin"
+                create += f" LOCALE_PROVIDER {provider} LOCALE {d.locale!r}"
+            restore.append(create + ";")
+        restore.append(f"\\connect {quote_ident(d.name)}")
+        restore.append(f"\\ir {dbdir.name}/schema.sql")
+        ext = "csv" if req.format == "csv" else "copy"
+        for rel in tables:
+            if rel.relkind == "p":
+                continue
+            stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
+            res = job.carve(cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}")
+            results.append(res)
+            if rel.relkind == "m":
+                res.skipped = res.skipped or "materialized view: its data is unloaded, its definition is not"
+                continue
+            if res.file:
+                cols = [a.name for a in live_columns(cat, rel)]
+                restore.append(_copy_line(rel, cols, res.file, req.format))
+    (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
+    result = UnloadResult(req.out, job.files.facts, results, job.notes, round(time.monotonic() - started, 3))
+    _write_reports(result)
+    return result
+
+
+def _write_reports(res: UnloadResult) -> None:
+    doc = {
+        "cluster": res.facts,
+        "seconds": res.seconds,
+        "rows": res.rows,
+        "kept_apart": res.kept_apart,
+        "complete": not res.incomplete,
+        "tables": [asdict(t) for t in res.tables],
+        "notes": res.notes,
+    }
+    (res.out / "report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    lines = [
+        f"unload of PostgreSQL {res.facts['major']} data directory: {res.rows} rows in {len(res.tables)} tables,"
+        f" {res.kept_apart} kept apart, {res.seconds:.1f} s",
+        "",
+    ]
+    for t in res.tables:
+        line = f"{t.database}: {t.schema}.{t.name}: {t.rows} rows"
+        if t.kept_apart:
+            line += f", {t.kept_apart} kept apart ({t.apart_file})"
+        if t.checksum_failures:
+            line += f", {t.checksum_failures} pages failed their checksum"
+        if t.lost:
+            line += f", {len(t.lost)} lost"
+        if t.skipped:
+            line += f" [{t.skipped}]"
+        lines.append(line)
+        lines.extend(f"    lost: block {x.get('block')} item {x.get('lp')}: {x.get('reason')}" for x in t.lost[:20])
+        lines.extend(f"    uncertain: {u}" for u in t.uncertain)
+    if res.notes:
+        lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
+    (res.out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
