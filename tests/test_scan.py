@@ -312,6 +312,7 @@ def test_running_server_is_refused_without_live(damaged: Damaged, capsys: pytest
         assert "public.hdr_flags" in names and "public.healthy" not in names
     finally:
         damaged.cluster.stop()
+    _assert_same_without_dsn(damaged.cluster, report, capsys)
 
 
 # --------------------------------------------------------------------------------------------- healthy clusters
@@ -451,6 +452,22 @@ def test_index_entries_reveal_lost_rows(version: str, make_lab: Any, capsys: pyt
     assert ("index.tid_unused", None) not in by_rel.get("public.ix_unused", set())
     assert "index.tid_unused" in {c for c, _ in by_rel["public.ix_unused_pkey"]}
     assert "public.ix_healthy" not in by_rel and "public.ix_healthy_pkey" not in by_rel
+    _assert_same_without_dsn(cluster, report, capsys)
+
+
+def _assert_same_without_dsn(cluster: Any, report: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """With the server stopped and no --dsn, the catalog comes from the data files: the findings are the same,
+    relation names included."""
+    cluster.stop()
+    code = main(["scan", str(cluster.pgdata), "--format", "json"])
+    offline = json.loads(capsys.readouterr().out)
+    assert code == (2 if report["findings"] else 0)
+
+    def key(f: dict[str, Any]) -> tuple[Any, ...]:
+        return (f["code"], f["relation"], str(f["block"]), str(f["item"]))
+
+    assert sorted(map(key, offline["findings"])) == sorted(map(key, report["findings"]))
+    assert all(f["relation"] for f in offline["findings"])
 
 
 def test_progress_and_text_output(damaged: Damaged, capsys: pytest.CaptureFixture[str]) -> None:
@@ -520,6 +537,7 @@ def test_toast_damage_is_traced_to_the_row(version: str, make_lab: Any, capsys: 
     block, item = (int(x) for x in row_ctid.strip("()").split(","))
     assert {(f["block"], f["item"]) for f in on_row} == {(block, item)}
     assert any("chunk number" in f["pg_error"] for f in on_row)
+    _assert_same_without_dsn(cluster, report, capsys)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog.files import FilesCatalog, relation_index
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.relnames import RelKey, RelName, name_map
@@ -89,6 +90,18 @@ def _catalog(dsn: str) -> tuple[dict[RelKey, RelName], list[Any]]:
     return names, metas
 
 
+def _files_catalog(pgdata: Path) -> tuple[dict[RelKey, RelName], list[Any], dict[str, int], str | None]:
+    """Names and relation descriptions from the catalog in the data files, when no server is given; a warning
+    instead when the catalog cannot be read there (the scan then goes on without names)."""
+    try:
+        fc = FilesCatalog(pgdata)
+        names, metas = relation_index(fc)
+        dbs = {d.name: d.oid for d in fc.databases()}
+    except (ValueError, OSError) as exc:
+        return {}, [], {}, f"relations are not named: the catalog could not be read from the files ({exc})"
+    return names, metas, dbs, None
+
+
 def _resolve_filters(
     req: ScanRequest, names: dict[RelKey, RelName], databases_by_name: dict[str, int]
 ) -> tuple[list[int], list[int]]:
@@ -149,6 +162,11 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         options["relations"] = metas
         with db.connect(req.dsn) as conn:
             databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
+    else:
+        names, metas, databases_by_name, why = _files_catalog(req.pgdata)
+        options["relations"] = metas
+        if why:
+            warnings.append(why)
     db_oids, nodes = _resolve_filters(req, names, databases_by_name)
     config = {"options": options, "files": [str(f) for f in req.files], "databases": db_oids, "relfilenodes": nodes}
     try:

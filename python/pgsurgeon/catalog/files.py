@@ -13,6 +13,7 @@ from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
+from pgsurgeon.relnames import RelKey, RelName
 
 # FirstNormalObjectId (access/transam.h): OIDs below it were assigned by initdb.
 FIRST_NORMAL_OID = 16384
@@ -441,3 +442,95 @@ class FilesCatalog:
         if db.oid not in self._dbs:
             self._dbs[db.oid] = DbCatalog(self, db).load()
         return self._dbs[db.oid]
+
+
+PG_INDEX = 2610
+# relkinds with storage (catalog/pg_class.h): table, index, sequence, TOAST table, materialized view.
+_STORAGE_KINDS = ("r", "i", "S", "t", "m")
+
+
+def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, RelName], list[list[Any]]]:
+    """Names of every relation file, and what a scan needs to check each (the files source of what
+    relation_names.sql and scan_metadata.sql ask a server)."""
+    names: dict[RelKey, RelName] = {}
+    metas: list[list[Any]] = []
+    for d in fc.databases():
+        if not d.allow_connections:
+            continue
+        cat = fc.database(d)
+        heap_of = {_i(r["indexrelid"]): _i(r["indrelid"]) for r in cat.read(PG_INDEX, ["indexrelid", "indrelid"])}
+        keys: dict[int, RelKey] = {}
+
+        def key(oid: int, cat: DbCatalog = cat, keys: dict[int, RelKey] = keys) -> RelKey | None:
+            if oid not in keys:
+                loc = fc.handle.locate(cat.db.oid, oid)
+                if loc is None:
+                    return None
+                keys[oid] = (loc[1], loc[2], loc[0])
+            return keys[oid]
+
+        for oid, r in sorted(cat.relations.items()):
+            if r.relkind not in _STORAGE_KINDS or r.persistence == "t":
+                continue
+            k = key(oid)
+            if k is None:
+                continue
+            amname = r.am or ("heap" if r.relkind in ("r", "t", "m") else "sequence" if r.relkind == "S" else None)
+            names[k] = RelName(oid, r.schema, r.name, r.relkind, amname, "" if k[1] == 0 else d.name)
+            heap = key(heap_of[oid]) if amname == "btree" and oid in heap_of else None
+            toast = key(r.toast_oid) if r.toast_oid else None
+            desc = None
+            if r.relkind in ("r", "m"):
+                attrs = cat.attributes.get(oid, [])
+                desc = {
+                    "natts": r.natts,
+                    "has_toast": r.toast_oid != 0,
+                    "toast_relid": r.toast_oid,
+                    "attrs": [
+                        {
+                            "attnum": a.attnum,
+                            "attlen": a.attlen,
+                            "attalign": a.attalign,
+                            "attbyval": a.attbyval,
+                            "attisdropped": a.dropped,
+                            "typname": cat.types[a.typid].name if a.typid in cat.types else "",
+                            "attstorage": a.storage,
+                        }
+                        for a in attrs
+                    ],
+                }
+            meta = {
+                "kind": core.AM_PAGE_KIND.get(amname or ""),
+                "natts": r.natts,
+                "heap": list(heap) if heap else None,
+                "desc": desc,
+                "toast": list(toast) if toast else None,
+                "toast_name": r.name if r.relkind == "t" else None,
+            }
+            metas.append([list(k), meta])
+    return names, metas
+
+
+def names_from_files(pgdata: Path) -> dict[RelKey, RelName]:
+    """Relation names from the catalog in the data files; empty when it cannot be read there."""
+    try:
+        return relation_index(FilesCatalog(pgdata))[0]
+    except (ValueError, OSError):
+        return {}
+
+
+def file_key(path: Path) -> tuple[Path, RelKey] | None:
+    """(data directory, key) of a relation segment path: base/<db>/<node>, global/<node> or
+    pg_tblspc/<spc>/<version dir>/<db>/<node> (forks and segment suffixes allowed)."""
+    parts = path.resolve().parts
+    node_text = parts[-1].split(".")[0].split("_")[0]
+    if not node_text.isdigit() or len(parts) < 3:
+        return None
+    node = int(node_text)
+    if parts[-2] == "global":
+        return Path(*parts[:-2]), (1664, 0, node)
+    if len(parts) >= 4 and parts[-3] == "base" and parts[-2].isdigit():
+        return Path(*parts[:-3]), (1663, int(parts[-2]), node)
+    if len(parts) >= 6 and parts[-5] == "pg_tblspc" and parts[-4].isdigit() and parts[-2].isdigit():
+        return Path(*parts[:-5]), (int(parts[-4]), int(parts[-2]), node)
+    return None

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
+from pgsurgeon.catalog.files import names_from_files
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.relnames import name_map
@@ -36,7 +37,7 @@ def collect(pgdata: Path, dsn: str | None) -> list[dict[str, Any]]:
         raise PgSurgeonError(f"{pgdata} is not a data directory (no global/pg_control)")
     control = core.read_control(pgdata)
     relations = core.discover_relations(pgdata)
-    names = name_map(dsn) if dsn else {}
+    names = name_map(dsn) if dsn else names_from_files(pgdata)
     for rel in relations:
         key = (rel["tablespace_oid"], rel["database_oid"], rel["relfilenode"])
         name = names.get(key)

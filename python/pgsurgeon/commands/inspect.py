@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog.files import file_key, names_from_files
 from pgsurgeon.datadir import Geometry, read_block
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
@@ -117,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
             f"block {args.block} of {target.source} holds only {len(target.data)} bytes, less than a page header",
             hint="the file ends inside this block: a truncated or torn write",
         )
+    offline = _name_offline(args.file) if args.file is not None and not args.table else None
+    if offline and target.kind is None:
+        target.kind = offline[1]
     checksums = {"on": True, "off": False}.get(args.checksums, target.checksums)
     guessed_checksums = checksums is None
     if checksums is None:
@@ -129,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     report["partial"] = target.partial
     report["checksums_enabled"] = checksums
     report["checksums_guessed"] = guessed_checksums
+    report["relation"] = args.table or (offline[0] if offline else None)
     if args.format == "json":
         if args.raw:
             report["raw_hex"] = target.data.hex()
@@ -249,8 +254,23 @@ def _items_table(report: dict[str, Any]) -> Table | None:
     return t
 
 
+def _name_offline(path: Path) -> tuple[str, str | None] | None:
+    """The relation a file belongs to and its page kind, from the catalog in its data directory (no server)."""
+    found = file_key(path)
+    if found is None:
+        return None
+    name = names_from_files(found[0]).get(found[1])
+    if name is None:
+        return None
+    label = f"{name.database}.{name.qualified}" if name.database else name.qualified
+    fork_free = "_" not in path.name
+    return label, core.AM_PAGE_KIND.get(name.amname or "") if fork_free else None
+
+
 def render_text(report: dict[str, Any], raw: bytes | None, console: Console) -> None:
     where = f"block {report['block']} of {report['source']}"
+    if report.get("relation") and report["relation"] not in report["source"]:
+        where += f" ({report['relation']})"
     if report["segment"]:
         where += f" (segment {report['segment']}, block {report['block_in_file']} in that file)"
     kind = report["kind"] + (" (guessed)" if report["kind_guessed"] else "")

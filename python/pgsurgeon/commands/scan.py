@@ -146,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_scan(req, show)
     else:
         outcome = run_scan(req)
-    for warning in outcome.warnings:
-        term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False)
+    if args.format != "json":  # the JSON document carries them itself
+        for warning in outcome.warnings:
+            term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False, soft_wrap=True)
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:
