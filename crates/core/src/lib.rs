@@ -11,6 +11,7 @@ pub mod rows;
 pub use rows::carve;
 pub mod checks;
 pub mod checksum;
+pub mod commit_ts;
 pub mod control;
 pub mod datum;
 pub mod error;

@@ -232,6 +232,9 @@ pub struct Judgement {
     /// MultiXactIds whose updating member is needed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub need_multis: Vec<u32>,
+    /// The committed transaction that deleted or updated this version (what undelete looks for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_by: Option<u32>,
 }
 
 /// What the judge may consult besides the tuple header.
@@ -333,8 +336,13 @@ pub fn locked_upgraded(infomask: u16) -> bool {
 /// What cannot be decided is uncertain, with the XIDs and MultiXacts to ask the server about.
 pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
     let m = h.t_infomask;
-    let mut j =
-        Judgement { verdict: Verdict::Uncertain, reason: Cow::Borrowed(""), need_xids: vec![], need_multis: vec![] };
+    let mut j = Judgement {
+        verdict: Verdict::Uncertain,
+        reason: Cow::Borrowed(""),
+        need_xids: vec![],
+        need_multis: vec![],
+        deleted_by: None,
+    };
     let done = |mut j: Judgement, v: Verdict, r: Cow<'static, str>| {
         j.verdict = v;
         j.reason = r;
@@ -443,6 +451,7 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
     let hinted = m & HEAP_XMAX_COMMITTED != 0;
     match src.lookup(updater) {
         Status::Known(XidStatus::Committed) => {
+            j.deleted_by = Some(updater);
             done(j, Verdict::Invisible, format!("deleted or updated by committed transaction {updater}").into())
         }
         Status::Known(XidStatus::Aborted) if hinted => {
@@ -452,6 +461,7 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
             done(j, Verdict::Live, format!("committed; deleting transaction {updater} aborted").into())
         }
         _ if hinted => {
+            j.deleted_by = Some(updater);
             done(j, Verdict::Invisible, format!("deleted or updated by transaction {updater} (hint)").into())
         }
         Status::Known(XidStatus::InProgress) => {

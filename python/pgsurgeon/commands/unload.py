@@ -34,6 +34,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--live", action="store_true", help="read although the server runs (rows changed since may be missed)"
     )
+    p.add_argument(
+        "--deleted",
+        action="store_true",
+        help="also write each table's row versions that committed DELETEs and UPDATEs removed and VACUUM has not "
+        "reclaimed yet (to <table>.deleted.<format>)",
+    )
+    p.add_argument(
+        "--deleted-by",
+        type=int,
+        metavar="XID",
+        help="only the row versions this transaction removed (implies --deleted)",
+    )
     p.set_defaults(func=run)
 
 
@@ -44,6 +56,8 @@ def request_from_args(args: argparse.Namespace) -> UnloadRequest:
         raise UsageError(
             f"--pg-version {args.pg_version} is not a PostgreSQL major version", hint="e.g. --pg-version 15"
         )
+    if args.deleted_by is not None and not 3 <= args.deleted_by < 1 << 63:
+        raise UsageError("--deleted-by takes a normal transaction id (3 or more)", hint="e.g. from txid_current()")
     if args.block_size is not None and args.block_size not in (1024, 2048, 4096, 8192, 16384, 32768):
         raise UsageError("--block-size must be a power of two from 1024 to 32768", hint="the default build uses 8192")
     return UnloadRequest(
@@ -56,6 +70,8 @@ def request_from_args(args: argparse.Namespace) -> UnloadRequest:
         pg_version=args.pg_version,
         block_size=args.block_size,
         live=args.live,
+        deleted=args.deleted,
+        deleted_by=args.deleted_by,
     )
 
 
@@ -78,6 +94,14 @@ def render(res: UnloadResult) -> None:
             if t.skipped:
                 extra.append(t.skipped)
             console.print(f"  {t.database}: {t.schema}.{t.name}: " + "; ".join(extra), markup=False)
+    deleted = [t for t in res.tables if t.deleted_file]
+    if deleted:
+        total = sum(t.deleted_rows for t in deleted)
+        console.print(
+            f"removed row versions: {total} (files *.deleted.*, leading columns: block, lp, xmin, xmin_committed_at, "
+            "deleted_by, deleted_at, how)",
+            markup=False,
+        )
     for n in res.notes:
         console.print(f"note: {n}", markup=False)
     console.print(

@@ -21,6 +21,9 @@ from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.salvage.pages import segments_of
 
+# The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).
+DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
+
 # Databases a fresh cluster already has: restore.sql loads into them instead of creating them.
 _BUILT_IN_DATABASES = ("postgres", "template1")
 
@@ -36,8 +39,16 @@ class UnloadRequest:
     pg_version: int | None = None
     block_size: int | None = None
     live: bool = False
+    deleted: bool = False
+    """Also write, per table, the row versions committed DELETEs and UPDATEs removed (not yet vacuumed)."""
+    deleted_by: int | None = None
+    """With ``deleted``: only what this transaction removed."""
 
     def __post_init__(self) -> None:
+        if self.deleted_by is not None:
+            self.deleted = True
+            # txid_current() carries the epoch above the 32 bits tuple headers hold
+            self.deleted_by &= 0xFFFFFFFF
         if self.format not in ("copy", "csv"):
             raise PgSurgeonError(f"unknown format {self.format!r}", hint="use --format copy or --format csv")
         if not 1 <= self.jobs <= 64:
@@ -60,6 +71,9 @@ class TableResult:
     lost: list[dict[str, Any]] = field(default_factory=list)
     uncertain: list[str] = field(default_factory=list)
     skipped: str | None = None
+    deleted_file: str | None = None
+    deleted_rows: int = 0
+    deleted_apart: int = 0
 
 
 @dataclass
@@ -191,9 +205,28 @@ class _Job:
             t.apart_file = str(apart.relative_to(self.req.out))
         elif apart.exists():
             apart.unlink()
+        if self.req.deleted:
+            self.undelete(cfg, nblocks, target, t)
         return t
 
-    def _run(self, carver: core.RowCarver, nblocks: int, main: str, apart: str) -> dict[str, Any]:
+    def undelete(self, cfg: dict[str, Any], nblocks: int, target: Path, t: TableResult) -> None:
+        """The removed row versions of one table, into ``<stem>.deleted.<ext>``: each line starts with
+        DELETED_COLUMNS, then the table's columns."""
+        ext = target.suffix
+        path = target.with_suffix(f".deleted{ext}")
+        apart = target.with_suffix(f".deleted.kept_apart{ext}")
+        path.touch()
+        carver = core.RowCarver({**cfg, "deleted": True, "deleted_by": self.req.deleted_by})
+        counts = self._run(carver, nblocks, str(path), str(apart), count=False).get("counts", {})
+        t.deleted_file = str(path.relative_to(self.req.out))
+        t.deleted_rows = int(counts.get("main_rows", 0))
+        t.deleted_apart = int(counts.get("apart_rows", 0))
+        if apart.exists() and apart.stat().st_size == 0:
+            apart.unlink()
+
+    def _run(
+        self, carver: core.RowCarver, nblocks: int, main: str, apart: str, *, count: bool = True
+    ) -> dict[str, Any]:
         result: list[dict[str, Any]] = []
         errors: list[BaseException] = []
 
@@ -209,7 +242,8 @@ class _Job:
         try:
             while th.is_alive():
                 th.join(0.25)
-                self.blocks_done = before + carver.progress()[0]
+                if count:
+                    self.blocks_done = before + carver.progress()[0]
                 if self.on_progress is not None:
                     self.on_progress(self.blocks_done, self.blocks_total)
         except KeyboardInterrupt:
@@ -218,7 +252,8 @@ class _Job:
             raise
         if errors:
             raise PgSurgeonError(f"unloading failed: {errors[0]}")
-        self.blocks_done = before + nblocks
+        if count:
+            self.blocks_done = before + nblocks
         return result[0]
 
 
@@ -319,6 +354,7 @@ def _write_reports(res: UnloadResult) -> None:
         "rows": res.rows,
         "kept_apart": res.kept_apart,
         "complete": not res.incomplete,
+        "deleted_columns": DELETED_COLUMNS,
         "tables": [asdict(t) for t in res.tables],
         "notes": res.notes,
     }
@@ -338,6 +374,10 @@ def _write_reports(res: UnloadResult) -> None:
             line += f", {len(t.lost)} lost"
         if t.skipped:
             line += f" [{t.skipped}]"
+        if t.deleted_file:
+            line += f"; {t.deleted_rows} removed row versions in {t.deleted_file}"
+            if t.deleted_apart:
+                line += f" ({t.deleted_apart} more kept apart)"
         lines.append(line)
         lines.extend(f"    lost: block {x.get('block')} item {x.get('lp')}: {x.get('reason')}" for x in t.lost[:20])
         lines.extend(f"    uncertain: {u}" for u in t.uncertain)

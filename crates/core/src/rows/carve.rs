@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::encode::{copy_csv_escape, copy_text_escape};
 use crate::bytes::{maxalign, u32_at};
 use crate::checks::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
+use crate::commit_ts::CommitTs;
 use crate::datum::{format_value, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::Severity;
@@ -881,6 +882,14 @@ pub struct CarveConfig {
     /// Output invisible tuples too (forensics).
     #[serde(default)]
     pub keep_invisible: bool,
+    /// Undelete: output only the row versions a committed transaction deleted or updated (and VACUUM has not
+    /// removed), each line starting with block, lp, xmin, xmin's commit time, the deleter, its commit time and
+    /// `delete` or `update`.
+    #[serde(default)]
+    pub deleted: bool,
+    /// With `deleted`: only what this transaction removed.
+    #[serde(default)]
+    pub deleted_by: Option<u32>,
 }
 
 fn default_version() -> u32 {
@@ -1256,6 +1265,8 @@ impl Batch {
 
 /// Everything carving one relation needs that stays the same from page to page; shared by the threads that carve.
 pub struct Carver {
+    /// pg_commit_ts, for undelete's commit times.
+    commit_ts: Option<CommitTs>,
     pub cfg: CarveConfig,
     clog: Clog,
     server: HashMap<u32, XidStatus>,
@@ -1290,7 +1301,13 @@ impl Carver {
             locator: OnceLock::new(),
         });
         let utf8 = cfg.encoding.eq_ignore_ascii_case("UTF8") || cfg.encoding.eq_ignore_ascii_case("UTF-8");
+        let commit_ts = if cfg.deleted {
+            cfg.xact_dir.as_deref().and_then(|d| d.parent()).and_then(|p| CommitTs::open(p, cfg.blcksz))
+        } else {
+            None
+        };
         Carver {
+            commit_ts,
             oopts: OutputOptions { server_version_num: cfg.server_version_num, ..Default::default() },
             max_chunk: crate::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
             max_tuples: max_heap_tuples(blcksz),
@@ -1400,6 +1417,38 @@ impl Carver {
 
     /// Carve one page into `out`. `can_ask`: XIDs, MultiXacts and TOAST values the files do not settle are
     /// listed in `out.need_*` (the caller asks the server and carves the page again) instead of being judged.
+    /// Undelete's leading columns: block, lp, xmin, its commit time, the deleter, its commit time, and whether
+    /// the version was deleted or replaced by an update (its t_ctid names another tuple).
+    fn write_deleted_prefix(&self, out: &mut Vec<u8>, block: u64, f: &Found, deleter: u32, csv: bool) {
+        let sep = if csv { b',' } else { b'\t' };
+        let null: &[u8] = if csv { b"" } else { b"\\N" };
+        let time = |out: &mut Vec<u8>, xid: u32| match self.commit_ts.as_ref().and_then(|c| c.time(xid)) {
+            Some(t) => crate::datum::format_timestamp(t, true, out),
+            None => out.extend_from_slice(null),
+        };
+        let _ = write!(out, "{block}");
+        out.push(sep);
+        match f.lp {
+            Some(lp) => {
+                let _ = write!(out, "{lp}");
+            }
+            None => out.extend_from_slice(null),
+        }
+        out.push(sep);
+        let _ = write!(out, "{}", f.header.t_xmin);
+        out.push(sep);
+        time(out, f.header.t_xmin);
+        out.push(sep);
+        let _ = write!(out, "{deleter}");
+        out.push(sep);
+        time(out, deleter);
+        out.push(sep);
+        let ctid = f.header.t_ctid;
+        let moved = u64::from(ctid.block) != block || Some(ctid.offset) != f.lp;
+        out.extend_from_slice(if moved { b"update" } else { b"delete" });
+        out.push(sep);
+    }
+
     pub fn carve_page(&self, page: &[u8], block: u64, can_ask: bool, out: &mut Batch) {
         let cfg = &self.cfg;
         let p =
@@ -1499,6 +1548,22 @@ impl Carver {
             out.need_xids.extend(&j.need_xids);
             out.need_multis.extend(&j.need_multis);
             let mut verdict = j.verdict;
+            let mut deleter = None;
+            if cfg.deleted {
+                match j.deleted_by {
+                    Some(x) if !matches!(cfg.deleted_by, Some(w) if w != x) => {
+                        deleter = Some(x);
+                        verdict = Verdict::Live;
+                    }
+                    // a removed version whose deleter cannot be decided stays in the kept-apart output
+                    None if verdict == Verdict::Uncertain
+                        && cfg.deleted_by.is_none()
+                        && f.header.t_xmax != 0
+                        && f.header.t_infomask & HEAP_XMAX_INVALID == 0
+                        && !crate::xact::xmax_locked_only(f.header.t_infomask) => {}
+                    _ => continue,
+                }
+            }
             if verdict == Verdict::Invisible {
                 out.counts.invisible += 1;
                 if let Some(lp) = f.lp {
@@ -1676,6 +1741,9 @@ impl Carver {
                 });
             } else if to_main {
                 out.counts.main_rows += 1;
+                if let Some(x) = deleter {
+                    self.write_deleted_prefix(&mut out.main, block, f, x, csv);
+                }
                 out.main.extend_from_slice(&out.line);
                 if out.provenance {
                     if f.via == Via::LinePointer && certainty == Certainty::Sure && notes.is_empty() {
@@ -2003,6 +2071,8 @@ mod tests {
             can_fetch_toast: false,
             only: HashMap::new(),
             keep_invisible: false,
+            deleted: false,
+            deleted_by: None,
         }
     }
 
