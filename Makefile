@@ -52,3 +52,4 @@ bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server 
 	$(PYTHON) bench/scan.py
 	$(PYTHON) bench/salvage.py
 	$(PYTHON) bench/carve.py --repeat 3 --check
+	$(PYTHON) bench/unload.py --check
