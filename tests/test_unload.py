@@ -216,3 +216,89 @@ def _copy(conn: Any, table: str) -> list[str]:
         for chunk in cp:
             lines.extend(bytes(chunk).decode().splitlines())
     return sorted(lines)
+
+
+def _zero_file(path: Path) -> None:
+    path.write_bytes(bytes(path.stat().st_size))
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_catalog_from_an_older_copy(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    """pg_class destroyed: the tables that existed when an older copy was taken still unload with today's rows,
+    using that copy's catalog; a table created since is an orphan file, which --layout decodes."""
+    from pgsurgeon.catalog.files import FilesCatalog
+
+    lab = make_lab(version)
+    with lab.connect() as conn:
+        conn.execute("CREATE TABLE t1 (id int, v text)")
+        conn.execute("INSERT INTO t1 SELECT g, 'v' || g FROM generate_series(1, 1000) g")
+    lab.stop()
+    older = tmp_path / "older"
+    shutil.copytree(lab.pgdata, older, symlinks=True)
+    lab.start()
+    with lab.connect() as conn:
+        conn.execute("INSERT INTO t1 SELECT g, 'w' || g FROM generate_series(1001, 1500) g")
+        conn.execute("CREATE TABLE t2 (a int4, b text)")
+        conn.execute("INSERT INTO t2 SELECT g, 'b' || g FROM generate_series(1, 300) g")
+        t1_rows = _copy(conn, "t1")
+        t2_rows = _copy(conn, "t2")
+        (t2_path,) = conn.execute("SELECT pg_relation_filepath('t2')").fetchone()  # type: ignore[misc]
+        (descr_path,) = conn.execute("SELECT pg_relation_filepath('pg_description')").fetchone()  # type: ignore[misc]
+    lab.stop()
+    handle = FilesCatalog(lab.pgdata).handle
+    loc = handle.locate(5, 1259)
+    assert loc is not None
+    _zero_file(lab.pgdata / loc[3])  # pg_class of database postgres
+    _zero_file(lab.pgdata / descr_path)  # and a non-essential catalog
+
+    r = _unload(lab.pgdata, tmp_path / "plain")
+    report = json.loads((tmp_path / "plain" / "report.json").read_text())
+    assert not [t for t in report["tables"] if t["database"] == "postgres"]
+    assert r.returncode == Exit.DAMAGE
+    assert any("catalog is damaged" in n for n in report["notes"]), report["notes"]
+
+    out = tmp_path / "from-copy"
+    r = _unload(lab.pgdata, out, "--catalog-from", str(older))
+    assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
+    report = json.loads((out / "report.json").read_text())
+    (t1,) = [t for t in report["tables"] if t["name"] == "t1"]
+    assert _rows(out / t1["file"]) == t1_rows
+    orphans = {o["path"] for o in report["orphans"]}
+    assert t2_path in orphans
+
+    r = subprocess.run(
+        [sys.executable, "-m", "pgsurgeon", "unload", str(lab.pgdata / t2_path), "--layout", "int4,text",
+         "--out", str(tmp_path / "t2")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
+    assert _rows(tmp_path / "t2" / f"{Path(t2_path).name}.copy") == t2_rows
+
+
+@pytest.mark.parametrize("version", ["15"])
+def test_rows_whose_transaction_status_is_lost_are_kept_apart(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    """pg_xact gone: rows without commit hints cannot be judged; they are kept apart with the reason, never
+    guessed, and the unload says it is incomplete."""
+    lab = make_lab(version)
+    with lab.connect() as conn:
+        conn.execute("CREATE TABLE hinted (id int)")
+        conn.execute("INSERT INTO hinted SELECT generate_series(1, 100)")
+        conn.execute("SELECT count(*) FROM hinted")  # sets the commit hints
+        conn.execute("CREATE TABLE unhinted (id int)")
+        conn.execute("SELECT count(*) FROM pg_class")
+    with lab.connect() as conn:
+        conn.execute("INSERT INTO unhinted SELECT generate_series(1, 100)")  # never read again: no hints
+        conn.execute("CHECKPOINT")
+    lab.stop()
+    for seg in (lab.pgdata / "pg_xact").iterdir():
+        seg.unlink()
+    out = tmp_path / "out"
+    r = _unload(lab.pgdata, out)
+    assert r.returncode == Exit.DAMAGE, r.stderr + r.stdout
+    report = json.loads((out / "report.json").read_text())
+    by_name = {t["name"]: t for t in report["tables"]}
+    assert by_name["hinted"]["rows"] == 100
+    assert by_name["unhinted"]["rows"] == 0 and by_name["unhinted"]["kept_apart"] == 100
+    apart = (out / by_name["unhinted"]["apart_file"]).read_text()
+    assert "pg_xact" in apart
+    assert report["complete"] is False

@@ -159,7 +159,12 @@ class DbCatalog:
     doubts: list[str] = field(default_factory=list)
 
     def read(self, relid: int, columns: list[str]) -> list[dict[str, str | None]]:
-        rows, _absent, doubtful = self.files.handle.read(self.db.oid, relid, columns)
+        """Visible rows of catalog ``relid``; none (and a doubt) when it cannot be read at all."""
+        try:
+            rows, _absent, doubtful = self.files.handle.read(self.db.oid, relid, columns)
+        except (ValueError, OSError) as exc:
+            self.doubts.append(f"catalog {relid} cannot be read: {str(exc).splitlines()[0]}")
+            return []
         if doubtful:
             self.doubts.extend(f"catalog {relid}: {d}" for d in doubtful[:20])
         return [dict(zip(columns, r, strict=True)) for r in rows]

@@ -11,6 +11,7 @@ from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 from pgsurgeon.unload import UnloadRequest, UnloadResult
 from pgsurgeon.unload import run as run_unload
+from pgsurgeon.unload.layout import run_layout
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +23,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "schema.sql per database, restore.sql (psql -X -v ON_ERROR_STOP=1 -d postgres -f DIR/restore.sql "
         "rebuilds them in a fresh cluster) and report.json/report.txt. Opens everything read-only.",
     )
-    p.add_argument("pgdata", type=Path, metavar="PGDATA", help="the data directory (the server stopped)")
+    p.add_argument(
+        "pgdata",
+        type=Path,
+        metavar="PGDATA|FILE",
+        help="the data directory (the server stopped), or with --layout one relation file",
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty directory for the files")
     p.add_argument("--database", action="append", default=[], help="only this database (repeatable)")
     p.add_argument("--table", action="append", default=[], help="only this table, as schema.table or name (repeatable)")
@@ -45,6 +51,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         metavar="XID",
         help="only the row versions this transaction removed (implies --deleted)",
+    )
+    p.add_argument(
+        "--catalog-from",
+        type=Path,
+        metavar="PGDATA",
+        help="read the catalog from this copy (an older backup's data directory) when the cluster's own is damaged",
+    )
+    p.add_argument(
+        "--layout",
+        metavar="TYPES",
+        help="decode FILE with these column types, e.g. 'int4,text,timestamptz' (no catalog needed)",
     )
     p.set_defaults(func=run)
 
@@ -72,6 +89,7 @@ def request_from_args(args: argparse.Namespace) -> UnloadRequest:
         live=args.live,
         deleted=args.deleted,
         deleted_by=args.deleted_by,
+        catalog_from=args.catalog_from,
     )
 
 
@@ -111,6 +129,12 @@ def render(res: UnloadResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.layout is not None:
+        return _run_layout(args)
+    if args.pgdata.is_file():
+        raise UsageError(f"{args.pgdata} is a file", hint="give --layout 'int4,text,…' to decode one relation file")
+    if args.catalog_from is not None and not (args.catalog_from / "global").is_dir():
+        raise UsageError(f"--catalog-from {args.catalog_from} is not a data directory")
     req = request_from_args(args)
     if args.progress:
         with term.transfer_progress(console=term.console(stderr=True), transient=True) as bar:
@@ -124,3 +148,17 @@ def run(args: argparse.Namespace) -> int:
         res = run_unload(req)
     render(res)
     return Exit.DAMAGE if res.incomplete else Exit.CLEAN
+
+
+def _run_layout(args: argparse.Namespace) -> int:
+    if not args.pgdata.is_file():
+        raise UsageError("--layout decodes one relation file", hint="pass the file, e.g. PGDATA/base/16384/29724")
+    res = run_layout(args.pgdata, args.layout, args.out, fmt=args.format, jobs=args.jobs, block_size=args.block_size)
+    console = term.console()
+    console.print(
+        f"decoded {res.rows} rows from {args.pgdata} into {res.out / res.file}"
+        + (f"; {res.kept_apart} kept apart" if res.kept_apart else "")
+        + f" (columns {', '.join(res.columns)})",
+        markup=False,
+    )
+    return Exit.DAMAGE if res.kept_apart or res.lost else Exit.CLEAN

@@ -43,6 +43,8 @@ class UnloadRequest:
     """Also write, per table, the row versions committed DELETEs and UPDATEs removed (not yet vacuumed)."""
     deleted_by: int | None = None
     """With ``deleted``: only what this transaction removed."""
+    catalog_from: Path | None = None
+    """Read the catalog from this copy (an older backup) instead: for when the cluster's own catalog is damaged."""
 
     def __post_init__(self) -> None:
         if self.deleted_by is not None:
@@ -83,6 +85,9 @@ class UnloadResult:
     tables: list[TableResult]
     notes: list[str]
     seconds: float
+    orphans: list[dict[str, Any]] = field(default_factory=list)
+    damaged_catalogs: list[str] = field(default_factory=list)
+    """Databases whose catalog could not name their tables."""
 
     @property
     def rows(self) -> int:
@@ -95,7 +100,9 @@ class UnloadResult:
     @property
     def incomplete(self) -> bool:
         """Something was kept apart, lost or not unloaded: the data files alone are not the whole story."""
-        return any(t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables)
+        return bool(self.damaged_catalogs) or any(
+            t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables
+        )
 
 
 def _safe(name: str) -> str:
@@ -116,7 +123,7 @@ class _Job:
         if req.block_size:
             options["block_size"] = req.block_size
         try:
-            self.files = FilesCatalog(req.pgdata, options)
+            self.files = FilesCatalog(req.catalog_from or req.pgdata, options)
         except (ValueError, OSError) as exc:
             raise PgSurgeonError(
                 f"cannot read the catalog of {req.pgdata}: {str(exc).splitlines()[0]}",
@@ -125,6 +132,8 @@ class _Job:
         self.notes: list[str] = list(self.files.facts.get("warnings", []))
         self.blocks_done = 0
         self.blocks_total = 0
+        self._relfiles: list[dict[str, Any]] | None = None
+        self.damaged: list[str] = []
 
     def databases(self) -> list[Database]:
         dbs = [d for d in self.files.databases() if d.allow_connections]
@@ -147,6 +156,11 @@ class _Job:
             return t
         relpath, nblocks = loc
         heap = self.req.pgdata / relpath
+        if self.req.catalog_from is not None:
+            nblocks = self.blocks_of(heap)
+            if not heap.exists():
+                t.skipped = f"its file {relpath} (named by the catalog copy) is not in {self.req.pgdata}"
+                return t
         attrs = cat.attributes.get(rel.oid, [])
         cols = live_columns(cat, rel)
         columns = []
@@ -189,7 +203,7 @@ class _Job:
             tloc = cat.locate(rel.toast_oid)
             if tloc is not None:
                 cfg["toast_files"] = segments_of(self.req.pgdata / tloc[0])
-                cfg["toast_nblocks"] = tloc[1]
+                cfg["toast_nblocks"] = self.blocks_of(self.req.pgdata / tloc[0])
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch()
         carver = core.RowCarver(cfg)
@@ -208,6 +222,34 @@ class _Job:
         if self.req.deleted:
             self.undelete(cfg, nblocks, target, t)
         return t
+
+    def blocks_of(self, base: Path) -> int:
+        """A relation's length in blocks from its segment files here."""
+        segs = segments_of(base)
+        if not segs:
+            return 0
+        last = segs[-1]
+        per_segment = int(self.files.facts["relseg_size"])
+        return int(last["segno"]) * per_segment + Path(last["path"]).stat().st_size // self.files.block_size
+
+    def orphans(self, cat: DbCatalog) -> list[dict[str, Any]]:
+        """Relation files of this database that no pg_class row (or relation map entry) names."""
+        known = set()
+        for oid in cat.relations:
+            loc = self.files.handle.locate(cat.db.oid, oid)
+            if loc is not None and loc[2] == cat.db.oid:
+                known.add(loc[0])
+        out = []
+        if self._relfiles is None:
+            self._relfiles = core.discover_relations(self.req.pgdata)
+        for rel in self._relfiles:
+            if rel["database_oid"] != cat.db.oid or rel["fork"] != "main" or rel["temp"]:
+                continue
+            if rel["relfilenode"] in known:
+                continue
+            size = sum(int(seg["size"]) for seg in rel["segments"])
+            out.append({"database": cat.db.name, "path": rel["path"], "blocks": size // self.files.block_size})
+        return out
 
     def undelete(self, cfg: dict[str, Any], nblocks: int, target: Path, t: TableResult) -> None:
         """The removed row versions of one table, into ``<stem>.deleted.<ext>``: each line starts with
@@ -282,10 +324,15 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
     for d in job.databases():
         cat = job.files.database(d)
         tables = [r for r in cat.user_tables() if _matches(r, req.tables)]
+        job.notes.extend(f"{d.name}: {x}" for x in cat.doubts[:5])
+        if not any(r.relkind == "r" for r in cat.relations.values()):
+            job.damaged.append(d.name)
+            job.notes.append(
+                f"{d.name}: pg_class yields no tables: the catalog is damaged (try --catalog-from an older backup)"
+            )
         if not tables and (req.tables or d.name in _BUILT_IN_DATABASES):
             continue
         plans.append((cat, tables))
-        job.notes.extend(f"{d.name}: {x}" for x in cat.doubts[:5])
     if req.tables and not plans:
         raise PgSurgeonError(f"no table matches {', '.join(req.tables)}", hint="name tables as schema.table")
     for cat, tables in plans:
@@ -342,7 +389,9 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
                 cols = [a.name for a in live_columns(cat, rel)]
                 restore.append(_copy_line(rel, cols, res.file, req.format))
     (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
-    result = UnloadResult(req.out, job.files.facts, results, job.notes, round(time.monotonic() - started, 3))
+    orphans = [o for cat, _ in plans for o in job.orphans(cat)]
+    seconds = round(time.monotonic() - started, 3)
+    result = UnloadResult(req.out, job.files.facts, results, job.notes, seconds, orphans, job.damaged)
     _write_reports(result)
     return result
 
@@ -354,6 +403,7 @@ def _write_reports(res: UnloadResult) -> None:
         "rows": res.rows,
         "kept_apart": res.kept_apart,
         "complete": not res.incomplete,
+        "orphans": res.orphans,
         "deleted_columns": DELETED_COLUMNS,
         "tables": [asdict(t) for t in res.tables],
         "notes": res.notes,
@@ -381,6 +431,9 @@ def _write_reports(res: UnloadResult) -> None:
         lines.append(line)
         lines.extend(f"    lost: block {x.get('block')} item {x.get('lp')}: {x.get('reason')}" for x in t.lost[:20])
         lines.extend(f"    uncertain: {u}" for u in t.uncertain)
+    if res.orphans:
+        lines += ["", "relation files no catalog row names (decode one with: pgsurgeon unload FILE --layout TYPES):"]
+        lines += [f"  {o['database']}: {o['path']} ({o['blocks']} blocks)" for o in res.orphans]
     if res.notes:
         lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
     (res.out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
