@@ -287,7 +287,8 @@ class _Job:
                 if count:
                     self.blocks_done = before + carver.progress()[0]
                 if self.on_progress is not None:
-                    self.on_progress(self.blocks_done, self.blocks_total)
+                    bs = self.files.block_size
+                    self.on_progress(self.blocks_done * bs, self.blocks_total * bs)
         except KeyboardInterrupt:
             carver.cancel()
             th.join()
@@ -306,6 +307,7 @@ def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
 
 
 def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
+    """Unload; ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read."""
     started = time.monotonic()
     if not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir():
         raise PgSurgeonError(
@@ -320,6 +322,11 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
     if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
         raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
     job = _Job(req, on_progress)
+    if pid is not None:
+        job.notes.append(
+            "read while the server runs (--live): rows changed since the last checkpoint may be missing or old, "
+            "and transactions in progress are not judged"
+        )
     plans: list[tuple[DbCatalog, list[Relation]]] = []
     for d in job.databases():
         cat = job.files.database(d)
