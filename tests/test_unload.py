@@ -84,7 +84,20 @@ def _restore(make_lab: MakeLab, version: str, out: Path) -> LabCluster:
     return target
 
 
-def _roundtrip(make_lab: MakeLab, version: str, source: LabCluster, expected: dict[str, Any], out: Path) -> None:
+def _indexes(lab: LabCluster) -> list[str]:
+    """Index and constraint definitions of database shop."""
+    with lab.connect("shop") as conn:
+        rows = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+            " UNION ALL SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE contype IN ('p', 'u', 'f') AND connamespace <> 'pg_catalog'::regnamespace ORDER BY 1"
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _roundtrip(
+    make_lab: MakeLab, version: str, source: LabCluster, expected: dict[str, Any], out: Path, indexes: list[str]
+) -> None:
     r = _unload(source.pgdata, out)
     assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
     report = json.loads((out / "report.json").read_text())
@@ -95,6 +108,8 @@ def _roundtrip(make_lab: MakeLab, version: str, source: LabCluster, expected: di
     assert got.keys() == expected.keys()
     for key, rows in expected.items():
         assert got[key] == rows, key
+    # keys, indexes and foreign keys as they were (foreign keys come back NOT VALID until validated)
+    assert [x.replace(" NOT VALID", "") for x in _indexes(target)] == indexes
     with target.connect("shop") as conn:
         # partitions and inheritance came back as such, with the sequence where it was
         assert conn.execute("SELECT count(*) FROM sales.events").fetchone() == (1000,)
@@ -112,16 +127,17 @@ def test_unload_round_trip(make_lab: MakeLab, tmp_path: Path, version: str) -> N
     source = make_lab(version)
     _build(source)
     expected = _snapshot(source, ["shop", "hr"])
-    assert len(expected) == 12
+    assert len(expected) == 13
+    indexes = _indexes(source)
     source.stop()
-    _roundtrip(make_lab, version, source, expected, tmp_path / "out")
+    _roundtrip(make_lab, version, source, expected, tmp_path / "out", indexes)
 
     # The catalogs rewritten (new file numbers in the relation maps): the same result.
     source.start()
     with source.connect("shop") as conn:
         conn.execute("VACUUM FULL pg_class, pg_attribute, pg_type")
     source.stop()
-    _roundtrip(make_lab, version, source, expected, tmp_path / "out-vacuumed")
+    _roundtrip(make_lab, version, source, expected, tmp_path / "out-vacuumed", indexes)
 
     # A server that will not start: pg_wal emptied, then pg_control's CRC damaged (overrides given).
     wal = source.pgdata / "pg_wal"

@@ -35,10 +35,16 @@ INSERT INTO sales.orders (customer, added, added_text) SELECT 'late ' || g, g, N
 DELETE FROM sales.orders WHERE id % 11 = 0;
 UPDATE sales.orders SET amount = amount + 1 WHERE id % 13 = 0;
 
+CREATE INDEX orders_customer_idx ON sales.orders (customer DESC);
+ALTER TABLE sales.orders ADD CONSTRAINT orders_customer_key UNIQUE (customer);
+CREATE TABLE sales.lines (order_id int REFERENCES sales.orders (id) ON DELETE CASCADE, qty int);
+INSERT INTO sales.lines SELECT 1 + g % 10, g FROM generate_series(1, 50) g;
+
 CREATE TABLE sales.events (id int4 NOT NULL, day date NOT NULL, kind text, payload jsonb) PARTITION BY RANGE (day);
 CREATE TABLE sales.events_2023 PARTITION OF sales.events FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
 CREATE TABLE sales.events_2024 PARTITION OF sales.events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
 CREATE TABLE sales.events_other PARTITION OF sales.events DEFAULT;
+CREATE INDEX events_day_idx ON sales.events (day);
 INSERT INTO sales.events
 SELECT g, date '2023-06-01' + g, CASE g % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' END, jsonb_build_object('g', g, 'l', ARRAY[g, g + 1])
 FROM generate_series(1, 1000) g;

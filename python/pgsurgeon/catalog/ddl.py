@@ -81,6 +81,9 @@ class Ddl:
     """schema.sql's statements, and what could not be recovered."""
 
     statements: list[str] = field(default_factory=list)
+    """Before the data: schemas, types, sequences, tables, inheritance, partitions."""
+    post: list[str] = field(default_factory=list)
+    """After the data: primary keys, unique constraints, indexes, foreign keys."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -340,13 +343,77 @@ def schema_sql(cat: DbCatalog, tables: list[Relation]) -> Ddl:
             else:
                 attach.append(f"ALTER TABLE {table_name(rel)} INHERIT {table_name(prel)};")
     ddl.statements.extend(attach)
-    for c in cat.constraints:
-        if c.contype != "p" or c.conrelid not in chosen or not c.conislocal:
-            continue
-        rel = cat.relations[c.conrelid]
-        names = {a.attnum: a.name for a in cat.attributes.get(rel.oid, [])}
-        keycols = ", ".join(quote_ident(names[k]) for k in c.conkey if k in names)
-        ddl.statements.append(
-            f"ALTER TABLE {table_name(rel)} ADD CONSTRAINT {quote_ident(c.name)} PRIMARY KEY ({keycols});"
-        )
+    _post_data(cat, chosen, ddl)
     return ddl
+
+
+# pg_constraint.confupdtype/confdeltype (catalog/pg_constraint.h FKCONSTR_ACTION_*).
+_FK_ACTIONS = {"r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+
+
+def _post_data(cat: DbCatalog, chosen: set[int], ddl: Ddl) -> None:
+    """Primary keys and unique constraints, plain indexes on columns, then foreign keys (NOT VALID: rows lost to
+    the damage must not stop the restore; VALIDATE CONSTRAINT tells afterwards)."""
+    names_of = {oid: {a.attnum: a.name for a in cat.attributes.get(oid, [])} for oid in chosen}
+
+    def cols(oid: int, keys: list[int]) -> str | None:
+        names = names_of.get(oid, {})
+        if not keys or any(k not in names for k in keys):
+            return None
+        return ", ".join(quote_ident(names[k]) for k in keys)
+
+    backing: set[int] = set()
+    for c in cat.constraints:
+        if c.contype not in ("p", "u") or c.conrelid not in chosen or not c.conislocal:
+            continue
+        backing.add(c.conindid)
+        rel = cat.relations[c.conrelid]
+        keycols = cols(rel.oid, c.conkey)
+        if keycols is None:
+            ddl.notes.append(f"{table_name(rel)}: constraint {c.name} not recreated (expression columns)")
+            continue
+        kind = "PRIMARY KEY" if c.contype == "p" else "UNIQUE"
+        ddl.post.append(f"ALTER TABLE {table_name(rel)} ADD CONSTRAINT {quote_ident(c.name)} {kind} ({keycols});")
+    for ix in cat.indexes:
+        if ix.table not in chosen or ix.oid in backing or ix.primary:
+            continue
+        rel, irel = cat.relations[ix.table], cat.relations.get(ix.oid)
+        if irel is None or rel.relkind == "p" and irel.relkind != "I":
+            continue
+        if rel.is_partition and any(i == ix.oid for i, _p, _s in cat.inherits):
+            continue  # a partition's copy of its parent's index comes with the parent's
+        names = names_of.get(ix.table, {})
+        if ix.has_expressions or any(k not in names for k in ix.keys):
+            ddl.notes.append(f"{table_name(rel)}: index {irel.name} not recreated (expressions or a predicate)")
+            continue
+        parts = []
+        for k, opt in zip(ix.keys, ix.options + [0] * len(ix.keys), strict=False):
+            part = quote_ident(names[k])
+            if opt & 1:
+                part += " DESC"
+            if bool(opt & 2) != bool(opt & 1):  # NULLS FIRST is the default only for DESC
+                part += " NULLS FIRST" if opt & 2 else " NULLS LAST"
+            parts.append(part)
+        unique = "UNIQUE " if ix.unique else ""
+        # on a partitioned table the index is made on every partition too, as when it was first created
+        ddl.post.append(
+            f"CREATE {unique}INDEX {quote_ident(irel.name)} ON {table_name(rel)} USING {irel.am or 'btree'} "
+            f"({', '.join(parts)});"
+        )
+    for c in cat.constraints:
+        if c.contype != "f" or c.conrelid not in chosen or not c.conislocal:
+            continue
+        rel, ref = cat.relations[c.conrelid], cat.relations.get(c.confrelid)
+        mine, theirs = cols(c.conrelid, c.conkey), cols(c.confrelid, c.confkey) if ref else None
+        if ref is None or c.confrelid not in chosen or mine is None or theirs is None:
+            ddl.notes.append(f"{table_name(rel)}: foreign key {c.name} not recreated (its table is not unloaded)")
+            continue
+        actions = "".join(
+            f" ON {event} {_FK_ACTIONS[code]}"
+            for event, code in (("UPDATE", c.confupdtype), ("DELETE", c.confdeltype))
+            if code in _FK_ACTIONS
+        )
+        ddl.post.append(
+            f"ALTER TABLE {table_name(rel)} ADD CONSTRAINT {quote_ident(c.name)} FOREIGN KEY ({mine}) "
+            f"REFERENCES {table_name(ref)} ({theirs}){actions} NOT VALID;"
+        )

@@ -36,6 +36,7 @@ PG_INHERITS = 2611
 PG_PARTITIONED_TABLE = 3350
 PG_SEQUENCE = 2224
 PG_AM = 2601
+PG_INDEX_OID = 2610
 
 # Encoding names by number (include/mb/pg_wchar.h, enum pg_enc).
 ENCODINGS = [
@@ -135,6 +136,23 @@ class Constraint:
     conkey: list[int]
     nspoid: int
     conislocal: bool = True
+    conindid: int = 0
+    confrelid: int = 0
+    confkey: list[int] = field(default_factory=list)
+    confupdtype: str = "a"
+    confdeltype: str = "a"
+
+
+@dataclass
+class Index:
+    oid: int
+    table: int
+    unique: bool
+    primary: bool
+    keys: list[int]
+    options: list[int]
+    """indoption per key: bit 0 DESC, bit 1 NULLS FIRST (catalog/pg_index.h INDOPTION_*)."""
+    has_expressions: bool
 
 
 @dataclass
@@ -151,6 +169,7 @@ class DbCatalog:
     ranges: dict[int, int] = field(default_factory=dict)
     multiranges: dict[int, int] = field(default_factory=dict)
     constraints: list[Constraint] = field(default_factory=list)
+    indexes: list[Index] = field(default_factory=list)
     defaults: dict[tuple[int, int], str] = field(default_factory=dict)
     inherits: list[tuple[int, int, int]] = field(default_factory=list)
     partitioned: dict[int, tuple[str, list[int], str | None]] = field(default_factory=dict)
@@ -261,13 +280,28 @@ class DbCatalog:
             self.ranges[_i(r["rngtypid"])] = _i(r["rngsubtype"])
             if r["rngmultitypid"]:
                 self.multiranges[_i(r["rngmultitypid"])] = _i(r["rngtypid"])
-        con_cols = ["conname", "contype", "conrelid", "contypid", "conkey", "connamespace", "conislocal"]
+        con_cols = ["conname", "contype", "conrelid", "contypid", "conkey", "connamespace", "conislocal",
+                    "conindid", "confrelid", "confkey", "confupdtype", "confdeltype"]  # fmt: skip
+
+        def int_array(v: str | None) -> list[int]:
+            return [int(x) for x in (v or "{}").strip("{}").split(",") if x]
+
         for r in self.read(PG_CONSTRAINT, con_cols):
-            key = [int(x) for x in (r["conkey"] or "{}").strip("{}").split(",") if x]
             self.constraints.append(
                 Constraint(
-                    r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]), key,
-                    _i(r["connamespace"]), _b(r["conislocal"]),
+                    r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]), int_array(r["conkey"]),
+                    _i(r["connamespace"]), _b(r["conislocal"]), _i(r["conindid"]), _i(r["confrelid"]),
+                    int_array(r["confkey"]), r["confupdtype"] or "a", r["confdeltype"] or "a",
+                )
+            )  # fmt: skip
+        idx_cols = ["indexrelid", "indrelid", "indisunique", "indisprimary", "indkey", "indoption", "indexprs",
+                    "indpred"]  # fmt: skip
+        for r in self.read(PG_INDEX_OID, idx_cols):
+            self.indexes.append(
+                Index(
+                    _i(r["indexrelid"]), _i(r["indrelid"]), _b(r["indisunique"]), _b(r["indisprimary"]),
+                    [int(x) for x in (r["indkey"] or "").split()], [int(x) for x in (r["indoption"] or "").split()],
+                    r["indexprs"] is not None or r["indpred"] is not None,
                 )
             )  # fmt: skip
         for r in self.read(PG_ATTRDEF, ["adrelid", "adnum", "adbin"]):
@@ -277,8 +311,8 @@ class DbCatalog:
             self.inherits.append((_i(r["inhrelid"]), _i(r["inhparent"]), _i(r["inhseqno"])))
         self.inherits.sort()
         for r in self.read(PG_PARTITIONED_TABLE, ["partrelid", "partstrat", "partattrs", "partexprs"]):
-            keys = [int(x) for x in (r["partattrs"] or "").split()]
-            self.partitioned[_i(r["partrelid"])] = (r["partstrat"] or "", keys, r["partexprs"])
+            partattrs = [int(x) for x in (r["partattrs"] or "").split()]
+            self.partitioned[_i(r["partrelid"])] = (r["partstrat"] or "", partattrs, r["partexprs"])
         seq_cols = ["seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache", "seqcycle"]
         for r in self.read(PG_SEQUENCE, seq_cols):
             self.sequences[_i(r["seqrelid"])] = r

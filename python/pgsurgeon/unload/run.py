@@ -395,6 +395,11 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
             if res.file:
                 cols = [a.name for a in live_columns(cat, rel)]
                 restore.append(_copy_line(rel, cols, res.file, req.format))
+        (dbdir / "constraints.sql").write_text(
+            f"-- keys, indexes and foreign keys of database {d.name}, after its data\n" + "\n".join(ddl.post) + "\n",
+            encoding="utf-8",
+        )
+        restore.append(f"\\ir {dbdir.name}/constraints.sql")
     (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
     orphans = [o for cat, _ in plans for o in job.orphans(cat)]
     seconds = round(time.monotonic() - started, 3)
