@@ -378,7 +378,7 @@ def _post_data(cat: DbCatalog, chosen: set[int], ddl: Ddl) -> None:
         if ix.table not in chosen or ix.oid in backing or ix.primary:
             continue
         rel, irel = cat.relations[ix.table], cat.relations.get(ix.oid)
-        if irel is None or rel.relkind == "p" and irel.relkind != "I":
+        if irel is None or (rel.relkind == "p" and irel.relkind != "I"):
             continue
         if rel.is_partition and any(i == ix.oid for i, _p, _s in cat.inherits):
             continue  # a partition's copy of its parent's index comes with the parent's
