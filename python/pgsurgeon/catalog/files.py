@@ -289,8 +289,8 @@ class DbCatalog:
         for r in self.read(PG_CONSTRAINT, con_cols):
             self.constraints.append(
                 Constraint(
-                    r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]), int_array(r["conkey"]),
-                    _i(r["connamespace"]), _b(r["conislocal"]), _i(r["conindid"]), _i(r["confrelid"]),
+                    r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]),
+                    int_array(r["conkey"]), _i(r["connamespace"]), _b(r["conislocal"]), _i(r["conindid"]), _i(r["confrelid"]),
                     int_array(r["confkey"]), r["confupdtype"] or "a", r["confdeltype"] or "a",
                 )
             )  # fmt: skip
