@@ -290,8 +290,8 @@ class DbCatalog:
             self.constraints.append(
                 Constraint(
                     r["conname"] or "", r["contype"] or "", _i(r["conrelid"]), _i(r["contypid"]),
-                    int_array(r["conkey"]), _i(r["connamespace"]), _b(r["conislocal"]), _i(r["conindid"]), _i(r["confrelid"]),
-                    int_array(r["confkey"]), r["confupdtype"] or "a", r["confdeltype"] or "a",
+                    int_array(r["conkey"]), _i(r["connamespace"]), _b(r["conislocal"]), _i(r["conindid"]),
+                    _i(r["confrelid"]), int_array(r["confkey"]), r["confupdtype"] or "a", r["confdeltype"] or "a",
                 )
             )  # fmt: skip
         idx_cols = ["indexrelid", "indrelid", "indisunique", "indisprimary", "indkey", "indoption", "indexprs",
