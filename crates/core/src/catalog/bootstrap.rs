@@ -216,3 +216,45 @@ pub fn rel_desc(attrs: &[CatAttr], toast_relid: u32) -> RelDesc {
         toast_relid,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rows::carve::SegFile;
+
+    /// Pages of random bytes, and pages of plausible headers over random tuples: the layout is refused, never a
+    /// panic, and a valid-looking random file never yields a layout by chance.
+    #[test]
+    fn garbage_is_refused() {
+        let dir = std::env::temp_dir().join(format!("pgsurgeon-boot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("1249");
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..40 {
+            let mut file = vec![0u8; 8192 * 4];
+            for b in file.iter_mut() {
+                *b = next() as u8;
+            }
+            if round % 2 == 0 {
+                for p in 0..4 {
+                    let page = &mut file[p * 8192..(p + 1) * 8192];
+                    page[12..14].copy_from_slice(&(24u16 + 4 * 20).to_le_bytes()); // pd_lower: 20 items
+                    page[14..16].copy_from_slice(&4000u16.to_le_bytes());
+                    page[16..18].copy_from_slice(&8192u16.to_le_bytes());
+                    page[18..20].copy_from_slice(&(8192u16 | 4).to_le_bytes());
+                }
+            }
+            std::fs::write(&path, &file).unwrap();
+            let reader = BlockReader::new(&[SegFile { segno: 0, path: path.clone() }], 8192, 131072);
+            let clog = Clog::bare(None, 8192, true);
+            assert!(attribute_layout(&reader, 4, 8192, &clog).is_err());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
