@@ -93,6 +93,8 @@ def _catalog(dsn: str) -> tuple[dict[RelKey, RelName], list[Any]]:
 def _files_catalog(pgdata: Path) -> tuple[dict[RelKey, RelName], list[Any], dict[str, int], str | None]:
     """Names and relation descriptions from the catalog in the data files, when no server is given; a warning
     instead when the catalog cannot be read there (the scan then goes on without names)."""
+    if not (pgdata / "global" / "pg_filenode.map").is_file():
+        return {}, [], {}, None  # not a whole data directory (relation files copied out): nothing names them
     try:
         fc = FilesCatalog(pgdata)
         names, metas = relation_index(fc)

@@ -146,9 +146,8 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_scan(req, show)
     else:
         outcome = run_scan(req)
-    if args.format != "json":  # the JSON document carries them itself
-        for warning in outcome.warnings:
-            term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False, soft_wrap=True)
+    for warning in outcome.warnings:
+        term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False, soft_wrap=True)
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:
