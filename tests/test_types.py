@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from fix_pg import exec_sql
+from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.engine import SalvageOptions, salvage
@@ -455,7 +456,7 @@ def _write_fixture(cluster: LabCluster, columns: list[str], out: Path) -> None:
     with _conn(cluster) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
         version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
-        t = catalog.load_table(conn, catalog.resolve_table(conn, "public.t_types"))
+        t = catalog.load_table(conn, resolve_relation(conn, "public.t_types")[0])
         bycol = {c.name: c for c in t.columns}
         texts_sql = "SELECT " + ", ".join(f"format('%%s', {c})" for c in columns) + " FROM t_types WHERE ctid = %s::tid"
         cases: list[dict[str, Any]] = []

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog.sql import lookup_relation, not_found
 from pgsurgeon.datadir import Geometry, read_block
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
@@ -237,17 +238,11 @@ class Diagnosis:
         return db.sql.Identifier(str(self.server[f"{ext}_schema"]), name)
 
     def _lookup(self, text: str) -> tuple[int, str] | None:
-        """A --table argument: SQL text first, then the exact stored name (schema.name split at each dot)."""
-        rows = self.main.run(db.load_sql("diagnose_regclass"), {"sqlname": text})
-        if not isinstance(rows, ServerError) and rows:  # to_regclass raises on invalid syntax before 16
-            return int(rows[0][0]), str(rows[0][1])
-        candidates: list[tuple[str | None, str]] = [(None, text)]
-        candidates += [(text[:i], text[i + 1 :]) for i, ch in enumerate(text) if ch == "."]
-        for schema, name in candidates:
-            rows = self.main.run(db.load_sql("diagnose_resolve"), {"schema": schema, "name": name})
-            if not isinstance(rows, ServerError) and rows:
-                return int(rows[0][0]), str(rows[0][1])
-        return None
+        def query(sql_text: str, params: dict[str, Any]) -> list[tuple[Any, ...]] | None:
+            rows = self.main.run(sql_text, params)
+            return None if isinstance(rows, ServerError) else rows
+
+        return lookup_relation(query, text)
 
     def resolve_tables(self) -> tuple[list[int], list[int]]:
         tables: list[int] = []
@@ -255,10 +250,7 @@ class Diagnosis:
         for text in self.req.tables:
             found = self._lookup(text)
             if found is None:
-                raise UsageError(
-                    f"no table {text!r} in database {self.server['database']}",
-                    hint='give the name as SQL text (schema."Mixed Case") or exactly as stored (my schema.My Table)',
-                )
+                raise not_found(text, str(self.server["database"]))
             oid, relkind = found
             if relkind == "p":
                 parts = self._one(self.main, "diagnose_partitions", {"oid": oid})

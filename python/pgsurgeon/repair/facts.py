@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db, versions
-from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair.model import RelInfo
 
 if TYPE_CHECKING:
@@ -154,24 +154,6 @@ def preflight(server: Server) -> None:
             f"installed in database {server.database}",
             hint=hint + "; repair uses amcheck and pageinspect to find the damage and pg_surgery to remove tuples",
         )
-
-
-def resolve_table(conn: Connection[tuple[Any, ...]], text: str, database: str) -> tuple[int, str]:
-    """OID and relkind of ``--table``: SQL text first, then the exact stored name (schema.name split at each dot)."""
-    with contextlib.suppress(db.DatabaseError):  # to_regclass raises on invalid syntax before 16
-        row = conn.execute(db.load_sql("diagnose_regclass"), {"sqlname": text}).fetchone()
-        if row:
-            return int(row[0]), str(row[1])
-    candidates: list[tuple[str | None, str]] = [(None, text)]
-    candidates += [(text[:i], text[i + 1 :]) for i, ch in enumerate(text) if ch == "."]
-    for schema, name in candidates:
-        row = conn.execute(db.load_sql("diagnose_resolve"), {"schema": schema, "name": name}).fetchone()
-        if row:
-            return int(row[0]), str(row[1])
-    raise UsageError(
-        f"no table {text!r} in database {database}",
-        hint='give the name as SQL text (schema."Mixed Case") or exactly as stored (my schema.My Table)',
-    )
 
 
 def relations(conn: Connection[tuple[Any, ...]], oid: int, block_size: int) -> list[RelInfo]:

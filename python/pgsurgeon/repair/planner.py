@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.repair import facts, pages
 from pgsurgeon.repair.facts import Column, Server
@@ -192,7 +193,7 @@ def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
     try:
         server = facts.server_facts(conn, req.pgdata)
         facts.preflight(server)
-        oid, relkind = facts.resolve_table(conn, req.table, server.database)
+        oid, relkind = resolve_relation(conn, req.table)
         if relkind == "p":
             raise UsageError(
                 f"{req.table} is a partitioned table: it holds no rows itself",

@@ -132,28 +132,6 @@ class TableInfo:
         return [f"{c.name} ({c.typname})" for c in self.live_columns if c.type is None]
 
 
-def resolve_table(conn: Connection[tuple[Any, ...]], table: str) -> int:
-    """The OID of ``table`` (SQL text, or an exact stored name)."""
-    oid: int | None = None
-    try:
-        row = conn.execute(db.load_sql("salvage_resolve"), {"sqlname": table}).fetchone()
-        oid = int(row[0]) if row and row[0] is not None else None
-    except db.DatabaseError:
-        oid = None
-    if oid is None:
-        schema, _, name = table.partition(".")
-        row = conn.execute(
-            db.load_sql("salvage_resolve_exact"), {"schema": schema if name else None, "name": name, "sqlname": table}
-        ).fetchone()
-        oid = int(row[0]) if row else None
-    if oid is None:
-        raise PgSurgeonError(
-            f"no table {table!r} in {db.describe_dsn(conn.info.dsn)}",
-            hint='name it as SQL (public.orders, "My Table") or by its exact name; check the database in the dsn',
-        )
-    return oid
-
-
 def _load_types(conn: Connection[tuple[Any, ...]], oids: set[int]) -> Types:
     """Every type ``oids`` need to be printed: their base, element, sub and attribute types, transitively."""
     types = Types()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
@@ -227,7 +228,7 @@ class Salvage:
         # version the snapshot sees lies in a block that existed when it was taken.
         self.snapshot = SharedSnapshot(o.dsn, self.stop)
         conn = self.main.conn
-        oid = catalog.resolve_table(conn, o.table)
+        oid, _relkind = resolve_relation(conn, o.table)
         self.table = t = catalog.load_table(conn, oid)
         facts = catalog.server_facts(conn)
         if t.block_size != 8192:
