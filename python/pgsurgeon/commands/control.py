@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
+from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
@@ -22,8 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="show pg_control (versions 14-18): checkpoint, XID and MultiXact horizons, checksums, CRC",
         description="Decode PGDATA/global/pg_control without a server, for PostgreSQL 14 to 18, and check its CRC.",
     )
-    p.add_argument("pgdata", type=Path, help="data directory (or a pg_control file)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "datadir", nargs="?", type=Path, metavar="PGDATA", help="data directory or a pg_control file (or -D)"
+    )
+    options.add_pgdata(p, env_default=True, help="the data directory", positional="datadir")
+    options.add_format(p)
     p.set_defaults(func=run)
 
 
@@ -41,7 +45,7 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    control = load(args.pgdata)
+    control = load(options.require_pgdata(args))
     if args.format == "json":
         print(json.dumps(control, indent=2))
     else:

@@ -64,7 +64,10 @@ def register(sub: Any) -> None:
 
     status = verbs.add_parser("status", aliases=["list"], parents=[common], help="show lab clusters")
     status.add_argument("name", nargs="?", metavar="NAME", help="only this lab")
-    status.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    # "table" is the older name of text
+    status.add_argument(
+        "--format", choices=("text", "json", "table"), default="text", metavar="{text,json}", help="output format"
+    )
     status.set_defaults(func=run_status)
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon.commands import options
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
@@ -42,15 +43,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Read relation files directly and report every damaged page and tuple: what is wrong, the "
         "error PostgreSQL raises when it reads it, and what to do. Works with or without data checksums.",
     )
-    p.add_argument("targets", nargs="+", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files")
-    p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
-    p.add_argument("-P", "--progress", action="store_true", help="show bytes, MB/s and ETA on stderr")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--dsn", help="connection string of the cluster's server, to name relations and know their types")
-    p.add_argument("--database", action="append", default=[], help="only this database (name with --dsn, or OID)")
     p.add_argument(
-        "--relation", action="append", default=[], help="only this relation (name with --dsn, or relfilenode)"
+        "targets", nargs="*", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files (default: -D)"
     )
+    options.add_pgdata(p, env_default=True, help="the data directory")
+    p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
+    options.add_progress(p, help="show bytes, MB/s and ETA on stderr")
+    options.add_format(p)
+    options.add_connection(p, optional=True, purpose="to name relations and know their types")
+    p.add_argument("--database", action="append", default=[], help="only this database (name when connected, or OID)")
+    options.add_table(p, repeat=True, help="only this relation (name when connected, or relfilenode)")
+    p.add_argument("--relation", dest="table", action="append", help=argparse.SUPPRESS)  # the old spelling of -t
     p.add_argument(
         "--checksums",
         choices=("auto", "on", "off"),
@@ -68,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def request_from_args(args: argparse.Namespace) -> ScanRequest:
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
-    targets: list[Path] = args.targets
+    targets: list[Path] = args.targets or [options.require_pgdata(args)]
     files: list[Path] = []
     if len(targets) == 1 and targets[0].is_dir():
         pgdata = targets[0]
@@ -92,7 +95,7 @@ def request_from_args(args: argparse.Namespace) -> ScanRequest:
         checksums=args.checksums,
         dsn=args.dsn,
         databases=args.database,
-        relations=args.relation,
+        relations=args.table,
         live=args.live,
         jobs=args.jobs,
     )
