@@ -672,7 +672,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "compressed value changed, or its header was damaged so that plain data is read as compressed.",
         (ModeRef("tuple-data", ("bitflip", "random", "varlena")), ModeRef("toast", ("chunk_data",))),
         (_DIAGNOSE, _SCAN_ALL),
-        derive=lambda v: v.setdefault("method", "pglz"),  # before PostgreSQL 14 the only method
+        derive=lambda v: v.update(method=v.get("method", "pglz")),  # before PostgreSQL 14 the only method
     ),
     _p(
         "compression_id",
