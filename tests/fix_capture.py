@@ -1,6 +1,7 @@
-"""pytest plugin: with ``PGSURGEON_CAPTURE_MESSAGES=FILE`` set, every ERROR, FATAL, PANIC and WARNING line the test
-servers wrote to their logs (DETAIL/HINT lines attached) is appended to FILE when a cluster is destroyed, so that
-``tests/test_explain_corpus.py`` can check that explain recognises what real servers say, not hand-typed texts.
+"""pytest plugin: with ``PGSURGEON_CAPTURE_MESSAGES=FILE`` set, every ERROR, FATAL, PANIC and WARNING line the
+test servers wrote to their logs (DETAIL/HINT/CONTEXT lines attached) is appended to FILE when a cluster is
+destroyed, so that ``tests/test_explain_corpus.py`` can check that explain recognises what real servers say,
+not hand-typed texts.
 
 Regenerate the committed corpus (tests/data/server-messages.txt) with::
 
@@ -20,7 +21,7 @@ import pytest
 from pgsurgeon.lab import LabCluster
 
 SEVERE = re.compile(r"\b(?:ERROR|FATAL|PANIC|WARNING):\s")
-ATTACHED = re.compile(r"\b(?:DETAIL|HINT):\s")
+ATTACHED = re.compile(r"\b(?:DETAIL|HINT|CONTEXT):\s")
 
 
 def harvest(log: str) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from pgsurgeon.explain import explain_text
 
 CORPUS = Path(__file__).resolve().parent / "data" / "server-messages.txt"
-_PREFIX = re.compile(r"^.*?\b(?=(?:ERROR|FATAL|PANIC|WARNING|DETAIL|HINT):\s)")
+_PREFIX = re.compile(r"^.*?\b(?=(?:ERROR|FATAL|PANIC|WARNING|DETAIL|HINT|CONTEXT):\s)")
 
 
 def load(path: Path = CORPUS) -> list[tuple[str, str]]:
@@ -38,14 +38,16 @@ def load(path: Path = CORPUS) -> list[tuple[str, str]]:
 
 
 def build(captured: Path) -> str:
-    """The corpus from a capture file: log prefixes (time, pid) removed, each distinct message once per server."""
+    """The corpus from a capture file: log prefixes (time, pid) removed, each wording once per server."""
     seen: set[tuple[str, str]] = set()
     blocks: list[str] = []
     for server, message in load(captured):
         text = "\n".join(_PREFIX.sub("", ln) for ln in message.splitlines())
-        if (server, text) in seen:
+        # one message per shape: the same wording with other numbers or another temporary path counts once
+        shape = re.sub(r"\d+", "N", re.sub(r'"/tmp/[^"]*"', '"/tmp/"', text))
+        if (server, shape) in seen:
             continue
-        seen.add((server, text))
+        seen.add((server, shape))
         blocks.append(f"# {server}\n{text}")
     return "\n".join(blocks) + "\n"
 

@@ -987,7 +987,13 @@ PATTERNS: tuple[Pattern, ...] = (
         "page's pd_lsn is damaged (or WAL was lost by a restore). The log's CONTEXT line ('writing block N of "
         "relation …') names the page; checkpoints fail until it is dealt with.",
         (ModeRef("header", ("pd_lsn",)),),
-        (_INSPECT, _SCAN_REL, _FIND_REL),
+        (
+            Step("find the page: the CONTEXT line under the error", "grep -A2 'xlog flush request' \"$PGLOG\""),
+            _INSPECT,
+            _SCAN_REL,
+            _FIND_REL,
+            _SCAN_ALL,
+        ),
         derive=_derive_relpath,
     ),
     # ---- storage manager and file access
@@ -1007,14 +1013,37 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "write_failed",
-        r'could not (?:write|extend|fsync|truncate) (?:block (?P<block>\d+) (?:in|of) )?file "(?P<file>[^"]+)"'
-        r"(?P<rest>[^\n]*)",
+        r'could not (?:write|extend|fsync|truncate) (?:block (?P<block>\d+) (?:in|of) )?(?:file "(?P<file>[^"]+)"|'
+        r"(?P<relpath>(?:base|global|pg_tblspc)/\S+))(?P<rest>[^\n]*)",
         "the operating system could not write a relation file",
         "Writing {file} failed in the operating system{rest}: a full or failing disk, a read-only filesystem or "
         "permissions. The data already in the file is not damaged by this message itself.",
         (),
         (Step("look for disk errors and free space", "dmesg | tail -50; df -h {pgdata}"), _FIND_REL),
         derive=_derive_file,
+    ),
+    _p(
+        "checkpoint_failed",
+        r"checkpoint request failed",
+        "a checkpoint could not finish",
+        "The checkpointer failed, usually because a page could not be written: a damaged pd_lsn beyond the end of "
+        "the WAL ('xlog flush request … is not satisfied'), a full or failing disk. The messages just before it in "
+        "the server log name the page.",
+        (ModeRef("header", ("pd_lsn",)),),
+        (
+            Step("the messages before it", "grep -B5 'checkpoint request failed' \"$PGLOG\""),
+            _SCAN_ALL,
+        ),
+        tail="",
+    ),
+    _p(
+        "xid_future",
+        r"transaction ID (?P<xid8>\d+) is in the future",
+        "an XID read from a row is newer than any the cluster has handed out",
+        "A transaction number taken from a row ({xid8}, with its epoch) lies in the future of the cluster: the row's "
+        "xmin/xmax is damaged.",
+        (ModeRef("tuple-header", ("t_xmin", "t_xmax")),),
+        (_DIAGNOSE,),
     ),
     _p(
         "segment_short",
@@ -1114,7 +1143,8 @@ PATTERNS: tuple[Pattern, ...] = (
     # ---- btree internals (nbtree) and other index access methods
     _p(
         "btree_structure",
-        r"(?P<msg>right sibling's left-link doesn't match|fell off the end of index|failed to re-find parent key|"
+        r"(?P<msg>right sibling's left-link doesn't match|invalid meta page found at block \d+|"
+        r"fell off the end of index|failed to re-find parent key|"
         r"right sibling \d+ of block \d+ is not next child|left link changed unexpectedly|"
         r"could not find left sibling of block \d+|btree level \d+ not found|no live root page found|"
         r"root page \d+ of index|failed to add (?:new |old )?item to the (?:left|right) sibling|"
@@ -1272,7 +1302,8 @@ PATTERNS: tuple[Pattern, ...] = (
         r"temporary file size exceeds|could not connect to server|checkpoints are occurring too frequently|"
         r"skipping .* --- |is not a (?:table|view|sequence|index|heap)|wrong number of|"
         r"hint bits? (?:were|was)|data checksums are not enabled|archive command failed|"
-        r"will not overwrite a used ItemId|the cluster must be shut down",
+        r"will not overwrite a used ItemId|the cluster must be shut down|invalid name syntax|"
+        r"unsupported XML feature|configuration file .* contains errors",
         "an ordinary error or warning",
         "An everyday error or warning about the statement, the session or the server's configuration: it says "
         "nothing about damaged data.",
@@ -1838,6 +1869,9 @@ EXAMPLES: dict[str, str] = {
     "pg_amcheck_summary": 'pg_amcheck: error: error sending command to database "shop": server closed the connection',
     "pg_checksums_summary": "Bad checksums:  3",
     "xx_sqlstate": "psycopg.errors.DataCorrupted: XX001 some new wording about a page",
+    "checkpoint_failed": "ERROR:  checkpoint request failed\n"
+    "HINT:  Consult recent messages in the server log for details.",
+    "xid_future": "ERROR:  transaction ID 18446744072414584320 is in the future",
     "generic_damage": "ERROR:  unexpected corrupted posting tree in something new",
     "ordinary_syntax": 'ERROR:  syntax error at or near "SELEC"',
     "ordinary_deadlock": "ERROR:  canceling statement due to statement timeout",

@@ -69,7 +69,7 @@ def to_json(outcome: DiagnoseOutcome) -> dict[str, Any]:
     }
 
 
-def render_text(outcome: DiagnoseOutcome, console: Console) -> None:
+def render_text(outcome: DiagnoseOutcome, console: Console, conn: str = "") -> None:
     from rich.markup import escape
 
     s, srv = outcome.summary, outcome.server
@@ -117,7 +117,13 @@ def render_text(outcome: DiagnoseOutcome, console: Console) -> None:
         seen = f["observed_error"]
         return f"server said: {seen}" if seen and seen not in f["message"] else None
 
-    findings.print_groups(console, findings.group_by(outcome.findings, "relation"), title=title, note=observed)
+    findings.print_groups(
+        console,
+        findings.group_by(outcome.findings, "relation"),
+        title=title,
+        note=observed,
+        steps=lambda rel, fs: findings.next_steps(rel, fs, conn),
+    )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 
 
@@ -151,5 +157,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1, default=str))
     else:
-        render_text(outcome, term.console())
+        render_text(outcome, term.console(), conn=args.conn_words)
     return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

@@ -49,8 +49,10 @@ def print_groups(
     *,
     title: Callable[[str, list[dict[str, Any]]], str],
     note: Callable[[dict[str, Any]], str | None] | None = None,
+    steps: Callable[[str, list[dict[str, Any]]], list[str]] | None = None,
 ) -> None:
-    """Each group under its title, one line per finding; ``note`` adds a dim line under a finding."""
+    """Each group under its title, one line per finding; ``note`` adds a dim line under a finding, ``steps`` the
+    commands to run next under the group (once per damaged structure, not per finding)."""
     from rich.markup import escape
 
     for key, fs in groups.items():
@@ -63,6 +65,11 @@ def print_groups(
                 console.print(f"          {extra}", style="dim", markup=False)
         if len(fs) > PER_GROUP:
             console.print(f"  … {len(fs) - PER_GROUP} more (use --format json for all)")
+        commands = steps(key, fs) if steps else []
+        if commands:
+            console.print("  next:", style="bold", markup=False)
+            for line in commands:
+                console.print(f"    {line}", style="green" if not line.startswith("#") else "dim", markup=False)
 
 
 def print_code_summary(console: Console, findings: Iterable[dict[str, Any]], errors: int, warnings: int) -> None:
@@ -82,3 +89,63 @@ def group_by(findings: Iterable[dict[str, Any]], key: str) -> dict[str, list[dic
     for f in findings:
         groups.setdefault(str(f.get(key) or ""), []).append(f)
     return groups
+
+
+MAX_CTIDS = 50
+"""pg_surgery statements list at most this many ctids; the JSON output and repair's plan have all of them."""
+_VISIBILITY_ONLY = ("tuple_header.xmin", "tuple_header.xmax", "tuple_header.infomask", "tuple_header.multi")
+
+
+def next_steps(relation: str, fs: list[dict[str, Any]], conn: str = "") -> list[str]:
+    """Runnable commands for one damaged relation, with its real name, ctids and the connection options given
+    (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables)."""
+    import shlex
+
+    if not relation or not fs:
+        return []
+    c = f" {conn}" if conn else ""
+    rel = shlex.quote(relation)
+    lit = relation.replace("'", "''").replace('"', '\\"')
+    if all(str(f.get("code", "")).startswith(("btree", "index.", "amcheck.btree")) for f in fs):
+        return [
+            "# an index holds no data of its own: rebuild it once its table is known sound",
+            f'psql{c} -c "REINDEX INDEX CONCURRENTLY {lit}"',
+        ]
+    if relation.startswith("pg_toast."):
+        return [
+            "# the table owning this TOAST table, then save and repair that table",
+            f"REL=$(psql{c} -XAtc \"SELECT oid::regclass FROM pg_class WHERE reltoastrelid = '{lit}'::regclass\")",
+            f'pgsurgeon salvage{c} -t "$REL" --out salvage-{relation.split(".")[-1]}',
+            f'pgsurgeon repair{c} -t "$REL"',
+        ]
+    out = [
+        f"pgsurgeon salvage{c} -t {rel} --out salvage-{_slug(relation)}",
+        f"pgsurgeon repair{c} -t {rel}    # a dry run: prints the plan, changes nothing",
+    ]
+    freeze: list[str] = []
+    kill: list[str] = []
+    for f in fs:
+        if f.get("block") is None or f.get("item") is None:
+            continue
+        if str(f.get("area")) not in ("tuple_header", "tuple_data", "toast", "line_pointer"):
+            continue
+        ctid = f"({f['block']},{f['item']})"
+        target = freeze if str(f.get("code", "")).startswith(_VISIBILITY_ONLY) else kill
+        if ctid not in freeze and ctid not in kill:
+            target.append(ctid)
+    for fn, ctids in (("freeze", freeze), ("kill", kill)):
+        if not ctids:
+            continue
+        shown = ctids[:MAX_CTIDS]
+        more = f"    # and {len(ctids) - len(shown)} more" if len(ctids) > len(shown) else ""
+        why = "only visibility fields damaged" if fn == "freeze" else "the row is lost; salvage it first"
+        out.append(f"# or per tuple with pg_surgery ({why})")
+        array = ", ".join(f"'{t}'" for t in shown)
+        out.append(f"psql{c} -c \"SELECT heap_force_{fn}('{lit}'::regclass, ARRAY[{array}]::tid[])\"{more}")
+    return out
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
