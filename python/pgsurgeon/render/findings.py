@@ -69,7 +69,9 @@ def print_groups(
         if commands:
             console.print("  next:", style="bold", markup=False)
             for line in commands:
-                console.print(f"    {line}", style="green" if not line.startswith("#") else "dim", markup=False)
+                # commands are never wrapped: they are copied and pasted
+                style = "green" if not line.startswith("#") else "dim"
+                console.print(f"    {line}", style=style, markup=False, soft_wrap=True)
 
 
 def print_code_summary(console: Console, findings: Iterable[dict[str, Any]], errors: int, warnings: int) -> None:
