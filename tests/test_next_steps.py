@@ -79,3 +79,35 @@ def test_the_sequence_recipe_recreates_the_sequence(pg: object, kind: str) -> No
     assert exec_sql(pg, f"SELECT max(id) FROM {table}")[0][0] == 58
     # the new sequence belongs to the column again, so pg_dump and DROP TABLE treat it as before
     assert exec_sql(pg, f"SELECT pg_get_serial_sequence('{table}', 'id')")[0][0] is not None
+
+
+def test_salvage_prints_how_to_load_its_files_and_the_tables_it_made(pg: object, tmp_path: object) -> None:
+    from pathlib import Path
+
+    from pgsurgeon.lab import LabCluster
+
+    assert isinstance(pg, LabCluster) and isinstance(tmp_path, Path)
+    exec_sql(pg, "DROP TABLE IF EXISTS ld_t, ld_t_restored, ld_into, ld_into_carved, ld_into_salvage")
+    exec_sql(pg, "CREATE TABLE ld_t AS SELECT g AS id, 'it''s ' || g AS v FROM generate_series(1, 300) g")
+    conn = ("-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "postgres")
+    for fmt in ("copy", "csv"):
+        exec_sql(pg, "DROP TABLE IF EXISTS ld_t_restored")
+        code, out, err = cli("salvage", *conn, "-t", "ld_t", "--out", str(tmp_path / fmt), "-F", fmt)
+        assert code == 0, err
+        commands = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("psql ")]
+        assert len(commands) == 2 and " ".join(conn) in commands[0], out
+        psql_dir = str(pg.install.bin_dir)
+        for command in commands:
+            run = subprocess.run(
+                ["bash", "-c", command],
+                env={**os.environ, "PATH": psql_dir + os.pathsep + os.environ["PATH"]},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert run.returncode == 0, (command, run.stderr)
+        assert exec_sql(pg, "SELECT count(*), sum(id) FROM ld_t_restored")[0] == (300, 45150)
+    code, out, err = cli("salvage", *conn, "-t", "ld_t", "--into", "ld_into")
+    assert code == 0, err
+    assert "tables created:" in out and "ld_into_carved" in out and "ld_into_salvage" in out
+    assert "DROP TABLE public.ld_into_salvage" in out

@@ -141,4 +141,53 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         args.report.write_text(doc)
     print(doc if args.format == "json" else text, end="" if args.format == "text" else "\n")
+    if args.format == "text":
+        for line in announce(report, args):
+            print(line)
     return Exit.CLEAN if report.get("complete") else Exit.DAMAGE
+
+
+def announce(report: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """What salvage left behind, by name, and how to use it: the tables it created, or the command that loads the
+    files into a new table."""
+    import shlex
+
+    outputs = report.get("outputs") or {}
+    conn = f" {args.conn_words}" if getattr(args, "conn_words", "") else ""
+    into_conn = conn if not args.into_dsn else " " + options.conn_words(args.into_dsn)
+    if args.into:
+        lines = ["tables created:"]
+        if outputs.get("table"):
+            lines.append(f"  {outputs['table']}: the saved rows")
+        if outputs.get("carved_table"):
+            lines.append(
+                f"  {outputs['carved_table']}: carved rows kept apart, with where each came from; check them before "
+                "copying any back"
+            )
+        if outputs.get("progress_table"):
+            lines.append(
+                f"  {outputs['progress_table']}: salvage's progress, so that a rerun resumes; drop it when done:"
+            )
+            lines.append(f'    psql{into_conn} -c "DROP TABLE {outputs["progress_table"]}"')
+        return lines if len(lines) > 1 else []
+    rows_file = outputs.get("rows_file")
+    if not rows_file:
+        return []
+    table = str(report.get("table") or args.table)
+    target = table + "_restored" if not table.endswith('"') else table[:-1] + '_restored"'
+    opts = " WITH (FORMAT csv, HEADER true)" if args.file_format == "csv" else ""
+    path = str(Path(rows_file).resolve()).replace("'", "''")
+    create = shlex.quote(f"CREATE TABLE {target} (LIKE {table} INCLUDING ALL)")
+    load = shlex.quote(f"\\copy {target} FROM '{path}'{opts}")
+    lines = [
+        f"files written: {rows_file} (the saved rows)",
+        "load them into a new table next to the damaged one:",
+        f"  psql{conn} -c {create}",
+        f"  psql{conn} -c {load}",
+    ]
+    if outputs.get("carved_file"):
+        lines.append(
+            f"rows kept apart (uncertain, with where each came from): {outputs['carved_file']}; check them before "
+            "loading any"
+        )
+    return lines
