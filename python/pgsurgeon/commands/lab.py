@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +86,19 @@ def _console() -> Console:
     if not console.is_terminal:
         console.width = 200  # piped or captured: do not fold paths and dsns into 80 columns
     return console
+
+
+def _matrix_console() -> Console:
+    """The terminal's width; piped or captured: $COLUMNS or 120 (the matrix folds its cells to fit)."""
+    console = term.console()
+    if not console.is_terminal:
+        console.width = int(os.environ.get("COLUMNS") or 120)
+    return console
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
 def run_up(args: argparse.Namespace) -> int:
@@ -184,9 +199,21 @@ def run_default(args: argparse.Namespace) -> int:
             f"unknown scenario {exc.args[0]}", hint="choose from: " + ", ".join(s.name for s in SCENARIOS)
         ) from None
     err = term.console(stderr=True)
+    total = 2 * len(scenarios)  # each scenario runs on a cluster with and one without data checksums
+    started: list[float] = []
+    clock = time.monotonic()
 
     def say(text: str) -> None:
-        err.print(f"lab: {text}", style="dim", markup=False)
+        # "n of N" counts the scenarios begun; the ETA comes from those finished (two run side by side)
+        if text.endswith(tuple(f"preparing lab_{s.name.replace('-', '_')}" for s in scenarios)):
+            started.append(time.monotonic())
+        n = len(started)
+        done = max(0, n - 2)
+        where = f"[{n} of {total}" if n else "[setup"
+        if done:
+            per = (time.monotonic() - clock) / done
+            where += f", about {_duration(per * (total - done))} left"
+        err.print(f"lab: {where}] {text}", style="dim", markup=False)
 
     paths.output_dir(args.out, "--out")
     lab_dir = _lab_dir(args) if getattr(args, "lab_dir", None) else None
@@ -204,6 +231,6 @@ def run_default(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(run), indent=1, default=str))
     else:
         console = _console()
-        report.print_matrix(run, console)
+        report.print_matrix(run, _matrix_console())
         console.print("reports: " + ", ".join(str(p) for p in written.values()))
     return Exit.FAILED if any(r.error for r in run.results) else Exit.CLEAN
