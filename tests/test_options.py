@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,16 @@ def test_durations_share_one_syntax() -> None:
     assert parse("diagnose", "--statement-timeout", "2min").statement_timeout == 120
     assert parse("salvage", "-t", "x", "--out", "/tmp/x", "--statement-timeout", "1500ms").statement_timeout == 1.5
     assert parse("dump-tables", "--out", "/tmp/x", "--timeout", "1min").timeout == 60
+
+
+def test_progress_without_a_terminal_prints_lines(pg: LabCluster, opt_table: str, tmp_path: Path) -> None:
+    """-P with stderr a pipe (a log, CI): plain lines, one per interval, instead of a live bar that shows nothing."""
+    env = {"PGSURGEON_PROGRESS_INTERVAL": "0"}
+    scan = run("scan", "-D", str(pg.pgdata), "--live", "-P", env=env)
+    assert scan.returncode in (0, 2), scan.stderr
+    lines = [ln for ln in scan.stderr.splitlines() if ln.startswith("scan: ")]
+    assert len(lines) >= 2 and any("MB/s" in ln for ln in lines) and lines[-1] == "scan: done"
+    assert "\r" not in scan.stderr
+    salvage = run("salvage", "-d", pg.dsn(), "-t", opt_table, "--out", str(tmp_path / "p"), "-P", env=env)
+    assert salvage.returncode == 0, salvage.stderr
+    assert re.search(r"^salvage: \d+ of \d+ blocks", salvage.stderr, re.M) and "\r" not in salvage.stderr

@@ -12,6 +12,7 @@ from pgsurgeon import paths
 from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
+from pgsurgeon.render import term
 
 MAX_JOBS = 64
 """Parallel connections: each is a backend on a server that may be damaged and short of slots."""
@@ -116,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         precheck=not args.no_precheck,
     )
     progress: Any = None
+    live = term.stderr_is_terminal()
+    tick = term.Ticker("salvage")
     if args.progress:
 
         def progress(s: Stats) -> None:
@@ -123,14 +126,19 @@ def run(args: argparse.Namespace) -> int:
 
             elapsed = max(time.monotonic() - s.started, 1e-6)
             pct = 100.0 * s.blocks_done / max(1, s.blocks_total)
-            sys.stderr.write(
-                f"\r{s.blocks_done}/{s.blocks_total} blocks ({pct:.0f}%), {s.rows_sql} rows, "
-                f"{s.rows_sql / elapsed:.0f} rows/s, crashes {s.crashes}   "
-            )
-            sys.stderr.flush()
+            text = (
+                f"{s.blocks_done} of {s.blocks_total} blocks ({pct:.0f}%), {s.rows_sql} rows, "
+                f"{s.rows_sql / elapsed:.0f} rows/s, crashes {s.crashes} "
+                f"{term.eta(s.blocks_done, s.blocks_total, elapsed)}"
+            ).strip()
+            if live:
+                sys.stderr.write(f"\r{text}   ")
+                sys.stderr.flush()
+            else:  # a log or a pipe: a line per interval
+                tick(text)
 
     report = salvage(opts, progress)
-    if args.progress:
+    if args.progress and live:
         sys.stderr.write("\n")
     text = render_text(report)
     doc = json.dumps(report, indent=1, default=str)

@@ -139,7 +139,21 @@ def render_text(outcome: ScanOutcome, console: Console) -> None:
 
 def run(args: argparse.Namespace) -> int:
     req = request_from_args(args)
-    if args.progress:
+    if args.progress and not term.stderr_is_terminal():
+        import time
+
+        tick, began = term.Ticker("scan"), time.monotonic()
+
+        def line(done: int, total: int, _pages: int) -> None:
+            elapsed = max(time.monotonic() - began, 1e-6)
+            share = f" of {total / 1e6:.1f} MB ({100 * done / total:.0f}%)" if total else ""
+            tick(
+                f"{done / 1e6:.1f} MB{share}, {done / 1e6 / elapsed:.0f} MB/s {term.eta(done, total, elapsed)}".strip()
+            )
+
+        outcome = run_scan(req, line)
+        tick("done", force=True)
+    elif args.progress:
         with term.transfer_progress(console=term.console(stderr=True), transient=True) as bar:
             task = bar.add_task("scanning", total=None)
 

@@ -48,3 +48,39 @@ def transfer_progress(**kwargs: Any) -> Progress:
         TimeRemainingColumn(),
         **kwargs,
     )
+
+
+class Ticker:
+    """-P progress where stderr is not a terminal (a log, CI, a pipe): a plain line per interval instead of a live
+    bar, so that progress shows up at all. The interval is $PGSURGEON_PROGRESS_INTERVAL seconds (default 5)."""
+
+    def __init__(self, label: str, interval: float | None = None) -> None:
+        import os
+
+        self.label = label
+        env = os.environ.get("PGSURGEON_PROGRESS_INTERVAL", "")
+        self.interval = interval if interval is not None else float(env) if env else 5.0
+        self.last = float("-inf")
+
+    def __call__(self, text: str, *, force: bool = False) -> None:
+        import time
+
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            print(f"{self.label}: {text}", file=sys.stderr, flush=True)
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def eta(done: float, total: float, elapsed: float) -> str:
+    """'ETA 1 min 05 s' from the share done so far; empty before anything is done."""
+    if done <= 0 or total <= 0 or done >= total:
+        return ""
+    left = int(elapsed * (total - done) / done)
+    return f"ETA {left // 60} min {left % 60:02d} s" if left >= 60 else f"ETA {left} s"
