@@ -104,6 +104,7 @@ def _duration(seconds: float) -> str:
 def run_up(args: argparse.Namespace) -> int:
     base = _lab_dir(args)
     console = _console()
+    extensions: list[str] = []
     install = find_install(args.pg_bin) if args.pg_bin is not None or not args.name else None
     name: str = args.name or f"pg{install.major if install else ''}"
     if (base / name / "lab.json").is_file():
@@ -129,11 +130,14 @@ def run_up(args: argparse.Namespace) -> int:
             console.print(f"lab {name} was created in {lab.lab_dir} but did not start")
             raise
         verb = "created and started"
+        extensions = lab.install_extensions()
     checks = "on" if lab.checksums else "off"
     console.print(f"lab {lab.name} {verb}: postgresql {lab.install.short_version}, checksums {checks}, port {lab.port}")
     console.print(f"pgdata: {lab.pgdata}")
     console.print(f"log:    {lab.log_path}")
     console.print(f"dsn:    {lab.dsn()}")
+    if verb == "created and started":
+        console.print(f"extensions: {', '.join(extensions) or 'none available in this installation'}")
     return Exit.CLEAN
 
 

@@ -22,11 +22,6 @@ from pgsurgeon.labrun.scenarios import Scenario
 from pgsurgeon.pgbin import find_install
 
 SEED_ROWS = 2400
-SETUP_SQL = (
-    "CREATE EXTENSION IF NOT EXISTS amcheck",
-    "CREATE EXTENSION IF NOT EXISTS pageinspect",
-    "CREATE EXTENSION IF NOT EXISTS pg_surgery",
-)
 # The seeds' table: integer columns, a text description, and a bytea payload that every 8th row makes large and
 # incompressible enough to be TOAST-ed.
 TEMPLATE_SQL = """
@@ -233,9 +228,7 @@ def _make_cluster(base: Path, name: str, pg_bin: str | None, checksums: bool) ->
         extra_conf={"autovacuum": False, "max_prepared_transactions": 2},
     )
     cluster.start()
-    with cluster.connect() as conn:
-        for statement in SETUP_SQL:
-            conn.execute(statement)
+    cluster.install_extensions()
     return cluster
 
 
