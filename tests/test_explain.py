@@ -291,3 +291,65 @@ def test_next_steps_are_runnable_with_the_options_given() -> None:
     commands = [s.command for s in toast.steps()]
     assert any("reltoastrelid = 'pg_toast.pg_toast_16467'" in c and c.startswith("REL=$(psql -h db1") for c in commands)
     assert any("pg_column_toast_chunk_id" in c and "= 16472" in c for c in commands)
+
+
+# PostgreSQL's own reports about damaged data, in wordings from 9.6 to 18 (heap, btree, GIN/GiST/hash/BRIN/SP-GiST,
+# TOAST, transam, bufmgr/smgr/page, relmapper, catcache) and the tools' lines: each is diagnosed as damage and
+# answered with next steps.
+POSTGRES_DAMAGE_TEXTS = [
+    "ERROR:  cache lookup failed for relation 16434",
+    "ERROR:  cache lookup failed for type 16999",
+    'FATAL:  could not open relation mapping file "global/pg_filenode.map": No such file or directory',
+    'FATAL:  relation mapping file "base/5/pg_filenode.map" contains incorrect checksum',
+    "ERROR:  right sibling's left-link doesn't match: block 5 links to 9 instead of expected 4 in index \"t_pkey\"",
+    'ERROR:  failed to re-find parent key in index "t_pkey" for deletion target page 12',
+    'ERROR:  fell off the end of index "t_pkey"',
+    'ERROR:  no live root page found in index "t_pkey"',
+    'ERROR:  root page 3 of "t_pkey" has level 1, expected 2',
+    'ERROR:  could not create unique index "t_pkey"\nDETAIL:  Key (id)=(42) is duplicated.',
+    "ERROR:  uncommitted xmin 741 from before xid cutoff 800 needs to be frozen",
+    "ERROR:  uncommitted xmin 741 needs to be frozen",
+    "ERROR:  found xmin 3000000000 from before relfrozenxid 716",
+    "ERROR:  found multixact 12 from before relminmxid 40",
+    "ERROR:  multixact 12 from before cutoff 40 found to be still running",
+    "ERROR:  cannot freeze committed update xid 745",
+    "ERROR:  compressed data is corrupt",
+    "ERROR:  compressed lz4 data is corrupt",
+    'ERROR:  could not read block 7 in file "base/5/16434": Input/output error',
+    'ERROR:  could not read blocks 7..9 in file "base/5/16434": Input/output error',
+    'ERROR:  could not seek to end of file "base/5/16434": Input/output error',
+    'ERROR:  could not seek to block 7 in file "base/5/16434": Input/output error',
+    'ERROR:  could not open file "base/5/16434.3" (target block 400000): previous segment is only 5 blocks',
+    "WARNING:  could not write block 0 of base/5/17653\nDETAIL:  Multiple failures --- write error might be permanent.",
+    "ERROR:  xlog flush request 2/3A000000 is not satisfied --- flushed only to 0/1A2B3C8",
+    "ERROR:  unexpected chunk size 5 (expected 10) in final chunk 3 for toast value 1 in pg_toast_2",
+    "ERROR:  unexpected chunk number 7 (out of range 0..3) for toast value 16472 in pg_toast_16467",
+    'ERROR:  index "t_gist" contains an inner tuple marked as invalid',
+    'ERROR:  failed to re-find parent of a page in index "t_gin", block 17',
+    'ERROR:  index "t_hash" contains unexpected zero page at block 3',
+    'ERROR:  index "t_hash" has wrong hash version',
+    "ERROR:  corrupted BRIN index: inconsistent range map",
+    'ERROR:  unexpected page type 0x0000 in BRIN index "t_brin" block 2',
+    "ERROR:  unexpected SPGiST tuple state: 9",
+    "PANIC:  corrupted item pointer: offset = 9000, size = 40",
+    "ERROR:  corrupted line pointer: 9000",
+    'ERROR:  page 21 of relation "orders" should be empty but is not',
+    "ERROR:  catalog is missing 2 attribute(s) for relid 16434",
+    "ERROR:  could not find pg_class tuple for index 2662",
+    'ERROR:  duplicate key value violates unique constraint "pg_class_oid_index"',
+    'ERROR:  database is not accepting commands to avoid wraparound data loss in database "shop"',
+    'pg_checksums: error: checksum verification failed in file "/data/base/5/16440", block 12: calculated '
+    "checksum 6225 but block contains 9DC2",
+    'pg_checksums: error: could not read block 5 in file "base/5/16440": read 100 of 8192',
+    "Bad checksums:  3",
+    'heap table "shop.public.orders", block 5, offset 3, attribute 2:\n    toast value 16472 chunk 0 has size 100, '
+    "but expected size 1996",
+    'pg_amcheck: error: error sending command to database "shop": server closed the connection unexpectedly',
+]
+
+
+@pytest.mark.parametrize("text", POSTGRES_DAMAGE_TEXTS, ids=lambda t: t[:50])
+def test_postgres_damage_reports_are_diagnosed(text: str) -> None:
+    found, unknown = explain_text(text)
+    assert found and not unknown, (found, unknown)
+    assert all(e.pattern.kind == "damage" and e.steps() for e in found), [e.pattern.id for e in found]

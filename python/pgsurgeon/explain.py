@@ -196,6 +196,18 @@ def _derive_amcheck(values: dict[str, str]) -> None:
         values["where"] = where
 
 
+def _derive_am(values: dict[str, str]) -> None:
+    """The access method a message is about, from its words, when it names no index."""
+    if "index" in values:
+        return
+    msg = values.get("msg", "").lower()
+    for word, am in (("brin", "brin"), ("spgist", "spgist"), ("gin", "gin"), ("gist", "gist"), ("hash", "hash")):
+        if word in msg.replace("-", "").replace(" ", ""):
+            values["am"] = am
+            return
+    values["am"] = "gist"  # 'failed to re-find parent of a page' without a name: GiST's wording
+
+
 _AMCHECK_FAMILY = {
     "line_pointer": "the page's line pointer (item ID) array holds values that cannot be right: the array is "
     "overwritten, so the rows on this page are read from wrong places (garbage values, allocation errors or a "
@@ -508,8 +520,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "toast_chunk_size",
         r"unexpected chunk size (?P<size>-?\d+) \(expected (?P<expected>-?\d+)\) in (?:final )?chunk"
-        r" (?P<chunk>-?\d+) of "
-        r"(?P<total>-?\d+) for toast value (?P<value>\d+) in (?P<toast>pg_toast_(?P<toast_owner>\d+))",
+        r" (?P<chunk>-?\d+)(?: of (?P<total>-?\d+))? for toast value (?P<value>\d+) in "
+        r"(?P<toast>pg_toast_(?P<toast_owner>\d+))",
         "a TOAST chunk has the wrong size",
         "Chunk {chunk} of TOAST value {value} in {toast} holds {size} bytes where {expected} were expected: the "
         "chunk's length word (its varlena header) or the row's TOAST pointer (the value's size) is damaged.",
@@ -547,8 +559,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "short_read",
-        r'could not read blocks? (?P<block>\d+)(?:\.\.(?P<last>\d+))? in file "(?P<file>[^"]+)": read only'
-        r" (?P<got>\d+) of (?P<want>\d+) bytes",
+        r'could not read blocks? (?P<block>\d+)(?:\.\.(?P<last>\d+))? in file "(?P<file>[^"]+)": read (?:only )?'
+        r"(?P<got>\d+) of (?P<want>\d+)(?: bytes)?",
         "a relation file is shorter than the server expects",
         "The server wanted block {block} from {file} and the file ended before it (read {got} of {want} bytes): the "
         "file was truncated or a write was torn at the end. A sequential scan silently stops at the end of the file; "
@@ -1023,6 +1035,51 @@ PATTERNS: tuple[Pattern, ...] = (
         derive=_derive_file,
     ),
     _p(
+        "catalog_duplicate",
+        r'duplicate key value violates unique constraint "(?P<index>pg_\w+_index)"',
+        "a system catalog's unique index holds a duplicate",
+        "A catalog row was inserted with a key that {index} already holds. PostgreSQL assigns those keys itself, so "
+        "in normal use this does not happen: the catalog index is damaged (it lost the existing entry) or a catalog "
+        "row reappeared (a damaged xmax/infomask made a deleted row visible again).",
+        (ModeRef("btree", ("item",), "on a catalog index"), ModeRef("tuple-header", ("t_xmax", "t_infomask"))),
+        (
+            Step("check the catalog and its indexes (read-only)", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
+            Step("rebuild the catalog's indexes once its rows are known sound", "REINDEX SYSTEM CONCURRENTLY;", "note"),
+        ),
+        tail="",
+    ),
+    _p(
+        "pg_class_index",
+        r"could not find pg_class tuple for index (?P<oid>\d+)",
+        "an index's catalog row is missing",
+        "The server looked for the pg_class row of index {oid} and found none: pg_class or one of its indexes is "
+        "damaged.",
+        (),
+        (Step("check pg_class and its indexes (read-only)", "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.pg_class"),),
+        tail="",
+    ),
+    _p(
+        "wraparound_stop",
+        r"database is not accepting commands (?:that assign new (?:XIDs|MultiXactIds) )?to avoid wraparound data loss"
+        r'(?: in database "(?P<database>[^"]+)")?',
+        "the cluster stopped handing out transaction ids (wraparound protection)",
+        "The oldest unfrozen transaction id is close to wrapping around, so the server refuses new writes. Usually "
+        "VACUUM could not freeze a table: it failed on a damaged tuple (found xmin … from before relfrozenxid, "
+        "could not access status of transaction) or was blocked by an old transaction or replication slot.",
+        (ModeRef("tuple-header", ("t_xmin",), "when VACUUM fails on the damaged tuple"),),
+        (
+            Step(
+                "the tables holding the horizon back",
+                "SELECT oid::regclass, age(relfrozenxid) FROM pg_class "
+                "WHERE relkind IN ('r', 't', 'm') ORDER BY 2 DESC LIMIT 10;",
+                "sql",
+            ),
+            _CONTROL,
+            _DIAGNOSE,
+        ),
+        tail="",
+    ),
+    _p(
         "checkpoint_failed",
         r"checkpoint request failed",
         "a checkpoint could not finish",
@@ -1144,15 +1201,17 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "btree_structure",
         r"(?P<msg>right sibling's left-link doesn't match|invalid meta page found at block \d+|"
-        r"fell off the end of index|failed to re-find parent key|"
+        r"fell off the end of|failed to re-find parent key|"
         r"right sibling \d+ of block \d+ is not next child|left link changed unexpectedly|"
         r"could not find left sibling of block \d+|btree level \d+ not found|no live root page found|"
-        r"root page \d+ of index|failed to add (?:new |old )?item to the (?:left|right) sibling|"
+        r"failed to delete|has no first data item|"
+        r"root page \d+(?= of)|half-dead page changed status unexpectedly|failed to add (?:new item|hikey)|"
+        r"failed to add (?:new |old )?item to the (?:left|right) sibling|"
         r"failed to add item to the index page|lost saved point in index|could not find parent|"
         r"downlink to deleted page found|mismatch between parent key and child high key|"
         r"internal index block lacks (?:high key|downlink)|index uniqueness is violated|"
         r"leftmost down link for level points to block|invalid leaf page level)[^\n]*?"
-        r'(?:(?:in|of|for) index "(?P<index>[^"]+)"|$)',
+        r'(?:index "(?P<index>[^"]+)"|(?:in|of) "(?P<index2>[^"]+)"|$)',
         "a btree index's page links or keys are inconsistent",
         "The btree code found the index's structure broken ({msg}): sibling links, parent pointers or keys that "
         "cannot be right. The index is damaged; the table's rows are not affected. Rebuild it.",
@@ -1161,6 +1220,7 @@ PATTERNS: tuple[Pattern, ...] = (
             Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
             _INDEX_TABLE,
             _REINDEX,
+            Step("the message names no index: check every btree index of the database", "{diagnose_noindex}"),
         ),
         tail="",
     ),
@@ -1199,17 +1259,29 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "index_other_am",
-        r"(?P<msg>failed to re-find parent of a page in index|corrupted BRIN index|unexpected page type 0x[0-9A-F]+ in "
-        r"BRIN index|unexpected SPGiST tuple state|index table contains corrupted page|"
-        r"index \"[^\"]+\" has wrong tuple order|failed to add item to index page in|"
+        r"(?P<msg>failed to re-find parent of a page in|corrupted BRIN index|unexpected page type 0x[0-9A-F]+ in "
+        r"BRIN|unexpected SPGiST tuple state|index table contains corrupted page|"
+        r"index \"(?P<index3>[^\"]+)\" has wrong tuple order|failed to add item to index page in|"
         r"GIN posting list|invalid GIN|could not split GIN page|unexpected GIN|"
+        r"failed to add item of size \d+ to SPGiST|"
+        r"leftover placeholder tuple detected in BRIN index|"
         r"inconsistent range map)[^\n]*?"
         r'(?:index "(?P<index>[^"]+)"|in "(?P<index2>[^"]+)"|$)',
         "a GiST, GIN, SP-GiST, hash or BRIN index is damaged",
         "The index code found its own structure impossible ({msg}). The index is damaged; the table's rows are "
         "not affected. Rebuild it.",
         (),
-        (_INDEX_TABLE, _REINDEX),
+        (
+            _INDEX_TABLE,
+            _REINDEX,
+            Step(
+                "the message names no index: the {am} indexes of the database, to rebuild (amcheck checks btree only)",
+                "SELECT format('REINDEX INDEX CONCURRENTLY %s;', c.oid::regclass) FROM pg_class c JOIN pg_am a ON "
+                "a.oid = c.relam WHERE c.relkind = 'i' AND a.amname = '{am}' \\gexec",
+                "sql",
+            ),
+        ),
+        derive=_derive_am,
         tail="",
     ),
     # ---- client tools and amcheck's own lines
@@ -1461,6 +1533,8 @@ def _finish(values: dict[str, str], where: Where) -> None:
                 f'psql{conn}{values["dbopt"]} -c "SELECT heap_force_{fn}({rel_lit}::regclass, '
                 f"ARRAY['{values['ctid']}']::tid[])\""
             )
+    if "index" not in values:
+        values["diagnose_noindex"] = f"pgsurgeon diagnose{conn}{values['dbopt']}"
     values["diagnose_cmd"] = f"pgsurgeon diagnose{conn}{values['dbopt']}" + (
         f" -t {values['rel']}" if values.get("rel") else ""
     )
@@ -1663,7 +1737,7 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
         values.setdefault("seq", values["seqrel"])
         pattern = dataclasses.replace(pattern, tail="sequence")
     values.pop("seqrel", None)
-    for k2, k in (("index2", "index"), ("xid2", "xid"), ("xid3", "xid"), ("multi2", "multi")):
+    for k2, k in (("index2", "index"), ("index3", "index"), ("xid2", "xid"), ("xid3", "xid"), ("multi2", "multi")):
         if k2 in values:
             values.setdefault(k, values.pop(k2))
     if "index" in values:
@@ -1869,6 +1943,10 @@ EXAMPLES: dict[str, str] = {
     "pg_amcheck_summary": 'pg_amcheck: error: error sending command to database "shop": server closed the connection',
     "pg_checksums_summary": "Bad checksums:  3",
     "xx_sqlstate": "psycopg.errors.DataCorrupted: XX001 some new wording about a page",
+    "catalog_duplicate": 'ERROR:  duplicate key value violates unique constraint "pg_type_typname_nsp_index"',
+    "pg_class_index": "ERROR:  could not find pg_class tuple for index 2662",
+    "wraparound_stop": "ERROR:  database is not accepting commands that assign new XIDs to avoid wraparound data loss "
+    'in database "shop"',
     "checkpoint_failed": "ERROR:  checkpoint request failed\n"
     "HINT:  Consult recent messages in the server log for details.",
     "xid_future": "ERROR:  transaction ID 18446744072414584320 is in the future",
