@@ -1,7 +1,7 @@
-"""pytest plugin: with ``PGSURGEON_CAPTURE_MESSAGES=FILE`` set, every ERROR, FATAL, PANIC and WARNING line the
-test servers wrote to their logs (DETAIL/HINT/CONTEXT lines attached) is appended to FILE when a cluster is
-destroyed, so that ``tests/test_explain_corpus.py`` can check that explain recognises what real servers say,
-not hand-typed texts.
+"""pytest plugin: with ``PGSURGEON_CAPTURE_MESSAGES=FILE`` set, every ERROR, FATAL, PANIC and WARNING line the test
+servers wrote to their logs (DETAIL/HINT/CONTEXT lines attached) is appended to FILE when a cluster is destroyed,
+and so is what pg_dump and pg_amcheck printed when they failed in a lab run, so that
+``tests/test_explain_corpus.py`` can check that explain recognises what real servers say, not hand-typed texts.
 
 Regenerate the committed corpus (tests/data/server-messages.txt) with::
 
@@ -56,8 +56,20 @@ def capture_server_messages() -> Iterator[None]:
                     fh.write(f"# pg{self.version}\n{message}\n")
         destroy(self)
 
+    from pgsurgeon.labrun import observe
+
+    run_tool = observe.run_tool
+
+    def run_tool_and_keep_output(cluster: LabCluster, *args: str) -> observe.Tool:
+        tool = run_tool(cluster, *args)
+        if tool.code and tool.output:  # what pg_dump and pg_amcheck printed when they failed
+            with Path(target).open("a", encoding="utf-8") as fh:
+                fh.write(f"# pg{cluster.version} {args[0]}\n" + "\n".join(tool.output) + "\n")
+        return tool
+
     mp = pytest.MonkeyPatch()
     mp.setattr(LabCluster, "destroy", destroy_and_keep_log)
+    mp.setattr(observe, "run_tool", run_tool_and_keep_output)
     try:
         yield
     finally:

@@ -1,7 +1,7 @@
-"""explain against what real servers said: every ERROR, FATAL, PANIC and WARNING the PostgreSQL 15 and 18 test
-servers wrote to their logs during a full test run (captured by tests/fix_capture.py, committed as
-tests/data/server-messages.txt). explain must recognise at least 95 % of them (as damage or as an ordinary error),
-and every one that is recognised as damage must come with next steps.
+"""explain against what real servers said: every ERROR, FATAL, PANIC and WARNING the PostgreSQL 15 and 18 test servers
+wrote to their logs during a full test run, and what pg_dump and pg_amcheck printed when they failed in the lab runs
+(captured by tests/fix_capture.py, committed as tests/data/server-messages.txt). explain must recognise at least 95
+% of them (as damage or as an ordinary error), and every one that is recognised as damage must come with next steps.
 
 Regenerate the corpus after a capture run (see tests/fix_capture.py)::
 
@@ -73,6 +73,7 @@ def test_the_corpus_holds_real_damage_and_both_servers() -> None:
     corpus = load()
     servers = {s for s, _ in corpus}
     assert {"pg15", "pg18"} <= servers
+    assert any(s.endswith(("pg_dump", "pg_amcheck")) for s in servers), "no client tool output in the corpus"
     ids = {e.pattern.id for _, m in corpus for e in explain_text(m)[0]}
     assert {"invalid_page", "xact_status"} <= ids, ids
 

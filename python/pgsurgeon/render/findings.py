@@ -56,15 +56,25 @@ def print_groups(
     from rich.markup import escape
 
     for key, fs in groups.items():
-        console.print(f"\n[bold]{escape(title(key, fs))}[/] — {len(fs)} finding(s)")
-        for f in fs[:PER_GROUP]:
-            colour = "red" if f["severity"] == "error" else "yellow"
-            console.print(f"  [{colour}]{f['severity']:7}[/] {where(f):24} {f['code']}: {escape(f['message'])}")
-            extra = note(f) if note else None
+        causes = root_causes(fs)
+        console.print(f"\n[bold]{escape(title(key, fs))}[/] — {len(causes)} damaged structure(s), {len(fs)} finding(s)")
+        for root, consequences in causes[:PER_GROUP]:
+            colour = "red" if root["severity"] == "error" else "yellow"
+            console.print(
+                f"  [{colour}]{root['severity']:7}[/] {where(root):24} {root['code']}: {escape(root['message'])}"
+            )
+            extra = note(root) if note else None
             if extra:
                 console.print(f"          {extra}", style="dim", markup=False)
-        if len(fs) > PER_GROUP:
-            console.print(f"  … {len(fs) - PER_GROUP} more (use --format json for all)")
+            if consequences:
+                counts = Counter(c["code"] for c in consequences)
+                shown = ", ".join(f"{code} x{n}" if n > 1 else code for code, n in counts.most_common(4))
+                more = ", …" if len(counts) > 4 else ""
+                console.print(
+                    f"          and {len(consequences)} consequence(s) here: {shown}{more}", style="dim", markup=False
+                )
+        if len(causes) > PER_GROUP:
+            console.print(f"  … {len(causes) - PER_GROUP} more (use --format json for all)")
         commands = steps(key, fs) if steps else []
         if commands:
             console.print("  next:", style="bold", markup=False)
@@ -72,6 +82,55 @@ def print_groups(
                 # commands are never wrapped: they are copied and pasted
                 style = "green" if not line.startswith("#") else "dim"
                 console.print(f"    {line}", style=style, markup=False, soft_wrap=True)
+
+
+# Which finding on a block is the cause and which are its consequences: a destroyed page header makes every line
+# pointer look wrong, a wrong line pointer makes its tuple look wrong, and any of them fails the checksum.
+_CAUSE_RANK = {
+    "file": 7,
+    "page_header": 6,
+    "line_pointer": 5,
+    "tuple_header": 4,
+    "tuple_data": 3,
+    "toast": 3,
+    "index": 2,
+    "checksum": 1,
+}
+_PAGE_LEVEL = ("file", "page_header", "line_pointer")
+
+
+def root_causes(fs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """One entry per damaged structure: its root-cause finding and the findings that follow from it. On a page
+    whose header or item-ID array is damaged, everything else on that page is a consequence; otherwise each tuple
+    (block, line pointer) is its own structure, and page-wide symptoms (a checksum failure) go with the first."""
+    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    by_block: dict[Any, list[dict[str, Any]]] = {}
+    for f in fs:
+        if f.get("block") is None:
+            out.append((f, []))
+        else:
+            by_block.setdefault((f.get("path"), f.get("fork"), f["block"]), []).append(f)
+
+    def rank(f: dict[str, Any]) -> int:
+        return _CAUSE_RANK.get(str(f.get("area")), 0) * 2 + (f.get("severity") == "error")
+
+    for block_fs in by_block.values():
+        ordered = sorted(block_fs, key=rank, reverse=True)
+        top = ordered[0]
+        if str(top.get("area")) in _PAGE_LEVEL and (top.get("item") is None or top.get("area") != "line_pointer"):
+            out.append((top, ordered[1:]))
+            continue
+        by_item: dict[Any, list[dict[str, Any]]] = {}
+        for f in ordered:
+            by_item.setdefault(f.get("item"), []).append(f)
+        page_wide = by_item.pop(None, [])
+        first = True
+        for item_fs in by_item.values():
+            out.append((item_fs[0], item_fs[1:] + (page_wide if first else [])))
+            first = False
+        if not by_item:
+            out.append((page_wide[0], page_wide[1:]))
+    return out
 
 
 def print_code_summary(console: Console, findings: Iterable[dict[str, Any]], errors: int, warnings: int) -> None:
