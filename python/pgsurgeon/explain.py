@@ -1581,7 +1581,7 @@ _DRIVER_CONT = re.compile(
     re.IGNORECASE,
 )
 _TOOL_CONT = re.compile(
-    r"^(?:(?:pg_dump|pg_restore|psql|pg_amcheck): (?:error|detail|hint): )?(?:query was:|The command was:|"
+    r"^(?:(?:pg_dump|pg_restore|psql|pg_amcheck): (?:error|detail|hint): )?(?:query was:|(?:The )?command was:|"
     r"Dumping the contents of table|This probably means the server terminated|before or while processing the "
     r"request|Failed process was running|processing data for table|reading |saving |dumping contents)",
     re.IGNORECASE,

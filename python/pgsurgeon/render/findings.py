@@ -154,7 +154,20 @@ def group_by(findings: Iterable[dict[str, Any]], key: str) -> dict[str, list[dic
 
 MAX_CTIDS = 50
 """pg_surgery statements list at most this many ctids; the JSON output and repair's plan have all of them."""
-_VISIBILITY_ONLY = ("tuple_header.xmin", "tuple_header.xmax", "tuple_header.infomask", "tuple_header.multi")
+_VISIBILITY_ONLY = frozenset(
+    (
+        "tuple_header.xmin_old",
+        "tuple_header.xmin_old_hinted",
+        "tuple_header.xmin_future",
+        "tuple_header.xmin_invalid",
+        "tuple_header.xmax_old",
+        "tuple_header.xmax_future",
+        "tuple_header.multi_old",
+        "tuple_header.multi_future",
+        "tuple_header.infomask",
+    )
+)
+"""Codes about a tuple's visibility fields only: heap_force_freeze makes such a tuple readable again."""
 
 
 def next_steps(relation: str, fs: list[dict[str, Any]], conn: str = "") -> list[str]:
@@ -191,7 +204,7 @@ def next_steps(relation: str, fs: list[dict[str, Any]], conn: str = "") -> list[
         if str(f.get("area")) not in ("tuple_header", "tuple_data", "toast", "line_pointer"):
             continue
         ctid = f"({f['block']},{f['item']})"
-        target = freeze if str(f.get("code", "")).startswith(_VISIBILITY_ONLY) else kill
+        target = freeze if str(f.get("code", "")) in _VISIBILITY_ONLY else kill
         if ctid not in freeze and ctid not in kill:
             target.append(ctid)
     for fn, ctids in (("freeze", freeze), ("kill", kill)):
