@@ -111,3 +111,23 @@ def test_salvage_prints_how_to_load_its_files_and_the_tables_it_made(pg: object,
     assert code == 0, err
     assert "tables created:" in out and "ld_into_carved" in out and "ld_into_salvage" in out
     assert "DROP TABLE public.ld_into_salvage" in out
+
+
+def test_explain_names_the_relation_through_the_connection_given(pg: object) -> None:
+    """With connection options, explain looks the file's relation and database up: the commands carry the real
+    names, not $DB and $REL; without them it prints the commands that find the names."""
+    from pgsurgeon.lab import LabCluster
+
+    assert isinstance(pg, LabCluster)
+    exec_sql(pg, "DROP TABLE IF EXISTS ex_named; CREATE TABLE ex_named (id int, body text)")
+    path = exec_sql(pg, "SELECT pg_relation_filepath('ex_named')")[0][0]
+    conn = ("-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "postgres")
+    message = f'ERROR:  invalid page in block 7 of relation "{path}"'
+    code, out, err = cli("explain", *conn, "-D", str(pg.pgdata), message)
+    assert code == 0, err
+    words = " ".join(conn[:-2])
+    assert f"pgsurgeon salvage {words} -d postgres -t ex_named --out salvage-ex_named" in out, out
+    assert f"pgsurgeon inspect {pg.pgdata}/{path} -b 7" in out
+    assert "$REL" not in out and "$DB" not in out
+    code, out, _ = cli("explain", message)
+    assert code == 0 and '-t "$REL"' in out and "pg_relation_filenode(oid) =" in out

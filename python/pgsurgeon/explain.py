@@ -1476,6 +1476,24 @@ class Where:
     resolve: Callable[[dict[str, str]], dict[str, str]] | None = None
 
 
+def _with_db(conn: str, dbname: str | None) -> str:
+    """The connection options with another database: ``-d``'s value replaced (kept as a conninfo when it is one),
+    or removed when ``dbname`` is None (the caller adds ``-d "$DB"``)."""
+    from psycopg.conninfo import make_conninfo
+
+    words = shlex.split(conn)
+    if "-d" in words:
+        i = words.index("-d")
+        old = words[i + 1] if i + 1 < len(words) else ""
+        if dbname is None:
+            del words[i : i + 2]
+        else:
+            words[i + 1] = make_conninfo(old, dbname=dbname) if "=" in old else dbname
+    elif dbname is not None:
+        words += ["-d", dbname]
+    return shlex.join(words)
+
+
 def _sh_dq(text: str) -> str:
     """``text`` for the inside of a double-quoted shell word."""
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
@@ -1488,13 +1506,17 @@ def _slug(text: str) -> str:
 def _finish(values: dict[str, str], where: Where) -> None:
     """The values the commands need: connection options, data directory, the relation by name (or as $REL with
     the command that sets it), ctid and pg_surgery SQL, the diagnose and control command lines."""
-    conn = f" {where.conn}" if where.conn else ""
+    names = where.resolve(values) if where.resolve is not None else {}
+    conn_words = where.conn
+    needs_db = values.get("dboid", "0") != "0" and "table" not in values and "toast" not in values
+    if names.get("db"):
+        conn_words = _with_db(conn_words, names["db"])
+    elif needs_db and "filenode" in values:
+        conn_words = _with_db(conn_words, None)  # the database comes from $DB, set by the command before
+    conn = f" {conn_words}" if conn_words else ""
     values["conn"] = conn
     values["pgdata"] = shlex.quote(where.pgdata) if where.pgdata else '"$PGDATA"'
     values["dbopt"] = ""
-    names = where.resolve(values) if where.resolve is not None else {}
-    if names.get("db"):
-        values["dbopt"] = " -d " + shlex.quote(names["db"])
     table = names.get("rel") or values.get("table")
     rel_lit = None  # the relation as an SQL literal, inside a double-quoted shell word
     if table:
@@ -1510,7 +1532,7 @@ def _finish(values: dict[str, str], where: Where) -> None:
         values["rel"], rel_lit, values["outdir"] = '"$REL"', "'$REL'", f"salvage-{values['toast']}"
     elif "filenode" in values:
         find = f"SELECT oid::regclass FROM pg_class WHERE pg_relation_filenode(oid) = {values['filenode']}"
-        if values.get("dboid", "0") != "0" and not names.get("db"):
+        if needs_db and not names.get("db"):
             values["dbopt"] = ' -d "$DB"'
             values["name_rel"] = (
                 f'DB=$(psql{conn} -XAtc "SELECT datname FROM pg_database WHERE oid = {values["dboid"]}") && '

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 
 PLACEHOLDERS = (
     "commands use the connection options given to explain (none: the PG* environment variables), -D or $PGDATA for "
-    "the data directory; $DB and $REL are set by the commands shown before them; $PGLOG is the server log"
+    "the data directory"
 )
+SHELL_VARIABLES = "; $DB and $REL are set by the commands shown before them"
+PGLOG = "; $PGLOG is the server log"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -108,7 +110,9 @@ def render_text(found: list[Explanation], unknown: int, console: Console) -> Non
                     soft_wrap=True,
                 )
     console.print()
-    console.print(PLACEHOLDERS, style="dim", markup=False)
+    commands = " ".join(s.command for exp in found for s in exp.steps())
+    footer = PLACEHOLDERS + (SHELL_VARIABLES if "$REL" in commands or "$DB" in commands else "")
+    console.print(footer + (PGLOG if "$PGLOG" in commands else ""), style="dim", markup=False)
     if unknown:
         console.print(f"{unknown} other line(s) not recognised", style="dim", markup=False)
 
