@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "corrupt",
         help="damage a lab cluster's pages on purpose (seeded, recorded, undoable)",
         description="Damage chosen parts of a relation's files in a lab cluster, to reproduce the errors real\n"
-        "corruption causes. Choose the relation with --dsn and --table (its TOAST table or an index with\n"
-        "--target) or with --pgdata and --file. Every change goes into a manifest first; 'pgsurgeon undo\n"
+        "corruption causes. Choose the relation with a connection (-d, -h, -p, -U) and -t (its TOAST table\n"
+        "or an index with --target) or with -D and --file. Every change goes into a manifest first; 'pgsurgeon undo\n"
         "MANIFEST' puts the bytes back. A running lab cluster is stopped and started again around the\n"
         "write, so the server sees the damage.",
         epilog="modes:\n"

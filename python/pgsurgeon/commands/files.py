@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "files",
-        help="list the relation files of a data directory, with names (--dsn) and segment problems",
+        help="list the relation files of a data directory, with names (through a connection) and segment problems",
         description="Walk base/, global/ and pg_tblspc/ of PGDATA and list each relation fork with its segments.",
     )
     p.add_argument("datadir", nargs="?", type=Path, metavar="PGDATA", help="the data directory (or -D)")
