@@ -3,12 +3,24 @@ grouped under it, on real pages of a real table (damaged in memory, never on dis
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 
-from fix_pg import exec_sql
+import pytest
+
+from fix_pg import MakeLab, exec_sql
 from pgsurgeon import core
+from pgsurgeon.cli import main
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.render.findings import root_causes
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
 
 
 def real_page(pg: LabCluster) -> bytes:
@@ -56,3 +68,36 @@ def test_separate_tuples_stay_separate_and_a_garbage_item_array_is_the_cause(pg:
     page[24 : 24 + 4 * 20] = bytes(rng.getrandbits(8) for _ in range(80))
     causes = root_causes(findings(bytes(page)))
     assert causes[0][0]["area"] in ("line_pointer", "page_header"), causes[0][0]
+
+
+SEED_TABLE = (
+    "CREATE TABLE {t} (id int PRIMARY KEY, d text, payload bytea); INSERT INTO {t} SELECT g, md5(g::text), "
+    "CASE WHEN g % 8 = 0 THEN (SELECT string_agg(decode(md5((g * i)::text), 'hex'), '') "
+    "FROM generate_series(1, 300) i) ELSE decode(md5(g::text), 'hex') END FROM generate_series(1, 2400) g"
+)
+SEED_KINDS = {  # table -> (corrupt's arguments, the area the first printed finding must name)
+    "k_header": (("header", "--field", "random", "--block", "3"), "page_header."),
+    "k_items": (("item-ids", "--block", "4"), "line_pointer."),
+    "k_tuple": (("tuple-header", "--field", "random", "--block", "6"), "tuple_header."),
+    "k_toast": (("toast", "--field", "chunk_seq"), "toast."),
+}
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_the_first_finding_names_the_damaged_structure(version: str, make_lab: MakeLab) -> None:
+    """The seeds' four damage kinds (page header, item-ID array, tuple header, TOAST), with and without checksums:
+    diagnose's first printed finding for the table is the damaged structure, not a consequence."""
+    lab = make_lab(version)
+    exec_sql(lab, "CREATE EXTENSION amcheck; CREATE EXTENSION pageinspect")
+    for table in SEED_KINDS:
+        exec_sql(lab, SEED_TABLE.format(t=table))
+    exec_sql(lab, "CHECKPOINT")
+    conn = ("-h", "127.0.0.1", "-p", str(lab.port), "-U", "postgres", "-d", "postgres")
+    for table, (args, _area) in SEED_KINDS.items():
+        code, _, err = cli("corrupt", *args, *conn, "-t", table, "--seed", "1")
+        assert code == 0, err
+    for table, (_args, area) in SEED_KINDS.items():
+        code, out, err = cli("diagnose", *conn, "-t", table)
+        assert code == 2, err
+        first = next(ln for ln in out.splitlines() if ln.startswith("  error ") or ln.startswith("  warning"))
+        assert area in first, (table, first)

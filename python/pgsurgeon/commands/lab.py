@@ -136,9 +136,7 @@ def run_up(args: argparse.Namespace) -> int:
     console.print(f"pgdata: {lab.pgdata}")
     console.print(f"log:    {lab.log_path}")
     console.print(f"dsn:    {lab.dsn()}")
-    console.print(
-        f"connect: psql -h 127.0.0.1 -p {lab.port} -U postgres -d postgres   (the same options for pgsurgeon)"
-    )
+    console.print(f"connect: -h 127.0.0.1 -p {lab.port} -U postgres -d postgres  (for psql and pgsurgeon alike)")
     if verb == "created and started":
         console.print(f"extensions: {', '.join(extensions) or 'none available in this installation'}")
     return Exit.CLEAN

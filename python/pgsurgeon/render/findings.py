@@ -55,7 +55,9 @@ def print_groups(
     commands to run next under the group (once per damaged structure, not per finding)."""
     from rich.markup import escape
 
-    for key, fs in groups.items():
+    # a table before its TOAST table and indexes: the row that owns a damaged value is where the damage shows
+    ordered = sorted(groups.items(), key=lambda kv: str(kv[0]).startswith("pg_toast."))
+    for key, fs in ordered:
         causes = root_causes(fs)
         console.print(f"\n[bold]{escape(title(key, fs))}[/] — {len(causes)} damaged structure(s), {len(fs)} finding(s)")
         for root, consequences in causes[:PER_GROUP]:
@@ -112,6 +114,8 @@ def root_causes(fs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dic
             by_block.setdefault((f.get("path"), f.get("fork"), f["block"]), []).append(f)
 
     def rank(f: dict[str, Any]) -> int:
+        if str(f.get("code", "")).startswith("server."):  # what the server said: a symptom, never the cause
+            return -1
         return _CAUSE_RANK.get(str(f.get("area")), 0) * 2 + (f.get("severity") == "error")
 
     for block_fs in by_block.values():
