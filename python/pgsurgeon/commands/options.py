@@ -96,9 +96,7 @@ def add_format(p: argparse.ArgumentParser, *, help: str = "output on stdout (def
 
 
 def add_progress(p: argparse.ArgumentParser, *, help: str) -> None:
-    p.add_argument(
-        "-P", "--progress", action="store_true", help=help + "; without a terminal, one line per few seconds"
-    )
+    p.add_argument("-P", "--progress", action="store_true", help=help)
 
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|min|h)?$")

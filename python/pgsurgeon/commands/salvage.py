@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="report on stdout (default: text)",
     )
     p.add_argument("--report-format", choices=("text", "json"), help=argparse.SUPPRESS)
-    options.add_progress(p, help="show progress on stderr")
+    options.add_progress(p, help="show progress on stderr (a line every 5 s when not a terminal)")
     p.set_defaults(func=run)
 
 

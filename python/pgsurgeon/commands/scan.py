@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     options.add_pgdata(p, env_default=True, help="the data directory")
     p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
-    options.add_progress(p, help="show bytes, MB/s and ETA on stderr")
+    options.add_progress(p, help="show bytes, MB/s and ETA on stderr (a line every 5 s when not a terminal)")
     options.add_format(p)
     options.add_connection(p, optional=True, purpose="to name relations and know their types")
     p.add_argument("--database", action="append", default=[], help="only this database (name when connected, or OID)")
