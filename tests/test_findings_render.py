@@ -101,3 +101,10 @@ def test_the_first_finding_names_the_damaged_structure(version: str, make_lab: M
         assert code == 2, err
         first = next(ln for ln in out.splitlines() if ln.startswith("  error ") or ln.startswith("  warning"))
         assert area in first, (table, first)
+    # offline, the scan ends each damaged file with the page to decode and, named through the connection, the
+    # commands for its table
+    code, out, err = cli("scan", "-D", str(lab.pgdata), "--live", *conn)
+    assert code == 2, err
+    header_path = exec_sql(lab, "SELECT pg_relation_filepath('k_header')")[0][0]
+    assert f"pgsurgeon inspect {lab.pgdata}/{header_path} -b 3" in out, out
+    assert f"pgsurgeon salvage {' '.join(conn)} -t public.k_header" in out or "-t k_header" in out

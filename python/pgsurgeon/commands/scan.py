@@ -111,7 +111,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
     }
 
 
-def render_text(outcome: ScanOutcome, console: Console) -> None:
+def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
     s = outcome.summary
     console.print(
         f"scanned {s['files']} files, {s['blocks']} blocks, {s['bytes'] / 1e6:.1f} MB in {s['seconds']:.2f}s "
@@ -133,7 +133,12 @@ def render_text(outcome: ScanOutcome, console: Console) -> None:
         rel = fs[0].get("relation")
         return f"{path} ({rel})" if rel else path
 
-    findings.print_groups(console, findings.group_by(outcome.findings, "path"), title=title)
+    findings.print_groups(
+        console,
+        findings.group_by(outcome.findings, "path"),
+        title=title,
+        steps=lambda path, fs: findings.offline_steps(str(outcome.pgdata), path, fs, conn),
+    )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 
 
@@ -168,5 +173,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:
-        render_text(outcome, term.console())
+        render_text(outcome, term.console(), conn=args.conn_words)
     return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

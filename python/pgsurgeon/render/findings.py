@@ -227,3 +227,19 @@ def _slug(text: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
+
+
+def offline_steps(pgdata: str, path: str, fs: list[dict[str, Any]], conn: str = "") -> list[str]:
+    """Runnable commands for one damaged file found offline: decode the first damaged page, then (when the
+    relation is named) the same commands as for a live table. ``conn``: the connection options given, if any."""
+    import shlex
+
+    causes = root_causes(fs)
+    blocks = [root["block"] for root, _ in causes if root.get("block") is not None]
+    out = []
+    if blocks and path:
+        out.append(f"pgsurgeon inspect {shlex.quote(f'{pgdata}/{path}')} -b {blocks[0]}")
+    relation = next((str(f["relation"]) for f in fs if f.get("relation")), "")
+    if relation:
+        out += next_steps(relation, fs, conn)
+    return out
