@@ -49,11 +49,17 @@ def opt_table(pg: LabCluster) -> str:
     return "opt_t"
 
 
-def test_pg_environment_variables_alone_connect(pg: LabCluster, opt_table: str) -> None:
+def test_pg_environment_variables_alone_connect(pg: LabCluster, opt_table: str, tmp_path: Path) -> None:
     """No connection option at all: libpq takes host, port, user and database from PG*, as psql does."""
     proc = run("inspect", "-t", opt_table, "-b", "0", "--format", "json", env=pg_env(pg))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["header"]["pd_lower"] > 24
+    # pg_dump, run by dump-tables, gets the same defaults from the same variables
+    out = tmp_path / "dumps"
+    dump = run("dump-tables", "--out", str(out), "-t", f"public.{opt_table}", "--pg-bin", str(pg.install.bin_dir),
+               env=pg_env(pg))  # fmt: skip
+    assert dump.returncode == 0, dump.stderr
+    assert any(p.stat().st_size > 0 for p in out.rglob(f"*{opt_table}*"))
     # and without them the same command goes to the default server, which is not there
     proc = run("inspect", "-t", opt_table, "-b", "0", env={"PGHOST": "127.0.0.1", "PGPORT": "1"})
     assert proc.returncode == 1
