@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import random
+import subprocess
 
 import pytest
 
@@ -108,3 +110,21 @@ def test_the_first_finding_names_the_damaged_structure(version: str, make_lab: M
     header_path = exec_sql(lab, "SELECT pg_relation_filepath('k_header')")[0][0]
     assert f"pgsurgeon inspect {lab.pgdata}/{header_path} -b 3" in out, out
     assert f"pgsurgeon salvage {' '.join(conn)} -t public.k_header" in out or "-t k_header" in out
+    # the damaged TOAST value: the row is kept, only the value is set to NULL, with the command diagnose printed;
+    # with checksums the TOAST page itself is refused, and then only the repair can go first
+    code, out, _ = cli("diagnose", *conn, "-t", "k_toast")
+    with pytest.raises(Exception, match=r"chunk|invalid page"):
+        exec_sql(lab, "SELECT count(md5(payload)) FROM k_toast")
+    if lab.checksums:
+        assert "SET %I = NULL" not in out and "refuses: the repair above deals with them first" in out
+        return
+    update = next(ln.strip() for ln in out.splitlines() if "SET %I = NULL" in ln)
+    run = subprocess.run(
+        ["bash", "-c", update],
+        env={**os.environ, "PATH": f"{lab.install.bin_dir}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and "UPDATE 1" in run.stdout, (update, run.stdout, run.stderr)
+    assert exec_sql(lab, "SELECT count(*), count(payload) FROM k_toast")[0] == (2400, 2399)

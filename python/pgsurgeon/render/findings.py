@@ -3,6 +3,7 @@ and what to do. Shared by scan and diagnose."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -156,6 +157,7 @@ def group_by(findings: Iterable[dict[str, Any]], key: str) -> dict[str, list[dic
     return groups
 
 
+_ATTRIBUTE = re.compile(r"^attribute (\d+):")
 MAX_CTIDS = 50
 """pg_surgery statements list at most this many ctids; the JSON output and repair's plan have all of them."""
 _VISIBILITY_ONLY = frozenset(
@@ -174,9 +176,12 @@ _VISIBILITY_ONLY = frozenset(
 """Codes about a tuple's visibility fields only: heap_force_freeze makes such a tuple readable again."""
 
 
-def next_steps(relation: str, fs: list[dict[str, Any]], conn: str = "") -> list[str]:
+def next_steps(
+    relation: str, fs: list[dict[str, Any]], conn: str = "", everything: Iterable[dict[str, Any]] = ()
+) -> list[str]:
     """Runnable commands for one damaged relation, with its real name, ctids and the connection options given
-    (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables)."""
+    (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables). ``everything``: all findings of the
+    run, to know whether the TOAST table's pages can still be read (setting a value to NULL deletes its chunks)."""
     import shlex
 
     if not relation or not fs:
@@ -202,15 +207,38 @@ def next_steps(relation: str, fs: list[dict[str, Any]], conn: str = "") -> list[
     ]
     freeze: list[str] = []
     kill: list[str] = []
+    values: dict[str, int] = {}  # ctid -> attnum of a damaged TOAST value: the rest of the row is intact
     for f in fs:
         if f.get("block") is None or f.get("item") is None:
             continue
         if str(f.get("area")) not in ("tuple_header", "tuple_data", "toast", "line_pointer"):
             continue
         ctid = f"({f['block']},{f['item']})"
+        attnum = f.get("attnum")
+        if attnum is None and (m := _ATTRIBUTE.match(str(f.get("message", "")))):
+            attnum = m.group(1)  # the core names the column in its message
+        if str(f.get("area")) == "toast" and attnum is not None:
+            values.setdefault(ctid, int(attnum))
+            continue
         target = freeze if str(f.get("code", "")) in _VISIBILITY_ONLY else kill
         if ctid not in freeze and ctid not in kill:
             target.append(ctid)
+    toast_pages_bad = any(
+        str(f.get("relation") or "").startswith("pg_toast.")
+        and (str(f.get("area")) in (*_PAGE_LEVEL, "checksum") or str(f.get("code", "")).startswith("server."))
+        for f in everything
+    )
+    if values and toast_pages_bad:
+        out.append("# the TOAST table has pages the server refuses: the repair above deals with them first")
+        values = {}
+    for ctid, attnum in list(values.items())[:MAX_CTIDS]:
+        if ctid in kill or ctid in freeze:
+            continue
+        out.append(f"# or keep row {ctid} and set only its unreadable value (column {attnum}) to NULL")
+        out.append(
+            f"psql{c} -XAtc \"SELECT format('UPDATE %s SET %I = NULL WHERE ctid = %L', '{lit}'::regclass, attname, "
+            f"'{ctid}') FROM pg_attribute WHERE attrelid = '{lit}'::regclass AND attnum = {attnum}\" | psql{c} -X"
+        )
     for fn, ctids in (("freeze", freeze), ("kill", kill)):
         if not ctids:
             continue
@@ -224,8 +252,6 @@ def next_steps(relation: str, fs: list[dict[str, Any]], conn: str = "") -> list[
 
 
 def _slug(text: str) -> str:
-    import re
-
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
 
 
