@@ -14,4 +14,4 @@ _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:  # so "fix_pg" imports in every import mode
     sys.path.insert(0, _TESTS)
 
-pytest_plugins = ["fix_pg", "fix_data"]
+pytest_plugins = ["fix_capture", "fix_pg", "fix_data"]

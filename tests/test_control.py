@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,24 @@ def test_cli_json_and_damaged_crc(pg: LabCluster, tmp_path: Path, capsys: pytest
     assert main(["control", str(damaged)]) == 2
     out = capsys.readouterr().out
     assert "does not match" in out
+
+
+def test_text_shows_timestamps_and_on_off(pg: LabCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["control", "-D", str(pg.pgdata)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"checkpoint_time\s+│ 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", out), out
+    assert re.search(r"full_page_writes\s+│ on ", out)
+    assert "True" not in out and "False" not in out
+
+
+def test_xid_against_the_horizons(pg: LabCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    control = core.read_control(pg.pgdata)
+    oldest, nxt = int(control["oldest_xid"]), int(str(control["next_xid"]).split(":")[-1])
+    assert main(["control", "-D", str(pg.pgdata), "--xid", str(nxt - 1)]) == 0
+    assert "within the horizons" in capsys.readouterr().out
+    # an xid from a damaged tuple header: half the XID space away, 'older than oldestXID'
+    assert main(["control", "-D", str(pg.pgdata), "--xid", str((oldest + 2**31 + 5) % 2**32)]) == 2
+    assert "older than oldestXID" in capsys.readouterr().out
+    assert main(["control", "-D", str(pg.pgdata), "--xid", str(nxt + 1000), "--format", "json"]) == 2
+    (check,) = json.loads(capsys.readouterr().out)
+    assert check["within"] is False and "not been handed out" in check["text"]

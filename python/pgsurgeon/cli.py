@@ -13,10 +13,10 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pgsurgeon import __version__, core
-from pgsurgeon.commands import COMMANDS
+from pgsurgeon.commands import COMMANDS, options
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 
@@ -24,7 +24,16 @@ from pgsurgeon.exitcodes import Exit
 class Parser(argparse.ArgumentParser):
     """argparse exits 2 on a bad command line, the status of "damage found": ours exits with the usage status,
     and says it in one line plus a hint like every other error (no usage block to parse around).
-    Subcommand parsers are made of the same class (add_subparsers defaults to it)."""
+    Subcommand parsers are made of the same class (add_subparsers defaults to it).
+
+    Help is ``-?/--help`` as in pg_dump and pg_amcheck, because ``-h`` is the server's host in every command that
+    connects; the top level, which has no -h option, keeps ``-h`` too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        add_help = kwargs.pop("add_help", True)
+        super().__init__(add_help=False, **kwargs)
+        if add_help:
+            self.add_argument("-?", "--help", action="help", help="show this help and exit")
 
     def error(self, message: str) -> NoReturn:
         err = UsageError(message, hint=f"'{self.prog} --help' lists the options")
@@ -36,6 +45,7 @@ def get_parser() -> argparse.ArgumentParser:
         prog="pgsurgeon",
         description="PostgreSQL corruption lab and rescue kit: simulate, detect, explain, save and fix damaged pages.",
     )
+    parser.add_argument("-h", action="help", help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"pgsurgeon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
@@ -101,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = get_parser()
     args = parser.parse_args(argv)
     try:
+        options.resolve(args)
         code: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, while it can still be reported
     except PgSurgeonError as exc:

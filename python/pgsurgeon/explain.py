@@ -10,7 +10,11 @@ they belong to.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import dataclasses
 import re
+import shlex
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +22,7 @@ from typing import Any
 
 from pgsurgeon import db, exitcodes
 from pgsurgeon.diagnose import amcheck as amcheck_map
+from pgsurgeon.errors import PgSurgeonError
 
 XIDS_PER_XACT_FILE = 1_048_576  # 32768 XIDs per 8 KB page, 32 pages per SLRU segment
 RELSEG_BLOCKS = 131_072  # 1 GB segments of 8 KB blocks
@@ -62,6 +67,11 @@ class Pattern:
     extras: tuple[tuple[str, str], ...] = ()
     """(value that must be present, sentence added to the meaning)."""
     derive: Callable[[dict[str, str]], None] | None = None
+    kind: str = "damage"
+    """damage: a sign of damaged data; ordinary: an everyday error that says nothing about the data."""
+    tail: str = ""
+    """table: the damage is in a table's rows, so the answer ends with the salvage and repair command lines (and
+    pg_surgery's SQL when a ctid is known); sequence: the sequence is recreated, never carved."""
 
 
 @dataclass
@@ -82,16 +92,17 @@ class Explanation:
         return text
 
     def steps(self) -> list[Step]:
-        out = []
-        for s in self.pattern.steps:
+        out: list[Step] = []
+        for s in (*self.pattern.steps, *_TAILS.get(self.pattern.tail, ())):
             what, command = _fill(s.what, self.values), _fill(s.command, self.values)
-            if what is not None and command is not None:
+            if what is not None and command is not None and all(command != o.command for o in out):
                 out.append(Step(what, command, s.kind))
         return out
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.pattern.id,
+            "kind": self.pattern.kind,
             "title": self.pattern.title,
             "line": self.line,
             "count": self.count,
@@ -185,6 +196,18 @@ def _derive_amcheck(values: dict[str, str]) -> None:
         values["where"] = where
 
 
+def _derive_am(values: dict[str, str]) -> None:
+    """The access method a message is about, from its words, when it names no index."""
+    if "index" in values:
+        return
+    msg = values.get("msg", "").lower()
+    for word, am in (("brin", "brin"), ("spgist", "spgist"), ("gin", "gin"), ("gist", "gist"), ("hash", "hash")):
+        if word in msg.replace("-", "").replace(" ", ""):
+            values["am"] = am
+            return
+    values["am"] = "gist"  # 'failed to re-find parent of a page' without a name: GiST's wording
+
+
 _AMCHECK_FAMILY = {
     "line_pointer": "the page's line pointer (item ID) array holds values that cannot be right: the array is "
     "overwritten, so the rows on this page are read from wrong places (garbage values, allocation errors or a "
@@ -220,43 +243,39 @@ _CHECKSUM_MODES = (
 
 _INSPECT = Step(
     "decode the page offline, including a page the server refuses",
-    'pgsurgeon inspect "$PGDATA/{relfile}" --block {block}',
+    "pgsurgeon inspect {pgdata}/{relfile} -b {block}",
 )
 _SCAN_REL = Step(
     "find every damaged page of this relation (offline; --live on a running server)",
-    'pgsurgeon scan "$PGDATA"{scan_db} --relation {filenode} --live',
+    "pgsurgeon scan {pgdata}{scan_db} -t {filenode} --live",
 )
-_FIND_REL = Step(
-    "name the relation ({where_db})",
-    "SELECT oid::regclass AS relation, relkind FROM pg_class WHERE pg_relation_filenode(oid) = {filenode};",
-    "sql",
-)
+_FIND_REL = Step("name the relation ({where_db}); the commands below use $REL", "{name_rel}")
 _DIAGNOSE_REL = Step(
     "check it through SQL, continuing past every damaged page (read-only)",
-    'pgsurgeon diagnose --dsn "$DSN" --table <the relation found above>',
+    "pgsurgeon diagnose{conn}{dbopt} -t {rel}",
 )
 _DIAGNOSE = Step(
     "find the damaged block and line pointer: pages are read raw and amcheck runs only where it is safe",
-    'pgsurgeon diagnose --dsn "$DSN"',
+    "{diagnose_cmd}",
 )
 _DIAGNOSE_TABLE = Step(
     "check that table: it names the row and the TOAST block and line pointer of the bad chunk",
-    'pgsurgeon diagnose --dsn "$DSN" --table {table}',
+    "pgsurgeon diagnose{conn}{dbopt} -t {rel}",
 )
-_SCAN_ALL = Step("the same offline, over the data directory", 'pgsurgeon scan "$PGDATA" --live')
+_SCAN_ALL = Step("the same offline, over the data directory", "pgsurgeon scan {pgdata} --live")
 _NO_ZERO = Step(
     "do not SET zero_damaged_pages or run VACUUM on the table before the rows are saved",
     "zero_damaged_pages turns the page into an empty one in memory, and any later write makes the loss permanent",
     "note",
 )
-_TOAST_TABLE = Step(
-    "name the table that owns the TOAST table",
-    "SELECT c.oid::regclass AS table_name FROM pg_class c WHERE c.reltoastrelid = 'pg_toast.{toast}'::regclass;",
-    "sql",
+_TOAST_TABLE = Step("name the table that owns {toast}; the commands below use $REL", "{name_owner}")
+_TOAST_ROW = Step(
+    "find the row holding TOAST value {value} (PostgreSQL 17 and later; run in psql, \\gexec runs each query)",
+    "{toast_row_cmd}",
 )
 _TOAST_DIAGNOSE = Step(
-    "find the row and the bad chunk (TOAST value {value})",
-    'pgsurgeon diagnose --dsn "$DSN" --table <the table found above>',
+    "find the row and the bad chunk (TOAST value {value}) on any version",
+    "pgsurgeon diagnose{conn}{dbopt} -t {rel}",
 )
 _INDEX_TABLE = Step(
     "name the table of the index",
@@ -268,7 +287,7 @@ _REINDEX = Step(
     "REINDEX INDEX CONCURRENTLY {index_sql};",
     "sql",
 )
-_CONTROL = Step("compare the value with the cluster's XID and MultiXact horizons", 'pgsurgeon control "$PGDATA"')
+_CONTROL = Step("compare the value with the cluster's XID and MultiXact horizons", "{control_cmd}")
 
 _TUPLE_XID_MODES = (
     ModeRef("tuple-header", ("t_xmin",), "with --clear-hints (an old XID the server has to look up)"),
@@ -296,8 +315,14 @@ def _p(
     steps: tuple[Step, ...],
     extras: tuple[tuple[str, str], ...] = (),
     derive: Callable[[dict[str, str]], None] | None = None,
+    tail: str = "table",
 ) -> Pattern:
-    return Pattern(id, re.compile(regex, re.IGNORECASE), title, meaning, modes, steps, extras, derive)
+    return Pattern(id, re.compile(regex, re.IGNORECASE), title, meaning, modes, steps, extras, derive, tail=tail)
+
+
+def _ordinary(id: str, regex: str, title: str, meaning: str) -> Pattern:
+    """An everyday error: recognised so that it is not mistaken for damage, and answered without a diagnosis."""
+    return Pattern(id, re.compile(regex, re.IGNORECASE), title, meaning, (), (), kind="ordinary")
 
 
 _QUOTED_INDEX = r'index "(?P<index>[^"]+)"'
@@ -339,7 +364,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "server log the others.",
         (ModeRef("header"), *_CHECKSUM_MODES, *_ANY_PAGE_WITH_CHECKSUMS),
         (
-            Step("decode the first of them offline", 'pgsurgeon inspect "$PGDATA/{relfile}" --block {first}'),
+            Step("decode the first of them offline", "pgsurgeon inspect {pgdata}/{relfile} -b {first}"),
             _SCAN_REL,
             _FIND_REL,
             _DIAGNOSE_REL,
@@ -363,7 +388,7 @@ PATTERNS: tuple[Pattern, ...] = (
             ),
             Step(
                 "every checksum failure of the cluster with its cause (offline; --live on a running server)",
-                'pgsurgeon scan "$PGDATA" --live',
+                "pgsurgeon scan {pgdata} --live",
             ),
             _NO_ZERO,
         ),
@@ -420,10 +445,10 @@ PATTERNS: tuple[Pattern, ...] = (
         _TUPLE_XID_MODES,
         (
             _CONTROL,
-            Step("see which commit-status files exist ({xact_file} is the one wanted)", 'ls "$PGDATA/pg_xact"'),
+            Step("see which commit-status files exist ({xact_file} is the one wanted)", "ls {pgdata}/pg_xact"),
             Step(
                 "find the row: amcheck reports its xmin/xmax as outside the valid range",
-                'pgsurgeon diagnose --dsn "$DSN"',
+                "{diagnose_cmd}",
             ),
             _SCAN_ALL,
             Step(
@@ -437,7 +462,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "multixact_future",
-        r"MultiXactId (?P<multi>\d+) has not been created yet -- apparent wraparound",
+        r"MultiXactId (?P<multi>\d+) has not been created yet\s*-+\s*apparent wraparound",
         "a tuple names a MultiXactId from the future",
         "A row's xmax is flagged as a MultiXactId (a group of lockers/updaters) and names {multi}, which the cluster "
         "has not handed out yet. The xmax or its infomask bits are damaged; every query that checks the row's "
@@ -447,7 +472,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "multixact_gone",
-        r"MultiXactId (?P<multi>\d+) does no longer exist -- apparent wraparound",
+        r"MultiXactId (?P<multi>\d+) does no longer exist\s*-+\s*apparent wraparound",
         "a tuple names a MultiXactId that was already removed",
         "A row's xmax is flagged as a MultiXactId and names {multi}, older than the oldest one the cluster still "
         "keeps. The xmax or its infomask bits are damaged (or the row escaped freezing); queries on the row fail.",
@@ -471,6 +496,7 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         (
             _TOAST_TABLE,
+            _TOAST_ROW,
             _TOAST_DIAGNOSE,
             Step("rebuild the TOAST index if diagnose blames it", "REINDEX TABLE pg_toast.{toast};", "sql"),
         ),
@@ -489,13 +515,13 @@ PATTERNS: tuple[Pattern, ...] = (
             ModeRef("zero", (), "on the TOAST table (--target toast)"),
             ModeRef("truncate", (), "on the TOAST table"),
         ),
-        (_TOAST_TABLE, _TOAST_DIAGNOSE),
+        (_TOAST_TABLE, _TOAST_ROW, _TOAST_DIAGNOSE),
     ),
     _p(
         "toast_chunk_size",
         r"unexpected chunk size (?P<size>-?\d+) \(expected (?P<expected>-?\d+)\) in (?:final )?chunk"
-        r" (?P<chunk>-?\d+) of "
-        r"(?P<total>-?\d+) for toast value (?P<value>\d+) in (?P<toast>pg_toast_(?P<toast_owner>\d+))",
+        r" (?P<chunk>-?\d+)(?: of (?P<total>-?\d+))? for toast value (?P<value>\d+) in "
+        r"(?P<toast>pg_toast_(?P<toast_owner>\d+))",
         "a TOAST chunk has the wrong size",
         "Chunk {chunk} of TOAST value {value} in {toast} holds {size} bytes where {expected} were expected: the "
         "chunk's length word (its varlena header) or the row's TOAST pointer (the value's size) is damaged.",
@@ -503,7 +529,7 @@ PATTERNS: tuple[Pattern, ...] = (
             ModeRef("toast", ("chunk_size", "chunk_data")),
             ModeRef("tuple-data", ("varlena",), "on a TOAST pointer"),
         ),
-        (_TOAST_TABLE, _TOAST_DIAGNOSE),
+        (_TOAST_TABLE, _TOAST_ROW, _TOAST_DIAGNOSE),
     ),
     _p(
         "toast_toasted_chunk",
@@ -512,7 +538,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "The chunk_data of a chunk of TOAST value {value} in {toast} has a varlena header flagged as compressed or "
         "external, which chunks never are: the first bytes of the chunk are damaged.",
         (ModeRef("toast", ("chunk_data",)),),
-        (_TOAST_TABLE, _TOAST_DIAGNOSE),
+        (_TOAST_TABLE, _TOAST_ROW, _TOAST_DIAGNOSE),
     ),
     _p(
         "alloc_size",
@@ -533,15 +559,15 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "short_read",
-        r'could not read blocks? (?P<block>\d+)(?:\.\.(?P<last>\d+))? in file "(?P<file>[^"]+)": read only'
-        r" (?P<got>\d+) of (?P<want>\d+) bytes",
+        r'could not read blocks? (?P<block>\d+)(?:\.\.(?P<last>\d+))? in file "(?P<file>[^"]+)": read (?:only )?'
+        r"(?P<got>\d+) of (?P<want>\d+)(?: bytes)?",
         "a relation file is shorter than the server expects",
         "The server wanted block {block} from {file} and the file ended before it (read {got} of {want} bytes): the "
         "file was truncated or a write was torn at the end. A sequential scan silently stops at the end of the file; "
         "this error comes from an index scan following an entry into the missing part.",
         (ModeRef("truncate"), ModeRef("missing-segment", (), "when the missing segment is the last one")),
         (
-            Step("compare the file sizes with the block numbers", 'ls -l "$PGDATA/{relfile}"*'),
+            Step("compare the file sizes with the block numbers", "ls -l {pgdata}/{relfile}*"),
             _SCAN_REL,
             _FIND_REL,
             _DIAGNOSE_REL,
@@ -557,7 +583,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "a separate segment file (.1, .2, …); a missing one loses its blocks and, for an index scan, fails like this.",
         (ModeRef("missing-segment"),),
         (
-            Step("see which segments exist", 'ls -l "$PGDATA/{relfile}"*'),
+            Step("see which segments exist", "ls -l {pgdata}/{relfile}*"),
             _SCAN_REL,
             _FIND_REL,
             _DIAGNOSE_REL,
@@ -588,7 +614,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (ModeRef("zero", (), "on an index (--target index)"),),
         (
             _INDEX_TABLE,
-            Step("check the table and all its indexes", 'pgsurgeon diagnose --dsn "$DSN" --table <the table>'),
+            Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
             _REINDEX,
         ),
     ),
@@ -601,7 +627,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (ModeRef("btree", ("special", "btpo_flags", "btpo_level")),),
         (
             _INDEX_TABLE,
-            Step("check the table and all its indexes", 'pgsurgeon diagnose --dsn "$DSN" --table <the table>'),
+            Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
             _REINDEX,
         ),
     ),
@@ -628,7 +654,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (ModeRef("btree", ("item", "high_key", "siblings", "btpo_prev", "btpo_next")),),
         (
             _INDEX_TABLE,
-            Step("check the table and all its indexes", 'pgsurgeon diagnose --dsn "$DSN" --table <the table>'),
+            Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
             _REINDEX,
         ),
     ),
@@ -646,18 +672,19 @@ PATTERNS: tuple[Pattern, ...] = (
             ModeRef("tuple-data", ("random", "bitflip"), "in an indexed column"),
         ),
         (
-            Step("decode the row's page", 'pgsurgeon inspect --dsn "$DSN" --table {table} --block {block}'),
+            Step("decode the row's page", "pgsurgeon inspect{conn}{dbopt} -t {rel} -b {block}"),
             _REINDEX,
         ),
     ),
     _p(
         "compressed_corrupt",
-        r"compressed (?P<method>pglz|lz4) data is corrupt",
+        r"compressed (?:(?P<method>pglz|lz4) )?data is corrupt",
         "a compressed value does not decompress",
         "A column value compressed with {method} does not decompress to the size recorded for it: bytes inside the "
         "compressed value changed, or its header was damaged so that plain data is read as compressed.",
         (ModeRef("tuple-data", ("bitflip", "random", "varlena")), ModeRef("toast", ("chunk_data",))),
         (_DIAGNOSE, _SCAN_ALL),
+        derive=lambda v: v.update(method=v.get("method", "pglz")),  # before PostgreSQL 14 the only method
     ),
     _p(
         "compression_id",
@@ -711,7 +738,7 @@ PATTERNS: tuple[Pattern, ...] = (
                 "find the query that crashed",
                 "grep -B2 -A3 'terminated by signal' \"$PGLOG\" | grep 'Failed process was running'",
             ),
-            Step("do not run it again; find the damaged pages without the executor", 'pgsurgeon diagnose --dsn "$DSN"'),
+            Step("do not run it again; find the damaged pages without the executor", "{diagnose_cmd}"),
             _SCAN_ALL,
         ),
     ),
@@ -724,7 +751,7 @@ PATTERNS: tuple[Pattern, ...] = (
         _CRASH_MODES,
         (
             Step("find the crash and its query in the server log", "grep -A3 'terminated by signal' \"$PGLOG\""),
-            Step("find the damaged pages without the executor", 'pgsurgeon diagnose --dsn "$DSN"'),
+            Step("find the damaged pages without the executor", "{diagnose_cmd}"),
         ),
     ),
     _p(
@@ -770,7 +797,7 @@ PATTERNS: tuple[Pattern, ...] = (
             ModeRef("tuple-header", ("t_infomask2", "t_ctid")),
             ModeRef("item-id", ("lp_flags", "lp_off")),
         ),
-        (Step("decode the page", 'pgsurgeon inspect --dsn "$DSN" --table {table} --block {block}'), _DIAGNOSE_TABLE),
+        (Step("decode the page", "pgsurgeon inspect{conn}{dbopt} -t {rel} -b {block}"), _DIAGNOSE_TABLE),
     ),
     _p(
         "relation_oid",
@@ -801,11 +828,11 @@ PATTERNS: tuple[Pattern, ...] = (
         "damage it.",
         (),
         (
-            Step("list the relation files (the map itself is not needed for that)", 'pgsurgeon files "$PGDATA"'),
+            Step("list the relation files (the map itself is not needed for that)", "pgsurgeon files -D {pgdata}"),
             Step(
                 "restore the file from a backup of the same cluster; it changes only on VACUUM FULL/CLUSTER of a"
                 " mapped catalog",
-                'ls -l "$PGDATA/{file}"',
+                "ls -l {pgdata}/{file}",
             ),
         ),
         derive=lambda v: v.update(
@@ -819,7 +846,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "global/pg_control (the cluster's checkpoint location, XID horizons and settings) fails its CRC or does not "
         "match this server build, so the server does not start. It is not a page; the simulator does not damage it.",
         (),
-        (Step("decode pg_control, whatever its version, and check its CRC", 'pgsurgeon control "$PGDATA"'),),
+        (Step("decode pg_control, whatever its version, and check its CRC", "{control_cmd}"),),
     ),
     _p(
         "multixact_offset",
@@ -830,7 +857,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (),
         (
             _CONTROL,
-            Step("see the MultiXact files", 'ls -l "$PGDATA/pg_multixact/offsets" "$PGDATA/pg_multixact/members"'),
+            Step("see the MultiXact files", "ls -l {pgdata}/pg_multixact/offsets {pgdata}/pg_multixact/members"),
         ),
     ),
     _p(
@@ -847,17 +874,523 @@ PATTERNS: tuple[Pattern, ...] = (
         "verify_heapam says: {msg}. In plain words: {family}.",
         (),
         (
-            Step("decode the page", 'pgsurgeon inspect --dsn "$DSN" --table {table} --block {block}'),
+            Step("decode the page", "pgsurgeon inspect{conn}{dbopt} -t {rel} -b {block}"),
             Step(
                 "every damaged page of the table, continuing past errors",
-                'pgsurgeon diagnose --dsn "$DSN" --table {table}',
+                "pgsurgeon diagnose{conn}{dbopt} -t {rel}",
             ),
             _DIAGNOSE,
         ),
         extras=(("where", "The damage is at {where} of {table}."),),
         derive=_derive_amcheck,
     ),
+    # ---- sequences: one row that is not carved but recreated
+    _p(
+        "sequence_no_row",
+        r'query to get data of sequence "(?P<seq>[^"]+)" returned (?P<rows>\d+) rows? \(expected 1\)',
+        "a sequence's only row cannot be read",
+        "pg_dump read sequence {seq} and got {rows} rows instead of its single row: the tuple on the sequence's one "
+        "page is invisible (its xmin or infomask is damaged) or the page was zeroed. A sequence holds one number, not "
+        "data: nothing is to be carved from it. Recreate it past the highest value in use, then dump again.",
+        (ModeRef("tuple-header", ("t_xmin", "t_infomask"), "on a sequence"), ModeRef("zero", (), "on a sequence")),
+        (),
+        tail="sequence",
+    ),
+    _p(
+        "sequence_magic",
+        r'bad magic number in sequence "(?P<seq>[^"]+)": (?P<magic>[0-9A-Fa-f]+)',
+        "a sequence's page is damaged",
+        "The special space of sequence {seq}'s only page does not hold the sequence magic number ({magic}): the page "
+        "is damaged or is not a sequence page. A sequence holds one number: recreate it rather than carve it.",
+        (ModeRef("header", ("pd_special",), "on a sequence"),),
+        (),
+        tail="sequence",
+    ),
+    # ---- heap: what VACUUM, index builds and updates notice
+    _p(
+        "concurrent_insert",
+        r'concurrent (?P<what>insert|delete) in progress within table "(?P<table>[^"]+)"',
+        "an index build met a row whose transaction looks still running",
+        "While building an index on {table} (CREATE INDEX, REINDEX, CLUSTER), the server found a row whose "
+        "{what}ing transaction is reported as still in progress. With no such transaction running, the row's xmin "
+        "or xmax (or its hint bits) is damaged: a garbage XID newer than any real one reads as 'in progress'.",
+        (ModeRef("tuple-header", ("t_xmin", "t_xmax", "t_infomask")),),
+        (_CONTROL, _DIAGNOSE),
+    ),
+    _p(
+        "freeze_more",
+        r"(?P<msg>found xmax (?P<xid>\d+) \(infomask 0x[0-9a-f]+\) not frozen, not multi, not normal|"
+        r"cannot freeze committed update xid (?P<xid2>\d+)|"
+        r"found update xid (?P<xid3>\d+) from before xid cutoff (?P<cutoff>\d+)|"
+        r"multixact (?P<multi>\d+) from before (?:multi freeze )?cutoff (?P<mcutoff>\d+) found to be still running|"
+        r"found multixact (?P<multi2>\d+) from before relminmxid (?P<minmxid>\d+))",
+        "VACUUM found a tuple header it cannot freeze",
+        "VACUUM refused to freeze a row: {msg}. Freezing needs a coherent xmin/xmax and infomask; these values "
+        "contradict each other or the table's horizons, so the tuple header is damaged. VACUUM of the table fails "
+        "until the row is dealt with.",
+        (ModeRef("tuple-header", ("t_xmax", "t_infomask")),),
+        (_CONTROL, _DIAGNOSE),
+    ),
+    _p(
+        "xmin_uncommitted_update",
+        r"(?P<msg>t_xmin (?P<xid>\d+) is uncommitted in tuple \((?P<block>\d+),(?P<offset>\d+)\) to be updated in "
+        r'table "(?P<table>[^"]+)")',
+        "an update met a row whose inserter never committed",
+        "Updating the row at ({block},{offset}) of {table}, the server found its inserting transaction {xid} marked "
+        "as not committed although the row is visible: the xmin or its hint bits are damaged.",
+        (ModeRef("tuple-header", ("t_xmin", "t_infomask")),),
+        (_DIAGNOSE_TABLE,),
+    ),
+    _p(
+        "invisible_tuple",
+        r"attempted to (?P<op>delete|update|lock) invisible tuple",
+        "a statement reached a row it should not see",
+        "The server tried to {op} a row that its own visibility rules say is invisible: the row's xmin/xmax or "
+        "infomask bits contradict each other, or an index points at the wrong tuple.",
+        (ModeRef("tuple-header", ("t_xmin", "t_xmax", "t_infomask")), ModeRef("btree", ("item",))),
+        (_DIAGNOSE,),
+    ),
+    _p(
+        "page_not_empty",
+        r'page (?P<block>\d+) of relation "(?P<table>[^"]+)" should be empty but is not',
+        "a new page at the end of a table is not empty",
+        "Extending {table}, the server got block {block} as a fresh page and found data in it: the file's size and "
+        "its contents disagree (a truncation or extension that was lost, a file copied in while running).",
+        (ModeRef("truncate"),),
+        (_DIAGNOSE_TABLE,),
+    ),
+    _p(
+        "page_uninitialized",
+        r'(?:relation "(?P<table>[^"]+)" page (?P<block>\d+)|page (?P<block2>\d+) of relation "?(?P<table2>[^"]+?)"?)'
+        r" is uninitialized --- fixing",
+        "VACUUM found an all-zero page inside a table",
+        "VACUUM found a page that was never initialised (all zeroes) inside the table and initialised it. After a "
+        "crash during extension this is harmless; anywhere else a page's contents were lost.",
+        (ModeRef("zero"),),
+        (_DIAGNOSE_TABLE,),
+        derive=lambda v: v.update(
+            {k: v[k2] for k, k2 in (("block", "block2"), ("table", "table2")) if k2 in v and k not in v}
+        ),
+    ),
+    _p(
+        "vm_mismatch",
+        r"(?:page is not marked all-visible but visibility map bit is set|page containing dead tuples is marked as "
+        r'all-visible) in relation "(?P<table>[^"]+)" page (?P<block>\d+)',
+        "the visibility map disagrees with a page",
+        "VACUUM found the visibility map bit of block {block} of {table} set for a page that is not all-visible: "
+        "the visibility map (the _vm fork) or the page's PD_ALL_VISIBLE flag is wrong. Index-only scans may return "
+        "rows that were deleted. The rows themselves are intact.",
+        (ModeRef("header", ("pd_flags",)),),
+        (
+            Step(
+                "check and clear the map (pg_visibility), then VACUUM rebuilds it",
+                "SELECT * FROM pg_check_visible('{table_sql}'::regclass); "
+                "SELECT pg_truncate_visibility_map('{table_sql}'::regclass);",
+                "sql",
+            ),
+        ),
+    ),
+    _p(
+        "lsn_beyond_wal",
+        r"xlog flush request (?P<lsn>[0-9A-F]+/[0-9A-F]+) is not satisfied --- flushed only to "
+        r"(?P<flushed>[0-9A-F]+/[0-9A-F]+)",
+        "a page's LSN lies beyond the end of the WAL",
+        "Writing a page out, the server had to flush WAL up to {lsn}, past the end of the WAL ({flushed}): the "
+        "page's pd_lsn is damaged (or WAL was lost by a restore). The log's CONTEXT line ('writing block N of "
+        "relation …') names the page; checkpoints fail until it is dealt with.",
+        (ModeRef("header", ("pd_lsn",)),),
+        (
+            Step("find the page: the CONTEXT line under the error", "grep -A2 'xlog flush request' \"$PGLOG\""),
+            _INSPECT,
+            _SCAN_REL,
+            _FIND_REL,
+            _SCAN_ALL,
+        ),
+        derive=_derive_relpath,
+    ),
+    # ---- storage manager and file access
+    _p(
+        "seek_failed",
+        r'could not seek to (?:block (?P<block>\d+) in|end of) file "(?P<file>[^"]+)": (?P<reason>[^\n]+)',
+        "the operating system could not seek in a relation file",
+        "The server could not position itself in {file} ({reason}): a failing disk or a filesystem problem, not "
+        "damaged page contents. Copy the data directory (or what can be read) before anything else.",
+        (),
+        (
+            Step("look for disk errors", "dmesg | grep -i -E 'i/o error|medium|ata|nvme'"),
+            _SCAN_REL,
+            _FIND_REL,
+        ),
+        derive=_derive_file,
+    ),
+    _p(
+        "write_failed",
+        r'could not (?:write|extend|fsync|truncate) (?:block (?P<block>\d+) (?:in|of) )?(?:file "(?P<file>[^"]+)"|'
+        r"(?P<relpath>(?:base|global|pg_tblspc)/\S+))(?P<rest>[^\n]*)",
+        "the operating system could not write a relation file",
+        "Writing {file} failed in the operating system{rest}: a full or failing disk, a read-only filesystem or "
+        "permissions. The data already in the file is not damaged by this message itself.",
+        (),
+        (Step("look for disk errors and free space", "dmesg | tail -50; df -h {pgdata}"), _FIND_REL),
+        derive=_derive_file,
+    ),
+    _p(
+        "catalog_duplicate",
+        r'duplicate key value violates unique constraint "(?P<index>pg_\w+_index)"',
+        "a system catalog's unique index holds a duplicate",
+        "A catalog row was inserted with a key that {index} already holds. PostgreSQL assigns those keys itself, so "
+        "in normal use this does not happen: the catalog index is damaged (it lost the existing entry) or a catalog "
+        "row reappeared (a damaged xmax/infomask made a deleted row visible again).",
+        (ModeRef("btree", ("item",), "on a catalog index"), ModeRef("tuple-header", ("t_xmax", "t_infomask"))),
+        (
+            Step("check the catalog and its indexes (read-only)", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
+            Step("rebuild the catalog's indexes once its rows are known sound", "REINDEX SYSTEM CONCURRENTLY;", "note"),
+        ),
+        tail="",
+    ),
+    _p(
+        "pg_class_index",
+        r"could not find pg_class tuple for index (?P<oid>\d+)",
+        "an index's catalog row is missing",
+        "The server looked for the pg_class row of index {oid} and found none: pg_class or one of its indexes is "
+        "damaged.",
+        (),
+        (Step("check pg_class and its indexes (read-only)", "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.pg_class"),),
+        tail="",
+    ),
+    _p(
+        "wraparound_stop",
+        r"database is not accepting commands (?:that assign new (?:XIDs|MultiXactIds) )?to avoid wraparound data loss"
+        r'(?: in database "(?P<database>[^"]+)")?',
+        "the cluster stopped handing out transaction ids (wraparound protection)",
+        "The oldest unfrozen transaction id is close to wrapping around, so the server refuses new writes. Usually "
+        "VACUUM could not freeze a table: it failed on a damaged tuple (found xmin … from before relfrozenxid, "
+        "could not access status of transaction) or was blocked by an old transaction or replication slot.",
+        (ModeRef("tuple-header", ("t_xmin",), "when VACUUM fails on the damaged tuple"),),
+        (
+            Step(
+                "the tables holding the horizon back",
+                "SELECT oid::regclass, age(relfrozenxid) FROM pg_class "
+                "WHERE relkind IN ('r', 't', 'm') ORDER BY 2 DESC LIMIT 10;",
+                "sql",
+            ),
+            _CONTROL,
+            _DIAGNOSE,
+        ),
+        tail="",
+    ),
+    _p(
+        "checkpoint_failed",
+        r"checkpoint request failed",
+        "a checkpoint could not finish",
+        "The checkpointer failed, usually because a page could not be written: a damaged pd_lsn beyond the end of "
+        "the WAL ('xlog flush request … is not satisfied'), a full or failing disk. The messages just before it in "
+        "the server log name the page.",
+        (ModeRef("header", ("pd_lsn",)),),
+        (
+            Step("the messages before it", "grep -B5 'checkpoint request failed' \"$PGLOG\""),
+            _SCAN_ALL,
+        ),
+        tail="",
+    ),
+    _p(
+        "xid_future",
+        r"transaction ID (?P<xid8>\d+) is in the future",
+        "an XID read from a row is newer than any the cluster has handed out",
+        "A transaction number taken from a row ({xid8}, with its epoch) lies in the future of the cluster: the row's "
+        "xmin/xmax is damaged.",
+        (ModeRef("tuple-header", ("t_xmin", "t_xmax")),),
+        (_DIAGNOSE,),
+    ),
+    _p(
+        "segment_short",
+        r'could not open file "(?P<file>[^"]+)" \(target block (?P<block>\d+)\): previous segment is only '
+        r"(?P<blocks>\d+) blocks",
+        "a segment before the one wanted is short",
+        "To reach block {block} the server needed {file}, but the segment before it holds only {blocks} blocks "
+        "instead of 131072: a segment was truncated, so the blocks after its end are gone.",
+        (ModeRef("truncate"), ModeRef("missing-segment")),
+        (Step("see which segments exist", "ls -l {pgdata}/{relfile}*"), _SCAN_REL, _FIND_REL, _DIAGNOSE_REL),
+        derive=_derive_file,
+    ),
+    _p(
+        "slru_read",
+        r'could not (?:open|read|seek in|read from|access) (?:file )?"(?P<slru>pg_(?:xact|clog|multixact/\w+|subtrans|'
+        r'commit_ts)/[0-9A-F]+)"',
+        "a transaction status file is missing or unreadable",
+        "The server could not read {slru}, where the commit status (or MultiXact membership) of transactions is "
+        "kept. When the transaction number comes from a row, that row's xmin/xmax is almost always damaged.",
+        _TUPLE_XID_MODES,
+        (Step("see which status files exist", "ls -l {pgdata}/pg_xact {pgdata}/pg_multixact/offsets"), _CONTROL),
+    ),
+    # ---- relation map, catalogs and caches
+    _p(
+        "relmapper_open",
+        r'could not (?:open|read) (?:relation mapping )?file "(?P<file>[^"]*pg_filenode\.map)"(?P<rest>[^\n]*)',
+        "the relation map of a database cannot be read",
+        "{file} maps the core catalogs (pg_class and friends) to their files, and the server could not read it"
+        "{rest}. No connection to that database (for global/, to any) can start.",
+        (),
+        (
+            Step("list the relation files (the map itself is not needed for that)", "pgsurgeon files -D {pgdata}"),
+            Step("look at the file; restore it from a backup of the same cluster", "ls -l {pgdata}/{file}"),
+        ),
+    ),
+    _p(
+        "relmap_missing",
+        r'could not find relation mapping for relation "?(?P<table>[^",]+)"?, OID (?P<oid>\d+)',
+        "a mapped catalog is missing from the relation map",
+        "The relation map of the database has no entry for catalog {table} (OID {oid}): pg_filenode.map is damaged "
+        "or from another cluster.",
+        (),
+        (
+            Step(
+                "look at the file; restore it from a backup of the same cluster",
+                "ls -l {pgdata}/global/pg_filenode.map",
+            ),
+        ),
+    ),
+    _p(
+        "cache_lookup",
+        r"cache lookup failed for (?P<what>[a-z ]+?) (?P<oid>\d+)",
+        "a catalog row the server needs is missing",
+        "The server looked up {what} {oid} in the system catalogs and found nothing. Right after a concurrent DROP "
+        "this is a race and harmless; otherwise a catalog row (or a catalog page or index) is damaged or lost, and "
+        "every statement touching that object fails.",
+        (),
+        (
+            Step(
+                "check the catalogs with amcheck (read-only)",
+                "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.pg_class -t pg_catalog.pg_attribute "
+                "-t pg_catalog.pg_type -t pg_catalog.pg_proc",
+            ),
+            Step(
+                "if the catalogs are sound, rebuild their indexes (single-user mode may be needed)",
+                "REINDEX SYSTEM CONCURRENTLY;",
+                "note",
+            ),
+        ),
+        tail="",
+    ),
+    _p(
+        "catalog_attributes",
+        r"(?:pg_attribute )?catalog is missing (?P<n>\d+) attribute\(s\) for (?:relid|relation OID) (?P<oid>\d+)",
+        "the columns of a relation are missing from pg_attribute",
+        "Building the description of relation {oid} the server found {n} column(s) fewer in pg_attribute than "
+        "pg_class promises: pg_attribute (its rows, pages or indexes) is damaged.",
+        (),
+        (
+            Step("does the relation exist?", "SELECT {oid}::oid::regclass;", "sql"),
+            Step(
+                "check pg_attribute and its indexes (read-only)",
+                "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.pg_attribute",
+            ),
+        ),
+        tail="",
+    ),
+    _p(
+        "catalog_null",
+        r"unexpected null value in cached tuple for catalog (?P<catalog>\w+) column (?P<column>\w+)",
+        "a catalog row has a NULL where none can be",
+        "A row of {catalog} has NULL in {column}, which the server never writes: the catalog row is damaged.",
+        (),
+        (Step("check the catalog (read-only)", "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.{catalog}"),),
+        tail="",
+    ),
+    # ---- btree internals (nbtree) and other index access methods
+    _p(
+        "btree_structure",
+        r"(?P<msg>right sibling's left-link doesn't match|invalid meta page found at block \d+|"
+        r"fell off the end of|failed to re-find parent key|"
+        r"right sibling \d+ of block \d+ is not next child|left link changed unexpectedly|"
+        r"could not find left sibling of block \d+|btree level \d+ not found|no live root page found|"
+        r"failed to delete|has no first data item|"
+        r"root page \d+(?= of)|half-dead page changed status unexpectedly|failed to add (?:new item|hikey)|"
+        r"failed to add (?:new |old )?item to the (?:left|right) sibling|"
+        r"failed to add item to the index page|lost saved point in index|could not find parent|"
+        r"downlink to deleted page found|mismatch between parent key and child high key|"
+        r"internal index block lacks (?:high key|downlink)|index uniqueness is violated|"
+        r"leftmost down link for level points to block|invalid leaf page level)[^\n]*?"
+        r'(?:index "(?P<index>[^"]+)"|(?:in|of) "(?P<index2>[^"]+)"|$)',
+        "a btree index's page links or keys are inconsistent",
+        "The btree code found the index's structure broken ({msg}): sibling links, parent pointers or keys that "
+        "cannot be right. The index is damaged; the table's rows are not affected. Rebuild it.",
+        (ModeRef("btree", ("siblings", "btpo_prev", "btpo_next", "item", "high_key")),),
+        (
+            Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
+            _INDEX_TABLE,
+            _REINDEX,
+            Step("the message names no index: check every btree index of the database", "{diagnose_noindex}"),
+        ),
+        tail="",
+    ),
+    _p(
+        "unique_rebuild",
+        r'could not create unique index "(?P<index>[^"]+)"',
+        "a unique index cannot be built: the table holds duplicate keys",
+        "Building (or REINDEXing) unique index {index} found two rows with the same key. When this is a REINDEX of "
+        "an index that existed, the damaged old index let duplicates in, or a row's old version became visible again "
+        "(damaged xmax/infomask): the DETAIL names the key. On a brand-new index over data never declared unique it "
+        "is an ordinary error.",
+        (ModeRef("btree", ("item",)), ModeRef("tuple-header", ("t_xmax", "t_infomask"))),
+        (
+            Step(
+                "list the duplicated rows with their ctids, xmin and xmax (psql runs the query \\gexec builds)",
+                "SELECT format('SELECT ctid, xmin, xmax, * FROM %s WHERE (%s) IN (SELECT %2$s FROM %1$s GROUP BY %2$s "
+                "HAVING count(*) > 1)', i.indrelid::regclass, (SELECT string_agg(quote_ident(a.attname), ', ') FROM "
+                "pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey))) FROM pg_index i WHERE "
+                "i.indexrelid = '{index_sql}'::regclass \\gexec",
+                "sql",
+            ),
+            _INDEX_TABLE,
+        ),
+        tail="",
+    ),
+    _p(
+        "index_wrong_am",
+        r'index "(?P<index>[^"]+)" (?:is not an? (?P<am>\w+(?:-\w+)?) index|has wrong hash version|'
+        r"contains an inner tuple marked as invalid)",
+        "an index's metapage or tuples are damaged",
+        "Index {index} does not carry the marks of its access method on its metapage, or holds a tuple flagged "
+        "invalid: the index is damaged (or was left by an incomplete split before 9.1). Rebuild it.",
+        (ModeRef("btree", ("special",), "on block 0"), ModeRef("zero", (), "on block 0 of an index")),
+        (_INDEX_TABLE, _REINDEX),
+        tail="",
+    ),
+    _p(
+        "index_other_am",
+        r"(?P<msg>failed to re-find parent of a page in|corrupted BRIN index|unexpected page type 0x[0-9A-F]+ in "
+        r"BRIN|unexpected SPGiST tuple state|index table contains corrupted page|"
+        r"index \"(?P<index3>[^\"]+)\" has wrong tuple order|failed to add item to index page in|"
+        r"GIN posting list|invalid GIN|could not split GIN page|unexpected GIN|"
+        r"failed to add item of size \d+ to SPGiST|"
+        r"leftover placeholder tuple detected in BRIN index|"
+        r"inconsistent range map)[^\n]*?"
+        r'(?:index "(?P<index>[^"]+)"|in "(?P<index2>[^"]+)"|$)',
+        "a GiST, GIN, SP-GiST, hash or BRIN index is damaged",
+        "The index code found its own structure impossible ({msg}). The index is damaged; the table's rows are "
+        "not affected. Rebuild it.",
+        (),
+        (
+            _INDEX_TABLE,
+            _REINDEX,
+            Step(
+                "the message names no index: the {am} indexes of the database, to rebuild (amcheck checks btree only)",
+                "SELECT format('REINDEX INDEX CONCURRENTLY %s;', c.oid::regclass) FROM pg_class c JOIN pg_am a ON "
+                "a.oid = c.relam WHERE c.relkind = 'i' AND a.amname = '{am}' \\gexec",
+                "sql",
+            ),
+        ),
+        derive=_derive_am,
+        tail="",
+    ),
+    # ---- client tools and amcheck's own lines
+    _p(
+        "pg_amcheck_summary",
+        r'(?P<msg>error sending command to database "(?P<database>[^"]+)": [^\n]*|no (?:heap tables|btree indexes|'
+        r"relations) to check[^\n]*)",
+        "pg_amcheck could not check something",
+        "pg_amcheck reported: {msg}. When it names a relation or a database, a check stopped there with an error; "
+        "the message after 'ERROR:' is explained on its own when pasted.",
+        (),
+        (_DIAGNOSE,),
+        tail="",
+    ),
+    _p(
+        "pg_checksums_summary",
+        r"Bad checksums:\s+(?P<bad>[1-9]\d*)",
+        "pg_checksums counted bad checksums",
+        "pg_checksums found {bad} page(s) whose checksum does not match. Its 'checksum verification failed in file' "
+        "lines name each one.",
+        _CHECKSUM_MODES,
+        (Step("the same, with causes and relation names", "pgsurgeon scan {pgdata}"),),
+        tail="",
+    ),
+    _p(
+        "xx_sqlstate",
+        r"(?:\bXX00[12]\b|DataCorrupted|IndexCorrupted|ERRCODE_DATA_CORRUPTED|ERRCODE_INDEX_CORRUPTED)",
+        "the server reports damaged data (SQLSTATE XX001 or XX002)",
+        "The server marked this error as data corruption (XX001: a table's data, XX002: an index). The message "
+        "itself is not one pgsurgeon knows word for word.",
+        (),
+        (_DIAGNOSE, _SCAN_ALL),
+        tail="",
+    ),
+    _p(
+        "generic_damage",
+        r"^(?:ERROR|FATAL|PANIC|WARNING):\s+(?P<msg>[^\n]*\b(?:corrupt(?:ed|ion)?|invalid page|damaged|checksum "
+        r"mismatch)\b[^\n]*)",
+        "the message speaks of damaged data",
+        "The message says something is damaged ({msg}) but is not one pgsurgeon knows word for word.",
+        (),
+        (_DIAGNOSE, _SCAN_ALL),
+        tail="",
+    ),
+    # ---- ordinary errors: recognised so that they are not taken for damage
+    _ordinary(
+        "ordinary_syntax",
+        r"syntax error at or near|syntax error at end of input|unterminated quoted (?:string|identifier)",
+        "a syntax error",
+        "The statement is not valid SQL. This says nothing about the data: no damage is involved.",
+    ),
+    _ordinary(
+        "ordinary_deadlock",
+        r"deadlock detected|could not serialize access|could not obtain lock|lock timeout|"
+        r"canceling statement due to (?:statement timeout|lock timeout|user request|conflict with recovery)|"
+        r"canceling autovacuum task|terminating connection due to (?:administrator command|idle)",
+        "a lock conflict, cancellation or timeout",
+        "Two sessions waited for each other, a lock or statement took longer than allowed, or a session was "
+        "cancelled. This is about concurrency and time, not about damaged data.",
+    ),
+    _ordinary(
+        "ordinary_constraint",
+        r"duplicate key value violates unique constraint|violates (?:not-null|check|foreign key|exclusion) "
+        r"constraint|null value in column|value too long for type|out of range for type|invalid input syntax|"
+        r"division by zero|new row for relation .* violates",
+        "a constraint or value error",
+        "A row broke a constraint or a value did not fit its type. In normal use this is the application's data, "
+        "not damage. (A unique violation on keys that cannot be duplicates, together with amcheck errors, points to "
+        "a damaged index: check it with pgsurgeon diagnose.)",
+    ),
+    _ordinary(
+        "ordinary_missing",
+        r"(?:relation|table|column|function|schema|type|database|role|sequence|index|extension|operator) "
+        r'(?:"[^"]*" )?does not exist|already exists|permission denied|must be (?:owner|superuser)|'
+        r"password authentication failed|no password supplied|connection (?:to server .* )?(?:refused|failed)|"
+        r"database system is (?:starting up|shutting down|in recovery mode)|the database system is",
+        "an ordinary error (a missing object, permissions, connection)",
+        "The statement names something that does not exist, lacks a privilege, or the server could not be reached "
+        "or is restarting. This is not a sign of damaged data.",
+    ),
+    _ordinary(
+        "ordinary_other",
+        r"cannot (?:drop|alter|execute|change|insert|update|delete|truncate|use|cast|create)|"
+        r"current transaction is aborted|there is no transaction in progress|"
+        r"there is already a transaction in progress|out of shared memory|"
+        r"could not resize shared memory|too many connections|remaining connection slots|"
+        r"(?:is|are) not (?:supported|allowed|permitted)|not supported|unrecognized configuration parameter|"
+        r"invalid value for parameter|function .* is not unique|operator does not exist|"
+        r"column reference .* is ambiguous|must appear in the GROUP BY|recovery is in progress|"
+        r"temporary file size exceeds|could not connect to server|checkpoints are occurring too frequently|"
+        r"skipping .* --- |is not a (?:table|view|sequence|index|heap)|wrong number of|"
+        r"hint bits? (?:were|was)|data checksums are not enabled|archive command failed|"
+        r"will not overwrite a used ItemId|the cluster must be shut down|invalid name syntax|"
+        r"unsupported XML feature|configuration file .* contains errors",
+        "an ordinary error or warning",
+        "An everyday error or warning about the statement, the session or the server's configuration: it says "
+        "nothing about damaged data.",
+    ),
 )
+
+_LATE = ("amcheck_heap", "pg_amcheck_summary", "xx_sqlstate", "generic_damage")
+_EARLY = {"missing_segment": "segment_short"}  # the more specific wording first
+PATTERNS = tuple(
+    q
+    for p in PATTERNS
+    if p.id not in _LATE and p.id not in _EARLY.values()
+    for q in ([p] if p.id not in _EARLY else [next(x for x in PATTERNS if x.id == _EARLY[p.id]), p])
+) + tuple(sorted((p for p in PATTERNS if p.id in _LATE), key=lambda p: _LATE.index(p.id)))
+PATTERNS = tuple(p for p in PATTERNS if p.kind == "damage") + tuple(p for p in PATTERNS if p.kind != "damage")
 
 # modes for amcheck messages, by finding-code family
 _AMCHECK_MODES: dict[str, tuple[ModeRef, ...]] = {
@@ -870,7 +1403,212 @@ _AMCHECK_MODES: dict[str, tuple[ModeRef, ...]] = {
     ),
 }
 
-_CONTINUATION = re.compile(r"^\s*(?:\S+\s+)*?(?:DETAIL|HINT|CONTEXT|STATEMENT|LOCATION):\s")
+# ------------------------------------------------------------------------------------------ the answer's tail
+
+_SURGERY_NOTE = "pg_surgery, CREATE EXTENSION pg_surgery; salvage the table first"
+_TAILS: dict[str, tuple[Step, ...]] = {
+    "table": (
+        Step(
+            "save every readable row first, carving what SQL cannot read (never writes to the table)",
+            "pgsurgeon salvage{conn}{dbopt} -t {rel} --out {outdir}",
+        ),
+        Step(
+            "plan the repair: a dry run that prints every statement and every row it would lose",
+            "pgsurgeon repair{conn}{dbopt} -t {rel}",
+        ),
+        Step(
+            "or, for this one tuple, when only its visibility fields are damaged: freeze it (" + _SURGERY_NOTE + ")",
+            "{surgery_freeze}",
+        ),
+        Step("or remove it; the row is lost from the table (" + _SURGERY_NOTE + ")", "{surgery_kill}"),
+    ),
+    "sequence": (
+        Step(
+            "find the table and column the sequence feeds",
+            'psql{conn}{dbopt} -XAtc "SELECT d.refobjid::regclass, a.attname, d.deptype FROM pg_depend d JOIN '
+            "pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid WHERE d.classid = "
+            "'pg_class'::regclass AND d.objid = {seq_lit}::regclass AND d.deptype IN ('a', 'i')\"",
+        ),
+        Step(
+            "recreate it past the highest value in use (a sequence holds one number: nothing to carve); grants on "
+            "the old sequence are not carried over",
+            "{seq_recreate}",
+            "sql",
+        ),
+        Step("then dump again", "pg_dump{conn}{dbopt} -Fc -f dump.custom"),
+    ),
+}
+
+# Recreating a serial's or identity column's sequence from the column's highest value: ALTER SEQUENCE reads the
+# damaged tuple first (sequence.c, read_seq_tuple), a new sequence does not.
+_SEQ_RECREATE = """DO $$
+DECLARE
+  seq regclass := {seq_lit};
+  sname text := seq::text;  -- kept as text: the regclass stops naming anything once the sequence is dropped
+  tab regclass; col name; kind "char"; top bigint;
+BEGIN
+  SELECT d.refobjid, a.attname, d.deptype INTO tab, col, kind FROM pg_depend d
+    JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+   WHERE d.classid = 'pg_class'::regclass AND d.objid = seq AND d.deptype IN ('a', 'i');
+  IF tab IS NULL THEN RAISE EXCEPTION 'sequence % feeds no column; recreate it by hand', seq; END IF;
+  EXECUTE format('SELECT coalesce(max(%I), 0) + 1 FROM %s', col, tab) INTO top;
+  IF kind = 'i' THEN
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tab, col);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I ADD GENERATED BY DEFAULT AS IDENTITY (START WITH %s)',
+                   tab, col, top);
+  ELSE
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tab, col);
+    EXECUTE format('DROP SEQUENCE %s', sname);
+    EXECUTE format('CREATE SEQUENCE %s START WITH %s OWNED BY %s.%I', sname, top, tab, col);
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT nextval(%L::regclass)', tab, col, sname);
+  END IF;
+END $$;"""
+
+
+@dataclass(frozen=True)
+class Where:
+    """What explain knows beyond the message: the connection options to repeat in the commands (as typed, e.g.
+    ``-h db1 -p 5432 -d shop``; empty: PG* variables), the data directory, and optionally a way to look up names
+    through a connection (``resolve(values)`` -> ``{"db": …, "rel": …}``)."""
+
+    conn: str = ""
+    pgdata: str | None = None
+    resolve: Callable[[dict[str, str]], dict[str, str]] | None = None
+
+
+def _with_db(conn: str, dbname: str | None) -> str:
+    """The connection options with another database: ``-d``'s value replaced (kept as a conninfo when it is one),
+    or removed when ``dbname`` is None (the caller adds ``-d "$DB"``)."""
+    from psycopg.conninfo import make_conninfo
+
+    words = shlex.split(conn)
+    if "-d" in words:
+        i = words.index("-d")
+        old = words[i + 1] if i + 1 < len(words) else ""
+        if dbname is None:
+            del words[i : i + 2]
+        else:
+            words[i + 1] = make_conninfo(old, dbname=dbname) if "=" in old else dbname
+    elif dbname is not None:
+        words += ["-d", dbname]
+    return shlex.join(words)
+
+
+def _sh_dq(text: str) -> str:
+    """``text`` for the inside of a double-quoted shell word."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
+
+
+def _finish(values: dict[str, str], where: Where) -> None:
+    """The values the commands need: connection options, data directory, the relation by name (or as $REL with
+    the command that sets it), ctid and pg_surgery SQL, the diagnose and control command lines."""
+    names = where.resolve(values) if where.resolve is not None else {}
+    conn_words = where.conn
+    needs_db = values.get("dboid", "0") != "0" and "table" not in values and "toast" not in values
+    if names.get("db"):
+        conn_words = _with_db(conn_words, names["db"])
+    elif needs_db and "filenode" in values:
+        conn_words = _with_db(conn_words, None)  # the database comes from $DB, set by the command before
+    conn = f" {conn_words}" if conn_words else ""
+    values["conn"] = conn
+    values["pgdata"] = shlex.quote(where.pgdata) if where.pgdata else '"$PGDATA"'
+    values["dbopt"] = ""
+    table = names.get("rel") or values.get("table")
+    rel_lit = None  # the relation as an SQL literal, inside a double-quoted shell word
+    if table:
+        values["rel"] = shlex.quote(table)
+        values["table_sql"] = table.replace("'", "''")
+        rel_lit = "'" + _sh_dq(table.replace("'", "''")) + "'"
+        values["outdir"] = f"salvage-{_slug(table)}"
+    elif "toast" in values:
+        values["name_owner"] = (
+            f'REL=$(psql{conn} -XAtc "SELECT c.oid::regclass FROM pg_class c WHERE c.reltoastrelid = '
+            f'\'pg_toast.{values["toast"]}\'::regclass") && echo "$REL"'
+        )
+        values["rel"], rel_lit, values["outdir"] = '"$REL"', "'$REL'", f"salvage-{values['toast']}"
+    elif "filenode" in values:
+        find = f"SELECT oid::regclass FROM pg_class WHERE pg_relation_filenode(oid) = {values['filenode']}"
+        if needs_db and not names.get("db"):
+            values["dbopt"] = ' -d "$DB"'
+            values["name_rel"] = (
+                f'DB=$(psql{conn} -XAtc "SELECT datname FROM pg_database WHERE oid = {values["dboid"]}") && '
+                f'REL=$(psql{conn} -d "$DB" -XAtc "{find}") && echo "$DB: $REL"'
+            )
+        else:
+            values["name_rel"] = f'REL=$(psql{conn}{values["dbopt"]} -XAtc "{find}") && echo "$REL"'
+        values["rel"], rel_lit, values["outdir"] = '"$REL"', "'$REL'", f"salvage-{values['filenode']}"
+    if "toast" in values:
+        values["toast_row_cmd"] = (
+            "SELECT format('SELECT ctid, %L AS column_name FROM %s WHERE pg_column_toast_chunk_id(%I) = "
+            f"{values.get('value', 0)}', a.attname, a.attrelid::regclass, a.attname) FROM pg_attribute a WHERE "
+            f"a.attrelid = (SELECT oid FROM pg_class WHERE reltoastrelid = 'pg_toast.{values['toast']}'::regclass) "
+            "AND a.attnum > 0 AND NOT a.attisdropped AND a.attlen = -1 \\gexec"
+        )
+    if values.get("block") and values.get("offset") and rel_lit:
+        values["ctid"] = f"({values['block']},{values['offset']})"
+        for fn in ("freeze", "kill"):
+            values[f"surgery_{fn}"] = (
+                f'psql{conn}{values["dbopt"]} -c "SELECT heap_force_{fn}({rel_lit}::regclass, '
+                f"ARRAY['{values['ctid']}']::tid[])\""
+            )
+    if "index" not in values:
+        values["diagnose_noindex"] = f"pgsurgeon diagnose{conn}{values['dbopt']}"
+    values["diagnose_cmd"] = f"pgsurgeon diagnose{conn}{values['dbopt']}" + (
+        f" -t {values['rel']}" if values.get("rel") else ""
+    )
+    xid = values.get("xid") or values.get("multi")
+    values["control_cmd"] = f"pgsurgeon control -D {values['pgdata']}" + (
+        f" --xid {values['xid']}" if values.get("xid") else ""
+    )
+    if xid is None:
+        values.pop("xid", None)
+    if "seq" in values:
+        seq = values["seq"]
+        values["seq_lit"] = "'" + _sh_dq(_sql_ident(seq).replace("'", "''")) + "'"
+        values["seq_recreate"] = _SEQ_RECREATE.replace("{seq_lit}", "'" + _sql_ident(seq).replace("'", "''") + "'")
+    if "index" in values:
+        values["index_sh"] = shlex.quote(values["index_sql"])
+
+
+# ------------------------------------------------------------------------------------------ reading pasted text
+
+_DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "--", "\u2015": "--",
+                         "\u2212": "-", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"',
+                         "\u00bb": '"', "\u2033": '"', "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
+                         "\u00a0": " ", "\r": ""})  # fmt: skip
+_SEVERITY = r"(?:ERROR|FATAL|PANIC|WARNING|NOTICE|LOG|INFO|DEBUG\d?|DETAIL|HINT|CONTEXT|STATEMENT|LOCATION|QUERY)"
+# What precedes the message on a line: a log_line_prefix (timestamps, [pid], user@db, …), a client tool's
+# 'pg_dump: error: query failed:', psql's 'psql:file.sql:12:', a driver's exception class, a SQLSTATE.
+_CLIENT_PREFIX = re.compile(
+    r"^(?:(?:pg_dump|pg_dumpall|pg_restore|psql|pg_amcheck|pg_checksums|pg_basebackup|pg_upgrade|vacuumdb|"
+    r"reindexdb|clusterdb|pgbench|pg_ctl|postgres)(?::[^:\s]*:\d+)?:\s*(?:(?:error|warning|fatal|detail|hint):\s*)?)+"
+    r"(?:(?:query failed|Error message from server|error returned by PQputCopyData|could not execute query):\s*)?",
+    re.IGNORECASE,
+)
+_DRIVER_PREFIX = re.compile(
+    r"^(?:(?:Caused by:\s*)?(?:[\w.]*(?:Exception|Error|Warning|errors\.\w+|PSQLException)|error|Error|"
+    r"org\.postgresql\.util\.PSQLException|Npgsql\.PostgresException|\w+\.errors\.\w+)"
+    r"(?:\s*\([^)]*\))?:\s+)+"
+)
+_SEVERITY_AT = re.compile(r"(?:^|\s|\]|\)|,)(?P<sev>" + _SEVERITY + r"):\s+")
+_SQLSTATE_HEAD = re.compile(r"^(?:[0-9A-Z]{5})\s*(?:-+|:)\s*")
+_CSV_LOG = re.compile(r'^\d{4}-\d\d-\d\d [\d:.]+ \w+,(?:"[^"]*"|[^,]*),')
+_DRIVER_CONT = re.compile(
+    r"^\s*(?:Detail|Hint|Where|Position|Context|Call getNextException|Internal Query|"
+    r"Location|File|Line|Routine|Server SQLState|SQL state|MessageText):\s",
+    re.IGNORECASE,
+)
+_TOOL_CONT = re.compile(
+    r"^(?:(?:pg_dump|pg_restore|psql|pg_amcheck): (?:error|detail|hint): )?(?:query was:|(?:The )?command was:|"
+    r"Dumping the contents of table|This probably means the server terminated|before or while processing the "
+    r"request|Failed process was running|processing data for table|reading |saving |dumping contents)",
+    re.IGNORECASE,
+)
+_CONTINUATION = re.compile(r"^(?:DETAIL|HINT|CONTEXT|STATEMENT|LOCATION|QUERY|Where|Detail|Hint):\s")
 _PG_AMCHECK_HEAD = re.compile(
     r'^(?:btree index|heap table) "[^"]+"(?:, block \d+, offset \d+(?:, attribute \d+)?)?:\s*$'
 )
@@ -878,83 +1616,266 @@ _SLRU = re.compile(
     r'Could not (?:open|read from|seek in|access) file "(?P<slru>pg_(?:xact|multixact/\w+|subtrans|'
     r'commit_ts)/[0-9A-F]+)"'
 )
+# Values the lines around a message give: where VACUUM or a write was, which table pg_dump was copying.
+_CONTEXT_VALUES = (
+    re.compile(r'while (?:scanning|vacuuming|truncating) block (?P<block>\d+)(?: offset (?P<offset>\d+))? of '
+               r'relation "(?P<table>[^"]+)"'),
+    re.compile(r'writing block (?P<block>\d+) of relation (?P<relpath>\S+)'),
+    re.compile(r'Dumping the contents of table "(?P<table>[^"]+)"'),
+    re.compile(r"COPY (?P<table>[\w.\"]+) (?:\([^)]*\) )?TO stdout"),
+    re.compile(r"query was: SELECT .* FROM (?P<seqrel>[\w.\"]+)"),
+)  # fmt: skip
 _IDENT = re.compile(r"^[a-z_][a-z0-9_$]*$")
 
 
 def _sql_ident(name: str) -> str:
     """An index or table name from a message as SQL text (messages print names unquoted and unqualified)."""
-    return name if _IDENT.match(name) else db.quote_ident(name)
+    return name if _IDENT.match(name) or "." in name else db.quote_ident(name)
 
 
-def _entries(text: str) -> list[tuple[str, list[str]]]:
-    """Log lines with their DETAIL/HINT/CONTEXT lines; pg_amcheck's 'heap table "…", block N, offset M:' heading
-    joined to the message on the next line."""
-    out: list[tuple[str, list[str]]] = []
-    lines = [ln.rstrip() for ln in text.splitlines()]
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        if _PG_AMCHECK_HEAD.match(line.strip()) and i + 1 < len(lines):
-            line = line.strip() + " " + lines[i + 1].strip()
-            i += 1
-        if _CONTINUATION.match(line) and out:
-            out[-1][1].append(line.strip())
-        else:
-            out.append((line.strip(), []))
-        i += 1
+def _csv_message(line: str) -> str | None:
+    """The message (with DETAIL/HINT) of a csvlog line, quotes undoubled, or None for another line."""
+    if not _CSV_LOG.match(line):
+        return None
+    try:
+        fields = next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+    if len(fields) < 15:
+        return None
+    sev, message, detail, hint = fields[11], fields[13], fields[14], fields[15] if len(fields) > 15 else ""
+    out = f"{sev}:  {message}"
+    out += f"\nDETAIL:  {detail}" if detail else ""
+    out += f"\nHINT:  {hint}" if hint else ""
     return out
 
 
-def match_line(line: str, context: list[str] | None = None) -> Explanation | None:
+def normalise(text: str) -> list[str]:
+    """Pasted text as message lines: typographic dashes and quotes made plain, csvlog lines unpacked, prefixes
+    (log_line_prefix, client tools, drivers, SQLSTATE) removed, severities kept ('ERROR:  …')."""
+    out: list[str] = []
+    for raw in text.translate(_DASHES).splitlines():
+        csv_msg = _csv_message(raw)
+        if csv_msg is not None:
+            out += csv_msg.splitlines()
+            continue
+        line = raw.strip()
+        if not line:
+            out.append("")
+            continue
+        line = _strip_prefixes(line)
+        out.append(line)
+    return out
+
+
+def _strip_prefixes(line: str) -> str:
+    for _ in range(4):
+        before = line
+        line = _CLIENT_PREFIX.sub("", line)
+        line = _DRIVER_PREFIX.sub("", line)
+        m = _SEVERITY_AT.search(line)
+        if m and (m.start() == 0 or _looks_like_prefix(line[: m.start()])):
+            sev = m.group("sev")
+            line = f"{sev}:  {line[m.end() :]}"
+        head = line.split(":  ", 1)
+        if len(head) == 2 and head[0] in ("ERROR", "FATAL", "PANIC", "WARNING", "LOG", "DEBUG", "NOTICE"):
+            line = head[0] + ":  " + _SQLSTATE_HEAD.sub("", _CLIENT_PREFIX.sub("", head[1].strip()))
+        else:
+            line = _SQLSTATE_HEAD.sub("", line)
+        if line == before:
+            break
+    return line
+
+
+def _looks_like_prefix(text: str) -> bool:
+    """A log_line_prefix or tool prefix before the severity (timestamps, [pid], user@db, app names), not words."""
+    t = text.strip()
+    return bool(re.match(r"^[\d\-:. +TZ\[\]()@/,\w]*$", t)) and (any(c.isdigit() for c in t) or "@" in t or "[" in t)
+
+
+def _entries(text: str) -> list[tuple[str, list[str]]]:
+    """Messages with the lines that belong to them: DETAIL/HINT/CONTEXT/STATEMENT (and drivers' Detail/Where),
+    the tools' 'query was'/'The command was' lines; pg_amcheck's 'heap table "…", block N, offset M:' heading
+    joined to its message; pg_dump's 'Dumping the contents of table …' kept for the message after it."""
+    out: list[tuple[str, list[str]]] = []
+    pending: list[str] = []
+    lines = normalise(text)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line:
+            i += 1
+            continue
+        if _PG_AMCHECK_HEAD.match(line) and i + 1 < len(lines):
+            line = line + " " + lines[i + 1].strip()
+            i += 1
+        if _CONTINUATION.match(line) or _DRIVER_CONT.match(line) or _TOOL_CONT.match(line):
+            if line.lower().startswith(("dumping the contents", "pg_dump: error: dumping")) or not out:
+                pending.append(line)
+            else:
+                out[-1][1].append(line)
+        else:
+            out.append((line, pending))
+            pending = []
+        i += 1
+    if pending and out:
+        out[-1][1].extend(pending)
+    return out
+
+
+def _cue(regex: str) -> str:
+    """The literal words a pattern starts with, to recognise a line cut off before the pattern could match."""
+    m = re.match(r"(?:\(\?[^)]*\))?((?:[A-Za-z ,'\-]|\\.)+)", regex)
+    text = (m.group(1) if m else "").replace("\\", "")
+    return text.strip().lower() if len(text.strip()) >= 12 else ""
+
+
+_NO_CUE = frozenset(("xx_sqlstate", "generic_damage", "pg_amcheck_summary", "amcheck_heap", "btree_amcheck"))
+_CUES = {p.id: _cue(p.regex.pattern) for p in PATTERNS if p.id not in _NO_CUE}
+
+
+def _message(line: str) -> str:
+    """The message without its severity."""
+    head = line.split(":  ", 1)
+    return head[1] if len(head) == 2 and head[0].isupper() else line
+
+
+def match_line(line: str, context: list[str] | None = None, where: Where | None = None) -> Explanation | None:
     """The explanation of one message (with its DETAIL/HINT lines), or None when no pattern knows it."""
+    found = _match(line)
+    if found is None:
+        return None
+    pattern, values = found
+    for extra in context or []:
+        if s := _SLRU.search(extra):
+            values.setdefault("slru", s.group("slru"))
+        for rx in _CONTEXT_VALUES:
+            if c := rx.search(extra):
+                for k, v in c.groupdict().items():
+                    if v is not None:
+                        values.setdefault(k, v)
+    if "seqrel" in values and (pattern.tail == "sequence" or any("last_value" in c for c in context or [])):
+        # pg_dump was reading a sequence: it is recreated, never carved
+        values.setdefault("seq", values["seqrel"])
+        pattern = dataclasses.replace(pattern, tail="sequence")
+    values.pop("seqrel", None)
+    for k2, k in (("index2", "index"), ("index3", "index"), ("xid2", "xid"), ("xid3", "xid"), ("multi2", "multi")):
+        if k2 in values:
+            values.setdefault(k, values.pop(k2))
+    if "index" in values:
+        values["index_sql"] = _sql_ident(values["index"])
+    if pattern.derive is not None:
+        with contextlib.suppress(KeyError, ValueError):  # a line cut off before the values it needs
+            pattern.derive(values)
+    if "relpath" in values and "filenode" not in values:
+        _relpath(values)
+    if pattern.id == "amcheck_heap":
+        family = values.get("code", "").split(".")[0]
+        pattern = dataclasses.replace(pattern, modes=_AMCHECK_MODES.get(family, ()))
+    if pattern.kind == "damage":
+        _finish(values, where or Where())
+    return Explanation(pattern, line, values, context=list(context or []))
+
+
+def _match(line: str) -> tuple[Pattern, dict[str, str]] | None:
     for pattern in PATTERNS:
         m = pattern.regex.search(line)
-        if not m:
-            continue
-        values = {k: v for k, v in m.groupdict().items() if v is not None}
-        for extra in context or []:
-            if s := _SLRU.search(extra):
-                values.setdefault("slru", s.group("slru"))
-        if "index2" in values:
-            values.setdefault("index", values.pop("index2"))
-        if "index" in values:
-            values["index_sql"] = _sql_ident(values["index"])
-        if pattern.derive is not None:
-            pattern.derive(values)
-        if pattern.id == "amcheck_heap":
-            family = values.get("code", "").split(".")[0]
-            pattern = Pattern(
-                pattern.id,
-                pattern.regex,
-                pattern.title,
-                pattern.meaning,
-                _AMCHECK_MODES.get(family, ()),
-                pattern.steps,
-                pattern.extras,
-                pattern.derive,
-            )
-        return Explanation(pattern, line, values, context=list(context or []))
+        if m:
+            return pattern, {k: v for k, v in m.groupdict().items() if v is not None}
+    # a line cut off: its beginning is a pattern's first words, or those words are there but the values are not
+    msg = _message(line).strip().lower()
+    if len(msg) >= 12:
+        for pattern in PATTERNS:
+            cue = _CUES.get(pattern.id, "")
+            if not cue:
+                continue
+            rest = msg[len(cue) :]
+            if cue.startswith(msg) or (
+                msg.startswith(cue) and len(rest) <= 24 and not rest.rstrip().endswith(('"', ")", "."))
+            ):
+                return pattern, {}
     return None
 
 
-def explain_text(text: str) -> tuple[list[Explanation], list[str]]:
-    """Explanations for every recognised line of ``text`` (repeats counted once) and the unrecognised lines."""
+def explain_text(text: str, where: Where | None = None) -> tuple[list[Explanation], list[str]]:
+    """Explanations for every recognised message of ``text`` (repeats counted once) and the unrecognised lines.
+    A line that is recognised only together with the next one (a message wrapped mid-sentence) is read joined."""
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Explanation] = {}
     unknown: list[str] = []
-    for line, context in _entries(text):
-        exp = match_line(line, context)
+    entries = _entries(text)
+    i = 0
+    while i < len(entries):
+        line, context = entries[i]
+        exp = match_line(line, context, where)
+        if i + 1 < len(entries) and (exp is None or not exp.pattern.regex.search(line)):
+            nxt, nctx = entries[i + 1]
+            joined = match_line(line.rstrip() + " " + nxt.strip(), context + nctx, where)
+            if (
+                joined is not None
+                and joined.pattern.regex.search(joined.line)
+                and not (exp is None and match_line(nxt, nctx, where) is not None and _full(nxt))
+            ):
+                exp = joined
+                i += 1
+        i += 1
         if exp is None:
             unknown.append(line)
             continue
-        key = (exp.pattern.id, tuple(sorted(exp.values.items())))
+        key = (exp.pattern.id, tuple(sorted((k, v) for k, v in exp.values.items() if k in _KEY_VALUES)))
         if key in found:
             found[key].count += 1
         else:
             found[key] = exp
     return list(found.values()), unknown
+
+
+def _full(line: str) -> bool:
+    return any(p.regex.search(line) for p in PATTERNS)
+
+
+_KEY_VALUES = frozenset(
+    ("block", "relpath", "xid", "multi", "value", "toast", "index", "table", "seq", "offset", "msg", "file", "oid",
+     "calc", "stored", "pid", "lower", "upper", "size", "chunk", "count", "first", "what")
+)  # fmt: skip
+
+
+def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
+    """Name lookups through a connection: the database of a relation path and the relation of a filenode, the
+    table owning a TOAST table. Failures leave the names unknown (the answer then shows the commands to find
+    them): explain never fails because a server is down."""
+
+    def resolve(values: dict[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        try:
+            with db.connect(dsn) as conn:
+                dbname = conn.info.dbname
+                dboid = values.get("dboid")
+                if dboid and dboid != "0":
+                    row = conn.execute("SELECT datname FROM pg_database WHERE oid = %s::oid", (dboid,)).fetchone()
+                    if row is None:
+                        return out
+                    out["db"] = str(row[0])
+                target = dsn if out.get("db", dbname) == dbname else db.dsn_for_database(dsn, out["db"])
+            with db.connect(target) as conn:
+                if "filenode" in values and "table" not in values:
+                    row = conn.execute(
+                        "SELECT oid::regclass::text FROM pg_class WHERE pg_relation_filenode(oid) = %s::oid",
+                        (values["filenode"],),
+                    ).fetchone()
+                    if row is not None:
+                        out["rel"] = str(row[0])
+                elif "toast" in values and "table" not in values:
+                    row = conn.execute(
+                        "SELECT oid::regclass::text FROM pg_class WHERE reltoastrelid = to_regclass(%s)",
+                        ("pg_toast." + values["toast"],),
+                    ).fetchone()
+                    if row is not None:
+                        out["rel"] = str(row[0])
+        except (db.Error, PgSurgeonError):
+            return out
+        return out
+
+    return resolve
 
 
 def catalogue() -> list[dict[str, Any]]:
@@ -1015,6 +1936,48 @@ EXAMPLES: dict[str, str] = {
     "multixact_offset": "ERROR:  MultiXact 1234 has invalid next offset",
     "amcheck_heap": 'heap table "shop.public.orders", block 5, offset 3:\n'
     "    line pointer redirection to item at offset 5585 exceeds maximum offset 4",
+    "sequence_no_row": 'pg_dump: error: query to get data of sequence "orders_id_seq" returned 0 rows (expected 1)',
+    "sequence_magic": 'ERROR:  bad magic number in sequence "orders_id_seq": 00000000',
+    "concurrent_insert": 'WARNING:  concurrent insert in progress within table "orders"',
+    "freeze_more": "ERROR:  found update xid 3000000000 from before xid cutoff 740",
+    "xmin_uncommitted_update": 'ERROR:  t_xmin 741 is uncommitted in tuple (3,7) to be updated in table "orders"',
+    "invisible_tuple": "ERROR:  attempted to delete invisible tuple",
+    "page_not_empty": 'ERROR:  page 21 of relation "orders" should be empty but is not',
+    "page_uninitialized": 'WARNING:  relation "orders" page 4 is uninitialized --- fixing',
+    "vm_mismatch": 'WARNING:  page is not marked all-visible but visibility map bit is set in relation "orders" page 3',
+    "lsn_beyond_wal": "ERROR:  xlog flush request 2/3A000000 is not satisfied --- flushed only to 0/1A2B3C8\n"
+    "CONTEXT:  writing block 4 of relation base/5/16434",
+    "seek_failed": 'ERROR:  could not seek to end of file "base/5/16434": Input/output error',
+    "write_failed": 'ERROR:  could not extend file "base/5/16434": No space left on device',
+    "segment_short": 'ERROR:  could not open file "base/5/16434.2" (target block 262200): previous segment is only 12 '
+    "blocks",
+    "slru_read": 'ERROR:  could not open file "pg_xact/0C7E": No such file or directory',
+    "relmapper_open": 'FATAL:  could not open relation mapping file "base/5/pg_filenode.map": Input/output error',
+    "relmap_missing": 'FATAL:  could not find relation mapping for relation "pg_class", OID 1259',
+    "cache_lookup": "ERROR:  cache lookup failed for relation 16434",
+    "catalog_attributes": "ERROR:  pg_attribute catalog is missing 2 attribute(s) for relation OID 16434",
+    "catalog_null": "ERROR:  unexpected null value in cached tuple for catalog pg_class column relname",
+    "btree_structure": "ERROR:  right sibling's left-link doesn't match: block 5 links to 9 instead of expected 4 in "
+    'index "orders_pkey"',
+    "unique_rebuild": 'ERROR:  could not create unique index "orders_pkey"\nDETAIL:  Key (id)=(5) is duplicated.',
+    "index_wrong_am": 'ERROR:  index "orders_gist" contains an inner tuple marked as invalid',
+    "index_other_am": 'ERROR:  failed to re-find parent of a page in index "orders_gist", block 7',
+    "pg_amcheck_summary": 'pg_amcheck: error: error sending command to database "shop": server closed the connection',
+    "pg_checksums_summary": "Bad checksums:  3",
+    "xx_sqlstate": "psycopg.errors.DataCorrupted: XX001 some new wording about a page",
+    "catalog_duplicate": 'ERROR:  duplicate key value violates unique constraint "pg_type_typname_nsp_index"',
+    "pg_class_index": "ERROR:  could not find pg_class tuple for index 2662",
+    "wraparound_stop": "ERROR:  database is not accepting commands that assign new XIDs to avoid wraparound data loss "
+    'in database "shop"',
+    "checkpoint_failed": "ERROR:  checkpoint request failed\n"
+    "HINT:  Consult recent messages in the server log for details.",
+    "xid_future": "ERROR:  transaction ID 18446744072414584320 is in the future",
+    "generic_damage": "ERROR:  unexpected corrupted posting tree in something new",
+    "ordinary_syntax": 'ERROR:  syntax error at or near "SELEC"',
+    "ordinary_deadlock": "ERROR:  canceling statement due to statement timeout",
+    "ordinary_constraint": 'ERROR:  duplicate key value violates unique constraint "orders_pkey"',
+    "ordinary_missing": 'ERROR:  relation "orderz" does not exist',
+    "ordinary_other": "ERROR:  current transaction is aborted, commands ignored until end of transaction block",
 }
 
 
@@ -1025,8 +1988,10 @@ def markdown() -> str:
         "",
         "Generated by `python -m pgsurgeon.explain > docs/errors.md` from the catalogue in "
         '`python/pgsurgeon/explain.py`; `pgsurgeon explain "<message>"` prints the same for a message from a log, '
-        "with its values filled in. In commands, $PGDATA is the data directory, $DSN a connection string for the "
-        "database named and $PGLOG the server log.",
+        "with its values filled in and the connection options given to it (-d, -h, -p, -U) repeated; with them it "
+        "also names the relation through the server. Here no options are given: the commands rely on the PG* "
+        "environment variables, $PGDATA is the data directory, $DB and $REL are set by the commands shown before "
+        "them, and $PGLOG is the server log.",
         "",
         "## pgsurgeon's exit statuses",
         "",

@@ -8,12 +8,80 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
+from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
     pass
+
+XIDS_PER_XACT_FILE = 1_048_576
+"""Transactions per pg_xact segment: 32768 per 8 KB page (2 bits each) x 32 pages (slru.h, clog.c)."""
+FIRST_NORMAL_XID = 3
+"""0 invalid, 1 bootstrap, 2 frozen (transam.h)."""
+
+_TIMES = ("time", "checkpoint_time")
+_ONOFF = ("full_page_writes", "wal_log_hints", "track_commit_timestamp", "float8_by_val", "backup_end_required")
+
+
+def _precedes(a: int, b: int) -> bool:
+    """a is older than b in the circular 32-bit space, as TransactionIdPrecedes (transam.c) compares them."""
+    diff = (a - b) & 0xFFFFFFFF
+    return diff >= 0x80000000
+
+
+def _xid32(value: Any) -> int:
+    """next_xid is printed 'epoch:xid'."""
+    return int(str(value).rsplit(":", 1)[-1])
+
+
+def horizon(kind: str, n: int, oldest: int, nxt: int, pgdata: Path | None) -> tuple[bool, str]:
+    """(within, sentence) for transaction or MultiXact ``n`` against the cluster's oldest and next values."""
+    name, oldest_name, next_name = (
+        ("transaction", "oldestXID", "NextXID") if kind == "xid" else ("MultiXactId", "oldestMulti", "NextMultiXactId")
+    )
+    if kind == "xid" and n < FIRST_NORMAL_XID:
+        return True, f"{name} {n} is a special value (0 invalid, 1 bootstrap, 2 frozen), never looked up"
+    if not 0 <= n <= 0xFFFFFFFF:
+        return False, f"{n} is not a 32-bit {name} number: the value in the message is not an id"
+    if _precedes(n, oldest):
+        return False, (
+            f"{name} {n} is older than {oldest_name} {oldest}: the cluster keeps no status for it, so no real row "
+            f"can still name it unfrozen. A tuple naming it is damaged (its xmin/xmax or infomask), not a real "
+            f"{'transaction' if kind == 'xid' else 'MultiXact'}"
+        )
+    if not _precedes(n, nxt):
+        return False, (
+            f"{name} {n} is not older than {next_name} {nxt}: it has not been handed out yet. A tuple naming it is "
+            "damaged (its xmin/xmax or infomask)"
+        )
+    text = f"{name} {n} lies within the horizons ({oldest_name} {oldest} .. {next_name} {nxt}): a real id"
+    if kind == "xid" and pgdata is not None and pgdata.is_dir():
+        seg = pgdata / "pg_xact" / f"{n // XIDS_PER_XACT_FILE:04X}"
+        text += f"; its commit status is in {seg.relative_to(pgdata)}" + ("" if seg.exists() else ", which is MISSING")
+    return True, text
+
+
+def _shown(key: str, value: Any) -> str:
+    import datetime
+
+    if key in _TIMES and isinstance(value, int):
+        stamp = datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
+        return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if key in _ONOFF and isinstance(value, bool):
+        return "on" if value else "off"
+    if key == "crc_ok" and isinstance(value, bool):
+        return "yes" if value else "no (the server will not start)"
+    if key == "default_char_signedness" and isinstance(value, bool):
+        return "signed" if value else "unsigned"
+    if key == "data_checksum_version":
+        return f"{value} ({'on' if value else 'off'})"
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,8 +90,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="show pg_control (versions 14-18): checkpoint, XID and MultiXact horizons, checksums, CRC",
         description="Decode PGDATA/global/pg_control without a server, for PostgreSQL 14 to 18, and check its CRC.",
     )
-    p.add_argument("pgdata", type=Path, help="data directory (or a pg_control file)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "datadir", nargs="?", type=Path, metavar="PGDATA", help="data directory or a pg_control file (or -D)"
+    )
+    options.add_pgdata(p, env_default=True, help="the data directory", positional="datadir")
+    options.add_format(p)
+    p.add_argument(
+        "--xid",
+        type=int,
+        metavar="N",
+        help="say whether transaction N (from an error message) lies within the cluster's XID horizons",
+    )
+    p.add_argument("--multi", type=int, metavar="N", help="the same for MultiXactId N against the MultiXact horizons")
     p.set_defaults(func=run)
 
 
@@ -41,16 +119,41 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    control = load(args.pgdata)
+    pgdata = options.require_pgdata(args)
+    control = load(pgdata)
+    checks = []
+    if args.xid is not None:
+        checks.append(
+            (
+                "xid",
+                args.xid,
+                *horizon("xid", args.xid, int(control["oldest_xid"]), _xid32(control["next_xid"]), pgdata),
+            )
+        )
+    if args.multi is not None:
+        checks.append(
+            (
+                "multi",
+                args.multi,
+                *horizon("multi", args.multi, int(control["oldest_multi"]), int(control["next_multi"]), pgdata),
+            )
+        )
+    if checks:
+        if args.format == "json":
+            print(json.dumps([{"kind": k, "value": n, "within": ok, "text": t} for k, n, ok, t in checks], indent=2))
+        else:
+            for _k, _n, ok, text in checks:
+                print(("" if ok else "outside: ") + text)
+        return Exit.CLEAN if all(ok for _k, _n, ok, _t in checks) else Exit.DAMAGE
     if args.format == "json":
         print(json.dumps(control, indent=2))
     else:
         console = term.console()
-        table = term.table(title=f"pg_control of {args.pgdata}", header_style="bold")
+        table = term.table(title=f"pg_control of {pgdata}", header_style="bold")
         table.add_column("field")
         table.add_column("value")
         for key, value in control.items():
-            table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
+            table.add_row(key, _shown(key, value))
         console.print(table)
         if not control.get("crc_ok", True):
             console.print(

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from pgsurgeon import simulate
+from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.simulate import SimulateRequest
@@ -22,8 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "corrupt",
         help="damage a lab cluster's pages on purpose (seeded, recorded, undoable)",
         description="Damage chosen parts of a relation's files in a lab cluster, to reproduce the errors real\n"
-        "corruption causes. Choose the relation with --dsn and --table (its TOAST table or an index with\n"
-        "--target) or with --pgdata and --file. Every change goes into a manifest first; 'pgsurgeon undo\n"
+        "corruption causes. Choose the relation with a connection (-d, -h, -p, -U) and -t (its TOAST table\n"
+        "or an index with --target) or with -D and --file. Every change goes into a manifest first; 'pgsurgeon undo\n"
         "MANIFEST' puts the bytes back. A running lab cluster is stopped and started again around the\n"
         "write, so the server sees the damage.",
         epilog="modes:\n"
@@ -34,8 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("mode", choices=list(MODES), metavar="MODE", help="what to damage (list below)")
     p.add_argument("--field", help="the part of the structure to damage (each mode lists its fields; default: first)")
     where = p.add_argument_group("target")
-    where.add_argument("--dsn", help="connection string of the server holding the table")
-    where.add_argument("--table", help="relation name as SQL text, e.g. public.orders (a table or an index)")
+    options.add_connection(p, optional=True, purpose="of the server holding the table")
+    options.add_table(where, help="relation name as SQL text, e.g. public.orders (a table or an index)")
     where.add_argument(
         "--target",
         choices=TARGETS,
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(default: toast for mode toast, index for mode btree, else the table)",
     )
     where.add_argument("--index", metavar="NAME", help="with --target index: which index (default: the primary key)")
-    where.add_argument("--pgdata", type=Path, help="data directory, with --file instead of --dsn/--table")
+    options.add_pgdata(p, env_default=False, help="data directory, with --file instead of a connection and -t")
     where.add_argument("--file", type=Path, help="relation file relative to --pgdata, e.g. base/5/16384")
     where.add_argument("--kind", choices=("heap", "btree"), help="with --file: the page kind (default: guessed)")
     choose = p.add_argument_group("what to damage")
@@ -80,7 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
     p.add_argument("--force-non-lab", action="store_true", help="damage a data directory without the lab marker")
     p.add_argument("--manifest", type=Path, help="where to write the manifest (default: <lab>/corruptions/…json)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="json: print the manifest")
+    options.add_format(p, help="json: print the manifest")
     p.set_defaults(func=run)
 
 
@@ -138,6 +139,8 @@ def _request(args: argparse.Namespace) -> SimulateRequest:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.table and args.dsn is None:
+        args.dsn = options.build_conninfo()  # no connection option: libpq's PG* variables and defaults
     req = _request(args)
     out = sys.stderr if args.format == "json" else sys.stdout
 

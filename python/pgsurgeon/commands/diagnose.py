@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import paths
+from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import findings, term
@@ -20,15 +19,6 @@ if TYPE_CHECKING:
 
 MAX_JOBS = 64
 """Parallel connections: each is a backend on a server that may be damaged and short of slots."""
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|min)?$")
-
-
-def _duration_ms(text: str) -> int:
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 500ms, 30s, 10min)")
-    value, unit = float(m.group(1)), m.group(2) or "s"
-    return int(value * {"ms": 1, "s": 1000, "min": 60_000}[unit])
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,13 +32,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "this host, pages the server refuses are decoded from the files and the offline scan is merged. Needs the "
         "amcheck and pageinspect extensions and a superuser (or grants on their functions).",
     )
-    p.add_argument("--dsn", required=True, help="connection string of the database to check")
-    p.add_argument(
-        "--table",
-        action="append",
-        default=[],
-        help="only this table, materialized view, partitioned table or index (repeatable; SQL text like "
-        "'sales.\"Orders\"' or the exact name); default: every table of the database",
+    options.add_connection(p)
+    options.add_table(
+        p,
+        repeat=True,
+        help="only this table, materialized view, partitioned table or index (SQL text like 'sales.\"Orders\"' or "
+        "the exact name); default: every table of the database",
     )
     p.add_argument("-j", "--jobs", type=int, default=1, help="connections to check with in parallel (default: 1)")
     p.add_argument(
@@ -56,22 +45,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="also verify that every row is in each btree index (reads the table; only over tables with no damage)",
     )
-    p.add_argument(
-        "--statement-timeout", type=_duration_ms, default=600_000, metavar="DURATION", help="per statement (10min)"
-    )
-    p.add_argument(
-        "--lock-timeout", type=_duration_ms, default=2_000, metavar="DURATION", help="wait for a lock at most (2s)"
-    )
-    p.add_argument(
-        "--pgdata", type=Path, help="where the server's data directory is on this host, if not at its own path"
+    options.add_duration(p, "--statement-timeout", default=600, help="per statement")
+    options.add_duration(p, "--lock-timeout", default=2, help="wait for a lock at most")
+    options.add_pgdata(
+        p, env_default=False, help="where the server's data directory is on this host, if not at its own path"
     )
     p.add_argument(
         "--no-files",
         action="store_true",
         help="never read the data directory, even when it is on this host (SQL only)",
     )
-    p.add_argument("-P", "--progress", action="store_true", help="say on stderr what is being checked")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_progress(p, help="say on stderr what is being checked")
+    options.add_format(p)
     p.set_defaults(func=run)
 
 
@@ -84,7 +69,7 @@ def to_json(outcome: DiagnoseOutcome) -> dict[str, Any]:
     }
 
 
-def render_text(outcome: DiagnoseOutcome, console: Console) -> None:
+def render_text(outcome: DiagnoseOutcome, console: Console, conn: str = "") -> None:
     from rich.markup import escape
 
     s, srv = outcome.summary, outcome.server
@@ -132,7 +117,13 @@ def render_text(outcome: DiagnoseOutcome, console: Console) -> None:
         seen = f["observed_error"]
         return f"server said: {seen}" if seen and seen not in f["message"] else None
 
-    findings.print_groups(console, findings.group_by(outcome.findings, "relation"), title=title, note=observed)
+    findings.print_groups(
+        console,
+        findings.group_by(outcome.findings, "relation"),
+        title=title,
+        note=observed,
+        steps=lambda rel, fs: findings.next_steps(rel, fs, conn, outcome.findings),
+    )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 
 
@@ -157,12 +148,14 @@ def run(args: argparse.Namespace) -> int:
         heapallindexed=args.heapallindexed,
         use_files=not args.no_files,
         pgdata=args.pgdata,
-        limits=Limits(statement_timeout_ms=args.statement_timeout, lock_timeout_ms=args.lock_timeout),
+        limits=Limits(
+            statement_timeout_ms=int(args.statement_timeout * 1000), lock_timeout_ms=int(args.lock_timeout * 1000)
+        ),
         on_progress=progress,
     )
     outcome = run_diagnose(req)
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1, default=str))
     else:
-        render_text(outcome, term.console())
+        render_text(outcome, term.console(), conn=args.conn_words)
     return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

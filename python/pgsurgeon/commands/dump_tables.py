@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pgsurgeon import paths
+from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 
@@ -23,17 +24,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "a summary of what was saved and what failed. Dumps that lose their connection because another table "
         "crashed the server are retried one at a time once it is back. Also dumps the schema on its own.",
     )
-    p.add_argument("--dsn", required=True, help="connection string of the database to dump")
+    options.add_connection(p)
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="directory for the dumps and logs")
     p.add_argument("-j", "--jobs", type=int, default=2, help="pg_dump processes at once (default: 2)")
     p.add_argument("--pg-bin", type=Path, help="directory (or path) of the pg_dump to use (default: found)")
-    p.add_argument("--dump-format", choices=("custom", "plain", "tar"), default="custom", help="default: custom")
-    p.add_argument("--table", action="append", default=[], help="only tables matching this glob (schema.name)")
+    p.add_argument(
+        "-F",
+        "--file-format",
+        choices=("custom", "plain", "tar"),
+        default="custom",
+        help="pg_dump's file format (default: custom)",
+    )
+    p.add_argument(  # the old spelling of -F
+        "--dump-format",
+        dest="file_format",
+        choices=("custom", "plain", "tar"),
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+    options.add_table(p, repeat=True, help="only tables matching this glob (schema.name)")
     p.add_argument("--exclude", action="append", default=[], help="skip tables matching this glob")
     p.add_argument("--no-schema", action="store_true", help="do not dump the whole schema to schema.sql")
     p.add_argument("--retries", type=int, default=2, help="rounds of retrying dumps that lost their connection")
-    p.add_argument("--timeout", type=float, default=0, metavar="S", help="per table (default: none)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="summary on stdout")
+    options.add_duration(p, "--timeout", default=0, help="per table")
+    options.add_format(p, help="summary on stdout (default: text)")
     p.add_argument("-P", "--progress", action="store_true", help="one line per finished table on stderr")
     p.set_defaults(func=run)
 
@@ -49,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
         jobs=args.jobs,
         pg_dump=args.pg_bin,
-        fmt=args.dump_format,
+        fmt=args.file_format,
         schema=not args.no_schema,
         include=args.table,
         exclude=args.exclude,

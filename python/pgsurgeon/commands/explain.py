@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
@@ -18,7 +19,12 @@ if TYPE_CHECKING:
 
     from pgsurgeon.explain import Explanation
 
-PLACEHOLDERS = "$PGDATA is the data directory, $DSN a connection string for the database named, $PGLOG the server log"
+PLACEHOLDERS = (
+    "commands use the connection options given to explain (none: the PG* environment variables), -D or $PGDATA for "
+    "the data directory"
+)
+SHELL_VARIABLES = "; $DB and $REL are set by the commands shown before them"
+PGLOG = "; $PGLOG is the server log"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +39,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("text", nargs="*", help="the error message(s); read from --file or standard input when omitted")
     p.add_argument("--file", type=Path, help="a log file or excerpt to explain ('-' for standard input)")
     p.add_argument("--list", action="store_true", help="list the messages pgsurgeon knows")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(p)
+    options.add_connection(
+        p, optional=True, purpose="put into the next commands; with one, relations are named through the server"
+    )
+    options.add_pgdata(p, env_default=True, help="the data directory, put into the next commands")
     p.set_defaults(func=run)
 
 
@@ -75,7 +85,9 @@ def render_text(found: list[Explanation], unknown: int, console: Console) -> Non
         console.print(f"● {exp.line}{times}", style="bold", markup=False, highlight=False)
         console.print(f"  {exp.pattern.title}", style="cyan", markup=False)
         console.print(f"  {exp.meaning()}", markup=False)
-        if exp.pattern.modes:
+        if exp.pattern.kind == "ordinary":
+            console.print("  not a sign of damaged data: no corruption diagnosis", style="dim", markup=False)
+        elif exp.pattern.modes:
             console.print("  produced by (pgsurgeon corrupt modes):", style="dim", markup=False)
             for line in _mode_lines(exp):
                 console.print(f"    - {line}", style="dim", markup=False)
@@ -98,7 +110,9 @@ def render_text(found: list[Explanation], unknown: int, console: Console) -> Non
                     soft_wrap=True,
                 )
     console.print()
-    console.print(PLACEHOLDERS, style="dim", markup=False)
+    commands = " ".join(s.command for exp in found for s in exp.steps())
+    footer = PLACEHOLDERS + (SHELL_VARIABLES if "$REL" in commands or "$DB" in commands else "")
+    console.print(footer + (PGLOG if "$PGLOG" in commands else ""), style="dim", markup=False)
     if unknown:
         console.print(f"{unknown} other line(s) not recognised", style="dim", markup=False)
 
@@ -112,7 +126,7 @@ def _render_list(console: Console) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pgsurgeon.explain import catalogue, explain_text
+    from pgsurgeon.explain import Where, catalogue, explain_text, resolver
 
     if args.list:
         if args.format == "json":
@@ -121,7 +135,12 @@ def run(args: argparse.Namespace) -> int:
             _render_list(term.console())
         return Exit.CLEAN
     text = _read_input(args)
-    found, unknown = explain_text(text)
+    where = Where(
+        conn=args.conn_words,
+        pgdata=str(args.pgdata) if args.pgdata else None,
+        resolve=resolver(args.dsn) if args.dsn is not None else None,
+    )
+    found, unknown = explain_text(text, where)
     if args.format == "json":
         doc: dict[str, Any] = {
             "explained": [e.to_json() for e in found],

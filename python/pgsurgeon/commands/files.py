@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.catalog.files import names_from_files
+from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.relnames import name_map
@@ -22,12 +23,13 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "files",
-        help="list the relation files of a data directory, with names (--dsn) and segment problems",
+        help="list the relation files of a data directory, with names (through a connection) and segment problems",
         description="Walk base/, global/ and pg_tblspc/ of PGDATA and list each relation fork with its segments.",
     )
-    p.add_argument("pgdata", type=Path)
-    p.add_argument("--dsn", help="connection string of the server owning PGDATA, to name relations")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("datadir", nargs="?", type=Path, metavar="PGDATA", help="the data directory (or -D)")
+    options.add_pgdata(p, env_default=True, help="the data directory", positional="datadir")
+    options.add_connection(p, optional=True, purpose="to name relations")
+    options.add_format(p)
     p.add_argument("--fork", choices=("main", "fsm", "vm", "init"), help="only this fork")
     p.set_defaults(func=run)
 
@@ -51,7 +53,7 @@ def collect(pgdata: Path, dsn: str | None) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    relations = collect(args.pgdata, args.dsn)
+    relations = collect(options.require_pgdata(args), args.dsn)
     if args.fork:
         relations = [r for r in relations if r["fork"] == args.fork]
     if args.format == "json":

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.catalog.files import file_key, names_from_files
+from pgsurgeon.commands import options
 from pgsurgeon.datadir import Geometry, read_block
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
@@ -33,8 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("file", nargs="?", type=Path, help="relation file, e.g. PGDATA/base/16384/29724")
     p.add_argument("-b", "--block", type=int, required=True, help="block number (counted across segments)")
-    p.add_argument("--dsn", help="connection string; with --table, find the file (or the page) through SQL")
-    p.add_argument("--table", help="relation name as SQL text, e.g. public.orders or 'my schema.\"T\"'")
+    options.add_connection(p, optional=True, purpose="with -t, find the file (or the page) through SQL")
+    options.add_table(p, help="relation name as SQL text, e.g. public.orders or 'my schema.\"T\"'")
     p.add_argument("--fork", choices=FORKS, default="main", help="fork to read with --table (default: main)")
     p.add_argument("--kind", choices=core.PAGE_KINDS, help="decode as this page kind instead of guessing")
     p.add_argument(
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="auto",
         help="whether the cluster has data checksums (auto: from pg_control or the server)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(p)
     p.add_argument("--raw", action="store_true", help="add a hex dump of the page, labelled by region")
     p.set_defaults(func=run)
 
@@ -101,12 +102,10 @@ def _from_dsn(dsn: str, table: str, fork: str, block: int) -> Target:
 def run(args: argparse.Namespace) -> int:
     if args.block < 0:
         raise UsageError("--block must be 0 or more")
-    if args.table and not args.dsn:
-        raise UsageError("--table needs --dsn", hint="or pass the relation file path instead")
+    if args.table and args.dsn is None:
+        args.dsn = options.build_conninfo()  # no connection option: libpq's PG* variables and defaults
     if args.file is None and not args.table:
-        raise UsageError(
-            "name a relation file, or --dsn with --table", hint="pgsurgeon inspect PGDATA/base/5/1259 -b 0"
-        )
+        raise UsageError("name a relation file, or a table with -t", hint="pgsurgeon inspect PGDATA/base/5/1259 -b 0")
     if args.file is not None and args.file.is_dir():
         raise UsageError(
             f"{args.file} is a directory: inspect decodes one page of one relation file",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +66,10 @@ def register(sub: Any) -> None:
 
     status = verbs.add_parser("status", aliases=["list"], parents=[common], help="show lab clusters")
     status.add_argument("name", nargs="?", metavar="NAME", help="only this lab")
-    status.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    # "table" is the older name of text
+    status.add_argument(
+        "--format", choices=("text", "json", "table"), default="text", metavar="{text,json}", help="output format"
+    )
     status.set_defaults(func=run_status)
 
 
@@ -83,9 +88,23 @@ def _console() -> Console:
     return console
 
 
+def _matrix_console() -> Console:
+    """The terminal's width; piped or captured: $COLUMNS or 120 (the matrix folds its cells to fit)."""
+    console = term.console()
+    if not console.is_terminal:
+        console.width = int(os.environ.get("COLUMNS") or 120)
+    return console
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
 def run_up(args: argparse.Namespace) -> int:
     base = _lab_dir(args)
     console = _console()
+    extensions: list[str] = []
     install = find_install(args.pg_bin) if args.pg_bin is not None or not args.name else None
     name: str = args.name or f"pg{install.major if install else ''}"
     if (base / name / "lab.json").is_file():
@@ -111,11 +130,15 @@ def run_up(args: argparse.Namespace) -> int:
             console.print(f"lab {name} was created in {lab.lab_dir} but did not start")
             raise
         verb = "created and started"
+        extensions = lab.install_extensions()
     checks = "on" if lab.checksums else "off"
     console.print(f"lab {lab.name} {verb}: postgresql {lab.install.short_version}, checksums {checks}, port {lab.port}")
     console.print(f"pgdata: {lab.pgdata}")
     console.print(f"log:    {lab.log_path}")
     console.print(f"dsn:    {lab.dsn()}")
+    console.print(f"connect: -h 127.0.0.1 -p {lab.port} -U postgres -d postgres  (for psql and pgsurgeon alike)")
+    if verb == "created and started":
+        console.print(f"extensions: {', '.join(extensions) or 'none available in this installation'}")
     return Exit.CLEAN
 
 
@@ -181,9 +204,21 @@ def run_default(args: argparse.Namespace) -> int:
             f"unknown scenario {exc.args[0]}", hint="choose from: " + ", ".join(s.name for s in SCENARIOS)
         ) from None
     err = term.console(stderr=True)
+    total = 2 * len(scenarios)  # each scenario runs on a cluster with and one without data checksums
+    started: list[float] = []
+    clock = time.monotonic()
 
     def say(text: str) -> None:
-        err.print(f"lab: {text}", style="dim", markup=False)
+        # "n of N" counts the scenarios begun; the ETA comes from those finished (two run side by side)
+        if text.endswith(tuple(f"preparing lab_{s.name.replace('-', '_')}" for s in scenarios)):
+            started.append(time.monotonic())
+        n = len(started)
+        done = max(0, n - 2)
+        where = f"[{n} of {total}" if n else "[setup"
+        if done:
+            per = (time.monotonic() - clock) / done
+            where += f", about {_duration(per * (total - done))} left"
+        err.print(f"lab: {where}] {text}", style="dim", markup=False)
 
     paths.output_dir(args.out, "--out")
     lab_dir = _lab_dir(args) if getattr(args, "lab_dir", None) else None
@@ -201,6 +236,6 @@ def run_default(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(run), indent=1, default=str))
     else:
         console = _console()
-        report.print_matrix(run, console)
+        report.print_matrix(run, _matrix_console())
         console.print("reports: " + ", ".join(str(p) for p in written.values()))
     return Exit.FAILED if any(r.error for r in run.results) else Exit.CLEAN

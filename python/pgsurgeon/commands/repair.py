@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import paths
+from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 
@@ -25,8 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "VACUUM; then diagnose again. Without --execute it only prints the plan: every statement, every page write, "
         "every row lost by ctid. Needs a superuser and the amcheck, pageinspect and pg_surgery extensions.",
     )
-    p.add_argument("--dsn", required=True, help="connection string of the database holding the table")
-    p.add_argument("--table", required=True, help='the table, as SQL text (sales."Orders") or its exact name')
+    options.add_connection(p)
+    options.add_table(p, required=True, help='the table, as SQL text (sales."Orders") or its exact name')
     p.add_argument("--execute", action="store_true", help="carry the plan out (after confirmation, or --yes)")
     p.add_argument("-y", "--yes", action="store_true", help="with --execute: do not ask")
     p.add_argument("--reinsert", action="store_true", help="insert the rows carved from the removed tuples back")
@@ -63,9 +64,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="REINDEX TABLE CONCURRENTLY when possible (auto), always, or never",
     )
     p.add_argument("--run-dir", type=Path, help="where the plan, saved pages, carved rows and report go")
-    p.add_argument("--pgdata", type=Path, help="the server's data directory as mounted here, if not at its own path")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("-P", "--progress", action="store_true", help="say on stderr what is being done")
+    options.add_pgdata(p, env_default=False, help="the server's data directory as mounted here, if not at its own path")
+    options.add_format(p)
+    options.add_progress(p, help="say on stderr what is being done")
     p.set_defaults(func=run)
 
 

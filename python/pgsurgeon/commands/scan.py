@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon.commands import options
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
@@ -42,15 +43,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Read relation files directly and report every damaged page and tuple: what is wrong, the "
         "error PostgreSQL raises when it reads it, and what to do. Works with or without data checksums.",
     )
-    p.add_argument("targets", nargs="+", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files")
-    p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
-    p.add_argument("-P", "--progress", action="store_true", help="show bytes, MB/s and ETA on stderr")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--dsn", help="connection string of the cluster's server, to name relations and know their types")
-    p.add_argument("--database", action="append", default=[], help="only this database (name with --dsn, or OID)")
     p.add_argument(
-        "--relation", action="append", default=[], help="only this relation (name with --dsn, or relfilenode)"
+        "targets", nargs="*", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files (default: -D)"
     )
+    options.add_pgdata(p, env_default=True, help="the data directory")
+    p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
+    options.add_progress(p, help="show bytes, MB/s and ETA on stderr (a line every 5 s when not a terminal)")
+    options.add_format(p)
+    options.add_connection(p, optional=True, purpose="to name relations and know their types")
+    p.add_argument("--database", action="append", default=[], help="only this database (name when connected, or OID)")
+    options.add_table(p, repeat=True, help="only this relation (name when connected, or relfilenode)")
+    p.add_argument("--relation", dest="table", action="append", help=argparse.SUPPRESS)  # the old spelling of -t
     p.add_argument(
         "--checksums",
         choices=("auto", "on", "off"),
@@ -68,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def request_from_args(args: argparse.Namespace) -> ScanRequest:
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
-    targets: list[Path] = args.targets
+    targets: list[Path] = args.targets or [options.require_pgdata(args)]
     files: list[Path] = []
     if len(targets) == 1 and targets[0].is_dir():
         pgdata = targets[0]
@@ -92,7 +95,7 @@ def request_from_args(args: argparse.Namespace) -> ScanRequest:
         checksums=args.checksums,
         dsn=args.dsn,
         databases=args.database,
-        relations=args.relation,
+        relations=args.table,
         live=args.live,
         jobs=args.jobs,
     )
@@ -108,7 +111,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
     }
 
 
-def render_text(outcome: ScanOutcome, console: Console) -> None:
+def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
     s = outcome.summary
     console.print(
         f"scanned {s['files']} files, {s['blocks']} blocks, {s['bytes'] / 1e6:.1f} MB in {s['seconds']:.2f}s "
@@ -130,20 +133,20 @@ def render_text(outcome: ScanOutcome, console: Console) -> None:
         rel = fs[0].get("relation")
         return f"{path} ({rel})" if rel else path
 
-    findings.print_groups(console, findings.group_by(outcome.findings, "path"), title=title)
+    findings.print_groups(
+        console,
+        findings.group_by(outcome.findings, "path"),
+        title=title,
+        steps=lambda path, fs: findings.offline_steps(str(outcome.pgdata), path, fs, conn),
+    )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 
 
 def run(args: argparse.Namespace) -> int:
     req = request_from_args(args)
     if args.progress:
-        with term.transfer_progress(console=term.console(stderr=True), transient=True) as bar:
-            task = bar.add_task("scanning", total=None)
-
-            def show(done: int, total: int, _pages: int) -> None:
-                bar.update(task, completed=done, total=total)
-
-            outcome = run_scan(req, show)
+        with term.byte_progress("scanning") as show:
+            outcome = run_scan(req, lambda done, total, _pages: show(done, total))
     else:
         outcome = run_scan(req)
     for warning in outcome.warnings:
@@ -151,5 +154,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
     else:
-        render_text(outcome, term.console())
+        render_text(outcome, term.console(), conn=args.conn_words)
     return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
@@ -24,17 +25,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rebuilds them in a fresh cluster) and report.json/report.txt. Opens everything read-only.",
     )
     p.add_argument(
-        "pgdata",
+        "source",
+        nargs="?",
         type=Path,
         metavar="PGDATA|FILE",
-        help="the data directory (the server stopped), or with --layout one relation file",
+        help="the data directory (the server stopped; or -D, or $PGDATA), or with --layout one relation file",
     )
+    options.add_pgdata(p, env_default=True, help="the data directory, the server stopped", positional="source")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty directory for the files")
     p.add_argument("--database", action="append", default=[], help="only this database (repeatable)")
-    p.add_argument("--table", action="append", default=[], help="only this table, as schema.table or name (repeatable)")
-    p.add_argument("--format", choices=("copy", "csv"), default="copy", help="data file format (default: copy)")
+    options.add_table(p, repeat=True, help="only this table, as schema.table or name")
+    p.add_argument(
+        "-F", "--file-format", choices=("copy", "csv"), default="copy", help="data file format (default: copy)"
+    )
     p.add_argument("-j", "--jobs", type=int, default=2, help="threads carving each table (default: 2)")
-    p.add_argument("-P", "--progress", action="store_true", help="show blocks done and ETA on stderr")
+    options.add_progress(p, help="show the bytes read and the time left on stderr")
     p.add_argument("--pg-version", type=int, help="major version, when pg_control and PG_VERSION cannot say")
     p.add_argument("--block-size", type=int, help="block size in bytes, when pg_control is damaged")
     p.add_argument(
@@ -78,11 +83,11 @@ def request_from_args(args: argparse.Namespace) -> UnloadRequest:
     if args.block_size is not None and args.block_size not in (1024, 2048, 4096, 8192, 16384, 32768):
         raise UsageError("--block-size must be a power of two from 1024 to 32768", hint="the default build uses 8192")
     return UnloadRequest(
-        pgdata=args.pgdata,
+        pgdata=options.require_pgdata(args),
         out=args.out,
         databases=args.database,
         tables=args.table,
-        format=args.format,
+        format=args.file_format,
         jobs=args.jobs,
         pg_version=args.pg_version,
         block_size=args.block_size,
@@ -131,18 +136,13 @@ def render(res: UnloadResult) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.layout is not None:
         return _run_layout(args)
-    if args.pgdata.is_file():
+    if args.pgdata is not None and args.pgdata.is_file():
         raise UsageError(f"{args.pgdata} is a file", hint="give --layout 'int4,text,…' to decode one relation file")
     if args.catalog_from is not None and not (args.catalog_from / "global").is_dir():
         raise UsageError(f"--catalog-from {args.catalog_from} is not a data directory")
     req = request_from_args(args)
     if args.progress:
-        with term.transfer_progress(console=term.console(stderr=True), transient=True) as bar:
-            task = bar.add_task("unloading", total=None)
-
-            def show(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total or None)
-
+        with term.byte_progress("unloading") as show:
             res = run_unload(req, show)
     else:
         res = run_unload(req)
@@ -151,9 +151,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_layout(args: argparse.Namespace) -> int:
-    if not args.pgdata.is_file():
+    if args.pgdata is None or not args.pgdata.is_file():
         raise UsageError("--layout decodes one relation file", hint="pass the file, e.g. PGDATA/base/16384/29724")
-    res = run_layout(args.pgdata, args.layout, args.out, fmt=args.format, jobs=args.jobs, block_size=args.block_size)
+    res = run_layout(
+        args.pgdata, args.layout, args.out, fmt=args.file_format, jobs=args.jobs, block_size=args.block_size
+    )
     console = term.console()
     console.print(
         f"decoded {res.rows} rows from {args.pgdata} into {res.out / res.file}"

@@ -49,6 +49,9 @@ from pgsurgeon.pgbin import (
 log = logging.getLogger(__name__)
 
 SUPERUSER = "postgres"
+LAB_EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery", "pg_visibility", "pgstattuple")
+"""The contrib extensions a rescue uses, installed in lab clusters: checks (amcheck), raw pages (pageinspect),
+tuple surgery (pg_surgery), visibility map (pg_visibility) and free space and dead tuples (pgstattuple)."""
 """Database superuser of every lab cluster (``initdb -U postgres``)."""
 CONF_NAME = "pgsurgeon_lab.conf"
 META_NAME = "lab.json"
@@ -388,6 +391,25 @@ class LabCluster:
             raise LabError(f"cannot delete {self.lab_dir}: {exc.strerror or exc}") from exc
 
     # ---------------------------------------------------------------- information
+
+    def install_extensions(self, dbnames: tuple[str, ...] = ("template1", "postgres")) -> list[str]:
+        """CREATE EXTENSION for each of :data:`LAB_EXTENSIONS` the installation ships, in ``dbnames`` (template1
+        so that databases created later have them too). Returns the ones installed; the server must be running."""
+        installed: list[str] = []
+        for dbname in dbnames:
+            with self.connect(dbname) as conn:
+                available = {
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT name FROM pg_available_extensions WHERE name = ANY(%s)", [list(LAB_EXTENSIONS)]
+                    )
+                }
+                for ext in LAB_EXTENSIONS:
+                    if ext in available:
+                        conn.execute(db.sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(db.sql.Identifier(ext)))
+                        if ext not in installed:
+                            installed.append(ext)
+        return installed
 
     def dsn(self, dbname: str = "postgres") -> str:
         return db.make_dsn(host="127.0.0.1", port=self.port, user=SUPERUSER, dbname=dbname)

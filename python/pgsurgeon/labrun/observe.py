@@ -56,6 +56,8 @@ class Tool:
     first_error: str | None
     lines: int = 0
     seconds: float = 0.0
+    output: list[str] = field(default_factory=list)
+    """The tool's output lines (the first ones), for the report's full messages."""
 
     def text(self) -> str:
         if self.code == 0:
@@ -158,7 +160,9 @@ def run_tool(cluster: LabCluster, *args: str) -> Tool:
     if first is not None:
         first = first.removeprefix("pg_dump: error: ").removeprefix("pg_amcheck: error: ").strip()
         first = first.split(" of relation ")[0] if first.startswith("invalid page") else first
-    return Tool(result.returncode, first if result.returncode else None, len(lines), time.monotonic() - started)
+    return Tool(
+        result.returncode, first if result.returncode else None, len(lines), time.monotonic() - started, lines[:40]
+    )
 
 
 def observe(cluster: LabCluster, table: str, truth: dict[int, str]) -> Observation:

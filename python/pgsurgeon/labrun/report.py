@@ -35,6 +35,26 @@ AREA_COLOURS = {
 }
 HEALTHY = "#cfe8cf"
 DAMAGED_UNFOUND = "#222222"
+MISSING = "#ffffff"
+AREA_WORDS = {
+    "page_header": "page header",
+    "checksum": "checksum failure",
+    "line_pointer": "line pointers (item IDs)",
+    "tuple_header": "tuple header",
+    "tuple_data": "column data",
+    "toast": "TOAST value",
+    "index": "index",
+    "file": "file (size, segments)",
+}
+MAX_CELLS = 2048
+"""A map draws at most this many cells; a bigger relation is drawn with several blocks per cell."""
+
+
+def words(code: str) -> str:
+    """A finding code in words: 'tuple_header.xmin_old' -> 'tuple header: xmin old'."""
+    area, _, rest = code.partition(".")
+    head = AREA_WORDS.get(area, area.replace("_", " "))
+    return f"{head}: {rest.replace('_', ' ')}" if rest else head
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -46,8 +66,8 @@ def _found(d: dict[str, Any]) -> str:
         return "-"
     if not d.get("found"):
         return "nothing"
-    codes = ", ".join(d.get("codes", []))
-    return f"{d['errors']} error(s): {codes}"
+    what = "; ".join(words(c) for c in d.get("codes", []))
+    return f"{d['errors']} error(s): {what}"
 
 
 def _salvage(d: dict[str, Any]) -> str:
@@ -104,7 +124,11 @@ def row(r: Result) -> list[str]:
 def print_matrix(run: LabRun, console: Any) -> None:
     from pgsurgeon.render import term
 
-    t = term.table(*COLUMNS, title=f"pgsurgeon lab — seed {run.seed}, {run.seconds:.0f}s", show_lines=True)
+    # Fitted to the console's width: rich folds each cell within its column rather than widening the table.
+    t = term.table(title=f"pgsurgeon lab — seed {run.seed}, {run.seconds:.0f}s", show_lines=True)
+    for name in COLUMNS:
+        t.add_column(name, overflow="fold", ratio=2 if name in ("scenario", "checksums") else 3)
+    t.columns[1].header = "sums"
     for r in run.results:
         t.add_row(*(_short(c, 48) for c in row(r)))
     console.print(t)
@@ -174,39 +198,116 @@ def markdown(run: LabRun) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cell(m: Any, blocks: range) -> tuple[str, str, bool]:
+    """(colour, words, changed by the simulator) of a map cell covering ``blocks``."""
+    missing = [b for b in blocks if b in m.missing]
+    areas = [m.flagged[b] for b in blocks if b in m.flagged]
+    changed = any(b in m.damaged for b in blocks)
+    if missing and len(missing) == len(blocks):
+        return MISSING, "missing (cut off the file)", changed
+    if areas:
+        worst = max(areas, key=lambda a: list(AREA_COLOURS).index(a) * -1 if a in AREA_COLOURS else -99)
+        text = AREA_WORDS.get(worst, worst)
+        if any(b in m.checksum for b in blocks) and worst != "checksum":
+            text += ", checksum failure"
+        return AREA_COLOURS.get(worst, "#999"), text, changed
+    if changed:
+        return DAMAGED_UNFOUND, "damaged, not reported", changed
+    return HEALTHY, "healthy", changed
+
+
 def _svg(r: Result) -> str:
     m = r.block_map
     if m is None or m.nblocks == 0:
         return ""
-    per_row, size, gap = 32, 14, 2
-    rows = (m.nblocks + per_row - 1) // per_row
-    width, height = per_row * (size + gap), rows * (size + gap)
+    step = max(1, -(-m.nblocks // MAX_CELLS))
+    cells = -(-m.nblocks // step)
+    per_row, size, gap, label = 32, 16, 2, 64
+    rows = (cells + per_row - 1) // per_row
+    width, height = label + per_row * (size + gap), 16 + rows * (size + gap)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="block map of {html.escape(m.relation)}">'
+        f'aria-label="block map of {html.escape(m.relation)}" font-family="monospace" font-size="9">'
     ]
-    for b in range(m.nblocks):
-        x, y = (b % per_row) * (size + gap), (b // per_row) * (size + gap)
-        area = m.flagged.get(b)
-        colour = AREA_COLOURS.get(area, "#999") if area else (DAMAGED_UNFOUND if b in m.damaged else HEALTHY)
-        stroke = ' stroke="#000" stroke-width="2"' if b in m.damaged else ""
-        title = f"block {b}" + (f": {area}" if area else "") + (" (damaged by the simulator)" if b in m.damaged else "")
+    for col in range(0, per_row, 8):  # column ticks: the block offset within a row
+        parts.append(f'<text x="{label + col * (size + gap)}" y="10" fill="#555">+{col * step}</text>')
+    for row in range(rows):  # row labels: the first block of the row
+        y = 16 + row * (size + gap)
+        parts.append(f'<text x="0" y="{y + size - 4}" fill="#555">block {row * per_row * step}</text>')
+    for c in range(cells):
+        blocks = range(c * step, min(m.nblocks, (c + 1) * step))
+        x, y = label + (c % per_row) * (size + gap), 16 + (c // per_row) * (size + gap)
+        colour, what, changed = _cell(m, blocks)
+        stroke = ' stroke="#000" stroke-width="2"' if changed else ""
+        dash = ' stroke="#888" stroke-dasharray="3,2"' if colour == MISSING else ""
+        name = f"block {blocks.start}" if step == 1 else f"blocks {blocks.start}-{blocks.stop - 1}"
+        title = f"{name}: {what}" + (" (changed by the simulator)" if changed else "")
         parts.append(
-            f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="{colour}"{stroke}>'
+            f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="{colour}"{stroke or dash}>'
             f"<title>{html.escape(title)}</title></rect>"
         )
+        if any(b in m.checksum for b in blocks) and colour != AREA_COLOURS["checksum"]:
+            # a checksum failure beside another cause: a corner in the checksum colour
+            parts.append(
+                f'<polygon points="{x + size - 7},{y} {x + size},{y} {x + size},{y + 7}" '
+                f'fill="{AREA_COLOURS["checksum"]}"/>'
+            )
+        if colour != HEALTHY and step == 1 and m.nblocks <= 512:
+            ink = "#fff" if colour not in (MISSING, HEALTHY) else "#000"
+            parts.append(f'<text x="{x + 2}" y="{y + size - 5}" fill="{ink}" font-size="7">{blocks.start}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
+def _listing(r: Result) -> str:
+    """The damaged and reported blocks by number, in words."""
+    m = r.block_map
+    if m is None:
+        return ""
+    by_what: dict[str, list[int]] = {}
+    for b in sorted(set(m.flagged) | set(m.damaged) | set(m.missing)):
+        _colour, what, changed = _cell(m, range(b, b + 1))
+        key = what + ("" if changed or what.startswith("missing") else " (not changed by the simulator)")
+        if changed and b not in m.flagged and b not in m.missing:
+            key = "damaged, not reported"
+        by_what.setdefault(key, []).append(b)
+    items = []
+    for what, blocks in by_what.items():
+        shown = ", ".join(str(b) for b in blocks[:40]) + (f" … ({len(blocks)} blocks)" if len(blocks) > 40 else "")
+        items.append(f"<li>{html.escape(what)}: block{'s' if len(blocks) > 1 else ''} {shown}</li>")
+    return f"<ul>{''.join(items)}</ul>" if items else ""
+
+
+def _messages(r: Result) -> str:
+    """What the server and the tools said, in full."""
+    o = r.observation
+    if o is None:
+        return ""
+    out = []
+    for label, read in (("SELECT *", o.select), ("count(*)", o.count)):
+        if read.error:
+            out.append(f"<dt>{label}</dt><dd><pre>{html.escape(read.error)}</pre></dd>")
+    for label, tool in (("pg_dump", o.pg_dump), ("pg_amcheck", o.amcheck)):
+        lines = getattr(tool, "output", None) or ([tool.first_error] if tool.first_error else [])
+        if tool.code and lines:
+            more = f"\n… {tool.lines - len(lines)} more lines" if tool.lines > len(lines) else ""
+            out.append(
+                f"<dt>{label} (exit {tool.code})</dt><dd><pre>{html.escape(chr(10).join(lines) + more)}</pre></dd>"
+            )
+    return f"<details><summary>full messages</summary><dl>{''.join(out)}</dl></details>" if out else ""
+
+
 def render_html(run: LabRun) -> str:
     legend = "".join(
-        f'<span class="key" style="background:{c}"></span>{html.escape(a)} ' for a, c in AREA_COLOURS.items()
+        f'<span class="key" style="background:{c}"></span>{html.escape(AREA_WORDS[a])} '
+        for a, c in AREA_COLOURS.items()
     )
     legend += (
         f'<span class="key" style="background:{HEALTHY}"></span>healthy '
-        f'<span class="key" style="background:{DAMAGED_UNFOUND}"></span>damaged, not reported; '
-        "a black border marks the blocks the simulator changed"
+        f'<span class="key" style="background:{DAMAGED_UNFOUND}"></span>damaged, not reported '
+        f'<span class="key missing" style="background:{MISSING}"></span>missing (cut off the file); '
+        "a black border marks the blocks the simulator changed, a corner a checksum failure beside another cause; "
+        "rows are labelled with their first block number"
     )
     head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
     body = []
@@ -221,7 +322,7 @@ def render_html(run: LabRun) -> str:
                 f"<section><h3>{html.escape(r.scenario.name)} — {html.escape(r.scenario.title)} "
                 f"({'checksums on' if r.checksums else 'checksums off'})</h3>"
                 f"<p>{html.escape(r.block_map.relation)}, {r.block_map.nblocks} blocks; {html.escape(timing)}</p>"
-                f"{_svg(r)}</section>"
+                f"{_svg(r)}{_listing(r)}{_messages(r)}</section>"
             )
     clusters = "; ".join(f"{html.escape(c['name'])}: PostgreSQL {html.escape(c['version'])}" for c in run.clusters)
     return f"""<!doctype html>
@@ -232,6 +333,8 @@ table {{ border-collapse: collapse; font-size: 13px; }}
 th, td {{ border: 1px solid #bbb; padding: 4px 6px; text-align: left; vertical-align: top; }}
 th {{ background: #eee; }}
 .key {{ display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 10px; vertical-align: middle; }}
+.missing {{ outline: 1px dashed #888; }}
+pre {{ white-space: pre-wrap; margin: 0; }}
 section {{ margin: 1.5em 0; }}
 </style></head><body>
 <h1>pgsurgeon lab report</h1>

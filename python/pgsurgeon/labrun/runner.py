@@ -22,11 +22,6 @@ from pgsurgeon.labrun.scenarios import Scenario
 from pgsurgeon.pgbin import find_install
 
 SEED_ROWS = 2400
-SETUP_SQL = (
-    "CREATE EXTENSION IF NOT EXISTS amcheck",
-    "CREATE EXTENSION IF NOT EXISTS pageinspect",
-    "CREATE EXTENSION IF NOT EXISTS pg_surgery",
-)
 # The seeds' table: integer columns, a text description, and a bytea payload that every 8th row makes large and
 # incompressible enough to be TOAST-ed.
 TEMPLATE_SQL = """
@@ -51,6 +46,10 @@ class BlockMap:
     """Blocks the simulator changed."""
     flagged: dict[int, str]
     """Block -> worst finding area reported by scan or diagnose."""
+    missing: list[int] = field(default_factory=list)
+    """Blocks the simulator cut off the file (truncated or removed segment): drawn as missing."""
+    checksum: list[int] = field(default_factory=list)
+    """Blocks with a checksum failure reported, whatever the worst area."""
 
 
 @dataclass
@@ -146,19 +145,36 @@ _AREA_RANK = {
 
 def _block_map(name: str, path: str, nblocks: int, manifest: Any, findings: list[dict[str, Any]]) -> BlockMap:
     damaged = sorted({p.block for p in manifest.pages if p.file == path})
+    missing: list[int] = []
     for change in manifest.changes:
         if change.kind != "bytes" and change.file.split(".")[0] == path:
             damaged.append(max(0, nblocks - 1))
+            segno = int(change.file.split(".")[1]) if "." in change.file else 0
+            first = segno * 131072 + (change.offset if change.kind == "truncate" else 0) // 8192
+            size = (change.old_size or 0) if change.kind == "truncate" else change.length
+            missing += range(first, segno * 131072 + (size + 8191) // 8192)
     node = int(path.rsplit("/", 1)[-1])
     flagged: dict[int, str] = {}
-    for f in findings:
+    checksum: set[int] = set()
+    caused: set[int] = set()
+    # The server's own refusal ("invalid page", code server.*) is a consequence: it colours a block only when
+    # nothing names the cause (a checksum failure is then drawn as one, not as a damaged header).
+    ordered = sorted(findings, key=lambda f: str(f.get("code", "")).startswith("server."))
+    for f in ordered:
         if f.get("relfilenode") != node or f.get("block") is None:
             continue
         block = int(f["block"])
         area = str(f["area"])
-        if _AREA_RANK.get(area, 0) >= _AREA_RANK.get(flagged.get(block, ""), -1):
+        if str(f.get("code", "")).startswith("server.") and block in caused:
+            continue
+        if _AREA_RANK.get(area, 0) >= _AREA_RANK.get(flagged.get(block, ""), -1) or block not in caused:
             flagged[block] = area
-    return BlockMap(name, max(nblocks, max(damaged, default=-1) + 1), sorted(set(damaged)), flagged)
+        if not str(f.get("code", "")).startswith("server."):
+            caused.add(block)
+        if area == "checksum":
+            checksum.add(block)
+    size = max(nblocks, max(damaged, default=-1) + 1, max(missing, default=-1) + 1)
+    return BlockMap(name, size, sorted(set(damaged)), flagged, sorted(set(missing)), sorted(checksum))
 
 
 def _timed(result: Result, step: str, fn: Callable[[], Any]) -> Any:
@@ -212,9 +228,7 @@ def _make_cluster(base: Path, name: str, pg_bin: str | None, checksums: bool) ->
         extra_conf={"autovacuum": False, "max_prepared_transactions": 2},
     )
     cluster.start()
-    with cluster.connect() as conn:
-        for statement in SETUP_SQL:
-            conn.execute(statement)
+    cluster.install_extensions()
     return cluster
 
 

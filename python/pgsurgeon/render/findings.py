@@ -3,6 +3,7 @@ and what to do. Shared by scan and diagnose."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -49,20 +50,92 @@ def print_groups(
     *,
     title: Callable[[str, list[dict[str, Any]]], str],
     note: Callable[[dict[str, Any]], str | None] | None = None,
+    steps: Callable[[str, list[dict[str, Any]]], list[str]] | None = None,
 ) -> None:
-    """Each group under its title, one line per finding; ``note`` adds a dim line under a finding."""
+    """Each group under its title, one line per finding; ``note`` adds a dim line under a finding, ``steps`` the
+    commands to run next under the group (once per damaged structure, not per finding)."""
     from rich.markup import escape
 
-    for key, fs in groups.items():
-        console.print(f"\n[bold]{escape(title(key, fs))}[/] — {len(fs)} finding(s)")
-        for f in fs[:PER_GROUP]:
-            colour = "red" if f["severity"] == "error" else "yellow"
-            console.print(f"  [{colour}]{f['severity']:7}[/] {where(f):24} {f['code']}: {escape(f['message'])}")
-            extra = note(f) if note else None
+    # a table before its TOAST table and indexes: the row that owns a damaged value is where the damage shows
+    ordered = sorted(groups.items(), key=lambda kv: str(kv[0]).startswith("pg_toast."))
+    for key, fs in ordered:
+        causes = root_causes(fs)
+        console.print(f"\n[bold]{escape(title(key, fs))}[/] — {len(causes)} damaged structure(s), {len(fs)} finding(s)")
+        for root, consequences in causes[:PER_GROUP]:
+            colour = "red" if root["severity"] == "error" else "yellow"
+            console.print(
+                f"  [{colour}]{root['severity']:7}[/] {where(root):24} {root['code']}: {escape(root['message'])}"
+            )
+            extra = note(root) if note else None
             if extra:
                 console.print(f"          {extra}", style="dim", markup=False)
-        if len(fs) > PER_GROUP:
-            console.print(f"  … {len(fs) - PER_GROUP} more (use --format json for all)")
+            if consequences:
+                counts = Counter(c["code"] for c in consequences)
+                shown = ", ".join(f"{code} x{n}" if n > 1 else code for code, n in counts.most_common(4))
+                more = ", …" if len(counts) > 4 else ""
+                console.print(
+                    f"          and {len(consequences)} consequence(s) here: {shown}{more}", style="dim", markup=False
+                )
+        if len(causes) > PER_GROUP:
+            console.print(f"  … {len(causes) - PER_GROUP} more (use --format json for all)")
+        commands = steps(key, fs) if steps else []
+        if commands:
+            console.print("  next:", style="bold", markup=False)
+            for line in commands:
+                # commands are never wrapped: they are copied and pasted
+                style = "green" if not line.startswith("#") else "dim"
+                console.print(f"    {line}", style=style, markup=False, soft_wrap=True)
+
+
+# Which finding on a block is the cause and which are its consequences: a destroyed page header makes every line
+# pointer look wrong, a wrong line pointer makes its tuple look wrong, and any of them fails the checksum.
+_CAUSE_RANK = {
+    "file": 7,
+    "page_header": 6,
+    "line_pointer": 5,
+    "tuple_header": 4,
+    "tuple_data": 3,
+    "toast": 3,
+    "index": 2,
+    "checksum": 1,
+}
+_PAGE_LEVEL = ("file", "page_header", "line_pointer")
+
+
+def root_causes(fs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """One entry per damaged structure: its root-cause finding and the findings that follow from it. On a page
+    whose header or item-ID array is damaged, everything else on that page is a consequence; otherwise each tuple
+    (block, line pointer) is its own structure, and page-wide symptoms (a checksum failure) go with the first."""
+    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    by_block: dict[Any, list[dict[str, Any]]] = {}
+    for f in fs:
+        if f.get("block") is None:
+            out.append((f, []))
+        else:
+            by_block.setdefault((f.get("path"), f.get("fork"), f["block"]), []).append(f)
+
+    def rank(f: dict[str, Any]) -> int:
+        if str(f.get("code", "")).startswith("server."):  # what the server said: a symptom, never the cause
+            return -1
+        return _CAUSE_RANK.get(str(f.get("area")), 0) * 2 + (f.get("severity") == "error")
+
+    for block_fs in by_block.values():
+        ordered = sorted(block_fs, key=rank, reverse=True)
+        top = ordered[0]
+        if str(top.get("area")) in _PAGE_LEVEL and (top.get("item") is None or top.get("area") != "line_pointer"):
+            out.append((top, ordered[1:]))
+            continue
+        by_item: dict[Any, list[dict[str, Any]]] = {}
+        for f in ordered:
+            by_item.setdefault(f.get("item"), []).append(f)
+        page_wide = by_item.pop(None, [])
+        first = True
+        for item_fs in by_item.values():
+            out.append((item_fs[0], item_fs[1:] + (page_wide if first else [])))
+            first = False
+        if not by_item:
+            out.append((page_wide[0], page_wide[1:]))
+    return out
 
 
 def print_code_summary(console: Console, findings: Iterable[dict[str, Any]], errors: int, warnings: int) -> None:
@@ -82,3 +155,117 @@ def group_by(findings: Iterable[dict[str, Any]], key: str) -> dict[str, list[dic
     for f in findings:
         groups.setdefault(str(f.get(key) or ""), []).append(f)
     return groups
+
+
+_ATTRIBUTE = re.compile(r"^attribute (\d+):")
+MAX_CTIDS = 50
+"""pg_surgery statements list at most this many ctids; the JSON output and repair's plan have all of them."""
+_VISIBILITY_ONLY = frozenset(
+    (
+        "tuple_header.xmin_old",
+        "tuple_header.xmin_old_hinted",
+        "tuple_header.xmin_future",
+        "tuple_header.xmin_invalid",
+        "tuple_header.xmax_old",
+        "tuple_header.xmax_future",
+        "tuple_header.multi_old",
+        "tuple_header.multi_future",
+        "tuple_header.infomask",
+    )
+)
+"""Codes about a tuple's visibility fields only: heap_force_freeze makes such a tuple readable again."""
+
+
+def next_steps(
+    relation: str, fs: list[dict[str, Any]], conn: str = "", everything: Iterable[dict[str, Any]] = ()
+) -> list[str]:
+    """Runnable commands for one damaged relation, with its real name, ctids and the connection options given
+    (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables). ``everything``: all findings of the
+    run, to know whether the TOAST table's pages can still be read (setting a value to NULL deletes its chunks)."""
+    import shlex
+
+    if not relation or not fs:
+        return []
+    c = f" {conn}" if conn else ""
+    rel = shlex.quote(relation)
+    lit = relation.replace("'", "''").replace('"', '\\"')
+    if all(str(f.get("code", "")).startswith(("btree", "index.", "amcheck.btree")) for f in fs):
+        return [
+            "# an index holds no data of its own: rebuild it once its table is known sound",
+            f'psql{c} -c "REINDEX INDEX CONCURRENTLY {lit}"',
+        ]
+    if relation.startswith("pg_toast."):
+        return [
+            "# the table owning this TOAST table, then save and repair that table",
+            f"REL=$(psql{c} -XAtc \"SELECT oid::regclass FROM pg_class WHERE reltoastrelid = '{lit}'::regclass\")",
+            f'pgsurgeon salvage{c} -t "$REL" --out salvage-{relation.split(".")[-1]}',
+            f'pgsurgeon repair{c} -t "$REL"',
+        ]
+    out = [
+        f"pgsurgeon salvage{c} -t {rel} --out salvage-{_slug(relation)}",
+        f"pgsurgeon repair{c} -t {rel}    # a dry run: prints the plan, changes nothing",
+    ]
+    freeze: list[str] = []
+    kill: list[str] = []
+    values: dict[str, int] = {}  # ctid -> attnum of a damaged TOAST value: the rest of the row is intact
+    for f in fs:
+        if f.get("block") is None or f.get("item") is None:
+            continue
+        if str(f.get("area")) not in ("tuple_header", "tuple_data", "toast", "line_pointer"):
+            continue
+        ctid = f"({f['block']},{f['item']})"
+        attnum = f.get("attnum")
+        if attnum is None and (m := _ATTRIBUTE.match(str(f.get("message", "")))):
+            attnum = m.group(1)  # the core names the column in its message
+        if str(f.get("area")) == "toast" and attnum is not None:
+            values.setdefault(ctid, int(attnum))
+            continue
+        target = freeze if str(f.get("code", "")) in _VISIBILITY_ONLY else kill
+        if ctid not in freeze and ctid not in kill:
+            target.append(ctid)
+    toast_pages_bad = any(
+        str(f.get("relation") or "").startswith("pg_toast.")
+        and (str(f.get("area")) in (*_PAGE_LEVEL, "checksum") or str(f.get("code", "")).startswith("server."))
+        for f in everything
+    )
+    if values and toast_pages_bad:
+        out.append("# the TOAST table has pages the server refuses: the repair above deals with them first")
+        values = {}
+    for ctid, attnum in list(values.items())[:MAX_CTIDS]:
+        if ctid in kill or ctid in freeze:
+            continue
+        out.append(f"# or keep row {ctid} and set only its unreadable value (column {attnum}) to NULL")
+        out.append(
+            f"psql{c} -XAtc \"SELECT format('UPDATE %s SET %I = NULL WHERE ctid = %L', '{lit}'::regclass, attname, "
+            f"'{ctid}') FROM pg_attribute WHERE attrelid = '{lit}'::regclass AND attnum = {attnum}\" | psql{c} -X"
+        )
+    for fn, ctids in (("freeze", freeze), ("kill", kill)):
+        if not ctids:
+            continue
+        shown = ctids[:MAX_CTIDS]
+        more = f"    # and {len(ctids) - len(shown)} more" if len(ctids) > len(shown) else ""
+        why = "only visibility fields damaged" if fn == "freeze" else "the row is lost; salvage it first"
+        out.append(f"# or per tuple with pg_surgery ({why})")
+        array = ", ".join(f"'{t}'" for t in shown)
+        out.append(f"psql{c} -c \"SELECT heap_force_{fn}('{lit}'::regclass, ARRAY[{array}]::tid[])\"{more}")
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
+
+
+def offline_steps(pgdata: str, path: str, fs: list[dict[str, Any]], conn: str = "") -> list[str]:
+    """Runnable commands for one damaged file found offline: decode the first damaged page, then (when the
+    relation is named) the same commands as for a live table. ``conn``: the connection options given, if any."""
+    import shlex
+
+    causes = root_causes(fs)
+    blocks = [root["block"] for root, _ in causes if root.get("block") is not None]
+    out = []
+    if blocks and path:
+        out.append(f"pgsurgeon inspect {shlex.quote(f'{pgdata}/{path}')} -b {blocks[0]}")
+    relation = next((str(f["relation"]) for f in fs if f.get("relation")), "")
+    if relation:
+        out += next_steps(relation, fs, conn)
+    return out
