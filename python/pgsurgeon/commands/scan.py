@@ -145,7 +145,7 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
 def run(args: argparse.Namespace) -> int:
     req = request_from_args(args)
     if args.progress:
-        with term.byte_progress("scanning") as show:
+        with term.byte_progress("scan") as show:
             outcome = run_scan(req, lambda done, total, _pages: show(done, total))
     else:
         outcome = run_scan(req)

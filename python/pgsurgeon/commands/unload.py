@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--catalog-from {args.catalog_from} is not a data directory")
     req = request_from_args(args)
     if args.progress:
-        with term.byte_progress("unloading") as show:
+        with term.byte_progress("unload") as show:
             res = run_unload(req, show)
     else:
         res = run_unload(req)
