@@ -60,7 +60,7 @@ def _snapshot(lab: LabCluster, dbnames: list[str]) -> dict[str, list[str]]:
 
 
 def _unload(pgdata: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "200", "PGSURGEON_PROGRESS_INTERVAL": "0"}
     return subprocess.run(
         [sys.executable, "-m", "pgsurgeon", "unload", str(pgdata), "--out", str(out), "-j", "2", *extra],
         capture_output=True,
@@ -98,8 +98,9 @@ def _indexes(lab: LabCluster) -> list[str]:
 def _roundtrip(
     make_lab: MakeLab, version: str, source: LabCluster, expected: dict[str, Any], out: Path, indexes: list[str]
 ) -> None:
-    r = _unload(source.pgdata, out)
+    r = _unload(source.pgdata, out, "-P")
     assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
+    assert r.stderr.splitlines()[-1] == "unload: done" and "MB/s" in r.stderr  # -P without a terminal: lines
     report = json.loads((out / "report.json").read_text())
     assert report["complete"] is True
     assert report["kept_apart"] == 0
