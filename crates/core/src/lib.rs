@@ -12,6 +12,7 @@ pub mod checks;
 pub mod checksum;
 pub mod control;
 pub mod datum;
+pub mod diagnose;
 pub mod error;
 pub mod finding;
 pub mod heap;

@@ -48,7 +48,7 @@ pub struct RelMeta {
 
 /// A heap page as index entries see it.
 #[derive(Debug, Clone, Default)]
-enum PageLp {
+pub(crate) enum PageLp {
     /// Not read, or too damaged to say which items exist.
     #[default]
     Unknown,
@@ -59,12 +59,81 @@ enum PageLp {
 }
 
 /// Line pointer states of one heap, for the index TID checks.
-struct HeapMap {
-    nblocks: u64,
-    pages: Vec<PageLp>,
+pub(crate) struct HeapMap {
+    pub(crate) nblocks: u64,
+    pub(crate) pages: Vec<PageLp>,
 }
 
-fn page_lp(page: &Page<'_>) -> PageLp {
+/// Where an index entry's heap TID lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TidTarget {
+    /// Past the heap's last block.
+    PastEnd,
+    /// The heap page was not read or is too damaged to say.
+    Unknown,
+    /// An all-zero heap page.
+    Zero,
+    /// An unused or missing line pointer.
+    Unused,
+    /// A line pointer in use (normal, redirect or dead).
+    Used,
+}
+
+impl HeapMap {
+    pub(crate) fn new(nblocks: u64) -> Self {
+        HeapMap { nblocks, pages: vec![PageLp::Unknown; nblocks as usize] }
+    }
+
+    pub(crate) fn set(&mut self, block: u64, lp: PageLp) {
+        if let Some(slot) = self.pages.get_mut(block as usize) {
+            *slot = lp;
+        }
+    }
+
+    pub(crate) fn target(&self, tid: &crate::heap::ItemPointerData) -> TidTarget {
+        let hb = u64::from(tid.block);
+        if hb >= self.nblocks {
+            return TidTarget::PastEnd;
+        }
+        match &self.pages[hb as usize] {
+            PageLp::Unknown => TidTarget::Unknown,
+            PageLp::Zero => TidTarget::Zero,
+            PageLp::Items(bits) => {
+                let i = usize::from(tid.offset).wrapping_sub(1);
+                if tid.offset > 0 && bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
+                    TidTarget::Used
+                } else {
+                    TidTarget::Unused
+                }
+            }
+        }
+    }
+}
+
+/// Every heap TID of a btree leaf page's live entries, with the line pointer of its entry; nothing for other
+/// pages. The high key is skipped, and LP_DEAD entries may point at rows vacuum already removed.
+pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::heap::ItemPointerData)) {
+    let Some(o) = BTPageOpaqueData::from_page(page) else { return };
+    if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+        return;
+    }
+    let first = if o.is_rightmost() { 1 } else { 2 };
+    let mut tids = Vec::new();
+    for (off, id) in page.item_ids() {
+        if off < first || id.lp_flags() != crate::itemid::LP_NORMAL {
+            continue;
+        }
+        let Some(t) = page.item_bytes(id) else { continue };
+        if !crate::btree::leaf_heap_tids(t, &mut tids) {
+            continue;
+        }
+        for tid in &tids {
+            f(off, tid);
+        }
+    }
+}
+
+pub(crate) fn page_lp(page: &Page<'_>) -> PageLp {
     let n = usize::from(page.readable_item_count());
     let mut bits = vec![0u8; n.div_ceil(8)];
     for (off, id) in page.item_ids() {
@@ -170,6 +239,20 @@ pub struct ScanSummary {
 pub struct ScanResult {
     pub summary: ScanSummary,
     pub findings: Vec<FileFinding>,
+    /// Runs of blocks a live scan skipped (written after its redo point): the server's copy is the one to check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRange>,
+}
+
+/// Blocks `first..=last` of one relation fork that a live scan did not check.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedRange {
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    pub fork: Fork,
+    pub first: u64,
+    pub last: u64,
 }
 
 /// One chunk of one segment file.
@@ -194,6 +277,8 @@ struct ChunkSummary {
     btree_links: Vec<(u64, u32, u32, u32, u16)>,
     zero_pages: u64,
     skipped_live: u64,
+    /// Blocks skipped for being written after the scan began (live scans).
+    skipped: Vec<u64>,
     /// Heap pages' line pointer states, when an index of this heap will be checked.
     lp_states: Vec<(u64, PageLp)>,
     /// Index entries into all-zero heap pages: (heap block, entries).
@@ -333,6 +418,7 @@ fn scan_unit(
                 // damaged header's LSN is as damaged as the rest of it, and must not hide the page.
                 if p.header().pd_lsn.lsn() > opts.live_redo_lsn.unwrap_or(u64::MAX) && p.header_is_sane(blcksz) {
                     out.skipped_live += 1;
+                    out.skipped.push(block);
                     continue;
                 }
                 page = p;
@@ -422,12 +508,6 @@ fn scan_unit(
 /// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
 /// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
 fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
-    let Some(o) = BTPageOpaqueData::from_page(page) else { return };
-    if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
-        return;
-    }
-    let first = if o.is_rightmost() { 1 } else { 2 }; // skip the high key
-    let mut tids = Vec::new();
     let mut reported = 0usize;
     let mut summary_code = "index.tid_unused";
     let mut report = |out: &mut ChunkSummary, code: &'static str, item: u16, msg: String| {
@@ -438,46 +518,25 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
         }
         reported += 1;
     };
-    for (off, id) in page.item_ids() {
-        if off < first || id.lp_flags() != crate::itemid::LP_NORMAL {
-            continue; // LP_DEAD entries may point at rows vacuum already removed
-        }
-        let Some(t) = page.item_bytes(id) else { continue };
-        if !crate::btree::leaf_heap_tids(t, &mut tids) {
-            continue;
-        }
-        for tid in &tids {
+    for_each_leaf_tid(page, |off, tid| match heap.target(tid) {
+        TidTarget::PastEnd => report(
+            out,
+            "index.tid_beyond_heap",
+            off,
+            format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
+        ),
+        TidTarget::Zero => {
             let hb = u64::from(tid.block);
-            if hb >= heap.nblocks {
-                report(
-                    out,
-                    "index.tid_beyond_heap",
-                    off,
-                    format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
-                );
-                continue;
-            }
-            match &heap.pages[hb as usize] {
-                PageLp::Unknown => {}
-                PageLp::Zero => match out.zero_refs.last_mut() {
-                    Some((b, n)) if *b == hb => *n += 1,
-                    _ => out.zero_refs.push((hb, 1)),
-                },
-                PageLp::Items(bits) => {
-                    let i = usize::from(tid.offset).wrapping_sub(1);
-                    let exists = tid.offset > 0 && bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
-                    if !exists {
-                        report(
-                            out,
-                            "index.tid_unused",
-                            off,
-                            format!("points to heap {tid}, an unused or missing line pointer"),
-                        );
-                    }
-                }
+            match out.zero_refs.last_mut() {
+                Some((b, n)) if *b == hb => *n += 1,
+                _ => out.zero_refs.push((hb, 1)),
             }
         }
-    }
+        TidTarget::Unused => {
+            report(out, "index.tid_unused", off, format!("points to heap {tid}, an unused or missing line pointer"))
+        }
+        TidTarget::Unknown | TidTarget::Used => {}
+    });
     if reported > 16 {
         out.findings.push(Finding::new(
             summary_code,
@@ -758,14 +817,9 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
         if collect_lp[*ri] {
-            let map = heaps.entry(*ri).or_insert_with(|| HeapMap {
-                nblocks: nblocks[*ri],
-                pages: vec![PageLp::Unknown; nblocks[*ri] as usize],
-            });
+            let map = heaps.entry(*ri).or_insert_with(|| HeapMap::new(nblocks[*ri]));
             for (b, lp) in c.lp_states.drain(..) {
-                if let Some(slot) = map.pages.get_mut(b as usize) {
-                    *slot = lp;
-                }
+                map.set(b, lp);
             }
         }
     }
@@ -844,6 +898,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     }
     let mut summary = ScanSummary { relations: relations.len() as u64, ..Default::default() };
     let mut findings = Vec::new();
+    let mut skipped = Vec::new();
     for (ri, (rel, cs)) in relations.iter().zip(per_rel.iter_mut()).enumerate() {
         let key = (rel.tablespace_oid, rel.database_oid, rel.relfilenode);
         let kind = kind_of(&ctx, ri);
@@ -873,6 +928,36 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
             ));
         }
         summary.zero_pages_inside += inside.len() as u64;
+        let mut run: Option<(u64, u64)> = None;
+        for c in cs.iter_mut() {
+            for b in c.skipped.drain(..) {
+                run = match run {
+                    Some((first, last)) if last + 1 == b => Some((first, b)),
+                    Some((first, last)) => {
+                        skipped.push(SkippedRange {
+                            tablespace_oid: rel.tablespace_oid,
+                            database_oid: rel.database_oid,
+                            relfilenode: rel.relfilenode,
+                            fork: rel.fork,
+                            first,
+                            last,
+                        });
+                        Some((b, b))
+                    }
+                    None => Some((b, b)),
+                };
+            }
+        }
+        if let Some((first, last)) = run {
+            skipped.push(SkippedRange {
+                tablespace_oid: rel.tablespace_oid,
+                database_oid: rel.database_oid,
+                relfilenode: rel.relfilenode,
+                fork: rel.fork,
+                first,
+                last,
+            });
+        }
         for c in cs.iter_mut() {
             summary.zero_pages += c.zero_pages;
             summary.skipped_live += c.skipped_live;
@@ -918,7 +1003,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     summary.findings = findings.len() as u64;
     summary.errors = findings.iter().filter(|f| f.finding.severity == crate::finding::Severity::Error).count() as u64;
     summary.warnings = summary.findings - summary.errors;
-    Ok(ScanResult { summary, findings })
+    Ok(ScanResult { summary, findings, skipped })
 }
 
 /// The relations to scan when the caller names files instead of a data directory: each path is

@@ -7,6 +7,8 @@ use pyo3::prelude::*;
 use pgsurgeon_core::page::PageKind;
 use pgsurgeon_core::CoreError;
 
+mod diagnose;
+
 pyo3::create_exception!(_pgsurgeon, FormatError, PyValueError, "A file is not in a format pgsurgeon knows.");
 
 /// The one place core errors become Python exceptions.
@@ -423,5 +425,6 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_pages, m)?)?;
     m.add_function(wrap_pyfunction!(carve_pages, m)?)?;
     m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
+    diagnose::register(m)?;
     Ok(())
 }
