@@ -357,12 +357,12 @@ def test_lost_backend_is_survived(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> 
 
     original = Session.run
 
-    def dying(self: Session, query: Any, params: Any = None) -> Any:
+    def dying(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
         text = query if isinstance(query, str) else query.as_string(None)
         if "verify_heapam" in text:
             with db.connect(self.dsn) as other:
                 other.execute("SELECT pg_terminate_backend(%s)", [self.conn.info.backend_pid])
-        return original(self, query, params)
+        return original(self, query, params, **kw)
 
     monkeypatch.setattr(Session, "run", dying)
     out = run_diagnose(

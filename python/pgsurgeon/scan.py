@@ -43,6 +43,8 @@ class ScanOutcome:
     names: dict[RelKey, RelName]
     warnings: list[str] = field(default_factory=list)
     """What makes the verdict less certain (said once, not as findings)."""
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    """Runs of blocks a live scan did not check (written after its redo point): relfilenode, fork, first, last."""
 
 
 def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dict[str, Any]:
@@ -192,7 +194,7 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         name = names.get(key)
         f["relation"] = name.qualified if name else None
         f["database"] = name.database if name else None
-    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings)
+    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings, result.get("skipped", []))
 
 
 def _not_allowed(exc: PermissionError) -> PgSurgeonError:
