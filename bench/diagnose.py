@@ -107,7 +107,8 @@ def main() -> int:
             findings = max(findings, max(json.loads(t[3])["summary"]["findings"] for t in timings))
     load = os.getloadavg()
     lines = [
-        f"database postgres: {dbsize / 1e9:.2f} GB (pgbench scale {scale}); PostgreSQL {cluster.install.short_version}, "
+        f"database postgres: {dbsize / 1e9:.2f} GB (pgbench scale {scale}); "
+        f"PostgreSQL {cluster.install.short_version}, "
         f"checksums on, {os.cpu_count()} cores, -j {args.jobs} for both tools, warm page cache, median of "
         f"{args.repeat}; load average before/after {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
         f"{'run':40} {'seconds':>8} {'peak RSS MB':>12} {'exit':>5}",
