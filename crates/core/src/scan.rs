@@ -402,6 +402,8 @@ fn scan_unit(
             continue;
         };
         let mut reread: Option<Vec<u8>> = None;
+        // The live check below already verified this copy's checksum: the page checks need not do it again.
+        let mut checksum_verified = false;
         if let Some(redo) = opts.live_redo_lsn {
             let newer = page.header().pd_lsn.lsn() > redo;
             let mismatch = opts.checksums
@@ -410,6 +412,8 @@ fn scan_unit(
             if newer || mismatch || !page.header_is_sane(blcksz) {
                 // Written while we read it, or torn in our copy by a concurrent write: read it again.
                 reread = reread_page(&path, offset + (i * blcksz) as u64, blcksz);
+            } else {
+                checksum_verified = opts.checksums && !page.header().is_new();
             }
         }
         if let Some(again) = reread.as_deref() {
@@ -443,7 +447,8 @@ fn scan_unit(
         } else {
             HeapContext::default()
         };
-        out.findings.extend(check_page_in(&page, page_kind, Some(block), opts.checksums, &heap_ctx));
+        let verify = opts.checksums && !(checksum_verified && reread.is_none());
+        out.findings.extend(check_page_in(&page, page_kind, Some(block), verify, &heap_ctx));
         let sane = page.header_is_sane(blcksz);
         if collect_lp && sane && page_kind == PageKind::Heap {
             out.lp_states.push((block, page_lp(&page)));
