@@ -626,6 +626,8 @@ class Diagnosis:
             rel = by_node.get(int(f["relfilenode"]))
             if rel is None or f["code"] in SCAN_RECHECKED:
                 continue
+            if f["code"] == "file.unreadable" and self._rewritten(rel):
+                continue  # its files were replaced while they were read: not damage
             if f["code"] in ("index.tid_unused", "index.tid_beyond_heap"):
                 m = _TID.search(str(f["message"]))
                 if m and f["block"] is not None and f["item"] is not None:
@@ -667,6 +669,13 @@ class Diagnosis:
             "checkpoint read through the server"
         )
         return True
+
+    def _rewritten(self, rel: Rel) -> bool:
+        """Whether the relation has other files now than when diagnose started (or is gone)."""
+        rows = self.main.run(db.load_sql("diagnose_relfilenode"), {"oid": rel.oid})
+        if isinstance(rows, ServerError):
+            return False
+        return not rows or rows[0][0] is None or int(rows[0][0]) != rel.relfilenode
 
     def confirm_page(self, rel: Rel, blk: int, found: list[dict[str, Any]]) -> None:
         """Findings of the file's copy of a block, against the server's copy: a refusal confirms them, an equal
