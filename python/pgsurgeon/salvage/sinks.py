@@ -564,6 +564,31 @@ class TableSink:
             (a, b, kind, rows),
         )
 
+    def copy_all(self, dest: Session, ranges: list[tuple[int, int]]) -> int | None:
+        """Every range in one transaction inside the server, as CREATE TABLE AS would copy the table: the new table
+        is emptied first (TRUNCATE gives it a new file, so with wal_level=minimal nothing is WAL-logged), then one
+        INSERT … SELECT per TID range, with the progress rows in the same commit. Only for a new table of the same
+        database that holds nothing yet (a resumed salvage copies range by range); None when it does not apply.
+        Raises what the server raises: the caller then copies range by range (nothing was committed)."""
+        if not self.same_db or not ranges or self.done_ranges():
+            return None
+
+        def fn(conn: Connection[tuple[Any, ...]]) -> int:
+            n = 0
+            with conn.transaction():
+                if self.snapshot is not None:
+                    self.snapshot.begin(conn)
+                conn.execute(db.sql.SQL("TRUNCATE {}").format(self.ident(self.name)))
+                for a, b in ranges:
+                    query = range_query(self.table, a, b)
+                    rows = conn.execute(db.sql.SQL("INSERT INTO {} {}").format(self.ident(self.name), query)).rowcount
+                    self._progress(conn, a, b, "sql", rows)
+                    n += rows
+            return n
+
+        rows: int = dest.run(fn)
+        return rows
+
     def copy_range(self, src: Session, dest: Session | None, a: int, b: int) -> int:
         assert dest is not None
         if self.same_db:
