@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -415,6 +416,37 @@ def _append(src: Path, out: Any) -> None:
         shutil.copyfileobj(fh, out, 4 << 20)
 
 
+def psycopg_conninfo(dsn: str) -> dict[str, Any]:
+    from psycopg.conninfo import conninfo_to_dict
+
+    return dict(conninfo_to_dict(dsn))
+
+
+def make_conninfo(params: dict[str, Any]) -> str:
+    from psycopg.conninfo import make_conninfo as make
+
+    return make("", **params)
+
+
+_PSQL: list[tuple[Path, dict[str, str]] | None] = []
+
+
+def _psql() -> tuple[Path, dict[str, str]] | None:
+    """psql and the environment it needs (library path): PostgreSQL's installation pgsurgeon uses, else PATH."""
+    if not _PSQL:
+        from pgsurgeon.pgbin import find_install
+
+        found: tuple[Path, dict[str, str]] | None = None
+        with contextlib.suppress(Exception):
+            install = find_install()
+            env = install.env()
+            found = (install.tool("psql"), {k: v for k, v in env.items() if k == "LD_LIBRARY_PATH"})
+        if found is None and (path := shutil.which("psql")):
+            found = (Path(path), {})
+        _PSQL.append(found)
+    return _PSQL[0]
+
+
 def parse_qualified(text: str) -> tuple[str | None, str]:
     """``schema.name`` as SQL text: quoted parts kept exactly, unquoted ones folded to lower case."""
     parts: list[str] = []
@@ -609,20 +641,49 @@ class TableSink:
         def fn2(dconn: Connection[tuple[Any, ...]]) -> int:
             with dconn.transaction():
                 with dconn.cursor().copy(in_sql) as cin:
-
-                    def pump(sconn: Connection[tuple[Any, ...]]) -> int:
-                        n = 0
-                        with reading(sconn, self.snapshot), sconn.cursor().copy(out_sql) as cout:
-                            for data in cout:
-                                cin.write(data)
-                                n += 1
-                        return n
-
-                    n = src.run(pump)
+                    n = self._pipe(src, out_sql.as_string(dconn), cin.write)
                 self._progress(dconn, a, b, "sql", n)
             return n
 
         return dest.run(fn2)
+
+    def _pipe(self, src: Session, copy_out: str, write: Any) -> int:
+        """The rows of ``copy_out`` (a COPY … TO STDOUT) handed to ``write`` a megabyte at a time, read by psql
+        under the salvage's snapshot: no row passes through Python on its own. Returns the rows (COPY text has one
+        line per row: newlines inside values are escaped)."""
+        psql = _psql()
+        if psql is None:
+            raise PgSurgeonError(
+                "copying into another server needs psql (the rows are piped from one COPY into the other)",
+                hint="install PostgreSQL's client programs, or salvage into the same database (--into without "
+                "--into-dsn) or into files (--out)",
+            )
+        params = psycopg_conninfo(src.dsn)
+        password = params.pop("password", None)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env.update(psql[1])
+        env.update({"PGOPTIONS": src.options, "PGCLIENTENCODING": "UTF8", "PGAPPNAME": "pgsurgeon salvage"})
+        if password is not None:
+            env["PGPASSWORD"] = password  # never on a command line (ps shows it to every local user)
+        cmds = ["-c", copy_out]
+        if self.snapshot is not None:
+            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            cmds = ["-c", begin, "-c", f"SET TRANSACTION SNAPSHOT '{self.snapshot.current()}'", *cmds, "-c", "COMMIT"]
+        args = [str(psql[0]), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", make_conninfo(params), *cmds]
+        rows = 0
+        with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            while chunk := proc.stdout.read(1 << 20):
+                write(chunk)
+                rows += chunk.count(b"\n")
+            err = proc.stderr.read().decode(errors="replace")
+        if proc.returncode == 0:
+            return rows
+        message = next((line for line in err.splitlines() if line.strip()), f"psql exited with {proc.returncode}")
+        message = message.removeprefix("psql:").split("ERROR:", 1)[-1].strip()
+        if proc.returncode == 2:  # the connection to the server was lost
+            raise BackendLost(message)
+        raise SqlFailed(None, message)
 
     def copy_tuples(self, src: Session, dest: Session | None, block: int, lps: list[int]) -> TupleOutcome:
         assert dest is not None
