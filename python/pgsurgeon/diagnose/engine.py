@@ -69,7 +69,7 @@ class DiagnoseRequest:
     """Where the server's data directory is mounted on this host, when not at the path the server reports."""
     limits: Limits = field(default_factory=Limits)
     raw_batch: int = 64
-    amcheck_batch: int = 1024
+    amcheck_batch: int = 4096
     max_crashes: int = 1
     on_progress: Callable[[str], None] | None = None
 
