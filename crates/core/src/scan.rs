@@ -46,22 +46,65 @@ pub struct RelMeta {
     pub toast_name: Option<String>,
 }
 
-/// A heap page as index entries see it.
-#[derive(Debug, Clone, Default)]
-pub(crate) enum PageLp {
-    /// Not read, or too damaged to say which items exist.
-    #[default]
-    Unknown,
-    /// All zeroes: every row that was here is gone.
-    Zero,
-    /// Bit i set: item i+1 can be the target of an index entry (normal, redirect or dead).
-    Items(Box<[u8]>),
+/// Line pointer count of a heap page whose line pointers are unknown (not read, or too damaged to say).
+const LP_UNKNOWN: u16 = u16::MAX;
+/// ... of an all-zero page: every row that was here is gone.
+const LP_ZERO: u16 = u16::MAX - 1;
+
+/// The line pointers of consecutive heap pages, as index entries see them: a count per page (2 bytes), and for
+/// the few pages with unused line pointers among them a bitmap of the used ones (bit i: item i+1 is normal,
+/// redirect or dead, a possible target of an index entry).
+#[derive(Debug, Default)]
+pub(crate) struct LpRun {
+    first: u64,
+    counts: Vec<u16>,
+    holes: Vec<(u64, Box<[u8]>)>,
 }
 
-/// Line pointer states of one heap, for the index TID checks.
+impl LpRun {
+    fn slot(&mut self, block: u64) -> Option<&mut u16> {
+        if self.counts.is_empty() {
+            self.first = block;
+        }
+        let i = usize::try_from(block.checked_sub(self.first)?).ok()?;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, LP_UNKNOWN);
+        }
+        self.counts.get_mut(i)
+    }
+
+    pub(crate) fn zero(&mut self, block: u64) {
+        if let Some(s) = self.slot(block) {
+            *s = LP_ZERO;
+        }
+    }
+
+    pub(crate) fn page(&mut self, block: u64, page: &Page<'_>) {
+        let n = page.readable_item_count();
+        let mut used = vec![0u8; usize::from(n).div_ceil(8)];
+        let mut holes = false;
+        for (off, id) in page.item_ids() {
+            let i = usize::from(off - 1);
+            if id.lp_flags() != crate::itemid::LP_UNUSED {
+                used[i / 8] |= 1 << (i % 8);
+            } else {
+                holes = true;
+            }
+        }
+        if let Some(s) = self.slot(block) {
+            *s = n.min(LP_ZERO - 1);
+            if holes {
+                self.holes.push((block, used.into_boxed_slice()));
+            }
+        }
+    }
+}
+
+/// Line pointer states of one heap, for the index TID checks: a few bytes a block.
 pub(crate) struct HeapMap {
     pub(crate) nblocks: u64,
-    pub(crate) pages: Vec<PageLp>,
+    counts: Vec<u16>,
+    holes: HashMap<u64, Box<[u8]>>,
 }
 
 /// Where an index entry's heap TID lands.
@@ -81,13 +124,27 @@ pub(crate) enum TidTarget {
 
 impl HeapMap {
     pub(crate) fn new(nblocks: u64) -> Self {
-        HeapMap { nblocks, pages: vec![PageLp::Unknown; nblocks as usize] }
+        HeapMap { nblocks, counts: vec![LP_UNKNOWN; nblocks as usize], holes: HashMap::new() }
     }
 
-    pub(crate) fn set(&mut self, block: u64, lp: PageLp) {
-        if let Some(slot) = self.pages.get_mut(block as usize) {
-            *slot = lp;
+    /// Take what a run of pages recorded (later runs win).
+    pub(crate) fn absorb(&mut self, run: &mut LpRun) {
+        for (i, &n) in run.counts.iter().enumerate() {
+            let block = run.first + i as u64;
+            if n == LP_UNKNOWN {
+                continue;
+            }
+            if let Some(slot) = self.counts.get_mut(block as usize) {
+                *slot = n;
+                self.holes.remove(&block);
+            }
         }
+        for (block, used) in run.holes.drain(..) {
+            if (block as usize) < self.counts.len() {
+                self.holes.insert(block, used);
+            }
+        }
+        run.counts = Vec::new();
     }
 
     pub(crate) fn target(&self, tid: &crate::heap::ItemPointerData) -> TidTarget {
@@ -95,15 +152,18 @@ impl HeapMap {
         if hb >= self.nblocks {
             return TidTarget::PastEnd;
         }
-        match &self.pages[hb as usize] {
-            PageLp::Unknown => TidTarget::Unknown,
-            PageLp::Zero => TidTarget::Zero,
-            PageLp::Items(bits) => {
-                let i = usize::from(tid.offset).wrapping_sub(1);
-                if tid.offset > 0 && bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
-                    TidTarget::Used
-                } else {
+        let n = self.counts.get(hb as usize).copied().unwrap_or(LP_UNKNOWN);
+        match n {
+            LP_UNKNOWN => TidTarget::Unknown,
+            LP_ZERO => TidTarget::Zero,
+            _ if tid.offset == 0 || tid.offset > n => TidTarget::Unused,
+            _ => {
+                let i = usize::from(tid.offset - 1);
+                let in_use = self.holes.get(&hb).map(|used| used.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0));
+                if in_use == Some(false) {
                     TidTarget::Unused
+                } else {
+                    TidTarget::Used
                 }
             }
         }
@@ -131,18 +191,6 @@ pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::
             f(off, tid);
         }
     }
-}
-
-pub(crate) fn page_lp(page: &Page<'_>) -> PageLp {
-    let n = usize::from(page.readable_item_count());
-    let mut bits = vec![0u8; n.div_ceil(8)];
-    for (off, id) in page.item_ids() {
-        if id.lp_flags() != crate::itemid::LP_UNUSED {
-            let i = usize::from(off - 1);
-            bits[i / 8] |= 1 << (i % 8);
-        }
-    }
-    PageLp::Items(bits.into_boxed_slice())
 }
 
 /// (tablespace oid, database oid, relfilenode).
@@ -280,7 +328,7 @@ struct ChunkSummary {
     /// Blocks skipped for being written after the scan began (live scans).
     skipped: Vec<u64>,
     /// Heap pages' line pointer states, when an index of this heap will be checked.
-    lp_states: Vec<(u64, PageLp)>,
+    lp: LpRun,
     /// Index entries into all-zero heap pages: (heap block, entries).
     zero_refs: Vec<(u64, u32)>,
     /// TOAST pointers found in a table's tuples: (block, line pointer, pointer).
@@ -432,7 +480,7 @@ fn scan_unit(
             out.zero_blocks.push(block);
             out.zero_pages += 1;
             if collect_lp {
-                out.lp_states.push((block, PageLp::Zero));
+                out.lp.zero(block);
             }
             continue;
         }
@@ -451,7 +499,7 @@ fn scan_unit(
         out.findings.extend(check_page_in(&page, page_kind, Some(block), verify, &heap_ctx));
         let sane = page.header_is_sane(blcksz);
         if collect_lp && sane && page_kind == PageKind::Heap {
-            out.lp_states.push((block, page_lp(&page)));
+            out.lp.page(block, &page);
         }
         if let (Some(h), PageKind::Btree, true) = (heap, page_kind, sane) {
             check_leaf_tids(&page, block, h, &mut out);
@@ -823,9 +871,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     for (ri, c) in chunks.iter_mut() {
         if collect_lp[*ri] {
             let map = heaps.entry(*ri).or_insert_with(|| HeapMap::new(nblocks[*ri]));
-            for (b, lp) in c.lp_states.drain(..) {
-                map.set(b, lp);
-            }
+            map.absorb(&mut c.lp);
         }
     }
     let second: Vec<(usize, ChunkSummary)> = phase2

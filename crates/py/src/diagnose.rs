@@ -26,6 +26,8 @@ impl LineMap {
 }
 
 type Candidates = Vec<(u64, u16, u32, u16, bool)>;
+/// (findings as JSON, suspect blocks, all-zero blocks, candidates, pages checked).
+type BatchAnswer = (String, Vec<u64>, Vec<u64>, Candidates, u64);
 
 /// Check consecutive pages (block `first` onwards) with the GIL released. Returns (findings as JSON, suspect
 /// blocks, all-zero blocks, candidates (index block, index item, heap block, heap item, past end), pages).
@@ -42,7 +44,7 @@ fn check_pages(
     relnatts: Option<u16>,
     record: Option<Py<LineMap>>,
     against: Option<Py<LineMap>>,
-) -> PyResult<(String, Vec<u64>, Vec<u64>, Candidates, u64)> {
+) -> PyResult<BatchAnswer> {
     let kind = match kind {
         None => None,
         Some(k) => Some(PageKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::checks::{check_page_in, HeapContext};
 use crate::finding::{Area, Finding, Severity};
 use crate::page::{Page, PageKind};
-use crate::scan::{for_each_leaf_tid, page_lp, HeapMap, PageLp, TidTarget};
+use crate::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 
 /// The line pointers of one heap, as index entries see them.
 pub struct LineMap {
@@ -29,9 +29,7 @@ impl LineMap {
 
     /// Take the line pointer states a heap batch collected.
     pub fn absorb(&mut self, report: &mut BatchReport) {
-        for (block, lp) in report.lp.drain(..) {
-            self.map.set(block, lp);
-        }
+        self.map.absorb(&mut report.lp);
     }
 }
 
@@ -72,7 +70,7 @@ pub struct BatchReport {
     /// Pages checked.
     pub pages: u64,
     #[serde(skip)]
-    lp: Vec<(u64, PageLp)>,
+    lp: LpRun,
 }
 
 /// Areas whose damage makes a page's tuples unsafe to hand to the executor.
@@ -96,7 +94,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         if page.is_all_zero() {
             out.zero.push(block);
             if cfg.collect_lp {
-                out.lp.push((block, PageLp::Zero));
+                out.lp.zero(block);
             }
             continue;
         }
@@ -116,7 +114,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         }
         out.findings.extend(found);
         if kind == PageKind::Heap && cfg.collect_lp && lps_sound {
-            out.lp.push((block, page_lp(&page)));
+            out.lp.page(block, &page);
         }
         if let (PageKind::Btree, Some(map), false) = (kind, heap, damaged) {
             for_each_leaf_tid(&page, |off, tid| {
@@ -149,7 +147,7 @@ pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
 
 /// The line pointer flags of a heap page (0 unused, 1 normal, 2 redirect, 3 dead), one byte each.
 pub fn lp_flags(data: &[u8]) -> Vec<u8> {
-    Page::new(data).map(|p| p.item_ids().map(|(_, id)| id.lp_flags() as u8).collect()).unwrap_or_default()
+    Page::new(data).map(|p| p.item_ids().map(|(_, id)| id.lp_flags()).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -203,6 +201,27 @@ mod tests {
     }
 
     #[test]
+    fn unused_line_pointers_among_used_ones() {
+        let cfg = BatchConfig {
+            kind: Some(PageKind::Heap),
+            checksums: false,
+            blcksz: 8192,
+            relnatts: None,
+            collect_lp: true,
+        };
+        let mut data = heap_page(3);
+        data[28..32].copy_from_slice(&0u32.to_le_bytes()); // item 2 unused: its tuple is left unreferenced
+        let mut rep = check_batch(&data, 10, &cfg, None);
+        let mut map = LineMap::new(11);
+        map.absorb(&mut rep);
+        let tid = |o| crate::heap::ItemPointerData { block: 10, offset: o };
+        assert_eq!(map.map.target(&tid(1)), TidTarget::Used);
+        assert_eq!(map.map.target(&tid(2)), TidTarget::Unused);
+        assert_eq!(map.map.target(&tid(3)), TidTarget::Used);
+        assert_eq!(map.map.target(&tid(0)), TidTarget::Unused);
+    }
+
+    #[test]
     fn a_broken_header_is_suspect_and_not_mapped() {
         let cfg = BatchConfig {
             kind: Some(PageKind::Heap),
@@ -213,9 +232,11 @@ mod tests {
         };
         let mut data = heap_page(2);
         data[12..14].copy_from_slice(&9000u16.to_le_bytes()); // pd_lower past the page
-        let rep = check_batch(&data, 0, &cfg, None);
+        let mut rep = check_batch(&data, 0, &cfg, None);
         assert_eq!(rep.suspect, vec![0]);
-        assert!(rep.lp.is_empty());
+        let mut map = LineMap::new(1);
+        map.absorb(&mut rep);
+        assert_eq!(map.map.target(&crate::heap::ItemPointerData { block: 0, offset: 1 }), TidTarget::Unknown);
         assert!(rep.findings.iter().any(|f| f.code.starts_with("page_header.")));
     }
 }
