@@ -2,19 +2,22 @@
 
 The order is what keeps a damaged server up:
 
-1. Read every page raw (pageinspect's ``get_raw_page``: a copy of the buffer, the executor never looks at the
-   tuples) and decode it in the core. A range the server refuses is bisected down to the refused blocks; those
-   are read from the relation files when the data directory is on this host, so even a page with a bad header
-   gets its line pointers named.
-2. Compare index entries with the table's line pointers (entries past the end of the table, or on unused line
-   pointers), and the visibility map with the table's length.
-3. ``verify_heapam`` over the ranges of pages the server accepts (TOAST tables first, without following TOAST
-   pointers; then the tables, following them only when the TOAST table is sound). A range that raises an ERROR
-   is bisected to the failing blocks and the rest is checked. A backend crash is recorded, the session reconnects
-   and amcheck is not run again (a crash restarts every session of the server).
-4. ``bt_index_check`` on every btree index (``heapallindexed`` only over tables whose pages are all sound: it reads
-   the table with the executor).
-5. The offline scan of the same relations' files, when the data directory is on this host.
+1. Check every page in the core before any SQL looks at its tuples, in parallel (-j), memory independent of the
+   table's size. When the data directory is on this host, the relation files are read directly with the rules of
+   ``scan --live``: a page written since the last checkpoint is skipped there and read through the server instead,
+   and a page the files show damaged is compared with the server's copy (a refusal confirms it, a newer copy is
+   checked instead). Otherwise every page comes through pageinspect's ``get_raw_page`` (a copy of the buffer, the
+   executor never looks at the tuples), a batch of consecutive pages per statement as one binary bytea; a range
+   the server refuses is bisected down to the refused blocks.
+2. Index entries whose row seems missing (past the end of the table, on an unused line pointer) are re-read
+   through the server before they are believed (a concurrent insert or VACUUM explains a first mismatch); the
+   visibility map is compared with the table's length as it is after the map was read.
+3. ``verify_heapam`` over the ranges of pages that passed (TOAST tables first, without following TOAST pointers;
+   then the tables, following them only when the TOAST table is sound), and ``bt_index_check`` on every btree
+   index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
+   checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
+   every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
+   with the executor).
 
 Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
 taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is never used).
@@ -419,8 +422,8 @@ class Diagnosis:
     def raw_ranges(
         self, session: Session, rel: Rel, first: int, last: int, fork: str = "main"
     ) -> Iterator[tuple[int, bytes | ServerError]]:
-        """Blocks first..last as the buffer manager returns them, in ascending order: (first block of a run, its
-        pages one after another, in binary), or (block, the error the server raises for it).
+        """Blocks first..last as the buffer manager returns them: (first block of a run, its pages one after
+        another, in binary), or (block, the error the server raises for it).
 
         A batch is one bytea (string_agg) so no per-page row crosses the connection. A failing range is bisected;
         an error that names its block splits the range around that block.
