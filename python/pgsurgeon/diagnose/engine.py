@@ -1069,10 +1069,22 @@ class Diagnosis:
         heap_tasks = self.heap_tasks(tables)
         tasks: list[tuple[Rel, int, int, bool] | Rel] = [*indexes, *heap_tasks]
 
+        def cost(task: tuple[Rel, int, int, bool] | Rel) -> int:
+            """Blocks a task reads: the longest go first, so no session is left with a big one at the end."""
+            if isinstance(task, Rel):
+                heap = self.heap_of(task)
+                return task.nblocks + (heap.nblocks if heap is not None and self.req.heapallindexed else 0)
+            return task[2] - task[1] + 1
+
+        order = sorted(range(len(tasks)), key=lambda i: -cost(tasks[i]))
+
         def run(session: Session, task: tuple[Rel, int, int, bool] | Rel) -> list[dict[str, Any]]:
             return self.btree_task(session, task) if isinstance(task, Rel) else self.heap_task(session, task)
 
-        results = self.parallel(run, tasks)
+        done = self.parallel(run, [tasks[i] for i in order])
+        results: list[list[dict[str, Any]]] = [[] for _ in tasks]
+        for i, res in zip(order, done, strict=True):
+            results[i] = res
         for res in results[: len(indexes)]:
             self.add(res)
         self.heap_done(tables, heap_tasks, results[len(indexes) :])
