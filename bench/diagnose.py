@@ -93,24 +93,27 @@ def main() -> int:
         "pg_amcheck --heapallindexed": ([*amcheck, "--heapallindexed"], cluster),
         "pgsurgeon diagnose --heapallindexed": ([*diagnose, "--heapallindexed"], None),
     }
-    results: dict[str, tuple[float, float, int]] = {}
-    findings = 0
-    for label, (cmd, server) in runs.items():
+    for cmd, server in runs.values():
         run_measured(cmd, as_server=server)  # warm
-        timings = [run_measured(cmd, as_server=server) for _ in range(args.repeat)]
-        results[label] = (
-            statistics.median(t[0] for t in timings),
-            max(t[1] for t in timings),
-            max(t[2] for t in timings),
-        )
-        if server is None:
-            findings = max(findings, max(json.loads(t[3])["summary"]["findings"] for t in timings))
+    # interleaved, so a change in the machine's load hits every tool alike
+    timings: dict[str, list[tuple[float, float, int, str]]] = {label: [] for label in runs}
+    load_before = os.getloadavg()
+    for _ in range(args.repeat):
+        for label, (cmd, server) in runs.items():
+            timings[label].append(run_measured(cmd, as_server=server))
+    results = {
+        label: (statistics.median(t[0] for t in ts), max(t[1] for t in ts), max(t[2] for t in ts))
+        for label, ts in timings.items()
+    }
+    findings = max(
+        json.loads(t[3])["summary"]["findings"] for label, ts in timings.items() if "pgsurgeon" in label for t in ts
+    )
     load = os.getloadavg()
     lines = [
         f"database postgres: {dbsize / 1e9:.2f} GB (pgbench scale {scale}); "
         f"PostgreSQL {cluster.install.short_version}, "
         f"checksums on, {os.cpu_count()} cores, -j {args.jobs} for both tools, warm page cache, median of "
-        f"{args.repeat}; load average before/after {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        f"{args.repeat}; load average (1 min) before {load_before[0]:.2f}, after {load[0]:.2f}",
         f"{'run':40} {'seconds':>8} {'peak RSS MB':>12} {'exit':>5}",
     ]
     lines += [f"{label:40} {s:8.2f} {rss:12.1f} {code:5d}" for label, (s, rss, code) in results.items()]
