@@ -646,9 +646,7 @@ class Diagnosis:
                 "source": fmod.SOURCE_SCAN,
                 "attnum": None,
             }
-            if str(f["code"]).startswith("toast.") and rel.role == "table":
-                rel.toast_scan.append(finding)  # the server's own TOAST check decides (heap_phase)
-            elif f["fork"] == "main" and f["block"] is not None:
+            if f["fork"] == "main" and f["block"] is not None:
                 pending.setdefault((rel.oid, int(f["block"])), []).append(finding)
             else:
                 self.add([finding])
@@ -703,7 +701,11 @@ class Diagnosis:
                 return
         if any(f["severity"] == "error" and f["area"] in STRUCTURAL_AREAS for f in found):
             rel.suspect.add(blk)
-        self.add(found)
+        # A table row's TOAST finding also depends on the TOAST table's pages, read at another moment: the server's
+        # own TOAST check decides when it runs (heap_done).
+        toast_rows = [f for f in found if str(f["code"]).startswith("toast.") and rel.role == "table"]
+        rel.toast_scan.extend(toast_rows)
+        self.add(f for f in found if f not in toast_rows)
 
     # ------------------------------------------------------------------ 2. cross-checks
 
