@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg.sql import Composable, Composed
 
+# TID ranges OR-ed in one statement of the one-transaction copy (more go to further statements).
+_RANGES_PER_STATEMENT = 64
 PROVENANCE = ("salvage_block", "salvage_lp", "salvage_offset", "salvage_via", "salvage_certainty", "salvage_note")
 _PROVENANCE_TYPES = ("bigint", "integer", "integer", "text", "text", "text")
 
@@ -588,7 +590,7 @@ class TableSink:
             ).fetchall()
         return sorted((int(a), int(b)) for a, b in rows)
 
-    def _progress(self, conn: Connection[tuple[Any, ...]], a: int, b: int, kind: str, rows: int) -> None:
+    def _progress(self, conn: Connection[tuple[Any, ...]], a: int, b: int, kind: str, rows: int | None) -> None:
         conn.execute(
             db.sql.SQL("INSERT INTO {} (first_block, end_block, kind, rows) VALUES (%s, %s, %s, %s)").format(
                 self.ident(self.progress_name)
@@ -597,25 +599,39 @@ class TableSink:
         )
 
     def copy_all(self, dest: Session, ranges: list[tuple[int, int]]) -> int | None:
-        """Every range in one transaction inside the server, as CREATE TABLE AS would copy the table: the new table
-        is emptied first (TRUNCATE gives it a new file, so with wal_level=minimal nothing is WAL-logged), then one
-        INSERT … SELECT per TID range, with the progress rows in the same commit. Only for a new table of the same
-        database that holds nothing yet (a resumed salvage copies range by range); None when it does not apply.
-        Raises what the server raises: the caller then copies range by range (nothing was committed)."""
+        """Every range in one transaction inside the server, as CREATE TABLE AS copies a table: the new (empty)
+        table is created again by CREATE TABLE AS over the TID ranges (a table created in the transaction is
+        filled with bulk inserts, and with wal_level=minimal not WAL-logged), the progress rows in the same commit.
+        Only for a new table of the same database that holds nothing yet (a resumed salvage copies range by range);
+        None when it does not apply. Raises what the server raises: the caller then copies range by range (nothing
+        was committed)."""
         if not self.same_db or not ranges or self.done_ranges():
             return None
+        groups = [ranges[i : i + _RANGES_PER_STATEMENT] for i in range(0, len(ranges), _RANGES_PER_STATEMENT)]
+
+        def where(group: list[tuple[int, int]]) -> Composed:
+            return db.sql.SQL(" OR ").join(
+                db.sql.SQL("(ctid >= {}::tid AND ctid < {}::tid)").format(
+                    db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
+                )
+                for a, b in group
+            )
 
         def fn(conn: Connection[tuple[Any, ...]]) -> int:
             n = 0
             with conn.transaction():
                 if self.snapshot is not None:
                     self.snapshot.begin(conn)
-                conn.execute(db.sql.SQL("TRUNCATE {}").format(self.ident(self.name)))
+                conn.execute(db.sql.SQL("DROP TABLE {}").format(self.ident(self.name)))
+                for i, group in enumerate(groups):
+                    select = db.sql.SQL("SELECT {} FROM {} WHERE {}").format(
+                        self.table.select_list(), self.table.ident(), where(group)
+                    )
+                    verb = "CREATE TABLE {} AS {}" if i == 0 else "INSERT INTO {} {}"
+                    n += conn.execute(db.sql.SQL(verb).format(self.ident(self.name), select)).rowcount
                 for a, b in ranges:
-                    query = range_query(self.table, a, b)
-                    rows = conn.execute(db.sql.SQL("INSERT INTO {} {}").format(self.ident(self.name), query)).rowcount
-                    self._progress(conn, a, b, "sql", rows)
-                    n += rows
+                    self._progress(conn, a, b, "sql", None)  # copied together: the count is on the 'bulk' row
+                self._progress(conn, ranges[0][0], ranges[-1][1], "bulk", n)
             return n
 
         rows: int = dest.run(fn)
