@@ -336,6 +336,21 @@ def test_sql_only_without_files(lab: Lab) -> None:
     assert any(f["block"] == 3 and f["code"] == "server.invalid_page" for f in doc["findings"])
 
 
+def test_sql_only_names_cut_tables_and_lost_rows(lab: Lab) -> None:
+    """Through get_raw_page alone (batches checked by the core, the table's line pointers kept there): index entries
+    past the end of a truncated table, and the truncation itself, are named."""
+    table, index = lab.relnames["m_truncate"]["table"], lab.relnames["m_truncate"]["index"]
+    code, out = cli("diagnose", "--dsn", lab.dsn, "--table", table, "--no-files", "--format", "json", "-j", "2")
+    doc = json.loads(out)
+    assert code == 2 and doc["summary"]["files_used"] is False
+    codes = {(f["relation"], f["code"]) for f in doc["findings"]}
+    assert (index, "index.tid_beyond_heap") in codes, codes
+    assert {(table, "file.vm_beyond_end"), (table, "file.heap_truncated")} & codes, codes
+    healthy = lab.relnames[HEALTHY]["table"]
+    code, out = cli("diagnose", "--dsn", lab.dsn, "--table", healthy, "--no-files", "--format", "json")
+    assert code == 0 and json.loads(out)["findings"] == []
+
+
 def test_unknown_table_and_missing_extension(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--dsn", lab.dsn, "--table", "no_such_table"]) == Exit.USAGE
     assert "no table 'no_such_table'" in capsys.readouterr().err
