@@ -609,6 +609,8 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
         return;
     }
     let mut kept = 0usize;
+    let mut walk = crate::tuple::Walk::default();
+    let walk_opts = crate::tuple::WalkOptions::default();
     for (off, id) in page.item_ids() {
         if id.lp_flags() != crate::itemid::LP_NORMAL {
             continue;
@@ -624,7 +626,7 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
                 kept += 1;
             }
         } else if let Some(desc) = &meta.desc {
-            let walk = crate::tuple::walk_attributes(tuple, &header, desc);
+            crate::tuple::walk_attributes_into(tuple, &header, desc, &walk_opts, &mut walk);
             for p in &walk.problems {
                 if kept < 16 {
                     out.findings.push(p.to_finding(Some(block), Some(off)));
@@ -632,7 +634,7 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
                 kept += 1;
             }
             if meta.toast.is_some() {
-                out.toast_ptrs.extend(walk.toast_pointers.into_iter().map(|ptr| (block, off, ptr)));
+                out.toast_ptrs.extend(walk.toast_pointers.drain(..).map(|ptr| (block, off, ptr)));
             }
         }
     }
