@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg.sql import Composable, Composed
 
-# TID ranges OR-ed in one statement of the one-transaction copy (more go to further statements).
-_RANGES_PER_STATEMENT = 64
 PROVENANCE = ("salvage_block", "salvage_lp", "salvage_offset", "salvage_via", "salvage_certainty", "salvage_note")
 _PROVENANCE_TYPES = ("bigint", "integer", "integer", "text", "text", "text")
 
@@ -590,7 +588,7 @@ class TableSink:
             ).fetchall()
         return sorted((int(a), int(b)) for a, b in rows)
 
-    def _progress(self, conn: Connection[tuple[Any, ...]], a: int, b: int, kind: str, rows: int | None) -> None:
+    def _progress(self, conn: Connection[tuple[Any, ...]], a: int, b: int, kind: str, rows: int) -> None:
         conn.execute(
             db.sql.SQL("INSERT INTO {} (first_block, end_block, kind, rows) VALUES (%s, %s, %s, %s)").format(
                 self.ident(self.progress_name)
@@ -600,22 +598,15 @@ class TableSink:
 
     def copy_all(self, dest: Session, ranges: list[tuple[int, int]]) -> int | None:
         """Every range in one transaction inside the server, as CREATE TABLE AS copies a table: the new (empty)
-        table is created again by CREATE TABLE AS over the TID ranges (a table created in the transaction is
-        filled with bulk inserts, and with wal_level=minimal not WAL-logged), the progress rows in the same commit.
+        table is created again by CREATE TABLE AS over the first TID range (a table created in the transaction is
+        filled with bulk inserts, and with wal_level=minimal not WAL-logged), INSERT … SELECT adds the others, the
+        progress rows go in the same commit. One TID range scan per statement: ranges OR-ed in one statement become
+        a sequential scan, which reads the damaged blocks between them (and may set hint bits in their garbage).
         Only for a new table of the same database that holds nothing yet (a resumed salvage copies range by range);
         None when it does not apply. Raises what the server raises: the caller then copies range by range (nothing
         was committed)."""
         if not self.same_db or not ranges or self.done_ranges():
             return None
-        groups = [ranges[i : i + _RANGES_PER_STATEMENT] for i in range(0, len(ranges), _RANGES_PER_STATEMENT)]
-
-        def where(group: list[tuple[int, int]]) -> Composed:
-            return db.sql.SQL(" OR ").join(
-                db.sql.SQL("(ctid >= {}::tid AND ctid < {}::tid)").format(
-                    db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
-                )
-                for a, b in group
-            )
 
         def fn(conn: Connection[tuple[Any, ...]]) -> int:
             n = 0
@@ -623,15 +614,12 @@ class TableSink:
                 if self.snapshot is not None:
                     self.snapshot.begin(conn)
                 conn.execute(db.sql.SQL("DROP TABLE {}").format(self.ident(self.name)))
-                for i, group in enumerate(groups):
-                    select = db.sql.SQL("SELECT {} FROM {} WHERE {}").format(
-                        self.table.select_list(), self.table.ident(), where(group)
-                    )
+                for i, (a, b) in enumerate(ranges):
                     verb = "CREATE TABLE {} AS {}" if i == 0 else "INSERT INTO {} {}"
-                    n += conn.execute(db.sql.SQL(verb).format(self.ident(self.name), select)).rowcount
-                for a, b in ranges:
-                    self._progress(conn, a, b, "sql", None)  # copied together: the count is on the 'bulk' row
-                self._progress(conn, ranges[0][0], ranges[-1][1], "bulk", n)
+                    query = db.sql.SQL(verb).format(self.ident(self.name), range_query(self.table, a, b))
+                    rows = conn.execute(query).rowcount
+                    self._progress(conn, a, b, "sql", rows)
+                    n += rows
             return n
 
         rows: int = dest.run(fn)
