@@ -49,7 +49,8 @@ fuzz: ## longer fuzzing with cargo-fuzz (needs nightly and cargo-fuzz)
 
 .PHONY: bench
 bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server COPY), equal work; results in docs/benchmarks.md
-	$(PYTHON) bench/scan.py
-	$(PYTHON) bench/salvage.py
+	$(PYTHON) bench/scan.py --check
+	$(PYTHON) bench/diagnose.py --check
+	$(PYTHON) bench/salvage.py --check
 	$(PYTHON) bench/carve.py --repeat 3 --check
 	$(PYTHON) bench/unload.py --check

@@ -1,20 +1,19 @@
-"""Benchmark: `pgsurgeon salvage` of a damaged table of at least 1 GB against a plain COPY of the same table while
-it was healthy, in one run.
+"""Benchmark: `pgsurgeon salvage` of a healthy table against the server doing the same work itself, in one run:
+`--out DIR` against the server's `COPY t TO 'file'`, `--into NEW` against `CREATE TABLE … AS SELECT * FROM t`.
 
-Builds (once, then reuses) a PostgreSQL 18 lab cluster with data checksums holding one table of about 1.1 GB (10
-million rows: bigint key, integers, text, float, timestamptz, numeric; a primary key), times the server's own `COPY t
-TO 'file'` of it (equal work: salvage has the server write its chunk files the same way; warm cache, best of
---repeat), then damages --damaged blocks spread evenly over the table
-(page header, item-ID array, tuple header, checksum, zeroed page: the simulator, with the server stopped) and times
-`pgsurgeon salvage --out DIR -j 2` (best of --repeat). Prints both, the ratio, and what salvage saved, carved and
-lost. The damage is undone at the end, so the cluster can be reused.
+Reuses the pgbench cluster of bench/carve.py (bench/labs.py: PostgreSQL 18, data checksums on, wal_level minimal):
+`pgbench_accounts` at scale 100 (10 M rows, 1.3 GB) by default, scale 800 (80 M rows, ≥ 10 GB) with --big. Warm page
+cache: each command runs once before it is timed; best of --repeat. Peak RSS from wait4 of the pgsurgeon process.
+Targets (issue 14): --out ≤ 1.2x the server COPY to a file, --into ≤ 1.5x CREATE TABLE AS, peak RSS ≤ 200 MB, every
+row saved; --check exits 1 when one is missed.
 
-    python bench/salvage.py [--rows 10000000] [--damaged 64] [--repeat 2] [--lab-dir /var/tmp/pgsurgeon-bench]
+    python bench/salvage.py [--big] [--jobs 2] [--repeat 2] [--lab-dir /var/tmp/pgsurgeon-bench] [--check] [--record]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -28,183 +27,129 @@ from labs import bench_cluster
 
 from pgsurgeon.lab import LabCluster
 
-NAME = "salv18"
-TABLE = "bench_orders"
-MODES = (("header", ["--field", "random"]), ("item-ids", []), ("tuple-header", []), ("checksum", []), ("zero", []))
+TABLE = "pgbench_accounts"
+INTO = "bench_salvage_into"
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def build(lab_dir: Path, rows: int) -> LabCluster:
-    cluster = bench_cluster(NAME, lab_dir)
+def build(lab_dir: Path, scale: int) -> LabCluster:
+    """The pgbench cluster of bench/carve.py (built there or here, once)."""
+    cluster = bench_cluster(f"carve18s{scale}", lab_dir)
     with cluster.connect() as conn:
         have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
-        if not (have and have[0]):
-            print(f"building {TABLE} with {rows} rows (once) ...", file=sys.stderr)
-            started = time.monotonic()
-            conn.execute(
-                f"CREATE TABLE {TABLE} (id bigint PRIMARY KEY, customer integer, status smallint, note text, "
-                "amount float8, created timestamptz, total numeric)"
-            )
-            step = 1_000_000
-            for first in range(1, rows + 1, step):
-                last = min(rows, first + step - 1)
-                conn.execute(
-                    f"INSERT INTO {TABLE} SELECT g, g % 100000, (g % 5)::smallint, "
-                    "'order ' || g || ' ' || md5(g::text), g * 0.25, "
-                    "'2020-01-01'::timestamptz + g * interval '1 second', round(g / 7.0, 2) "
-                    f"FROM generate_series({first}, {last}) g"
-                )
-            conn.execute(f"VACUUM (FREEZE, ANALYZE) {TABLE}")
+    if not (have and have[0]):
+        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
+        cluster.run_tool("pgbench", "-i", "-q", "-s", str(scale), "-d", "postgres", timeout=7200)
+        with cluster.connect() as conn:
             conn.execute("CHECKPOINT")
-            print(f"built in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return cluster
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None, stdout_to: Path | None = None) -> tuple[float, str]:
-    started = time.perf_counter()
-    if stdout_to is not None:
-        with stdout_to.open("wb") as fh:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.PIPE, env=env, check=False)
-        out = ""
-    else:
-        proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
-        out = proc.stdout.decode()
-    elapsed = time.perf_counter() - started
-    if proc.returncode not in (0, 2):
-        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-    return elapsed, out
+def run_measured(cmd: list[str]) -> tuple[float, float, dict[str, object]]:
+    """Seconds, peak RSS in MB (wait4), the JSON report on stdout."""
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        out.seek(0)
+        text = out.read().decode()
+    if code != 0:
+        raise SystemExit(f"salvage failed ({code}): {err[-2000:]}{text[-2000:]}")
+    report: dict[str, object] = json.loads(text)
+    return elapsed, usage.ru_maxrss / 1024, report
+
+
+def drop_into(cluster: LabCluster) -> None:
+    with cluster.connect() as conn:
+        for suffix in ("", "_carved", "_salvage"):
+            conn.execute(f"DROP TABLE IF EXISTS {INTO}{suffix}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--damaged", type=int, default=64, help="blocks to damage, spread over the table")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--big", action="store_true", help="pgbench scale 800 (>= 10 GB) instead of 100")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
-    ap.add_argument("--remove", action="store_true", help="remove the cluster afterwards")
-    ap.add_argument("--check", action="store_true", help="exit 1 when salvage takes more than 1.5x the COPY")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
-
-    cluster = build(args.lab_dir, args.rows)
-    dsn = cluster.dsn()
+    scale = 800 if args.big else 100
+    cluster = build(args.lab_dir, scale)
     with cluster.connect() as conn:
-        size, nblocks, path = conn.execute(
-            "SELECT pg_relation_size(%s::regclass), pg_relation_size(%s::regclass) / 8192, "
-            "pg_relation_filepath(%s::regclass)",
-            (TABLE, TABLE, TABLE),
-        ).fetchone()  # type: ignore[misc]
-        (nrows,) = conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()  # type: ignore[misc]
-    if size < 1 << 30:
-        print(f"warning: {TABLE} is only {size / 1e9:.2f} GB; pass more --rows", file=sys.stderr)
-    work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-salvage-"))
+        size, nrows = conn.execute(f"SELECT pg_relation_size('{TABLE}'), (SELECT count(*) FROM {TABLE})").fetchone()  # type: ignore[misc]
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
+    work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-salvage-", dir="/var/tmp"))
     work.chmod(0o777)  # the server (another user) writes its COPY file here
+    base = [pgsurgeon, "salvage", "--dsn", cluster.dsn(), "--table", TABLE, "-j", str(args.jobs)]
+    base += ["--report-format", "json"]
 
-    def server_copy(path: Path) -> float:
-        """Equal work for `salvage --out`: the server writes the table to a file itself (no rows cross the
-        connection), as salvage has it write its chunks."""
+    def server_copy() -> float:
         with cluster.connect() as conn:
             started = time.perf_counter()
-            conn.execute(f"COPY {TABLE} TO '{path}'")  # our own fresh temporary directory
-            return time.perf_counter() - started
+            conn.execute(f"COPY {TABLE} TO '{work / 'server.copy'}'")  # our own fresh directory
+            elapsed = time.perf_counter() - started
+        (work / "server.copy").unlink()
+        return elapsed
+
+    def ctas() -> float:
+        with cluster.connect() as conn:
+            conn.execute("DROP TABLE IF EXISTS bench_ctas")
+            started = time.perf_counter()
+            conn.execute(f"CREATE TABLE bench_ctas AS SELECT * FROM {TABLE}")
+            elapsed = time.perf_counter() - started
+            conn.execute("DROP TABLE bench_ctas")
+        return elapsed
+
+    def salvage_out() -> tuple[float, float, dict[str, object]]:
+        shutil.rmtree(work / "out", ignore_errors=True)
+        return run_measured([*base, "--out", str(work / "out")])
+
+    def salvage_into() -> tuple[float, float, dict[str, object]]:
+        drop_into(cluster)
+        return run_measured([*base, "--into", INTO])
 
     try:
-        # the healthy baseline: the server's COPY of the whole table to a file
-        server_copy(work / "warm.copy")
-        copy_s = min(server_copy(work / "healthy.copy") for _ in range(args.repeat))
-        copy_bytes = (work / "healthy.copy").stat().st_size
-        (work / "warm.copy").unlink()
-
-        # damage blocks spread over the table, with the server stopped once
-        stride = max(1, nblocks // (args.damaged + 1))
-        blocks = [stride * (i + 1) for i in range(args.damaged)]
-        manifests: list[str] = []
-        cluster.stop()
-        try:
-            for i, block in enumerate(blocks):
-                mode, extra = MODES[i % len(MODES)]
-                proc = subprocess.run(
-                    [
-                        pgsurgeon,
-                        "corrupt",
-                        mode,
-                        "--pgdata",
-                        str(cluster.pgdata),
-                        "--file",
-                        str(path),
-                        "--block",
-                        str(block),
-                        "--seed",
-                        str(i),
-                        *extra,
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
-                if proc.returncode != 0:
-                    raise SystemExit(f"corrupt {mode} block {block} failed: {proc.stderr[-500:]}")
-                manifests.extend(
-                    line.split("undo with: pgsurgeon undo ", 1)[1].strip()
-                    for line in (proc.stdout + proc.stderr).splitlines()
-                    if "undo with:" in line
-                )
-        finally:
-            cluster.start()
-
-        runs = []
+        server_copy()  # warm
+        salvage_out()
+        # interleaved, so a change in the machine's load hits both sides alike
+        runs: dict[str, list[tuple[float, float, dict[str, object]]]] = {k: [] for k in ("COPY", "out", "CTAS", "into")}
         for _ in range(args.repeat):
-            out = work / "salvaged"
-            shutil.rmtree(out, ignore_errors=True)
-            seconds, stdout = timed(
-                [
-                    pgsurgeon,
-                    "salvage",
-                    "--dsn",
-                    dsn,
-                    "--table",
-                    TABLE,
-                    "--out",
-                    str(out),
-                    "-j",
-                    str(args.jobs),
-                    "--report-format",
-                    "json",
-                ]
-            )
-            runs.append((seconds, json.loads(stdout)))
-        salvage_s, report = min(runs, key=lambda r: r[0])
-        ratio = salvage_s / copy_s
-        rows = report["rows"]
-        print(
-            f"table {TABLE}: {size / 1e9:.2f} GB, {nblocks} blocks, {nrows} rows; PostgreSQL "
-            f"{cluster.install.short_version}, data checksums on, {os.cpu_count()} cores, warm page cache, "
-            f"best of {args.repeat}"
-        )
-        print(
-            f"healthy   server COPY {TABLE} TO 'file'         {copy_s:7.2f} s  ({copy_bytes / 1e6 / copy_s:.0f} MB/s)"
-        )
-        print(
-            f"damaged   pgsurgeon salvage --out DIR -j {args.jobs}      {salvage_s:7.2f} s  "
-            f"({ratio:.2f}x the healthy COPY; classify {report['seconds']['classify']:.2f} s, "
-            f"SQL {report['seconds']['sql']:.2f} s, carve {report['seconds']['carve']:.2f} s)"
-        )
-        print(
-            f"damage: {len(blocks)} blocks ({', '.join(m for m, _ in MODES)}); salvage found "
-            f"{report['blocks']['damaged']} damaged, {report['blocks']['zero']} all-zero"
-        )
-        print(
-            f"rows: {rows['saved']} saved ({rows['sql']} through SQL, {rows['carved']} carved), "
-            f"{rows['carved_kept_apart']} kept apart, {report['lost_count']} lost entries "
-            f"({report['maybe_lost_count']} index entries into lost pages), of {nrows}"
-        )
-        for manifest in reversed(manifests):
-            subprocess.run([pgsurgeon, "undo", manifest], capture_output=True, check=False)
-        return 1 if args.check and ratio > 1.5 else 0
+            runs["COPY"].append((server_copy(), 0.0, {}))
+            runs["out"].append(salvage_out())
+            runs["CTAS"].append((ctas(), 0.0, {}))
+            runs["into"].append(salvage_into())
+        timings = {k: min(v, key=lambda r: r[0]) for k, v in runs.items()}
+        drop_into(cluster)
+        load = os.getloadavg()
+        out_ratio = timings["out"][0] / timings["COPY"][0]
+        into_ratio = timings["into"][0] / timings["CTAS"][0]
+        saved = {k: timings[k][2]["rows"]["saved"] for k in ("out", "into")}  # type: ignore[index]
+        lines = [
+            f"table {TABLE}: {size / 1e9:.2f} GB, {nrows} rows (pgbench scale {scale}); PostgreSQL "
+            f"{cluster.install.short_version}, checksums on, {os.cpu_count()} cores, warm page cache, best of "
+            f"{args.repeat}; load average after {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+            f"server  COPY {TABLE} TO 'file'                  {timings['COPY'][0]:7.2f} s",
+            f"salvage --out DIR -j {args.jobs}                          {timings['out'][0]:7.2f} s  "
+            f"{out_ratio:.2f}x (target <= 1.2x), peak RSS {timings['out'][1]:.0f} MB, rows saved {saved['out']}",
+            f"server  CREATE TABLE … AS SELECT * FROM {TABLE}  {timings['CTAS'][0]:7.2f} s",
+            f"salvage --into NEW -j {args.jobs}                         {timings['into'][0]:7.2f} s  "
+            f"{into_ratio:.2f}x (target <= 1.5x), peak RSS {timings['into'][1]:.0f} MB, rows saved {saved['into']}",
+        ]
+        print("\n".join(lines))
+        if args.record:
+            stamp = datetime.date.today().isoformat()
+            cmd = f"python bench/salvage.py{' --big' if args.big else ''} --jobs {args.jobs} --repeat {args.repeat}"
+            with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
+                fh.write(f"\n### salvage, {stamp}: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n")
+        rss = max(timings["out"][1], timings["into"][1])
+        missed = out_ratio > 1.2 or into_ratio > 1.5 or rss > 200 or any(v != nrows for v in saved.values())
+        return 1 if args.check and missed else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        if args.remove:
-            cluster.destroy()
 
 
 if __name__ == "__main__":

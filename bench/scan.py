@@ -1,9 +1,12 @@
 """Benchmark: `pgsurgeon scan` against `pg_checksums --check` and `pg_amcheck` on the same cluster, in one run.
 
-Builds (once, then reuses) a PostgreSQL 18 lab cluster of at least 1.5 GB with data checksums (pgbench tables), then
-times each tool over warm page cache, takes the median of --repeat runs, and prints throughput, ratios and peak RSS.
+Builds (once, then reuses) a PostgreSQL 18 lab cluster with data checksums (pgbench tables: scale 100, about 1.6 GB;
+--big: scale 800, ≥ 10 GB), then times each tool over warm page cache, takes the median of --repeat runs, and prints
+throughput, ratios and peak RSS. Equal work: pg_amcheck and pgsurgeon scan get the same -j, one run per job count.
+--check exits 1 when pgsurgeon scan is slower than pg_amcheck (heap + btree) at the same -j or its peak RSS passes
+200 MB.
 
-    python bench/scan.py [--scale 100] [--repeat 3] [--lab-dir /var/tmp/pgsurgeon-bench] [--keep]
+    python bench/scan.py [--scale 100 | --big] [--repeat 3] [--lab-dir /var/tmp/pgsurgeon-bench] [--check]
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.pgbin import server_user
 
-NAME = "bench18"
+NAME = "bench18"  # scale 100; other scales get their own cluster (bench18s800)
 
 
 @dataclass
@@ -53,16 +56,17 @@ def run_timed(cmd: list[str], *, as_server: LabCluster | None = None) -> Timing:
 def build(lab_dir: Path, scale: int) -> LabCluster:
     lab_dir.mkdir(parents=True, exist_ok=True)
     lab_dir.chmod(0o755)
+    name = NAME if scale == 100 else f"{NAME}s{scale}"
     try:
-        cluster = LabCluster.load(NAME, base_dir=lab_dir)
+        cluster = LabCluster.load(name, base_dir=lab_dir)
     except Exception:
         cluster = LabCluster.create(
-            NAME, base_dir=lab_dir, checksums=True, extra_conf={"max_wal_size": "4GB", "checkpoint_timeout": "30min"}
+            name, base_dir=lab_dir, checksums=True, extra_conf={"max_wal_size": "4GB", "checkpoint_timeout": "30min"}
         )
     if not cluster.is_running():
         cluster.start()
     size = int(cluster.connect().execute("SELECT pg_database_size('postgres')").fetchone()[0])  # type: ignore[index]
-    if size < 1.5e9:
+    if size < scale * 15e6:
         print(f"building a pgbench scale {scale} cluster (once) ...", file=sys.stderr)
         cluster.run_tool("pgbench", "-i", "-q", "-s", str(scale), "-d", "postgres", timeout=3600)
         with cluster.connect() as conn:
@@ -90,12 +94,14 @@ def median(timings: list[Timing]) -> Timing:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=int, default=100)
+    ap.add_argument("--big", action="store_true", help="pgbench scale 800 (>= 10 GB)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
     ap.add_argument("--remove", action="store_true", help="remove the cluster afterwards")
     args = ap.parse_args()
 
-    cluster = build(args.lab_dir, args.scale)
+    cluster = build(args.lab_dir, 800 if args.big else args.scale)
     pgdata = cluster.pgdata
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
     nbytes = data_bytes(pgdata)
@@ -132,16 +138,18 @@ def main() -> int:
             f"{label:34} {t.seconds:8.2f} {nbytes / 1e6 / t.seconds:8.0f} {base / t.seconds:15.2f}x"
             f" {t.max_rss_mb:12.1f} {t.exit_code:5d}"
         )
+    missed = False
     for jobs in job_counts:
-        ours = results[f"pgsurgeon scan -j {jobs}"].seconds
+        ours = results[f"pgsurgeon scan -j {jobs}"]
         theirs = results[f"pg_amcheck (heap+btree) -j {jobs}"].seconds
-        print(f"-j {jobs}: pgsurgeon scan vs pg_amcheck (heap+btree): {theirs / ours:.1f}x faster")
+        print(f"-j {jobs}: pgsurgeon scan vs pg_amcheck (heap+btree): {theirs / ours.seconds:.1f}x faster")
+        missed = missed or ours.seconds > theirs or ours.max_rss_mb > 200
     if args.remove:
         cluster.destroy()
     else:
         cluster.start()
         cluster.stop()
-    return 0
+    return 1 if args.check and missed else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -188,3 +189,58 @@ def test_csv_and_remote_pages(labs: CorruptLabs, tmp_path: Path) -> None:
     for line in local.lines[:50]:
         fields = line.split("\t")
         assert by_id[fields[0]][2] == fields[2]
+
+
+def _rows(lab: Any, table: str, dbname: str = "postgres") -> dict[str, str]:
+    got: dict[str, str] = {}
+    with psycopg.connect(lab.dsn(dbname), autocommit=True) as conn:
+        for s in SETTINGS:
+            conn.execute(s)  # type: ignore[arg-type]
+        with conn.cursor().copy(f"COPY {table} TO STDOUT") as cp:  # type: ignore[arg-type]
+            for raw in cp:
+                line = bytes(raw).decode().rstrip("\n")
+                assert line.split("\t", 1)[0] not in got
+                got[line.split("\t", 1)[0]] = line
+    return got
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_into_copies_inside_the_server_or_pipes_copy_to_another(labs: CorruptLabs, version: str) -> None:
+    """--into the same database: the rows copied inside the server in one transaction (INSERT … SELECT over TID
+    ranges, like CREATE TABLE AS). --into-dsn elsewhere: COPY piped into COPY FROM STDIN, every row as it was."""
+    lab = labs.get(version)
+    sql(
+        lab,
+        "DROP TABLE IF EXISTS pipe_src",
+        "CREATE TABLE pipe_src (id integer PRIMARY KEY, t text, n numeric, ts timestamptz, b bytea)",
+        "INSERT INTO pipe_src SELECT g, 'a\tb\nc\\d ' || g || repeat('x', g % 300), g / 7.0, "
+        "'2021-03-04 05:06:07+02'::timestamptz + g * interval '1 minute', decode(md5(g::text), 'hex') "
+        "FROM generate_series(1, 20000) g",
+        "DELETE FROM pipe_src WHERE id % 97 = 0",
+        "CHECKPOINT",
+    )
+    truth = {k: v[2] for k, v in truth_of(lab, "pipe_src").rows.items()}
+    for name in ("pipe_same", "pipe_same_carved", "pipe_same_salvage"):
+        sql(lab, f"DROP TABLE IF EXISTS {name}")
+    args = ("salvage", "--dsn", lab.dsn(), "--table", "pipe_src", "-j", "2", "--report-format", "json")
+    code, out, err = cli(*args, "--into", "pipe_same")
+    assert code == 0, err
+    assert json.loads(out)["rows"]["saved"] == len(truth)
+    assert _rows(lab, "pipe_same") == truth
+    # one transaction wrote the rows and the record of the ranges done
+    assert sql(lab, "SELECT count(DISTINCT xmin::text) FROM pipe_same") == [(1,)]
+    assert sql(
+        lab, "SELECT count(DISTINCT s.xmin::text), min(first_block), max(end_block) FROM pipe_same_salvage s "
+        "WHERE kind = 'sql'"
+    ) == [(1, 0, truth_of(lab, "pipe_src").nblocks)]  # fmt: skip
+    assert sql(lab, "SELECT xmin::text FROM pipe_same LIMIT 1") == sql(
+        lab, "SELECT xmin::text FROM pipe_same_salvage WHERE kind = 'sql' LIMIT 1"
+    )
+
+    sql(lab, "DROP DATABASE IF EXISTS pipe_dest", "CREATE DATABASE pipe_dest")
+    code, out, err = cli(*args, "--into", "pipe_other", "--into-dsn", lab.dsn("pipe_dest"), "--chunk-blocks", "16")
+    assert code == 0, err
+    assert json.loads(out)["rows"]["saved"] == len(truth)
+    assert _rows(lab, "pipe_other", "pipe_dest") == truth
+    ranges = sql(lab, "SELECT count(*) FROM pipe_other_salvage WHERE kind = 'sql'", dbname="pipe_dest")
+    assert ranges[0][0] > 1  # range by range, each committed with its rows

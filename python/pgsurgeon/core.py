@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,48 @@ def missing_value(payload: bytes, type_desc: dict[str, Any], server_version_num:
 def format_datum(raw: bytes, type_desc: dict[str, Any], server_version_num: int) -> str:
     """A stored datum (varlena with its header, or fixed bytes) printed as ``type_desc``."""
     return _ext.format_datum(raw, json.dumps(type_desc), server_version_num)
+
+
+LineMap = _ext.LineMap
+
+
+@dataclass
+class PageBatch:
+    """What the core found in a batch of consecutive pages (diagnose)."""
+
+    findings: list[dict[str, Any]]
+    suspect: list[int]
+    """Blocks with structural damage: no SQL that reads their tuples goes to them."""
+    zero: list[int]
+    candidates: list[tuple[int, int, int, int, bool]]
+    """Index entries whose row seems missing: (index block, index item, heap block, heap item, past the end)."""
+    pages: int
+
+
+def check_pages(
+    data: bytes,
+    first: int,
+    *,
+    kind: str | None,
+    checksums: bool,
+    blcksz: int,
+    relnatts: int | None = None,
+    record: LineMap | None = None,
+    against: LineMap | None = None,
+) -> PageBatch:
+    """Check the pages of ``data`` (block ``first`` onwards) in the core, with the GIL released. Heap batches fill
+    ``record`` with their line pointers; btree batches compare their leaf entries with ``against``."""
+    findings, suspect, zero, candidates, pages = _ext.check_pages(
+        data, first, kind=kind, checksums=checksums, blcksz=blcksz, relnatts=relnatts, record=record, against=against
+    )
+    return PageBatch(json.loads(findings), suspect, zero, candidates, pages)
+
+
+def leaf_tids(data: bytes) -> list[tuple[int, int, int]]:
+    """(entry's line pointer, heap block, heap item) of every live entry of a btree leaf page."""
+    return _ext.leaf_tids(data)
+
+
+def lp_flags(data: bytes) -> bytes:
+    """The line pointer flags of a heap page, one byte each (0 unused, 1 normal, 2 redirect, 3 dead)."""
+    return _ext.lp_flags(data)

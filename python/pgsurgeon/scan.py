@@ -44,6 +44,8 @@ class ScanOutcome:
     names: dict[RelKey, RelName]
     warnings: list[str] = field(default_factory=list)
     """What makes the verdict less certain (said once, not as findings)."""
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    """Runs of blocks a live scan did not check (written after its redo point): relfilenode, fork, first, last."""
 
 
 def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dict[str, Any]:
@@ -69,11 +71,14 @@ def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dic
     }
 
 
-def _catalog(dsn: str) -> tuple[dict[RelKey, RelName], list[Any]]:
-    names = name_map(dsn)
-    metas: list[Any] = []
+def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, RelName], list[Any]]:
+    """Names and metadata of the relations of every database, or of those ``only`` names (by name or OID)."""
     with db.connect(dsn) as conn:
         dbs = conn.execute(db.load_sql("databases")).fetchall()
+    if only:
+        dbs = [(n, o) for n, o in dbs if n in only or str(o) in only]
+    names = name_map(dsn, [str(n) for n, _o in dbs] if only else None)
+    metas: list[Any] = []
     for datname, _oid in dbs:
         with db.connect(db.dsn_for_database(dsn, datname)) as conn:
             for row in conn.execute(db.load_sql("scan_metadata")):
@@ -160,7 +165,7 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
     names: dict[RelKey, RelName] = {}
     databases_by_name: dict[str, int] = {}
     if req.dsn:
-        names, metas = _catalog(req.dsn)
+        names, metas = _catalog(req.dsn, req.databases)
         options["relations"] = metas
         with db.connect(req.dsn) as conn:
             databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
@@ -212,7 +217,7 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         name = names.get(key)
         f["relation"] = name.qualified if name else None
         f["database"] = name.database if name else None
-    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings)
+    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings, result.get("skipped", []))
 
 
 def _not_allowed(exc: PermissionError) -> PgSurgeonError:

@@ -14,6 +14,7 @@ pub mod checksum;
 pub mod commit_ts;
 pub mod control;
 pub mod datum;
+pub mod diagnose;
 pub mod error;
 pub mod finding;
 pub mod heap;

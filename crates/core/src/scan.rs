@@ -46,34 +46,151 @@ pub struct RelMeta {
     pub toast_name: Option<String>,
 }
 
-/// A heap page as index entries see it.
-#[derive(Debug, Clone, Default)]
-enum PageLp {
-    /// Not read, or too damaged to say which items exist.
-    #[default]
-    Unknown,
-    /// All zeroes: every row that was here is gone.
-    Zero,
-    /// Bit i set: item i+1 can be the target of an index entry (normal, redirect or dead).
-    Items(Box<[u8]>),
+/// Line pointer count of a heap page whose line pointers are unknown (not read, or too damaged to say).
+const LP_UNKNOWN: u16 = u16::MAX;
+/// ... of an all-zero page: every row that was here is gone.
+const LP_ZERO: u16 = u16::MAX - 1;
+
+/// The line pointers of consecutive heap pages, as index entries see them: a count per page (2 bytes), and for
+/// the few pages with unused line pointers among them a bitmap of the used ones (bit i: item i+1 is normal,
+/// redirect or dead, a possible target of an index entry).
+#[derive(Debug, Default)]
+pub(crate) struct LpRun {
+    first: u64,
+    counts: Vec<u16>,
+    holes: Vec<(u64, Box<[u8]>)>,
 }
 
-/// Line pointer states of one heap, for the index TID checks.
-struct HeapMap {
-    nblocks: u64,
-    pages: Vec<PageLp>,
-}
+impl LpRun {
+    fn slot(&mut self, block: u64) -> Option<&mut u16> {
+        if self.counts.is_empty() {
+            self.first = block;
+        }
+        let i = usize::try_from(block.checked_sub(self.first)?).ok()?;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, LP_UNKNOWN);
+        }
+        self.counts.get_mut(i)
+    }
 
-fn page_lp(page: &Page<'_>) -> PageLp {
-    let n = usize::from(page.readable_item_count());
-    let mut bits = vec![0u8; n.div_ceil(8)];
-    for (off, id) in page.item_ids() {
-        if id.lp_flags() != crate::itemid::LP_UNUSED {
-            let i = usize::from(off - 1);
-            bits[i / 8] |= 1 << (i % 8);
+    pub(crate) fn zero(&mut self, block: u64) {
+        if let Some(s) = self.slot(block) {
+            *s = LP_ZERO;
         }
     }
-    PageLp::Items(bits.into_boxed_slice())
+
+    pub(crate) fn page(&mut self, block: u64, page: &Page<'_>) {
+        let n = page.readable_item_count();
+        let mut used = vec![0u8; usize::from(n).div_ceil(8)];
+        let mut holes = false;
+        for (off, id) in page.item_ids() {
+            let i = usize::from(off - 1);
+            if id.lp_flags() != crate::itemid::LP_UNUSED {
+                used[i / 8] |= 1 << (i % 8);
+            } else {
+                holes = true;
+            }
+        }
+        if let Some(s) = self.slot(block) {
+            *s = n.min(LP_ZERO - 1);
+            if holes {
+                self.holes.push((block, used.into_boxed_slice()));
+            }
+        }
+    }
+}
+
+/// Line pointer states of one heap, for the index TID checks: a few bytes a block.
+pub(crate) struct HeapMap {
+    pub(crate) nblocks: u64,
+    counts: Vec<u16>,
+    holes: HashMap<u64, Box<[u8]>>,
+}
+
+/// Where an index entry's heap TID lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TidTarget {
+    /// Past the heap's last block.
+    PastEnd,
+    /// The heap page was not read or is too damaged to say.
+    Unknown,
+    /// An all-zero heap page.
+    Zero,
+    /// An unused or missing line pointer.
+    Unused,
+    /// A line pointer in use (normal, redirect or dead).
+    Used,
+}
+
+impl HeapMap {
+    pub(crate) fn new(nblocks: u64) -> Self {
+        HeapMap { nblocks, counts: vec![LP_UNKNOWN; nblocks as usize], holes: HashMap::new() }
+    }
+
+    /// Take what a run of pages recorded (later runs win).
+    pub(crate) fn absorb(&mut self, run: &mut LpRun) {
+        for (i, &n) in run.counts.iter().enumerate() {
+            let block = run.first + i as u64;
+            if n == LP_UNKNOWN {
+                continue;
+            }
+            if let Some(slot) = self.counts.get_mut(block as usize) {
+                *slot = n;
+                self.holes.remove(&block);
+            }
+        }
+        for (block, used) in run.holes.drain(..) {
+            if (block as usize) < self.counts.len() {
+                self.holes.insert(block, used);
+            }
+        }
+        run.counts = Vec::new();
+    }
+
+    pub(crate) fn target(&self, tid: &crate::heap::ItemPointerData) -> TidTarget {
+        let hb = u64::from(tid.block);
+        if hb >= self.nblocks {
+            return TidTarget::PastEnd;
+        }
+        let n = self.counts.get(hb as usize).copied().unwrap_or(LP_UNKNOWN);
+        match n {
+            LP_UNKNOWN => TidTarget::Unknown,
+            LP_ZERO => TidTarget::Zero,
+            _ if tid.offset == 0 || tid.offset > n => TidTarget::Unused,
+            _ => {
+                let i = usize::from(tid.offset - 1);
+                let in_use = self.holes.get(&hb).map(|used| used.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0));
+                if in_use == Some(false) {
+                    TidTarget::Unused
+                } else {
+                    TidTarget::Used
+                }
+            }
+        }
+    }
+}
+
+/// Every heap TID of a btree leaf page's live entries, with the line pointer of its entry; nothing for other
+/// pages. The high key is skipped, and LP_DEAD entries may point at rows vacuum already removed.
+pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::heap::ItemPointerData)) {
+    let Some(o) = BTPageOpaqueData::from_page(page) else { return };
+    if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+        return;
+    }
+    let first = if o.is_rightmost() { 1 } else { 2 };
+    let mut tids = Vec::new();
+    for (off, id) in page.item_ids() {
+        if off < first || id.lp_flags() != crate::itemid::LP_NORMAL {
+            continue;
+        }
+        let Some(t) = page.item_bytes(id) else { continue };
+        if !crate::btree::leaf_heap_tids(t, &mut tids) {
+            continue;
+        }
+        for tid in &tids {
+            f(off, tid);
+        }
+    }
 }
 
 /// (tablespace oid, database oid, relfilenode).
@@ -170,6 +287,20 @@ pub struct ScanSummary {
 pub struct ScanResult {
     pub summary: ScanSummary,
     pub findings: Vec<FileFinding>,
+    /// Runs of blocks a live scan skipped (written after its redo point): the server's copy is the one to check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRange>,
+}
+
+/// Blocks `first..=last` of one relation fork that a live scan did not check.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedRange {
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    pub fork: Fork,
+    pub first: u64,
+    pub last: u64,
 }
 
 /// One chunk of one segment file.
@@ -194,8 +325,10 @@ struct ChunkSummary {
     btree_links: Vec<(u64, u32, u32, u32, u16)>,
     zero_pages: u64,
     skipped_live: u64,
+    /// Blocks skipped for being written after the scan began (live scans).
+    skipped: Vec<u64>,
     /// Heap pages' line pointer states, when an index of this heap will be checked.
-    lp_states: Vec<(u64, PageLp)>,
+    lp: LpRun,
     /// Index entries into all-zero heap pages: (heap block, entries).
     zero_refs: Vec<(u64, u32)>,
     /// TOAST pointers found in a table's tuples: (block, line pointer, pointer).
@@ -317,6 +450,8 @@ fn scan_unit(
             continue;
         };
         let mut reread: Option<Vec<u8>> = None;
+        // The live check below already verified this copy's checksum: the page checks need not do it again.
+        let mut checksum_verified = false;
         if let Some(redo) = opts.live_redo_lsn {
             let newer = page.header().pd_lsn.lsn() > redo;
             let mismatch = opts.checksums
@@ -325,6 +460,8 @@ fn scan_unit(
             if newer || mismatch || !page.header_is_sane(blcksz) {
                 // Written while we read it, or torn in our copy by a concurrent write: read it again.
                 reread = reread_page(&path, offset + (i * blcksz) as u64, blcksz);
+            } else {
+                checksum_verified = opts.checksums && !page.header().is_new();
             }
         }
         if let Some(again) = reread.as_deref() {
@@ -333,6 +470,7 @@ fn scan_unit(
                 // damaged header's LSN is as damaged as the rest of it, and must not hide the page.
                 if p.header().pd_lsn.lsn() > opts.live_redo_lsn.unwrap_or(u64::MAX) && p.header_is_sane(blcksz) {
                     out.skipped_live += 1;
+                    out.skipped.push(block);
                     continue;
                 }
                 page = p;
@@ -342,7 +480,7 @@ fn scan_unit(
             out.zero_blocks.push(block);
             out.zero_pages += 1;
             if collect_lp {
-                out.lp_states.push((block, PageLp::Zero));
+                out.lp.zero(block);
             }
             continue;
         }
@@ -357,10 +495,11 @@ fn scan_unit(
         } else {
             HeapContext::default()
         };
-        out.findings.extend(check_page_in(&page, page_kind, Some(block), opts.checksums, &heap_ctx));
+        let verify = opts.checksums && !(checksum_verified && reread.is_none());
+        out.findings.extend(check_page_in(&page, page_kind, Some(block), verify, &heap_ctx));
         let sane = page.header_is_sane(blcksz);
         if collect_lp && sane && page_kind == PageKind::Heap {
-            out.lp_states.push((block, page_lp(&page)));
+            out.lp.page(block, &page);
         }
         if let (Some(h), PageKind::Btree, true) = (heap, page_kind, sane) {
             check_leaf_tids(&page, block, h, &mut out);
@@ -422,12 +561,6 @@ fn scan_unit(
 /// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
 /// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
 fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
-    let Some(o) = BTPageOpaqueData::from_page(page) else { return };
-    if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
-        return;
-    }
-    let first = if o.is_rightmost() { 1 } else { 2 }; // skip the high key
-    let mut tids = Vec::new();
     let mut reported = 0usize;
     let mut summary_code = "index.tid_unused";
     let mut report = |out: &mut ChunkSummary, code: &'static str, item: u16, msg: String| {
@@ -438,46 +571,25 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
         }
         reported += 1;
     };
-    for (off, id) in page.item_ids() {
-        if off < first || id.lp_flags() != crate::itemid::LP_NORMAL {
-            continue; // LP_DEAD entries may point at rows vacuum already removed
-        }
-        let Some(t) = page.item_bytes(id) else { continue };
-        if !crate::btree::leaf_heap_tids(t, &mut tids) {
-            continue;
-        }
-        for tid in &tids {
+    for_each_leaf_tid(page, |off, tid| match heap.target(tid) {
+        TidTarget::PastEnd => report(
+            out,
+            "index.tid_beyond_heap",
+            off,
+            format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
+        ),
+        TidTarget::Zero => {
             let hb = u64::from(tid.block);
-            if hb >= heap.nblocks {
-                report(
-                    out,
-                    "index.tid_beyond_heap",
-                    off,
-                    format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
-                );
-                continue;
-            }
-            match &heap.pages[hb as usize] {
-                PageLp::Unknown => {}
-                PageLp::Zero => match out.zero_refs.last_mut() {
-                    Some((b, n)) if *b == hb => *n += 1,
-                    _ => out.zero_refs.push((hb, 1)),
-                },
-                PageLp::Items(bits) => {
-                    let i = usize::from(tid.offset).wrapping_sub(1);
-                    let exists = tid.offset > 0 && bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
-                    if !exists {
-                        report(
-                            out,
-                            "index.tid_unused",
-                            off,
-                            format!("points to heap {tid}, an unused or missing line pointer"),
-                        );
-                    }
-                }
+            match out.zero_refs.last_mut() {
+                Some((b, n)) if *b == hb => *n += 1,
+                _ => out.zero_refs.push((hb, 1)),
             }
         }
-    }
+        TidTarget::Unused => {
+            report(out, "index.tid_unused", off, format!("points to heap {tid}, an unused or missing line pointer"))
+        }
+        TidTarget::Unknown | TidTarget::Used => {}
+    });
     if reported > 16 {
         out.findings.push(Finding::new(
             summary_code,
@@ -497,6 +609,8 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
         return;
     }
     let mut kept = 0usize;
+    let mut walk = crate::tuple::Walk::default();
+    let walk_opts = crate::tuple::WalkOptions::default();
     for (off, id) in page.item_ids() {
         if id.lp_flags() != crate::itemid::LP_NORMAL {
             continue;
@@ -512,7 +626,7 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
                 kept += 1;
             }
         } else if let Some(desc) = &meta.desc {
-            let walk = crate::tuple::walk_attributes(tuple, &header, desc);
+            crate::tuple::walk_attributes_into(tuple, &header, desc, &walk_opts, &mut walk);
             for p in &walk.problems {
                 if kept < 16 {
                     out.findings.push(p.to_finding(Some(block), Some(off)));
@@ -520,7 +634,7 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
                 kept += 1;
             }
             if meta.toast.is_some() {
-                out.toast_ptrs.extend(walk.toast_pointers.into_iter().map(|ptr| (block, off, ptr)));
+                out.toast_ptrs.extend(walk.toast_pointers.drain(..).map(|ptr| (block, off, ptr)));
             }
         }
     }
@@ -758,15 +872,8 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
         if collect_lp[*ri] {
-            let map = heaps.entry(*ri).or_insert_with(|| HeapMap {
-                nblocks: nblocks[*ri],
-                pages: vec![PageLp::Unknown; nblocks[*ri] as usize],
-            });
-            for (b, lp) in c.lp_states.drain(..) {
-                if let Some(slot) = map.pages.get_mut(b as usize) {
-                    *slot = lp;
-                }
-            }
+            let map = heaps.entry(*ri).or_insert_with(|| HeapMap::new(nblocks[*ri]));
+            map.absorb(&mut c.lp);
         }
     }
     let second: Vec<(usize, ChunkSummary)> = phase2
@@ -844,6 +951,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     }
     let mut summary = ScanSummary { relations: relations.len() as u64, ..Default::default() };
     let mut findings = Vec::new();
+    let mut skipped = Vec::new();
     for (ri, (rel, cs)) in relations.iter().zip(per_rel.iter_mut()).enumerate() {
         let key = (rel.tablespace_oid, rel.database_oid, rel.relfilenode);
         let kind = kind_of(&ctx, ri);
@@ -873,6 +981,36 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
             ));
         }
         summary.zero_pages_inside += inside.len() as u64;
+        let mut run: Option<(u64, u64)> = None;
+        for c in cs.iter_mut() {
+            for b in c.skipped.drain(..) {
+                run = match run {
+                    Some((first, last)) if last + 1 == b => Some((first, b)),
+                    Some((first, last)) => {
+                        skipped.push(SkippedRange {
+                            tablespace_oid: rel.tablespace_oid,
+                            database_oid: rel.database_oid,
+                            relfilenode: rel.relfilenode,
+                            fork: rel.fork,
+                            first,
+                            last,
+                        });
+                        Some((b, b))
+                    }
+                    None => Some((b, b)),
+                };
+            }
+        }
+        if let Some((first, last)) = run {
+            skipped.push(SkippedRange {
+                tablespace_oid: rel.tablespace_oid,
+                database_oid: rel.database_oid,
+                relfilenode: rel.relfilenode,
+                fork: rel.fork,
+                first,
+                last,
+            });
+        }
         for c in cs.iter_mut() {
             summary.zero_pages += c.zero_pages;
             summary.skipped_live += c.skipped_live;
@@ -918,7 +1056,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     summary.findings = findings.len() as u64;
     summary.errors = findings.iter().filter(|f| f.finding.severity == crate::finding::Severity::Error).count() as u64;
     summary.warnings = summary.findings - summary.errors;
-    Ok(ScanResult { summary, findings })
+    Ok(ScanResult { summary, findings, skipped })
 }
 
 /// The relations to scan when the caller names files instead of a data directory: each path is

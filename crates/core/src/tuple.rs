@@ -393,6 +393,22 @@ pub fn walk_attributes(tuple: &[u8], header: &HeapTupleHeaderData, rel: &RelDesc
 /// run to their NUL. Never panics; stops at the first attribute whose end cannot be known.
 pub fn walk_attributes_with(tuple: &[u8], header: &HeapTupleHeaderData, rel: &RelDesc, opts: &WalkOptions) -> Walk {
     let mut w = Walk::default();
+    walk_attributes_into(tuple, header, rel, opts, &mut w);
+    w
+}
+
+/// [`walk_attributes_with`] into `w`, reusing its vectors (a caller walking many tuples allocates once).
+pub fn walk_attributes_into(
+    tuple: &[u8],
+    header: &HeapTupleHeaderData,
+    rel: &RelDesc,
+    opts: &WalkOptions,
+    w: &mut Walk,
+) {
+    w.spans.clear();
+    w.problems.clear();
+    w.toast_pointers.clear();
+    w.stopped = false;
     let len = tuple.len();
     let tup_natts = usize::from(header.natts());
     let rel_natts = usize::from(rel.natts);
@@ -433,7 +449,7 @@ attributes {tup_natts} exceeds maximum expected for table {rel_natts}"
         let step = if a.attlen > 0 {
             fixed_attr(tuple, off, a)
         } else if a.attlen == -1 {
-            varlena_attr(tuple, off, a, header, rel, opts, &mut w)
+            varlena_attr(tuple, off, a, header, rel, opts, w)
         } else {
             cstring_attr(tuple, off, a)
         };
@@ -481,7 +497,6 @@ them were likely read wrong"
             });
         }
     }
-    w
 }
 
 fn past_end(a: &AttrDesc, message: String) -> AttrProblem {

@@ -8,6 +8,7 @@ use pgsurgeon_core::page::PageKind;
 use pgsurgeon_core::CoreError;
 
 mod catalog;
+mod diagnose;
 
 pyo3::create_exception!(_pgsurgeon, FormatError, PyValueError, "A file is not in a format pgsurgeon knows.");
 
@@ -428,5 +429,6 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_pages, m)?)?;
     m.add_function(wrap_pyfunction!(carve_pages, m)?)?;
     m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
+    diagnose::register(m)?;
     Ok(())
 }

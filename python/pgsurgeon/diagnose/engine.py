@@ -2,19 +2,22 @@
 
 The order is what keeps a damaged server up:
 
-1. Read every page raw (pageinspect's ``get_raw_page``: a copy of the buffer, the executor never looks at the
-   tuples) and decode it in the core. A range the server refuses is bisected down to the refused blocks; those
-   are read from the relation files when the data directory is on this host, so even a page with a bad header
-   gets its line pointers named.
-2. Compare index entries with the table's line pointers (entries past the end of the table, or on unused line
-   pointers), and the visibility map with the table's length.
-3. ``verify_heapam`` over the ranges of pages the server accepts (TOAST tables first, without following TOAST
-   pointers; then the tables, following them only when the TOAST table is sound). A range that raises an ERROR
-   is bisected to the failing blocks and the rest is checked. A backend crash is recorded, the session reconnects
-   and amcheck is not run again (a crash restarts every session of the server).
-4. ``bt_index_check`` on every btree index (``heapallindexed`` only over tables whose pages are all sound: it reads
-   the table with the executor).
-5. The offline scan of the same relations' files, when the data directory is on this host.
+1. Check every page in the core before any SQL looks at its tuples, in parallel (-j), memory independent of the
+   table's size. When the data directory is on this host, the relation files are read directly with the rules of
+   ``scan --live``: a page written since the last checkpoint is skipped there and read through the server instead,
+   and a page the files show damaged is compared with the server's copy (a refusal confirms it, a newer copy is
+   checked instead). Otherwise every page comes through pageinspect's ``get_raw_page`` (a copy of the buffer, the
+   executor never looks at the tuples), a batch of consecutive pages per statement as one binary bytea; a range
+   the server refuses is bisected down to the refused blocks.
+2. Index entries whose row seems missing (past the end of the table, on an unused line pointer) are re-read
+   through the server before they are believed (a concurrent insert or VACUUM explains a first mismatch); the
+   visibility map is compared with the table's length as it is after the map was read.
+3. ``verify_heapam`` over the ranges of pages that passed (TOAST tables first, without following TOAST pointers;
+   then the tables, following them only when the TOAST table is sound), and ``bt_index_check`` on every btree
+   index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
+   checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
+   every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
+   with the executor).
 
 Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
 taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is never used).
@@ -48,9 +51,11 @@ STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "ch
 LOCK_RETRIES = 3
 MAX_CROSS_FINDINGS = 50
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
-# Scan findings that compare several pages: on a live server the files mix pages from different moments, and
-# diagnose checks the same things through the server (bt_index_check, its own index/table cross-check).
-SCAN_CROSS_PAGE = frozenset({"index.sibling_link", "index.tid_unused", "index.tid_beyond_heap", "file.vm_beyond_end"})
+# File findings that compare several pages: on a live server the files mix pages from different moments, and
+# diagnose checks the same things through the server (bt_index_check; the visibility map against the table's
+# length). Index entries without their row are re-read through the server before they are believed.
+SCAN_RECHECKED = frozenset({"index.sibling_link", "file.vm_beyond_end"})
+_TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/scan.rs)
 _VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
 _BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
 _AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin"}
@@ -68,7 +73,7 @@ class DiagnoseRequest:
     """Where the server's data directory is mounted on this host, when not at the path the server reports."""
     limits: Limits = field(default_factory=Limits)
     raw_batch: int = 64
-    amcheck_batch: int = 1024
+    amcheck_batch: int = 4096
     max_crashes: int = 1
     on_progress: Callable[[str], None] | None = None
 
@@ -105,7 +110,15 @@ class Rel:
     """Blocks not read (lock or statement timeout): amcheck skips them too."""
     locked: ServerError | None = None
     """The lock_timeout error, once another session's lock kept diagnose out of this relation."""
-    lp_state: dict[int, bytes] | None = None
+    lines: core.LineMap | None = None
+    """A heap's line pointers, for the index batches (pages read through the server)."""
+    zero: set[int] = field(default_factory=set)
+    candidates: list[Crossref] = field(default_factory=list)
+    """An index's entries whose row seemed missing, to re-read through the server."""
+    toast_scan: list[dict[str, Any]] = field(default_factory=list)
+    toast_checked: bool = False
+    """verify_heapam followed this table's TOAST pointers."""
+    """A table's TOAST findings from the files: kept only when the server's own TOAST check did not run."""
     pages_read: int = 0
     amcheck: str = "not run"
     notes: list[str] = field(default_factory=list)
@@ -396,18 +409,20 @@ class Diagnosis:
     def toast_of(self, table: Rel) -> Rel | None:
         return next((r for r in self.rels if r.role == "toast" and r.table_oid == table.oid), None)
 
-    # ------------------------------------------------------------------ 1. raw pages
+    # ------------------------------------------------------------------ 1. pages
 
-    def raw_pages(
+    def raw_ranges(
         self, session: Session, rel: Rel, first: int, last: int, fork: str = "main"
     ) -> Iterator[tuple[int, bytes | ServerError]]:
-        """Each block of first..last as the buffer manager returns it, or the error it raises for that block.
+        """Blocks first..last as the buffer manager returns them: (first block of a run, its pages one after
+        another, in binary), or (block, the error the server raises for it).
 
-        A failing range is bisected; an error that names its block splits the range around that block.
+        A batch is one bytea (string_agg) so no per-page row crosses the connection. A failing range is bisected;
+        an error that names its block splits the range around that block.
         """
         query = db.sql.SQL(
-            "SELECT b, {fn}(%(rel)s::oid::regclass::text, %(fork)s, b) FROM generate_series(%(a)s::bigint,"
-            " %(b)s::bigint) b"
+            "SELECT string_agg({fn}(%(rel)s::oid::regclass::text, %(fork)s, b), ''::bytea ORDER BY b) "
+            "FROM generate_series(%(a)s::bigint, %(b)s::bigint) b"
         ).format(fn=self.fn("pageinspect", "get_raw_page"))
         stack = [(first, last)]
         while stack:
@@ -416,10 +431,10 @@ class Diagnosis:
                 continue
             if rel.locked is not None:
                 raise NotChecked(rel.locked)
-            rows = self._run_locked(session, query, {"rel": rel.oid, "fork": fork, "a": a, "b": b})
+            rows = self._run_locked(session, query, {"rel": rel.oid, "fork": fork, "a": a, "b": b}, binary=True)
             if not isinstance(rows, ServerError):
-                for blk, data in rows:
-                    yield int(blk), bytes(data)
+                if rows and rows[0][0]:
+                    yield a, bytes(rows[0][0])
                 continue
             err = rows
             if err.sqlstate in ("55P03", "57014"):  # lock_timeout, statement_timeout: not an answer about the pages
@@ -432,32 +447,63 @@ class Diagnosis:
                 continue
             named = amcheck.invalid_page_block(err.message) or amcheck.read_error_block(err.message)
             if named is not None and a <= named[0] <= b:
+                stack.extend([(named[0] + 1, b)])
                 yield named[0], err
-                stack.extend([(named[0] + 1, b), (a, named[0] - 1)])
+                stack.extend([(a, named[0] - 1)])
             elif a == b:
                 yield a, err
             else:
                 mid = a + (b - a) // 2
                 stack.extend([(mid + 1, b), (a, mid)])
 
-    def one_page(self, rel: Rel, blk: int) -> bytes | None:
-        """Block ``blk`` as the server has it now, or None when it refuses it or gives no answer."""
+    def server_page(self, rel: Rel, blk: int, fork: str = "main") -> bytes | ServerError | None:
+        """Block ``blk`` as the server has it now, the error it raises for it, or None when it gives no answer."""
         try:
-            got = next(iter(self.raw_pages(self.main, rel, blk, blk)), None)
+            for _start, got in self.raw_ranges(self.main, rel, blk, blk, fork):
+                return got
         except NotChecked:
             return None
-        return None if got is None or isinstance(got[1], ServerError) else got[1]
+        return None
+
+    def one_page(self, rel: Rel, blk: int) -> bytes | None:
+        """Block ``blk`` as the server has it now, or None when it refuses it or gives no answer."""
+        got = self.server_page(rel, blk)
+        return got if isinstance(got, bytes) else None
+
+    def check_batch(self, rel: Rel, data: bytes, first: int) -> core.PageBatch:
+        """The core's checks of pages the server handed over (no checksum check: the server verified them)."""
+        heap = self.heap_of(rel) if rel.is_btree else None
+        return core.check_pages(
+            data,
+            first,
+            kind=rel.kind,
+            checksums=False,
+            blcksz=rel.block_size,
+            record=rel.lines if rel.is_heap else None,
+            against=heap.lines if heap is not None else None,
+        )
 
     def raw_task(self, session: Session, task: tuple[Rel, int, int]) -> dict[str, Any]:
         rel, a, b = task
         out: list[dict[str, Any]] = []
         refused: dict[int, ServerError] = {}
         suspect: set[int] = set()
-        lp_state: dict[int, bytes] = {}
-        leaf_refs: list[tuple[int, int, list[tuple[int, int]]]] = []
+        zero: set[int] = set()
+        candidates: list[Crossref] = []
         pages = 0
         try:
-            pages = self._decode_pages(session, rel, a, b, out, refused, suspect, lp_state, leaf_refs)
+            for start, got in self.raw_ranges(session, rel, a, b):
+                if isinstance(got, ServerError):
+                    refused[start] = got
+                    out.extend(self.refused_findings(rel, start, got))
+                    suspect.add(start)
+                    continue
+                batch = self.check_batch(rel, got, start)
+                pages += batch.pages
+                out.extend(fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in batch.findings)
+                suspect.update(batch.suspect)
+                zero.update(batch.zero)
+                candidates.extend(Crossref(*c) for c in batch.candidates[: 10 * MAX_CROSS_FINDINGS])
         except NotChecked as why:
             rel.unchecked.update(range(a, b + 1))
             out.append(
@@ -476,70 +522,16 @@ class Diagnosis:
             "findings": out,
             "refused": refused,
             "suspect": suspect,
-            "lp_state": lp_state,
+            "zero": zero,
             "pages": pages,
-            "leaf_refs": leaf_refs,
+            "candidates": candidates,
         }
 
-    def _decode_pages(
-        self,
-        session: Session,
-        rel: Rel,
-        a: int,
-        b: int,
-        out: list[dict[str, Any]],
-        refused: dict[int, ServerError],
-        suspect: set[int],
-        lp_state: dict[int, bytes],
-        leaf_refs: list[tuple[int, int, list[tuple[int, int]]]],
-    ) -> int:
-        pages = 0
-        kind = rel.kind
-        for blk, got in self.raw_pages(session, rel, a, b):
-            if isinstance(got, ServerError):
-                refused[blk] = got
-                out.extend(self.refused_findings(rel, blk, got))
-                suspect.add(blk)
-                continue
-            pages += 1
-            page_kind = "btree_meta" if kind == "btree" and blk == 0 else kind
-            try:
-                report = core.inspect_page(got, blk, checksums=False, kind=page_kind)
-            except ValueError as exc:
-                out.append(
-                    fmod.make(
-                        "server.error", rel.ctx, blk, None, f"page could not be decoded: {exc}", source=fmod.SOURCE_PAGE
-                    )
-                )
-                continue
-            page_findings = [fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in report["findings"]]
-            out.extend(page_findings)
-            damaged = any(f["severity"] == "error" and f["area"] in STRUCTURAL_AREAS for f in page_findings)
-            if damaged:
-                suspect.add(blk)
-            # A tuple no line pointer references leaves the line pointers themselves sound: index entries are
-            # still checked against them (one points at the lost row's unused pointer).
-            lps_sound = not any(
-                f["severity"] == "error"
-                and f["area"] in STRUCTURAL_AREAS
-                and f["code"] != "line_pointer.unreferenced_tuple"
-                for f in page_findings
-            )
-            if rel.is_heap and lps_sound and not report["all_zero"]:
-                lp_state[blk] = bytes(it["lp_flags"] for it in report["items"])
-            elif rel.is_heap and report["all_zero"]:
-                lp_state[blk] = b""
-            if rel.is_btree and not damaged and report["btree"] and "BTP_LEAF" in report["btree"]["flags"]:
-                for it in report["items"]:
-                    bt = it.get("btree")
-                    if not bt or bt["is_pivot"] or bt["dead"] or it["lp_flags"] != 1:
-                        continue
-                    tids = bt["tids"] or ([bt["htid"]] if bt["htid"] else [])
-                    leaf_refs.append((blk, it["lp"], [(t["block"], t["offset"]) for t in tids]))
-        return pages
-
-    def refused_findings(self, rel: Rel, blk: int, err: ServerError) -> list[dict[str, Any]]:
-        """The server refused block ``blk``: say so, and decode the file's copy when the files are here."""
+    def refused_findings(
+        self, rel: Rel, blk: int, err: ServerError, decoded: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        """The server refused block ``blk``: say so, and decode the file's copy when the files are here (or take
+        ``decoded``, the file's findings the caller already has)."""
         rel.observe(err.observed)
         is_read = amcheck.read_error_block(err.message) is not None
         code = "server.read_error" if is_read else "server.invalid_page"
@@ -555,6 +547,11 @@ class Diagnosis:
                 observed_error=err.observed,
             )
         ]
+        if decoded is not None:
+            for f in decoded:
+                f["source"] = fmod.SOURCE_FILE
+                f["observed_error"] = err.observed
+            return out + decoded
         if self.pgdata is None or self.geometry is None or is_read:
             return out
         try:
@@ -571,25 +568,136 @@ class Diagnosis:
         )
         return out
 
-    def raw_phase(self, rels: list[Rel]) -> list[tuple[Rel, list[tuple[int, int, list[tuple[int, int]]]]]]:
-        tasks = [
-            (rel, a, min(a + self.req.raw_batch, rel.nblocks) - 1)
-            for rel in rels
-            for a in range(0, rel.nblocks, self.req.raw_batch)
-        ]
-        results = self.parallel(self.raw_task, tasks)
-        refs: dict[int, list[tuple[int, int, list[tuple[int, int]]]]] = {}
-        for (rel, _a, _b), res in zip(tasks, results, strict=True):
+    def raw_phase(self, rels: list[Rel], spans: dict[int, list[tuple[int, int]]] | None = None) -> None:
+        """Read the pages of ``rels`` through the server and check them in the core, raw_batch blocks a statement,
+        in parallel; ``spans``: only these block ranges of a relation (by oid)."""
+        tasks: list[tuple[Rel, int, int]] = []
+        step = self.req.raw_batch
+        for rel in rels:
+            if rel.is_heap and rel.lines is None:
+                rel.lines = core.LineMap(rel.nblocks)
+            for first, last in [(0, rel.nblocks - 1)] if spans is None else spans.get(rel.oid, []):
+                tasks.extend((rel, a, min(a + step, last + 1) - 1) for a in range(first, last + 1, step))
+        # heaps first: their line pointers are what the index batches compare their entries with
+        heap_tasks = [t for t in tasks if t[0].is_heap]
+        other_tasks = [t for t in tasks if not t[0].is_heap]
+        results = self.parallel(self.raw_task, heap_tasks) + self.parallel(self.raw_task, other_tasks)
+        for (rel, _a, _b), res in zip(heap_tasks + other_tasks, results, strict=True):
             self.add(res["findings"])
             rel.refused.update(res["refused"])
             rel.suspect.update(res["suspect"])
+            rel.zero.update(res["zero"])
             rel.pages_read += res["pages"]
-            if rel.is_heap:
-                if rel.lp_state is None:
-                    rel.lp_state = {}
-                rel.lp_state.update(res["lp_state"])
-            refs.setdefault(rel.oid, []).extend(res["leaf_refs"])
-        return [(rel, refs.get(rel.oid, [])) for rel in rels if rel.is_btree]
+            rel.candidates.extend(res["candidates"])
+
+    # ------------------------------------------------------------------ 1b. pages from the files
+
+    def files_phase(self, rels: list[Rel]) -> bool:
+        """Check the relation files on this host in the core (the live scan: pages written after the last
+        checkpoint are skipped there and read through the server instead). A page the files show damaged is
+        compared with the server's copy: the server refusing it confirms it, a different copy (written since) is
+        checked instead. Index entries without their row are re-read through the server later. False when the
+        files could not be read (the caller reads every page through the server)."""
+        from pgsurgeon.scan import ScanRequest, run_scan
+
+        assert self.pgdata is not None
+        by_node = {r.relfilenode: r for r in rels}
+        try:
+            outcome = run_scan(
+                ScanRequest(
+                    pgdata=self.pgdata,
+                    dsn=self.req.dsn,
+                    databases=[str(self.server["database_oid"])],
+                    relations=[str(n) for n in by_node],
+                    live=True,
+                    jobs=self.req.jobs,
+                )
+            )
+        except PgSurgeonError as exc:
+            self.scan_note = f"relation files not read ({exc.message}): every page read through the server"
+            return False
+        pending: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        for f in outcome.findings:
+            rel = by_node.get(int(f["relfilenode"]))
+            if rel is None or f["code"] in SCAN_RECHECKED:
+                continue
+            if f["code"] == "file.unreadable" and self._rewritten(rel):
+                continue  # its files were replaced while they were read: not damage
+            if f["code"] in ("index.tid_unused", "index.tid_beyond_heap"):
+                m = _TID.search(str(f["message"]))
+                if m and f["block"] is not None and f["item"] is not None:
+                    past = f["code"] == "index.tid_beyond_heap"
+                    rel.candidates.append(Crossref(int(f["block"]), int(f["item"]), int(m[1]), int(m[2]), past))
+                continue
+            finding = {
+                **{k: f.get(k) for k in fmod.FINDING_KEYS},
+                "path": f["path"],
+                "relation": rel.relname,
+                "database": self.server["database"],
+                "observed_error": None,
+                "source": fmod.SOURCE_SCAN,
+                "attnum": None,
+            }
+            if f["fork"] == "main" and f["block"] is not None:
+                pending.setdefault((rel.oid, int(f["block"])), []).append(finding)
+            else:
+                self.add([finding])
+        for rel in rels:
+            rel.pages_read = rel.nblocks
+        by_oid = {r.oid: r for r in rels}
+        for (oid, blk), found in sorted(pending.items()):
+            self.confirm_page(by_oid[oid], blk, found)
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for s in outcome.skipped:
+            rel = by_node.get(int(s["relfilenode"]))
+            if rel is not None and s["fork"] == "main" and int(s["first"]) < rel.nblocks:
+                spans.setdefault(rel.oid, []).append((int(s["first"]), min(int(s["last"]), rel.nblocks - 1)))
+        skipped = sum(b - a + 1 for v in spans.values() for a, b in v)
+        if spans:
+            for rel in rels:
+                rel.pages_read -= sum(b - a + 1 for a, b in spans.get(rel.oid, []))
+            self.raw_phase([r for r in rels if r.oid in spans], spans)
+        self.scan_note = (
+            f"relation files read here ({outcome.summary['files']} file(s)); {skipped} page(s) written since the last "
+            "checkpoint read through the server"
+        )
+        return True
+
+    def _rewritten(self, rel: Rel) -> bool:
+        """Whether the relation has other files now than when diagnose started (or is gone)."""
+        rows = self.main.run(db.load_sql("diagnose_relfilenode"), {"oid": rel.oid})
+        if isinstance(rows, ServerError):
+            return False
+        return not rows or rows[0][0] is None or int(rows[0][0]) != rel.relfilenode
+
+    def confirm_page(self, rel: Rel, blk: int, found: list[dict[str, Any]]) -> None:
+        """Findings of the file's copy of a block, against the server's copy: a refusal confirms them, an equal
+        copy keeps them, a different one (written since the file's copy) is checked instead."""
+        got = self.server_page(rel, blk)
+        if isinstance(got, ServerError):
+            rel.refused[blk] = got
+            rel.suspect.add(blk)
+            self.add(self.refused_findings(rel, blk, got, decoded=found))
+            return
+        if got is not None and self.geometry is not None:
+            try:
+                disk = read_block(self.pgdata / rel.path, blk, self.geometry).data if self.pgdata else b""
+            except PgSurgeonError:
+                disk = b""
+            # pd_checksum aside: a buffer keeps the checksum it was read with, the file gets a fresh one per write
+            if not (disk[:8] == got[:8] and disk[10:] == got[10:]):
+                batch = self.check_batch(rel, got, blk)
+                rel.suspect.update(batch.suspect)
+                rel.zero.update(batch.zero)
+                self.add(fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in batch.findings)
+                return
+        if any(f["severity"] == "error" and f["area"] in STRUCTURAL_AREAS for f in found):
+            rel.suspect.add(blk)
+        # A table row's TOAST finding also depends on the TOAST table's pages, read at another moment: the server's
+        # own TOAST check decides when it runs (heap_done).
+        toast_rows = [f for f in found if str(f["code"]).startswith("toast.") and rel.role == "table"]
+        rel.toast_scan.extend(toast_rows)
+        self.add(f for f in found if f not in toast_rows)
 
     # ------------------------------------------------------------------ 2. cross-checks
 
@@ -611,60 +719,69 @@ class Diagnosis:
             )
         if not rel.is_heap or rel.vm_size <= 0:
             return
-        per_page = (rel.block_size - _VM_HEADER) * 4
-        first_vm = rel.nblocks // per_page
-        last_vm = rel.vm_size // rel.block_size - 1
+        nblocks = rel.nblocks
         beyond: list[int] = []
-        try:
-            for vm_blk, got in self.raw_pages(self.main, rel, first_vm, last_vm, fork="vm"):
-                if isinstance(got, ServerError) or len(got) < rel.block_size:
-                    continue
-                base = vm_blk * per_page
-                start = max(rel.nblocks - base, 0)
-                for heap_blk in range(start, per_page):
-                    byte = got[_VM_HEADER + heap_blk // 4]
-                    if byte == 0:
-                        continue
-                    if (byte >> ((heap_blk % 4) * 2)) & 0x3:
-                        beyond.append(base + heap_blk)
-        except NotChecked:
-            return
-        if beyond:
-            self.add(
-                [
-                    fmod.make(
-                        "file.vm_beyond_end",
-                        rel.ctx,
-                        rel.nblocks,
-                        None,
-                        f"the visibility map marks {len(beyond)} block(s) {beyond[0]}..{beyond[-1]} all-visible but "
-                        f"the table ends at block {rel.nblocks - 1}: blocks {rel.nblocks}..{beyond[-1]} were cut off",
-                        source=fmod.SOURCE_CROSS,
-                        fork="main",
-                    )
-                ]
-            )
+        for _attempt in range(2):
+            try:
+                beyond = self._vm_beyond(rel, nblocks)
+            except NotChecked:
+                return
+            if not beyond:
+                return
+            # The table grows while the map is read (a new block's bits can be set right away): what counts is
+            # its length after the map was read.
+            fresh = self._fresh_nblocks(rel)
+            if fresh is None:
+                break
+            beyond = [b for b in beyond if b >= fresh]
+            if not beyond:
+                return
+            nblocks = fresh
+        self.add(
+            [
+                fmod.make(
+                    "file.vm_beyond_end",
+                    rel.ctx,
+                    nblocks,
+                    None,
+                    f"the visibility map marks {len(beyond)} block(s) {beyond[0]}..{beyond[-1]} all-visible but "
+                    f"the table ends at block {nblocks - 1}: blocks {nblocks}..{beyond[-1]} were cut off",
+                    source=fmod.SOURCE_CROSS,
+                    fork="main",
+                )
+            ]
+        )
 
-    def index_refs(self, index: Rel, refs: list[tuple[int, int, list[tuple[int, int]]]]) -> None:
+    def _vm_beyond(self, rel: Rel, nblocks: int) -> list[int]:
+        """Heap blocks at or past ``nblocks`` that the visibility map (as the server has it) marks."""
+        bs = rel.block_size
+        per_page = (bs - _VM_HEADER) * 4
+        beyond: list[int] = []
+        for start, got in self.raw_ranges(self.main, rel, nblocks // per_page, rel.vm_size // bs - 1, fork="vm"):
+            if isinstance(got, ServerError):
+                continue
+            for i in range(len(got) // bs):
+                page = got[i * bs : (i + 1) * bs]
+                base = (start + i) * per_page
+                for heap_blk in range(max(nblocks - base, 0), per_page):
+                    byte = page[_VM_HEADER + heap_blk // 4]
+                    if byte and (byte >> ((heap_blk % 4) * 2)) & 0x3:
+                        beyond.append(base + heap_blk)
+        return beyond
+
+    def _fresh_nblocks(self, rel: Rel) -> int | None:
+        rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": rel.oid})
+        if isinstance(rows, ServerError) or not rows:
+            return None
+        return int(rows[0][0]) // rel.block_size
+
+    def index_refs(self, index: Rel) -> None:
         """Index entries that point past the end of the table or at unused line pointers, rechecked against
         fresh copies of the pages (a concurrent insert or VACUUM can explain a first mismatch)."""
         heap = self.heap_of(index)
-        if heap is None or heap.lp_state is None:
-            return
-        candidates: list[Crossref] = []
-        for iblk, iitem, tids in refs:
-            for hblk, hoff in tids:
-                if hblk >= heap.nblocks:
-                    candidates.append(Crossref(iblk, iitem, hblk, hoff, True))
-                    continue
-                flags = heap.lp_state.get(hblk)
-                if flags is None:
-                    continue
-                if hoff > len(flags) or flags[hoff - 1] == 0:
-                    candidates.append(Crossref(iblk, iitem, hblk, hoff, False))
-            if len(candidates) > 10 * MAX_CROSS_FINDINGS:
-                break
-        if not candidates:
+        candidates = index.candidates
+        index.candidates = []
+        if heap is None or not candidates:
             return
         confirmed = self.recheck(index, heap, candidates)
         past = [c for c in confirmed if c.past_end]
@@ -672,7 +789,7 @@ class Diagnosis:
         out: list[dict[str, Any]] = []
         zeroed: dict[int, int] = {}
         for c in dangling:
-            if heap.lp_state.get(c.heap_block) == b"":
+            if c.heap_block in heap.zero:
                 zeroed[c.heap_block] = zeroed.get(c.heap_block, 0) + 1
         for blk, n in sorted(zeroed.items()):
             if (heap.oid, "zero", blk) in self.reported:
@@ -737,11 +854,7 @@ class Diagnosis:
                 continue
             if c.heap_block not in fresh:
                 page = self.one_page(heap, c.heap_block)
-                if page is None:
-                    fresh[c.heap_block] = None
-                else:
-                    rep = core.inspect_page(page, c.heap_block, checksums=False, kind="heap")
-                    fresh[c.heap_block] = bytes(it["lp_flags"] for it in rep["items"])
+                fresh[c.heap_block] = None if page is None else core.lp_flags(page)
             flags = fresh[c.heap_block]
             if flags is not None and (c.heap_item > len(flags) or flags[c.heap_item - 1] == 0):
                 confirmed.append(c)
@@ -754,13 +867,8 @@ class Diagnosis:
             if c.index_block not in pages:
                 ipage = self.one_page(index, c.index_block)
                 entries: dict[int, list[tuple[int, int]]] = {}
-                if ipage is not None:
-                    rep = core.inspect_page(ipage, c.index_block, checksums=False, kind="btree")
-                    for it in rep["items"]:
-                        bt = it.get("btree")
-                        if bt and not bt["is_pivot"]:
-                            tids = bt["tids"] or ([bt["htid"]] if bt["htid"] else [])
-                            entries[it["lp"]] = [(t["block"], t["offset"]) for t in tids]
+                for item, hblk, hoff in core.leaf_tids(ipage) if ipage is not None else []:
+                    entries.setdefault(item, []).append((hblk, hoff))
                 pages[c.index_block] = entries
             if (c.heap_block, c.heap_item) in pages[c.index_block].get(c.index_item, []):
                 still.append(c)
@@ -860,10 +968,10 @@ class Diagnosis:
                 stack.extend([(mid + 1, b), (a, mid)])
         return out
 
-    def _run_locked(self, session: Session, query: Any, params: dict[str, Any]) -> Any:
+    def _run_locked(self, session: Session, query: Any, params: dict[str, Any], *, binary: bool = False) -> Any:
         """Run, retrying a few times when lock_timeout fired (someone holds a conflicting lock briefly)."""
         for attempt in range(LOCK_RETRIES):
-            rows = session.run(query, params)
+            rows = session.run(query, params, binary=binary) if binary else session.run(query, params)
             if not (isinstance(rows, ServerError) and rows.sqlstate == "55P03") or attempt == LOCK_RETRIES - 1:
                 return rows
             time.sleep(0.5 * (attempt + 1))
@@ -898,7 +1006,7 @@ class Diagnosis:
         )
         return f
 
-    def heap_phase(self, rels: list[Rel]) -> None:
+    def heap_tasks(self, rels: list[Rel]) -> list[tuple[Rel, int, int, bool]]:
         tasks: list[tuple[Rel, int, int, bool]] = []
         for rel in rels:
             check_toast = False
@@ -907,14 +1015,24 @@ class Diagnosis:
                 check_toast = toast is not None and toast.nblocks > 0 and not toast.refused and not toast.suspect
                 if toast is not None and toast.nblocks > 0 and not check_toast:
                     rel.notes.append("TOAST values not followed: the TOAST table has damaged pages")
+                rel.toast_checked = check_toast
             tasks.extend((rel, a, b, check_toast) for a, b in self.ranges(rel))
-        results = self.parallel(self.heap_task, tasks)
+        return tasks
+
+    def heap_done(
+        self, rels: list[Rel], tasks: list[tuple[Rel, int, int, bool]], results: list[list[dict[str, Any]]]
+    ) -> None:
         by_rel: dict[int, list[dict[str, Any]]] = {}
         for (rel, _a, _b, _t), res in zip(tasks, results, strict=True):
             by_rel.setdefault(rel.oid, []).extend(res)
         for rel in rels:
             res = by_rel.get(rel.oid, [])
             self.add(res)
+            # The files' TOAST findings mix moments (a value rewritten while its table and TOAST table were read);
+            # verify_heapam follows every pointer with one snapshot, and names the same damage on the row.
+            if not (rel.toast_checked and rel.amcheck != "crashed" and not self.amcheck_stopped):
+                self.add(rel.toast_scan)
+            rel.toast_scan = []
             if rel.amcheck == "crashed":
                 continue
             if not self.ranges(rel) and rel.nblocks:
@@ -927,6 +1045,47 @@ class Diagnosis:
                 rel.amcheck = "ok" if rel.nblocks else "empty"
             if rel.refused and rel.amcheck in ("ok", "corrupt", "errors"):
                 rel.amcheck += f" ({len(rel.refused)} refused block(s) not checked)"
+
+    def heap_phase(self, rels: list[Rel]) -> None:
+        tasks = self.heap_tasks(rels)
+        self.heap_done(rels, tasks, self.parallel(self.heap_task, tasks))
+
+    def amcheck_phase(self, tables: list[Rel], indexes: list[Rel]) -> None:
+        """verify_heapam over the tables and bt_index_check over their indexes, in one pool: the indexes first
+        (each is one statement, the longest), block ranges of the tables filling the other sessions.
+
+        Without the files, the rows' attributes were not walked before: heapallindexed (which deforms them) then
+        waits for verify_heapam's verdict on its table."""
+        if self.pgdata is None:
+            self.heap_phase(tables)
+            self.btree_phase(indexes)
+            return
+        heap_tasks = self.heap_tasks(tables)
+        tasks: list[tuple[Rel, int, int, bool] | Rel] = [*indexes, *heap_tasks]
+
+        def cost(task: tuple[Rel, int, int, bool] | Rel) -> int:
+            """Blocks a task reads: the longest go first, so no session is left with a big one at the end."""
+            if isinstance(task, Rel):
+                heap = self.heap_of(task)
+                return task.nblocks + (heap.nblocks if heap is not None and self.req.heapallindexed else 0)
+            return task[2] - task[1] + 1
+
+        order = sorted(range(len(tasks)), key=lambda i: -cost(tasks[i]))
+
+        def run(session: Session, task: tuple[Rel, int, int, bool] | Rel) -> list[dict[str, Any]]:
+            return self.btree_task(session, task) if isinstance(task, Rel) else self.heap_task(session, task)
+
+        done = self.parallel(run, [tasks[i] for i in order])
+        results: list[list[dict[str, Any]]] = [[] for _ in tasks]
+        for i, res in zip(order, done, strict=True):
+            results[i] = res
+        for res in results[: len(indexes)]:
+            self.add(res)
+        self.heap_done(tables, heap_tasks, results[len(indexes) :])
+
+    def btree_phase(self, indexes: list[Rel]) -> None:
+        for res in self.parallel(self.btree_task, indexes):
+            self.add(res)
 
     # ------------------------------------------------------------------ 4. bt_index_check
 
@@ -1018,10 +1177,6 @@ class Diagnosis:
                 for f in self.findings
             )
 
-    def btree_phase(self, indexes: list[Rel]) -> None:
-        for res in self.parallel(self.btree_task, indexes):
-            self.add(res)
-
     # ------------------------------------------------------------------ 4b. TOAST chunks named
 
     def locate_toast_chunks(self) -> None:
@@ -1049,11 +1204,16 @@ class Diagnosis:
     def _toast_index_entries(self, tindex: Rel, values: set[int]) -> dict[int, list[tuple[int, int, int]]]:
         """value id -> [(chunk_seq, toast block, toast item)] from the TOAST index's leaf pages."""
         found: dict[int, list[tuple[int, int, int]]] = {}
+        bs = tindex.block_size
         try:
-            for blk, got in self.raw_pages(self.main, tindex, 1, max(tindex.nblocks - 1, 0)):
-                if isinstance(got, ServerError):
-                    continue
-                rep = core.inspect_page(got, blk, checksums=False, kind="btree")
+            pages = (
+                (start + i, got[i * bs : (i + 1) * bs])
+                for start, got in self.raw_ranges(self.main, tindex, 1, max(tindex.nblocks - 1, 0))
+                if not isinstance(got, ServerError)
+                for i in range(len(got) // bs)
+            )
+            for blk, page in pages:  # only for values amcheck found damaged: a TOAST index is small
+                rep = core.inspect_page(page, blk, checksums=False, kind="btree")
                 if not rep["btree"] or "BTP_LEAF" not in rep["btree"]["flags"]:
                     continue
                 for it in rep["items"]:
@@ -1106,71 +1266,6 @@ class Diagnosis:
             locations = ", ".join(f"{s}@({b},{o})" for s, b, o in sorted(entries)[:8])
             row["message"] += f" [chunks in {toast.relname}: {locations or 'none indexed'}]"
         return out
-
-    # ------------------------------------------------------------------ 5. offline scan
-
-    def merge_scan(self) -> None:
-        if self.pgdata is None or not self.rels:
-            return
-        from pgsurgeon.scan import ScanRequest, run_scan
-
-        by_node = {r.relfilenode: r for r in self.rels}
-        try:
-            outcome = run_scan(
-                ScanRequest(
-                    pgdata=self.pgdata,
-                    dsn=self.req.dsn,
-                    databases=[str(self.server["database_oid"])],
-                    relations=[str(n) for n in by_node],
-                    live=True,
-                )
-            )
-        except PgSurgeonError as exc:
-            self.scan_note = f"offline scan not merged: {exc.message}"
-            return
-        seen = {(f["relfilenode"], f["fork"], f["block"], f["item"], f["code"]) for f in self.findings}
-        merged = []
-        same: dict[tuple[int, int], bool] = {}
-        for f in outcome.findings:
-            rel = by_node.get(int(f["relfilenode"]))
-            if rel is None or f["code"] in SCAN_CROSS_PAGE:
-                continue
-            key = (rel.relfilenode, f["fork"], f["block"], f["item"], f["code"])
-            if key in seen:
-                continue
-            if f["fork"] == "main" and f["block"] is not None and f["block"] not in rel.refused:
-                where = (rel.oid, int(f["block"]))
-                if where not in same:
-                    same[where] = self._disk_matches_buffer(rel, int(f["block"]))
-                if not same[where]:
-                    continue  # the server holds a newer copy of the page, decoded above
-            seen.add(key)
-            merged.append(
-                {
-                    **{k: f.get(k) for k in fmod.FINDING_KEYS},
-                    "path": f["path"],
-                    "relation": rel.relname,
-                    "database": self.server["database"],
-                    "observed_error": None,
-                    "source": fmod.SOURCE_SCAN,
-                    "attnum": None,
-                }
-            )
-        self.add(merged)
-        self.scan_note = f"offline scan of {outcome.summary['files']} file(s) merged ({len(merged)} more finding(s))"
-
-    def _disk_matches_buffer(self, rel: Rel, blk: int) -> bool:
-        """Whether the file's copy of a block is what the server has (pd_checksum aside: a buffer keeps the
-        checksum it was read with, the file gets a fresh one on every write)."""
-        assert self.pgdata is not None and self.geometry is not None
-        live = self.one_page(rel, blk)
-        if live is None:
-            return True
-        try:
-            disk = read_block(self.pgdata / rel.path, blk, self.geometry).data
-        except PgSurgeonError:
-            return False
-        return disk[:8] == live[:8] and disk[10:] == live[10:]
 
     # ------------------------------------------------------------------ results
 
@@ -1227,27 +1322,25 @@ class Diagnosis:
             heaps = [r for r in self.rels if r.is_heap]
             others = [r for r in self.rels if not r.is_heap and r.relkind == "i"]
             self.progress(f"reading {sum(r.nblocks for r in self.rels)} pages of {len(self.rels)} relation(s)")
-            self.raw_phase(heaps)
-            refs = self.raw_phase(others)
+            if self.pgdata is None or not self.files_phase(heaps + others):
+                self.pgdata = None
+                self.raw_phase(heaps + others)
             for rel in heaps:
+                rel.lines = None  # memory: only the index batches needed it
                 self.file_checks(rel)
-            for index, leaf_refs in refs:
-                self.index_refs(index, leaf_refs)
-            for rel in heaps:
-                rel.lp_state = None  # memory: only the cross-check needed it
+            for index in others:
+                self.index_refs(index)
             self.progress("verify_heapam on TOAST tables")
             self.heap_phase([r for r in heaps if r.role == "toast"])
-            self.progress("verify_heapam on tables")
-            self.heap_phase([r for r in heaps if r.role != "toast"])
-            self.progress("bt_index_check on indexes")
-            self.btree_phase([r for r in self.rels if r.is_btree and r.role == "index"])
+            self.progress("verify_heapam on tables, bt_index_check on their indexes")
+            self.amcheck_phase(
+                [r for r in heaps if r.role != "toast"], [r for r in self.rels if r.is_btree and r.role == "index"]
+            )
             self.btree_phase([r for r in self.rels if r.is_btree and r.role == "toast-index"])
             self.locate_toast_chunks()
             for r in self.rels:
                 if r.relkind == "i" and not r.is_btree:
                     r.amcheck = f"pages only (no amcheck for {r.amname})"
-            self.progress("offline scan")
-            self.merge_scan()
             self.fold_amcheck()
         finally:
             self.close()

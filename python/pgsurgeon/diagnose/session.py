@@ -129,12 +129,15 @@ class Session:
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
-    def run(self, query: str | Composable, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
-        """Rows of ``query``, or the :class:`ServerError` it raised."""
+    def run(
+        self, query: str | Composable, params: Sequence[Any] | dict[str, Any] | None = None, *, binary: bool = False
+    ) -> Any:
+        """Rows of ``query``, or the :class:`ServerError` it raised; ``binary``: results in binary format (a bytea
+        arrives as its bytes, not as hex text twice its size)."""
         self._notices.clear()
         conn = self.conn
         try:
-            cur = conn.execute(query, params)  # type: ignore[arg-type]
+            cur = conn.execute(query, params, binary=binary)  # type: ignore[arg-type]
             return cur.fetchall() if cur.description is not None else []
         except (db.OperationalError, db.InterfaceError) as exc:
             diag = getattr(exc, "diag", None)

@@ -359,6 +359,7 @@ class Salvage:
             self.stats.blocks_done = sum(max(0, min(b, nblocks) - a) for a, b in _merge(done))
         self.sql_seconds = 0.0
         s0 = time.monotonic()
+        work = self._copy_all(work, set(checksum_only))
         self._run_sql(work)
         self.sql_seconds = time.monotonic() - s0
         # 3. carve
@@ -373,6 +374,29 @@ class Salvage:
         return self._report(started)
 
     # ------------------------------------------------------------------ SQL phase
+
+    def _copy_all(self, work: list[tuple[int, int]], alone: set[int]) -> list[tuple[int, int]]:
+        """A new table in the same database: the sound ranges copied inside the server in one transaction, like
+        CREATE TABLE AS (blocks to try alone, whose pages failed only their checksum, stay out of it). Returns the
+        work left for the range-by-range path: everything when this does not apply or the server refuses."""
+        copy_all = getattr(self.sink, "copy_all", None)
+        bulk = _merge([(a, b) for a, b in work if not (b - a == 1 and a in alone)])
+        if copy_all is None or not bulk:
+            return work
+        dest = self.sink.dest_session()
+        if dest is None:
+            return work
+        try:
+            rows = copy_all(dest, bulk)
+        except (SqlFailed, BackendLost) as exc:
+            self.notes.append(f"one-transaction copy refused ({exc}): copied range by range")
+            return work
+        finally:
+            dest.close()
+        if rows is None:
+            return work
+        self.stats.add(sum(b - a for a, b in bulk), int(rows))
+        return [(a, b) for a, b in work if b - a == 1 and a in alone]
 
     def _run_sql(self, work: list[tuple[int, int]]) -> None:
         q: queue.Queue[tuple[int, int] | None] = queue.Queue()

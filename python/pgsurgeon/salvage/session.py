@@ -84,6 +84,11 @@ class Session:
         assert self._conn is not None
         return self._conn
 
+    @property
+    def options(self) -> str:
+        """The session's settings as libpq ``options`` (PGOPTIONS): for a psql that must read like this session."""
+        return self._options()
+
     def _options(self) -> str:
         opts = {**OUTPUT_SETTINGS, "application_name": APPLICATION_NAME}
         if self.read_only:

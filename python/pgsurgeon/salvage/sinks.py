@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -415,6 +416,37 @@ def _append(src: Path, out: Any) -> None:
         shutil.copyfileobj(fh, out, 4 << 20)
 
 
+def psycopg_conninfo(dsn: str) -> dict[str, Any]:
+    from psycopg.conninfo import conninfo_to_dict
+
+    return dict(conninfo_to_dict(dsn))
+
+
+def make_conninfo(params: dict[str, Any]) -> str:
+    from psycopg.conninfo import make_conninfo as make
+
+    return make("", **params)
+
+
+_PSQL: list[tuple[Path, dict[str, str]] | None] = []
+
+
+def _psql() -> tuple[Path, dict[str, str]] | None:
+    """psql and the environment it needs (library path): PostgreSQL's installation pgsurgeon uses, else PATH."""
+    if not _PSQL:
+        from pgsurgeon.pgbin import find_install
+
+        found: tuple[Path, dict[str, str]] | None = None
+        with contextlib.suppress(Exception):
+            install = find_install()
+            env = install.env()
+            found = (install.tool("psql"), {k: v for k, v in env.items() if k == "LD_LIBRARY_PATH"})
+        if found is None and (path := shutil.which("psql")):
+            found = (Path(path), {})
+        _PSQL.append(found)
+    return _PSQL[0]
+
+
 def parse_qualified(text: str) -> tuple[str | None, str]:
     """``schema.name`` as SQL text: quoted parts kept exactly, unquoted ones folded to lower case."""
     parts: list[str] = []
@@ -564,6 +596,35 @@ class TableSink:
             (a, b, kind, rows),
         )
 
+    def copy_all(self, dest: Session, ranges: list[tuple[int, int]]) -> int | None:
+        """Every range in one transaction inside the server, as CREATE TABLE AS copies a table: the new (empty)
+        table is created again by CREATE TABLE AS over the first TID range (a table created in the transaction is
+        filled with bulk inserts, and with wal_level=minimal not WAL-logged), INSERT … SELECT adds the others, the
+        progress rows go in the same commit. One TID range scan per statement: ranges OR-ed in one statement become
+        a sequential scan, which reads the damaged blocks between them (and may set hint bits in their garbage).
+        Only for a new table of the same database that holds nothing yet (a resumed salvage copies range by range);
+        None when it does not apply. Raises what the server raises: the caller then copies range by range (nothing
+        was committed)."""
+        if not self.same_db or not ranges or self.done_ranges():
+            return None
+
+        def fn(conn: Connection[tuple[Any, ...]]) -> int:
+            n = 0
+            with conn.transaction():
+                if self.snapshot is not None:
+                    self.snapshot.begin(conn)
+                conn.execute(db.sql.SQL("DROP TABLE {}").format(self.ident(self.name)))
+                for i, (a, b) in enumerate(ranges):
+                    verb = "CREATE TABLE {} AS {}" if i == 0 else "INSERT INTO {} {}"
+                    query = db.sql.SQL(verb).format(self.ident(self.name), range_query(self.table, a, b))
+                    rows = conn.execute(query).rowcount
+                    self._progress(conn, a, b, "sql", rows)
+                    n += rows
+            return n
+
+        rows: int = dest.run(fn)
+        return rows
+
     def copy_range(self, src: Session, dest: Session | None, a: int, b: int) -> int:
         assert dest is not None
         if self.same_db:
@@ -584,20 +645,49 @@ class TableSink:
         def fn2(dconn: Connection[tuple[Any, ...]]) -> int:
             with dconn.transaction():
                 with dconn.cursor().copy(in_sql) as cin:
-
-                    def pump(sconn: Connection[tuple[Any, ...]]) -> int:
-                        n = 0
-                        with reading(sconn, self.snapshot), sconn.cursor().copy(out_sql) as cout:
-                            for data in cout:
-                                cin.write(data)
-                                n += 1
-                        return n
-
-                    n = src.run(pump)
+                    n = self._pipe(src, out_sql.as_string(dconn), cin.write)
                 self._progress(dconn, a, b, "sql", n)
             return n
 
         return dest.run(fn2)
+
+    def _pipe(self, src: Session, copy_out: str, write: Any) -> int:
+        """The rows of ``copy_out`` (a COPY … TO STDOUT) handed to ``write`` a megabyte at a time, read by psql
+        under the salvage's snapshot: no row passes through Python on its own. Returns the rows (COPY text has one
+        line per row: newlines inside values are escaped)."""
+        psql = _psql()
+        if psql is None:
+            raise PgSurgeonError(
+                "copying into another server needs psql (the rows are piped from one COPY into the other)",
+                hint="install PostgreSQL's client programs, or salvage into the same database (--into without "
+                "--into-dsn) or into files (--out)",
+            )
+        params = psycopg_conninfo(src.dsn)
+        password = params.pop("password", None)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env.update(psql[1])
+        env.update({"PGOPTIONS": src.options, "PGCLIENTENCODING": "UTF8", "PGAPPNAME": "pgsurgeon salvage"})
+        if password is not None:
+            env["PGPASSWORD"] = password  # never on a command line (ps shows it to every local user)
+        cmds = ["-c", copy_out]
+        if self.snapshot is not None:
+            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            cmds = ["-c", begin, "-c", f"SET TRANSACTION SNAPSHOT '{self.snapshot.current()}'", *cmds, "-c", "COMMIT"]
+        args = [str(psql[0]), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", make_conninfo(params), *cmds]
+        rows = 0
+        with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            while chunk := proc.stdout.read(1 << 20):
+                write(chunk)
+                rows += chunk.count(b"\n")
+            err = proc.stderr.read().decode(errors="replace")
+        if proc.returncode == 0:
+            return rows
+        message = next((line for line in err.splitlines() if line.strip()), f"psql exited with {proc.returncode}")
+        message = message.removeprefix("psql:").split("ERROR:", 1)[-1].strip()
+        if proc.returncode == 2:  # the connection to the server was lost
+            raise BackendLost(message)
+        raise SqlFailed(None, message)
 
     def copy_tuples(self, src: Session, dest: Session | None, block: int, lps: list[int]) -> TupleOutcome:
         assert dest is not None

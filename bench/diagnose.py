@@ -1,0 +1,137 @@
+"""Benchmark: `pgsurgeon diagnose` (whole database) against `pg_amcheck` on the same database with the same -j, in one
+run: heap + btree against diagnose, `--heapallindexed` against `diagnose --heapallindexed`.
+
+Reuses the pgbench cluster the row-engine benchmark builds (bench/labs.py; PostgreSQL 18, data checksums on): scale
+100 (about 1.6 GB) by default, scale 800 (≥ 10 GB) with --big. Warm page cache: every command runs once before it is
+timed. Prints times, ratios and peak RSS (wait4 of each child; Linux carries the forking Python's high-water mark
+across exec, so the baselines' RSS includes ~20 MB of it). Targets (issue 14): diagnose ≤ 2x pg_amcheck heap + btree,
+diagnose --heapallindexed ≤ 1x pg_amcheck --heapallindexed, peak RSS ≤ 200 MB; --check exits 1 when one is missed.
+
+    python bench/diagnose.py [--big] [--jobs 2] [--repeat 3] [--lab-dir /var/tmp/pgsurgeon-bench] [--check] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from labs import bench_cluster
+
+from pgsurgeon.lab import LabCluster
+from pgsurgeon.pgbin import server_user
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(lab_dir: Path, scale: int) -> LabCluster:
+    """The pgbench cluster of bench/carve.py (built there or here, once), with amcheck and pageinspect."""
+    cluster = bench_cluster(f"carve18s{scale}", lab_dir)
+    with cluster.connect() as conn:
+        have = conn.execute("SELECT to_regclass('pgbench_accounts') IS NOT NULL").fetchone()
+    if not (have and have[0]):
+        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
+        cluster.run_tool("pgbench", "-i", "-q", "-s", str(scale), "-d", "postgres", timeout=7200)
+    with cluster.connect() as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        conn.execute("CHECKPOINT")
+    return cluster
+
+
+def run_measured(cmd: list[str], *, as_server: LabCluster | None = None) -> tuple[float, float, int, str]:
+    """Seconds, peak RSS in MB (wait4), exit code, stdout."""
+    kwargs: dict[str, object] = {}
+    env = dict(os.environ)
+    if as_server is not None:
+        env = as_server.tool_env()
+        user = server_user()
+        if user.switch:
+            kwargs = {"user": user.uid, "group": user.gid, "cwd": "/"}
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, **kwargs)  # type: ignore[call-overload]
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        out.seek(0)
+        text = out.read().decode()
+    if code not in (0, 2):
+        raise SystemExit(f"{Path(cmd[0]).name} failed ({code}): {err[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024, code, text
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--big", action="store_true", help="pgbench scale 800 (>= 10 GB) instead of 100")
+    ap.add_argument("--jobs", type=int, default=2, help="-j for both tools")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
+    args = ap.parse_args()
+    scale = 800 if args.big else 100
+    cluster = build(args.lab_dir, scale)
+    with cluster.connect() as conn:
+        (dbsize,) = conn.execute("SELECT pg_database_size('postgres')").fetchone()  # type: ignore[misc]
+    pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
+    amcheck = [str(cluster.install.tool("pg_amcheck")), "-h", str(cluster.run_dir), "-p", str(cluster.port)]
+    amcheck += ["-U", "postgres", "-d", "postgres", "-j", str(args.jobs)]
+    diagnose = [pgsurgeon, "diagnose", "--dsn", cluster.dsn(), "-j", str(args.jobs), "--format", "json"]
+    runs = {
+        "pg_amcheck (heap + btree)": (amcheck, cluster),
+        "pgsurgeon diagnose": (diagnose, None),
+        "pg_amcheck --heapallindexed": ([*amcheck, "--heapallindexed"], cluster),
+        "pgsurgeon diagnose --heapallindexed": ([*diagnose, "--heapallindexed"], None),
+    }
+    for cmd, server in runs.values():
+        run_measured(cmd, as_server=server)  # warm
+    # interleaved, so a change in the machine's load hits every tool alike
+    timings: dict[str, list[tuple[float, float, int, str]]] = {label: [] for label in runs}
+    load_before = os.getloadavg()
+    for _ in range(args.repeat):
+        for label, (cmd, server) in runs.items():
+            timings[label].append(run_measured(cmd, as_server=server))
+    results = {
+        label: (statistics.median(t[0] for t in ts), max(t[1] for t in ts), max(t[2] for t in ts))
+        for label, ts in timings.items()
+    }
+    findings = max(
+        json.loads(t[3])["summary"]["findings"] for label, ts in timings.items() if "pgsurgeon" in label for t in ts
+    )
+    load = os.getloadavg()
+    lines = [
+        f"database postgres: {dbsize / 1e9:.2f} GB (pgbench scale {scale}); "
+        f"PostgreSQL {cluster.install.short_version}, "
+        f"checksums on, {os.cpu_count()} cores, -j {args.jobs} for both tools, warm page cache, median of "
+        f"{args.repeat}; load average (1 min) before {load_before[0]:.2f}, after {load[0]:.2f}",
+        f"{'run':40} {'seconds':>8} {'peak RSS MB':>12} {'exit':>5}",
+    ]
+    lines += [f"{label:40} {s:8.2f} {rss:12.1f} {code:5d}" for label, (s, rss, code) in results.items()]
+    plain = results["pgsurgeon diagnose"][0] / results["pg_amcheck (heap + btree)"][0]
+    full = results["pgsurgeon diagnose --heapallindexed"][0] / results["pg_amcheck --heapallindexed"][0]
+    rss = max(results["pgsurgeon diagnose"][1], results["pgsurgeon diagnose --heapallindexed"][1])
+    lines.append(f"diagnose / pg_amcheck heap + btree: {plain:.2f}x (target <= 2.0x)")
+    lines.append(f"diagnose --heapallindexed / pg_amcheck --heapallindexed: {full:.2f}x (target <= 1.0x)")
+    lines.append(f"diagnose peak RSS {rss:.0f} MB (target <= 200 MB); findings on the healthy database: {findings}")
+    print("\n".join(lines))
+    if args.record:
+        stamp = datetime.date.today().isoformat()
+        cmd = f"python bench/diagnose.py{' --big' if args.big else ''} --jobs {args.jobs} --repeat {args.repeat}"
+        with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
+            fh.write(f"\n### diagnose, {stamp}: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n")
+    missed = plain > 2.0 or full > 1.0 or rss > 200 or findings > 0
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+//! diagnose's batch calls: pages fetched from the server go in as one buffer per batch, findings come out as one
+//! JSON document, block lists and candidate tuples; the line pointer map of a heap stays on the Rust side.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use pgsurgeon_core::diagnose as core_diag;
+use pgsurgeon_core::page::PageKind;
+
+/// The line pointers of one heap (a few bytes a block), filled by `check_pages(..., record=map)` and read by
+/// the index batches of the same heap (`against=map`). Shared by threads.
+#[pyclass(frozen)]
+pub struct LineMap(std::sync::RwLock<core_diag::LineMap>);
+
+#[pymethods]
+impl LineMap {
+    #[new]
+    fn new(nblocks: u64) -> Self {
+        LineMap(std::sync::RwLock::new(core_diag::LineMap::new(nblocks)))
+    }
+
+    #[getter]
+    fn nblocks(&self) -> u64 {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).nblocks()
+    }
+}
+
+type Candidates = Vec<(u64, u16, u32, u16, bool)>;
+/// (findings as JSON, suspect blocks, all-zero blocks, candidates, pages checked).
+type BatchAnswer = (String, Vec<u64>, Vec<u64>, Candidates, u64);
+
+/// Check consecutive pages (block `first` onwards) with the GIL released. Returns (findings as JSON, suspect
+/// blocks, all-zero blocks, candidates (index block, index item, heap block, heap item, past end), pages).
+#[pyfunction]
+#[pyo3(signature = (data, first, *, kind, checksums, blcksz, relnatts=None, record=None, against=None))]
+#[allow(clippy::too_many_arguments)]
+fn check_pages(
+    py: Python<'_>,
+    data: &[u8],
+    first: u64,
+    kind: Option<&str>,
+    checksums: bool,
+    blcksz: usize,
+    relnatts: Option<u16>,
+    record: Option<Py<LineMap>>,
+    against: Option<Py<LineMap>>,
+) -> PyResult<BatchAnswer> {
+    let kind = match kind {
+        None => None,
+        Some(k) => Some(PageKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?),
+    };
+    if blcksz == 0 || !data.len().is_multiple_of(blcksz) {
+        return Err(PyValueError::new_err(format!("{} bytes are not whole pages of {blcksz}", data.len())));
+    }
+    let cfg = core_diag::BatchConfig { kind, checksums, blcksz, relnatts, collect_lp: record.is_some() };
+    let against_ref = against.as_ref().map(|m| m.get());
+    let record_ref = record.as_ref().map(|m| m.get());
+    let mut rep = py.detach(|| {
+        let guard = against_ref.map(|m| m.0.read().unwrap_or_else(|p| p.into_inner()));
+        let mut rep = core_diag::check_batch(data, first, &cfg, guard.as_deref());
+        drop(guard);
+        if let Some(m) = record_ref {
+            m.0.write().unwrap_or_else(|p| p.into_inner()).absorb(&mut rep);
+        }
+        rep
+    });
+    let candidates =
+        rep.candidates.iter().map(|c| (c.index_block, c.index_item, c.heap_block, c.heap_item, c.past_end)).collect();
+    let findings = super::to_json(&rep.findings)?;
+    Ok((findings, std::mem::take(&mut rep.suspect), std::mem::take(&mut rep.zero), candidates, rep.pages))
+}
+
+/// (entry's line pointer, heap block, heap item) of every live entry on a btree leaf page.
+#[pyfunction]
+fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
+    core_diag::leaf_tids(data)
+}
+
+/// The line pointer flags of a heap page, one byte each (0 unused, 1 normal, 2 redirect, 3 dead).
+#[pyfunction]
+fn lp_flags<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, pyo3::types::PyBytes> {
+    pyo3::types::PyBytes::new(py, &core_diag::lp_flags(data))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<LineMap>()?;
+    m.add_function(wrap_pyfunction!(check_pages, m)?)?;
+    m.add_function(wrap_pyfunction!(leaf_tids, m)?)?;
+    m.add_function(wrap_pyfunction!(lp_flags, m)?)?;
+    Ok(())
+}
