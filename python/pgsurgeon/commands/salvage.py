@@ -54,6 +54,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "page may then crash the server, which salvage survives)",
     )
     p.add_argument(
+        "--deleted",
+        action="store_true",
+        help="with --out: also write the row versions committed DELETEs and UPDATEs removed and VACUUM has not "
+        "reclaimed yet (read through the server's buffers with pageinspect), to TABLE.deleted.copy",
+    )
+    p.add_argument(
+        "--deleted-by",
+        type=int,
+        metavar="XID",
+        help="only the row versions this transaction removed (implies --deleted)",
+    )
+    p.add_argument(
         "--carve-all",
         action="store_true",
         help="carve every block from the raw pages instead of reading through SQL (a cross-check)",
@@ -115,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
         keep_parts=args.keep_parts,
         carve_all=args.carve_all,
         precheck=not args.no_precheck,
+        deleted=args.deleted,
+        deleted_by=args.deleted_by,
     )
     progress: Any = None
     live = term.stderr_is_terminal()
@@ -197,5 +211,12 @@ def announce(report: dict[str, Any], args: argparse.Namespace) -> list[str]:
         lines.append(
             f"rows kept apart (uncertain, with where each came from): {outputs['carved_file']}; check them before "
             "loading any"
+        )
+    deleted = report.get("deleted")
+    if deleted:
+        lines.append(
+            f"removed row versions: {deleted['rows']} in {deleted['file']} (leading columns: "
+            + ", ".join(deleted["columns"][:7])
+            + ", then the table's)"
         )
     return lines

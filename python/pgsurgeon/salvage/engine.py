@@ -28,6 +28,7 @@ from pgsurgeon import core, db
 from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage import catalog
+from pgsurgeon.salvage.deleted import undelete
 from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
 from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
 from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink, reading
@@ -63,11 +64,20 @@ class SalvageOptions:
     """Classify blocks before sending SQL (off: SQL first, carve only what fails or crashes)."""
     server_files: bool = True
     """With --out and a local server: let the server write the chunk files (COPY … TO 'file')."""
+    deleted: bool = False
+    """Also write the row versions committed DELETEs and UPDATEs removed (salvage/deleted.py); needs --out."""
+    deleted_by: int | None = None
+    """With ``deleted``: only what this transaction removed (the low 32 bits of txid_current())."""
 
     def __post_init__(self) -> None:
         # every caller (the command, repair, the lab) gets the same refusal, before anything runs
         if not 1 <= self.jobs <= 64:
             raise UsageError(f"jobs must be between 1 and 64, not {self.jobs}", hint="pass -j 1 to 64")
+        if self.deleted_by is not None:
+            self.deleted = True
+            self.deleted_by &= 0xFFFFFFFF
+        if self.deleted and self.out is None:
+            raise UsageError("--deleted writes files: it needs --out DIR")
         if self.chunk_blocks < 0:
             raise UsageError(
                 f"chunk blocks must be 0 (chosen from the table size) or more, not {self.chunk_blocks}",
@@ -208,6 +218,8 @@ class Salvage:
         self.carve_items: dict[int, set[int]] = {}
         self.notes: list[str] = []
         self.lock = threading.Lock()
+        self.deleted: dict[str, Any] | None = None
+        """What salvage --deleted wrote (salvage/deleted.py)."""
 
     # ------------------------------------------------------------------ setup
 
@@ -348,6 +360,9 @@ class Salvage:
         if o.carve_all:
             self.carve_ranges = _complement(nblocks, _merge([(b, b + 1) for b in missing]))
             skip = [(0, nblocks)]
+        if o.deleted and isinstance(sink, DirSink) and self.pages is not None:
+            # before any SQL reads the table: a scan prunes the removed versions from the pages it reads
+            self.deleted = undelete(self, self._carve_config(), _Oracle(self), sink.out_dir, sink.base, sink.ext)
         # 2. SQL
         done = sink.done_ranges()
         chunk = o.chunk_blocks or max(16, min(2048, nblocks // max(1, o.jobs * 8) or 16))
@@ -629,35 +644,20 @@ class Salvage:
     def _carve(self) -> None:
         """Carve the damaged blocks (every block with --carve-all) through the row engine: rows stream from the
         core into the sink; only counters, losses and the pages that need accounting come back."""
-        t = self.table
         ranges = _merge(self.carve_ranges + [(b, b + 1) for b in self.carve_blocks | set(self.carve_items)])
         zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
         summary: dict[str, Any] = {"counts": {}, "lost": [], "pages": []}
         if ranges and self.pages is not None:
-            cfg: dict[str, Any] = {
-                "blcksz": t.block_size,
-                "nblocks": t.nblocks,
-                "desc": t.rel_desc(),
-                "columns": t.columns_out(),
-                "format": "csv" if isinstance(self.sink, DirSink) and self.sink.fmt == "csv" else "text",
-                "server_version_num": t.server_version_num,
-                "encoding": self.facts.encoding,
-                "checksums": t.checksums,
-                "horizons": self.horizons,
-                "snapshot": self.snapshot.text,
-                "can_ask": True,
-                "can_fetch_toast": t.toast_oid != 0,
-                "toast_relid": t.toast_oid,
-                "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
-                **self.pages.carve_extras(),
-            }
-            summary = self._run_carver(cfg, ranges)
+            summary = self._run_carver(self._carve_config(), ranges)
         elif ranges:
             for a, b in ranges:
                 self.lost.extend(
                     {"block": x, "lp": None, "reason": "damaged, and raw pages cannot be read here"}
                     for x in range(a, b)
                 )
+        self._account(summary, ranges, zero_blocks)
+
+    def _account(self, summary: dict[str, Any], ranges: list[tuple[int, int]], zero_blocks: list[int]) -> None:
         counts = summary["counts"]
         self.lost.extend(summary["lost"])
         self.carved["rows"] = int(counts.get("main_rows", 0))
@@ -672,6 +672,28 @@ class Salvage:
                     self.classes[int(p["block"])] = {"state": "zero", "codes": [], "message": "all zeroes"}
             zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
         self._evidence(zero_blocks, summary["pages"])
+
+    def _carve_config(self) -> dict[str, Any]:
+        """The row engine's configuration for this table (crates/core/src/rows/carve.rs CarveConfig)."""
+        t = self.table
+        assert self.pages is not None
+        return {
+            "blcksz": t.block_size,
+            "nblocks": t.nblocks,
+            "desc": t.rel_desc(),
+            "columns": t.columns_out(),
+            "format": "csv" if isinstance(self.sink, DirSink) and self.sink.fmt == "csv" else "text",
+            "server_version_num": t.server_version_num,
+            "encoding": self.facts.encoding,
+            "checksums": t.checksums,
+            "horizons": self.horizons,
+            "snapshot": self.snapshot.text,
+            "can_ask": True,
+            "can_fetch_toast": t.toast_oid != 0,
+            "toast_relid": t.toast_oid,
+            "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
+            **self.pages.carve_extras(),
+        }
 
     def _run_carver(self, cfg: dict[str, Any], ranges: list[tuple[int, int]]) -> dict[str, Any]:
         """Run the row engine over ``ranges`` in a worker thread, reporting progress meanwhile."""
@@ -902,6 +924,8 @@ class Salvage:
                 "carve": round(getattr(self, "carve_seconds", 0.0), 3),
             },
         }
+        if self.deleted is not None:
+            report["deleted"] = self.deleted
         report["complete"] = not lost and self.carved.get("uncertain", 0) == 0
         return report
 
