@@ -143,6 +143,9 @@ pub struct TarSource {
     places: Vec<Place>,
     index: HashMap<String, usize>,
     kept: HashMap<usize, Arc<Vec<u8>>>,
+    /// Members read into memory on request ([`TarSource::hold`]), e.g. the TOAST table of the table being
+    /// unloaded, which is read at random.
+    held: Mutex<HashMap<usize, Arc<Vec<u8>>>>,
     /// Per uncompressed archive: the open file.
     handles: Vec<Option<File>>,
     /// Per compressed archive: its cursor.
@@ -207,11 +210,49 @@ impl TarSource {
                 _ => None,
             });
         }
-        Ok(TarSource { archives, members, places, index, kept, handles, cursors, restarts: Default::default() })
+        Ok(TarSource {
+            archives,
+            members,
+            places,
+            index,
+            kept,
+            held: Default::default(),
+            handles,
+            cursors,
+            restarts: Default::default(),
+        })
     }
 
     pub fn archives(&self) -> &[ArchiveFile] {
         &self.archives
+    }
+
+    /// Keep member `index` in memory until [`TarSource::release`]: for a file read at random while another is
+    /// streamed. Costs at most one further pass; a no-op for uncompressed archives and kept files.
+    pub fn hold(&self, index: usize) -> io::Result<()> {
+        if self.places[index].data_offset.is_some() || self.kept.contains_key(&index) {
+            return Ok(());
+        }
+        if self.held.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&index) {
+            return Ok(());
+        }
+        let size = self.members[index].size as usize;
+        let mut buf = vec![0u8; size];
+        let mut got = 0;
+        while got < size {
+            let n = self.read_stream(index, got as u64, &mut buf[got..])?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        buf.truncate(got);
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(index, Arc::new(buf));
+        Ok(())
+    }
+
+    pub fn release(&self, index: usize) {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&index);
     }
 
     fn start(&self, archive: usize) -> Cursor {
@@ -313,7 +354,8 @@ impl FileSource for TarSource {
         }
         let len = buf.len().min((size - offset) as usize);
         let buf = &mut buf[..len];
-        if let Some(bytes) = self.kept.get(&index) {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).get(&index).cloned();
+        if let Some(bytes) = self.kept.get(&index).or(held.as_ref()) {
             let from = offset as usize;
             let n = len.min(bytes.len().saturating_sub(from));
             buf[..n].copy_from_slice(&bytes[from..from + n]);

@@ -185,6 +185,24 @@ impl Backup {
         self.source.as_ref().map_or(0, |s| s.restarts.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// Keep a file (path relative to the data directory) in memory until released; see [`TarSource::hold`].
+    pub fn hold(&self, rel: &str) -> Result<()> {
+        if let Some(src) = &self.source {
+            if let Some(i) = src.index_of(rel) {
+                src.hold(i).map_err(|e| CoreError::io(self.root.join(rel), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn release(&self, rel: &str) {
+        if let Some(src) = &self.source {
+            if let Some(i) = src.index_of(rel) {
+                src.release(i);
+            }
+        }
+    }
+
     /// What the backup is, for reports.
     pub fn info(&self) -> BackupInfo {
         BackupInfo {
