@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon.backup import is_backup
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
@@ -42,7 +43,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Read relation files directly and report every damaged page and tuple: what is wrong, the "
         "error PostgreSQL raises when it reads it, and what to do. Works with or without data checksums.",
     )
-    p.add_argument("targets", nargs="+", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files")
+    p.add_argument(
+        "targets",
+        nargs="+",
+        type=Path,
+        metavar="PGDATA|BACKUP|FILE",
+        help="data directory, base backup (pg_basebackup -Fp directory, or the directory holding base.tar[.gz|.lz4|"
+        ".zst]), or relation files",
+    )
     p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
     p.add_argument("-P", "--progress", action="store_true", help="show bytes, MB/s and ETA on stderr")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -70,7 +78,7 @@ def request_from_args(args: argparse.Namespace) -> ScanRequest:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
     targets: list[Path] = args.targets
     files: list[Path] = []
-    if len(targets) == 1 and targets[0].is_dir():
+    if len(targets) == 1 and (targets[0].is_dir() or is_backup(targets[0])):
         pgdata = targets[0]
     else:
         for t in targets:
@@ -105,6 +113,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "summary": outcome.summary,
         "warnings": outcome.warnings,
         "findings": [{k: f.get(k) for k in findings.FINDING_FIELDS} for f in outcome.findings],
+        **({"backup": outcome.backup} if outcome.backup is not None else {}),
     }
 
 
@@ -118,6 +127,23 @@ def render_text(outcome: ScanOutcome, console: Console) -> None:
         console.print(
             f"{s['zero_pages_inside']} all-zero page(s) before in-use pages: normal after concurrent inserts extend a "
             "table, reported as damage only when the visibility map or an index says rows were there",
+            style="dim",
+        )
+    if outcome.backup is not None:
+        b = outcome.backup
+        m = b["manifest"]
+        start = (b.get("label") or {}).get("start_lsn")
+        where = f", start LSN {start >> 32:X}/{start & 0xFFFFFFFF:X}" if start is not None else ""
+        checked = (
+            f"; manifest: {m['files_checked']} files checked ({', '.join(m['algorithms']) or 'NONE'})"
+            if m["present"]
+            else "; no manifest"
+        )
+        console.print(f"base backup ({b['form']}){where}{checked}", markup=False)
+    if s.get("after_backup_start"):
+        console.print(
+            f"{s['after_backup_start']} page(s) newer than the backup's start: written while the backup ran, WAL "
+            "replay rewrites them (information, not damage; not checked)",
             style="dim",
         )
     if s["skipped_live"]:
