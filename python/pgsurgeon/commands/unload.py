@@ -22,7 +22,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "schema.sql per database, restore.sql (psql -X -v ON_ERROR_STOP=1 -d postgres -f DIR/restore.sql "
         "rebuilds them in a fresh cluster) and report.json/report.txt. Opens everything read-only.",
     )
-    p.add_argument("pgdata", type=Path, metavar="PGDATA", help="the data directory (the server stopped)")
+    p.add_argument(
+        "pgdata",
+        type=Path,
+        metavar="PGDATA|BACKUP",
+        help="the data directory (the server stopped), or a base backup read in place (pg_basebackup -Fp directory, or "
+        "the directory holding base.tar[.gz|.lz4|.zst])",
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty directory for the files")
     p.add_argument("--database", action="append", default=[], help="only this database (repeatable)")
     p.add_argument("--table", action="append", default=[], help="only this table, as schema.table or name (repeatable)")

@@ -8,12 +8,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.backup import BackupSource, is_backup
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog, Relation
 from pgsurgeon.datadir import postmaster_pid
@@ -93,8 +94,11 @@ def _matches(rel: Relation, patterns: list[str]) -> bool:
 
 
 class _Job:
-    def __init__(self, req: UnloadRequest, on_progress: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self, req: UnloadRequest, on_progress: Callable[[int, int], None] | None, backup: BackupSource | None = None
+    ) -> None:
         self.req = req
+        self.backup = backup
         self.on_progress = on_progress
         options: dict[str, Any] = {}
         if req.pg_version:
@@ -132,7 +136,6 @@ class _Job:
             t.skipped = "no file (the relation has no storage, or its file number is unknown)"
             return t
         relpath, nblocks = loc
-        heap = self.req.pgdata / relpath
         attrs = cat.attributes.get(rel.oid, [])
         cols = live_columns(cat, rel)
         columns = []
@@ -145,7 +148,7 @@ class _Job:
             "blcksz": self.files.block_size,
             "relseg_size": int(self.files.facts["relseg_size"]),
             "nblocks": nblocks,
-            "files": segments_of(heap),
+            "files": self._segments(relpath),
             "desc": {
                 "natts": max((a.attnum for a in attrs), default=0),
                 "has_toast": rel.toast_oid != 0,
@@ -171,15 +174,24 @@ class _Job:
             "xact_dir": str(self.req.pgdata / "pg_xact"),
             "can_ask": False,
         }
+        held = None
         if rel.toast_oid:
             tloc = cat.locate(rel.toast_oid)
             if tloc is not None:
-                cfg["toast_files"] = segments_of(self.req.pgdata / tloc[0])
+                cfg["toast_files"] = self._segments(tloc[0])
                 cfg["toast_nblocks"] = tloc[1]
+                held = tloc[0] if self.backup is not None and tloc[1] else None
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch()
         carver = core.RowCarver(cfg)
-        summary = self._run(carver, nblocks, str(target), str(apart))
+        if held is not None and self.backup is not None:
+            # The TOAST table is read at random while the table streams: in memory for this table only.
+            self.backup.hold(held)
+        try:
+            summary = self._run(carver, nblocks, str(target), str(apart))
+        finally:
+            if held is not None and self.backup is not None:
+                self.backup.release(held)
         counts = summary.get("counts", {})
         t.file = str(target.relative_to(self.req.out))
         t.rows = int(counts.get("main_rows", 0))
@@ -192,6 +204,24 @@ class _Job:
         elif apart.exists():
             apart.unlink()
         return t
+
+    def _segments(self, relpath: str) -> list[dict[str, Any]]:
+        if self.backup is not None:
+            return self.backup.segments(relpath)
+        return segments_of(self.req.pgdata / relpath)
+
+    def read_order(self, cat: DbCatalog, tables: list[Relation]) -> list[Relation]:
+        """Tables in the order a compressed backup stores their files, so its stream moves forward."""
+        backup = self.backup
+        if backup is None:
+            return tables
+
+        def key(rel: Relation) -> int:
+            loc = cat.locate(rel.oid)
+            order = backup.read_order(loc[0]) if loc else None
+            return -1 if order is None else order
+
+        return sorted(tables, key=key)
 
     def _run(self, carver: core.RowCarver, nblocks: int, main: str, apart: str) -> dict[str, Any]:
         result: list[dict[str, Any]] = []
@@ -229,8 +259,23 @@ def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
 
 
 def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
+    """Unload a data directory, or a base backup read in place (directory or tar, compressed or not)."""
+    if is_backup(req.pgdata):
+        with BackupSource(req.pgdata) as backup:
+            return _run(replace(req, pgdata=backup.root), on_progress, backup)
+    return _run(req, on_progress, None)
+
+
+def _data_files(dbdir: Path, rel: Relation, ext: str) -> tuple[Path, Path]:
+    stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
+    return dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}"
+
+
+def _run(
+    req: UnloadRequest, on_progress: Callable[[int, int], None] | None, backup: BackupSource | None
+) -> UnloadResult:
     started = time.monotonic()
-    if not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir():
+    if backup is None and (not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir()):
         raise PgSurgeonError(
             f"{req.pgdata} is not a data directory (no global/ and base/)", hint="pass the cluster's data directory"
         )
@@ -242,7 +287,7 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
         )
     if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
         raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
-    job = _Job(req, on_progress)
+    job = _Job(req, on_progress, backup)
     plans: list[tuple[DbCatalog, list[Relation]]] = []
     for d in job.databases():
         cat = job.files.database(d)
@@ -294,11 +339,11 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
         restore.append(f"\\connect {quote_ident(d.name)}")
         restore.append(f"\\ir {dbdir.name}/schema.sql")
         ext = "csv" if req.format == "csv" else "copy"
-        for rel in tables:
-            if rel.relkind == "p":
-                continue
-            stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
-            res = job.carve(cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}")
+        with_files = [r for r in tables if r.relkind != "p"]
+        # carved in the order the source stores the files, listed in the catalog's order
+        carved = {r.oid: job.carve(cat, r, *_data_files(dbdir, r, ext)) for r in job.read_order(cat, with_files)}
+        for rel in with_files:
+            res = carved[rel.oid]
             results.append(res)
             if rel.relkind == "m":
                 res.skipped = res.skipped or "materialized view: its data is unloaded, its definition is not"
