@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from fix_pg import create_test_cluster
+from pgsurgeon import core
 from pgsurgeon.cli import main
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster
@@ -97,6 +99,7 @@ def _write_at(path: Path, offset: int, data: bytes) -> None:
 def _damage(files: dict[str, Path], rng: random.Random) -> None:
     """Damage that survives a copy unnoticed without checksums: a header, an item-ID array, a tuple header."""
     _write_at(files["hdr"], 3 * BLCKSZ + 12, (8000).to_bytes(2, "little"))  # pd_lower above pd_upper
+    _write_at(files["spaced"], 4 * BLCKSZ + 14, (9000).to_bytes(2, "little"))  # pd_upper past the page
     with files["lps"].open("r+b") as fh:
         fh.seek(2 * BLCKSZ)
         page = bytearray(fh.read(BLCKSZ))
@@ -116,8 +119,19 @@ def _damage(files: dict[str, Path], rng: random.Random) -> None:
 
 def _backup(cluster: LabCluster, name: str, *args: str) -> Path:
     target = cluster.lab_dir / name
+    if "-Fp" in args:  # a plain backup writes the tablespace to a directory of its own
+        args = (*args, "-T", f"{cluster.lab_dir / 'ts'}={target}-ts")
     cluster.run_tool("pg_basebackup", "-D", str(target), "--no-verify-checksums", "-c", "fast", *args, timeout=300)
     return target
+
+
+def _tablespace_dir(cluster: LabCluster) -> Path:
+    path = cluster.lab_dir / "ts"
+    path.mkdir()
+    user = cluster.user
+    if user.switch:
+        os.chown(path, user.uid, user.gid)
+    return path
 
 
 @pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
@@ -131,8 +145,10 @@ def lab(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Lab]:
         cluster.start()
         files: dict[str, Path] = {}
         with cluster.connect() as conn:
-            for table in ("hdr", "lps", "tup", "clean"):
-                conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, a int, label text)")
+            conn.execute(f"CREATE TABLESPACE ts LOCATION '{_tablespace_dir(cluster)}'")
+            for table in ("hdr", "lps", "tup", "clean", "spaced"):
+                space = " TABLESPACE ts" if table == "spaced" else ""
+                conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, a int, label text){space}")
                 conn.execute(
                     f"INSERT INTO {table} SELECT g, g % 7, repeat('x', 80) || g FROM generate_series(1, 3000) g"
                 )
@@ -160,6 +176,8 @@ def test_forms_are_what_pg_basebackup_wrote(lab: Lab) -> None:
         if form != "plain":
             assert (path / ARCHIVE[form]).is_file(), sorted(p.name for p in path.iterdir())
             assert not (path / "PG_VERSION").exists()
+            # the tablespace in an archive of its own
+            assert [p.name for p in path.iterdir() if p.name[0].isdigit()], sorted(p.name for p in path.iterdir())
 
 
 def test_scan_finds_the_source_damage(lab: Lab) -> None:
@@ -169,6 +187,7 @@ def test_scan_finds_the_source_damage(lab: Lab) -> None:
     assert {"page_header.lower_gt_upper"} <= codes, sorted(codes)
     assert any(rel == "public.lps" for _, rel, *_ in want)
     assert any(rel == "public.tup" for _, rel, *_ in want)
+    assert any(rel == "public.spaced" and path.startswith("pg_tblspc/") for path, rel, *_ in want)
     for form, path in lab.backups.items():
         _same_damage(lab, form, path, want)
 
@@ -208,6 +227,8 @@ def test_unload_from_the_tars_equals_unload_from_the_directory(lab: Lab, tmp_pat
     docs = [v for k, v in plain.items() if k.endswith("_public.docs.copy")]
     assert len(docs) == 1 and len(docs[0].splitlines()) == 300
     assert all(len(line.split("\t")[1]) == 6400 for line in docs[0].splitlines())
+    spaced = [v for k, v in plain.items() if k.endswith("_public.spaced.copy")]
+    assert len(spaced) == 1 and len(spaced[0].splitlines()) > 2900  # less a damaged page's rows
     assert len(results) == 4
     for form, got in results.items():
         assert got == plain, form
@@ -225,6 +246,35 @@ def test_a_file_changed_after_the_backup_is_reported(lab: Lab) -> None:
         problems = [(f["code"], f["path"]) for f in doc["findings"] if f["code"].startswith("file.manifest")]
         assert problems == [("file.manifest_checksum", str(rel))]
         assert doc["summary"]["errors"] >= 1
+    finally:
+        target.write_bytes(original)
+
+
+def test_pages_written_during_the_backup_are_information(lab: Lab) -> None:
+    """A page the server wrote while the backup copied it (its LSN after START WAL LOCATION, possibly torn) is
+    rewritten by WAL replay: noted, not reported as damage."""
+    plain = lab.backups["plain"]
+    rel = lab.files["clean"].relative_to(lab.cluster.pgdata)
+    target = plain / rel
+    original = target.read_bytes()
+    with lab.cluster.connect() as conn:
+        conn.execute("UPDATE clean SET a = a + 1 WHERE id <= 5")  # rows of block 0
+        conn.execute("CHECKPOINT")
+    with lab.files["clean"].open("rb") as fh:
+        live = fh.read(BLCKSZ)
+    torn = live[: BLCKSZ // 2] + original[BLCKSZ // 2 : BLCKSZ]  # copied while the server wrote it
+    lsn = (int.from_bytes(torn[0:4], "little") << 32) | int.from_bytes(torn[4:8], "little")
+    if lab.cluster.checksums:
+        assert core.page_checksum(torn, 0) != int.from_bytes(torn[8:10], "little")  # damage anywhere else
+    try:
+        target.write_bytes(torn + original[BLCKSZ:])
+        doc = _scan(plain)
+        assert lsn > doc["backup"]["label"]["start_lsn"]
+        assert [(n["path"], n["block"]) for n in doc["backup"]["after_backup_start"]] == [(str(rel), 0)]
+        assert doc["summary"]["after_backup_start"] == 1
+        assert _page_findings(doc) == _page_findings(lab.source_scan)
+        problems = [(f["code"], f["path"]) for f in doc["findings"] if f["code"].startswith("file.manifest")]
+        assert problems == [("file.manifest_checksum", str(rel))]  # changed after the backup, in this test
     finally:
         target.write_bytes(original)
 

@@ -150,6 +150,8 @@ pub struct TarSource {
     handles: Vec<Option<File>>,
     /// Per compressed archive: its cursor.
     cursors: Vec<Mutex<Option<Cursor>>>,
+    /// Bytes kept behind a cursor ([`WINDOW_BYTES`]).
+    window: usize,
     /// Passes over compressed archives after the first (restarts), for reports.
     pub restarts: std::sync::atomic::AtomicU64,
 }
@@ -219,8 +221,15 @@ impl TarSource {
             held: Default::default(),
             handles,
             cursors,
+            window: WINDOW_BYTES,
             restarts: Default::default(),
         })
+    }
+
+    /// A smaller window (at least one chunk), to exercise restarts.
+    pub fn with_window(mut self, bytes: usize) -> TarSource {
+        self.window = bytes.max(CHUNK);
+        self
     }
 
     pub fn archives(&self) -> &[ArchiveFile] {
@@ -322,7 +331,7 @@ impl TarSource {
                 Ok(Ok((o, off, bytes))) => {
                     cur.window_bytes += bytes.len();
                     cur.window.push_back((o, off, Arc::new(bytes)));
-                    while cur.window_bytes > WINDOW_BYTES && cur.window.len() > 1 {
+                    while cur.window_bytes > self.window && cur.window.len() > 1 {
                         if let Some((_, _, b)) = cur.window.pop_front() {
                             cur.window_bytes -= b.len();
                         }
@@ -430,6 +439,27 @@ mod tests {
                 let want = &big[off as usize..(off as usize + 8192).min(big.len())];
                 assert_eq!(&buf[..n], want, "{name} at {off}");
             }
+            // With a one-chunk window: backward reads restart the stream (compressed only), and still read right.
+            let archive = src.archives()[0].clone();
+            let src = TarSource::open(vec![archive], |_, _| Ok(())).unwrap().with_window(CHUNK);
+            for off in [(3 * CHUNK) as u64, 0, CHUNK as u64 + 3, 10] {
+                let n = src.read_at(i, off, &mut buf).unwrap();
+                let want = &big[off as usize..(off as usize + 8192).min(big.len())];
+                assert_eq!(&buf[..n], want, "{name} at {off}");
+            }
+            let restarts = src.restarts.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(restarts, if compression == Compression::None { 0 } else { 2 }, "{name}");
+            // Past the end of a member: nothing, without a restart.
+            assert_eq!(src.read_at(i, big.len() as u64, &mut buf).unwrap(), 0);
+            // Held in memory: read at random without further passes.
+            src.hold(i).unwrap();
+            let before = src.restarts.load(std::sync::atomic::Ordering::Relaxed);
+            for off in [(3 * CHUNK) as u64, 0, (2 * CHUNK) as u64] {
+                let n = src.read_at(i, off, &mut buf).unwrap();
+                assert_eq!(&buf[..n], &big[off as usize..(off as usize + n)], "{name} held at {off}");
+            }
+            assert!(src.restarts.load(std::sync::atomic::Ordering::Relaxed) <= before + 1);
+            src.release(i);
             let t = src.index_of("base/5/16385").unwrap();
             assert_eq!(src.read_at(t, 0, &mut buf).unwrap(), 4);
             assert_eq!(&buf[..4], b"tail");
