@@ -240,6 +240,7 @@ def _run_scan(
             "label": backup.info.get("label"),
             "manifest": {k: v for k, v in manifest.items() if k != "problems"},
             "after_backup_start": result.get("after_backup_start", []),
+            "extra_passes": backup.restarts,
         }
     return ScanOutcome(req.pgdata, control, summary, findings, names, warnings, backup_doc)
 

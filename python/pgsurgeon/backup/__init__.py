@@ -51,6 +51,11 @@ class BackupSource:
         comps = sorted({a["compression"] for a in self.info["archives"]} - {"none"})
         return "tar" + "".join(f"+{c}" for c in comps)
 
+    @property
+    def restarts(self) -> int:
+        """Extra passes over compressed archives so far (files read out of archive order)."""
+        return self.handle.restarts()
+
     def verify(self) -> dict[str, Any]:
         """Every file against backup_manifest (``present`` is false without one)."""
         result: dict[str, Any] = json.loads(self.handle.verify())

@@ -351,6 +351,8 @@ def _run(
             if res.file:
                 cols = [a.name for a in live_columns(cat, rel)]
                 restore.append(_copy_line(rel, cols, res.file, req.format))
+    if backup is not None and backup.restarts:
+        job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
     (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
     result = UnloadResult(req.out, job.files.facts, results, job.notes, round(time.monotonic() - started, 3))
     _write_reports(result)

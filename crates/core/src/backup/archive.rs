@@ -28,8 +28,10 @@ use super::vfs::{FileSource, Member};
 use crate::error::{CoreError, Result};
 
 /// Bytes of decompressed data kept behind the cursor.
-pub const WINDOW_BYTES: usize = 64 << 20;
+pub const WINDOW_BYTES: usize = 32 << 20;
 const CHUNK: usize = 1 << 20;
+/// Chunk buffers kept for reuse: enough for the channel and a little slack.
+const POOL_BUFFERS: usize = 16;
 /// `FirstNormalObjectId` (access/transam.h): relfilenodes below it are the catalogs initdb created.
 const FIRST_NORMAL_OBJECT_ID: u32 = 16384;
 
@@ -152,6 +154,9 @@ pub struct TarSource {
     cursors: Vec<Mutex<Option<Cursor>>>,
     /// Bytes kept behind a cursor ([`WINDOW_BYTES`]).
     window: usize,
+    /// Chunk buffers handed back by the reader for the next decompressing thread: the same few buffers go round
+    /// instead of one allocation per MiB (which the allocator keeps, and which then looks like growth).
+    pool: Arc<Mutex<Vec<Vec<u8>>>>,
     /// Passes over compressed archives after the first (restarts), for reports.
     pub restarts: std::sync::atomic::AtomicU64,
 }
@@ -222,6 +227,7 @@ impl TarSource {
             handles,
             cursors,
             window: WINDOW_BYTES,
+            pool: Default::default(),
             restarts: Default::default(),
         })
     }
@@ -267,6 +273,7 @@ impl TarSource {
     fn start(&self, archive: usize) -> Cursor {
         let a = self.archives[archive].clone();
         let (tx, rx) = sync_channel::<io::Result<(usize, u64, Vec<u8>)>>(8);
+        let pool = self.pool.clone();
         std::thread::spawn(move || {
             let err_tx = tx.clone();
             let r = walk(&a, |ordinal, _, _, is_dir, data| {
@@ -275,7 +282,9 @@ impl TarSource {
                 }
                 let mut offset = 0u64;
                 loop {
-                    let mut buf = Vec::with_capacity(CHUNK);
+                    let recycled = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    let mut buf = recycled.unwrap_or_else(|| Vec::with_capacity(CHUNK));
+                    buf.clear();
                     let n = data.take(CHUNK as u64).read_to_end(&mut buf)?;
                     if n == 0 {
                         return Ok(true);
@@ -334,6 +343,12 @@ impl TarSource {
                     while cur.window_bytes > self.window && cur.window.len() > 1 {
                         if let Some((_, _, b)) = cur.window.pop_front() {
                             cur.window_bytes -= b.len();
+                            if let Ok(v) = Arc::try_unwrap(b) {
+                                let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+                                if pool.len() < POOL_BUFFERS {
+                                    pool.push(v);
+                                }
+                            }
                         }
                     }
                 }

@@ -108,7 +108,11 @@ fn archive_prefix(name: &str) -> Option<String> {
 
 /// Whether `path` looks like a base backup (and not an ordinary data directory).
 pub fn is_backup(path: &Path) -> bool {
-    let dir = if path.is_file() { path.parent().unwrap_or(path) } else { path };
+    if path.is_file() {
+        // Only the archive itself stands for its directory (a file inside a plain backup is a file).
+        return path.file_name().and_then(|n| n.to_str()).and_then(archive_prefix).as_deref() == Some("");
+    }
+    let dir = path;
     dir.join("backup_label").is_file()
         || dir.join("backup_manifest").is_file()
         || std::fs::read_dir(dir)
