@@ -14,6 +14,7 @@ import io
 import json
 import os
 import random
+import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,19 +241,42 @@ def test_unload_from_the_tars_equals_unload_from_the_directory(lab: Lab, tmp_pat
 
 
 def test_a_file_changed_after_the_backup_is_reported(lab: Lab) -> None:
+    """Changed, removed and added files against backup_manifest, in a directory and inside an uncompressed tar."""
     plain = lab.backups["plain"]
     rel = lab.files["clean"].relative_to(lab.cluster.pgdata)
     target = plain / rel
     original = target.read_bytes()
+    ident = (plain / "pg_ident.conf").read_bytes()
     try:
         # a byte changed inside a tuple: the page stays plausible, only the manifest knows
         _write_at(target, 7 * BLCKSZ + BLCKSZ - 100, b"Z")
+        (plain / "pg_ident.conf").unlink()
+        (plain / "stray.txt").write_text("not from pg_basebackup\n")
         doc = _scan(plain)
-        problems = [(f["code"], f["path"]) for f in doc["findings"] if f["code"].startswith("file.manifest")]
-        assert problems == [("file.manifest_checksum", str(rel))]
-        assert doc["summary"]["errors"] >= 1
+        problems = sorted((f["code"], f["path"]) for f in doc["findings"] if f["code"].startswith("file.manifest"))
+        assert problems == [
+            ("file.manifest_checksum", str(rel)),
+            ("file.manifest_extra", "stray.txt"),
+            ("file.manifest_missing", "pg_ident.conf"),
+        ]
+        assert doc["summary"]["errors"] >= 3
     finally:
         target.write_bytes(original)
+        (plain / "pg_ident.conf").write_bytes(ident)
+        (plain / "stray.txt").unlink()
+    if "tar" not in lab.backups:
+        return
+    archive = lab.backups["tar"] / "base.tar"
+    with tarfile.open(archive) as tf:
+        member = tf.getmember(str(rel))
+    saved = archive.read_bytes()
+    try:
+        _write_at(archive, member.offset_data + 7 * BLCKSZ + BLCKSZ - 100, b"Z")
+        doc = _scan(lab.backups["tar"])
+        problems = sorted((f["code"], f["path"]) for f in doc["findings"] if f["code"].startswith("file.manifest"))
+        assert problems == [("file.manifest_checksum", str(rel))]
+    finally:
+        archive.write_bytes(saved)
 
 
 def test_pages_written_during_the_backup_are_information(lab: Lab) -> None:
