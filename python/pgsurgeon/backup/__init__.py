@@ -33,7 +33,7 @@ class BackupSource:
         except (ValueError, OSError) as exc:
             message, _, hint = str(exc).partition("\nhint: ")
             raise PgSurgeonError(message, hint=hint or None) from None
-        self.root: Path = Path(self.handle.root)
+        self.root: Path = self.handle.root
         self.info: dict[str, Any] = json.loads(self.handle.info())
 
     @property
