@@ -192,6 +192,8 @@ pub struct ManifestProblem {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ManifestReport {
     pub present: bool,
+    /// The cluster the manifest says it belongs to (version 2 manifests, PostgreSQL 17+).
+    pub system_identifier: Option<u64>,
     pub files_checked: u64,
     pub bytes_checked: u64,
     pub algorithms: Vec<String>,
@@ -209,7 +211,12 @@ fn ignored(path: &str) -> bool {
 
 /// Compare what the backup holds (`seen`: path → size and checksum in the manifest's algorithm) with the manifest.
 pub fn compare(m: &Manifest, seen: &HashMap<String, (u64, Option<String>)>) -> ManifestReport {
-    let mut rep = ManifestReport { present: true, self_checksum_ok: m.self_checksum_ok, ..Default::default() };
+    let mut rep = ManifestReport {
+        present: true,
+        system_identifier: m.system_identifier,
+        self_checksum_ok: m.self_checksum_ok,
+        ..Default::default()
+    };
     let mut algs: Vec<String> = m.files.values().map(|f| format!("{:?}", f.algorithm).to_uppercase()).collect();
     algs.sort();
     algs.dedup();
