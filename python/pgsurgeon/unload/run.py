@@ -211,7 +211,8 @@ class _Job:
         return segments_of(self.req.pgdata / relpath)
 
     def read_order(self, cat: DbCatalog, tables: list[Relation]) -> list[Relation]:
-        """Tables in the order a compressed backup stores their files, so its stream moves forward."""
+        """Tables in the order a compressed backup stores their files, so its stream moves forward (restore.sql then
+        lists them in that order: it loads no foreign keys, so the order does not matter)."""
         backup = self.backup
         if backup is None:
             return tables
@@ -264,11 +265,6 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
         with BackupSource(req.pgdata) as backup:
             return _run(replace(req, pgdata=backup.root), on_progress, backup)
     return _run(req, on_progress, None)
-
-
-def _data_files(dbdir: Path, rel: Relation, ext: str) -> tuple[Path, Path]:
-    stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
-    return dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}"
 
 
 def _run(
@@ -339,11 +335,11 @@ def _run(
         restore.append(f"\\connect {quote_ident(d.name)}")
         restore.append(f"\\ir {dbdir.name}/schema.sql")
         ext = "csv" if req.format == "csv" else "copy"
-        with_files = [r for r in tables if r.relkind != "p"]
-        # carved in the order the source stores the files, listed in the catalog's order
-        carved = {r.oid: job.carve(cat, r, *_data_files(dbdir, r, ext)) for r in job.read_order(cat, with_files)}
-        for rel in with_files:
-            res = carved[rel.oid]
+        for rel in job.read_order(cat, tables):
+            if rel.relkind == "p":
+                continue
+            stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
+            res = job.carve(cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}")
             results.append(res)
             if rel.relkind == "m":
                 res.skipped = res.skipped or "materialized view: its data is unloaded, its definition is not"
