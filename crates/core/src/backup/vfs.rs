@@ -252,3 +252,65 @@ impl VFile {
         Ok(got)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backup::archive::{ArchiveFile, Compression, TarSource};
+
+    /// A mounted tar reads like a data directory: relation discovery finds the segments with their sizes, files
+    /// read by path, directories list, and nothing outside the root changes meaning.
+    #[test]
+    fn a_mounted_tar_reads_like_a_directory() {
+        let dir = std::env::temp_dir().join(format!("pgs-vfs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut tar_bytes = Vec::new();
+        {
+            let mut b = tar::Builder::new(&mut tar_bytes);
+            let mut add = |path: &str, data: &[u8]| {
+                let mut h = tar::Header::new_ustar();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o600);
+                h.set_cksum();
+                b.append_data(&mut h, path, data).unwrap();
+            };
+            add("PG_VERSION", b"15\n");
+            add("base/5/16384", &[7u8; 16384]);
+            add("base/5/16384.1", &[8u8; 8192]);
+            add("base/5/16384_fsm", &[0u8; 8192]);
+            add("global/1262", &[0u8; 8192]);
+            b.finish().unwrap();
+        }
+        let path = dir.join("base.tar");
+        std::fs::write(&path, &tar_bytes).unwrap();
+        let src = TarSource::open(
+            vec![ArchiveFile { path: path.clone(), compression: Compression::None, prefix: String::new() }],
+            |_, _| Ok(()),
+        )
+        .unwrap();
+        let root = dir.join("mounted");
+        {
+            let _m = mount(&root, Arc::new(src));
+            let rels = crate::relfile::discover(&root).unwrap();
+            let main = rels.iter().find(|r| r.relfilenode == 16384 && r.path.ends_with("16384")).unwrap();
+            let sizes: Vec<(u32, u64)> = main.segments.iter().map(|s| (s.segno, s.size)).collect();
+            assert_eq!(sizes, vec![(0, 16384), (1, 8192)]);
+            assert_eq!(rels.len(), 3, "{rels:?}"); // main and fsm of 16384, and 1262
+            assert_eq!(read_to_string(&root.join("PG_VERSION")).unwrap(), "15\n");
+            let f = VFile::open(&root.join("base/5/16384.1")).unwrap();
+            let mut buf = [0u8; 100];
+            assert_eq!(f.read_full_at(&mut buf, 8100).unwrap(), 92);
+            assert!(buf[..92].iter().all(|b| *b == 8));
+            assert!(metadata(&root.join("base/5")).unwrap().is_dir());
+            let mut names: Vec<String> = read_dir(&root.join("base/5")).unwrap().into_iter().map(|e| e.0).collect();
+            names.sort();
+            assert_eq!(names, ["16384", "16384.1", "16384_fsm"]);
+            assert_eq!(read_order(&root.join("base/5/16384")), None); // uncompressed: random access
+            assert!(VFile::open(&root.join("base/5/99999")).is_err());
+            assert!(read(&dir.join("base.tar")).is_ok()); // outside the root: the file system
+        }
+        // Unmounted with its guard.
+        assert!(metadata(&root.join("PG_VERSION")).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
