@@ -170,6 +170,16 @@ def files_catalog(pgdata: Path, options: dict[str, Any]) -> _ext.FilesCatalog:
     return _ext.FilesCatalog(str(pgdata), json.dumps(options))
 
 
+def open_backup(path: Path) -> _ext.Backup:
+    """A base backup opened in place and mounted at its directory (crates/core/src/backup)."""
+    return _ext.Backup(str(path))
+
+
+def is_backup(path: Path) -> bool:
+    """A base backup (backup_label, backup_manifest or base.tar*) rather than a data directory."""
+    return _ext.is_backup(str(path))
+
+
 def missing_value(payload: bytes, type_desc: dict[str, Any], server_version_num: int) -> str | None:
     """attmissingval's one element (its array bytes after the varlena header) printed as ``type_desc``."""
     return _ext.missing_value(payload, json.dumps(type_desc), server_version_num)

@@ -7,11 +7,12 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
 from pgsurgeon.catalog.files import FilesCatalog, relation_index
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
@@ -46,6 +47,8 @@ class ScanOutcome:
     """What makes the verdict less certain (said once, not as findings)."""
     skipped: list[dict[str, Any]] = field(default_factory=list)
     """Runs of blocks a live scan did not check (written after its redo point): relfilenode, fork, first, last."""
+    backup: dict[str, Any] | None = None
+    """Scanning a base backup: its form, backup_label and the manifest check."""
 
 
 def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dict[str, Any]:
@@ -136,8 +139,18 @@ def _resolve_filters(
 
 def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | None = None) -> ScanOutcome:
     """Scan and return the outcome; ``on_progress(bytes_done, bytes_total, pages_done)`` is called
-    a few times a second while the scan runs."""
-    if not (req.pgdata / "global" / "pg_control").is_file():
+    a few times a second while the scan runs. A base backup (directory or tar) is read in place, its files checked
+    against backup_manifest."""
+    if not req.files and is_backup(req.pgdata):
+        with BackupSource(req.pgdata) as backup:
+            return _run_scan(replace(req, pgdata=backup.root), on_progress, backup)
+    return _run_scan(req, on_progress, None)
+
+
+def _run_scan(
+    req: ScanRequest, on_progress: Callable[[int, int, int], None] | None, backup: BackupSource | None
+) -> ScanOutcome:
+    if backup is None and not (req.pgdata / "global" / "pg_control").is_file():
         raise PgSurgeonError(
             f"{req.pgdata} is not a data directory (no global/pg_control)",
             hint="pass a data directory, a base backup, or relation files inside one",
@@ -162,6 +175,8 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         options["horizons"] = None
         options["clean_shutdown_lsn"] = None
     options["jobs"] = req.jobs
+    if backup is not None:
+        options["backup_start_lsn"] = backup.start_lsn
     names: dict[RelKey, RelName] = {}
     databases_by_name: dict[str, int] = {}
     if req.dsn:
@@ -217,7 +232,30 @@ def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | No
         name = names.get(key)
         f["relation"] = name.qualified if name else None
         f["database"] = name.database if name else None
-    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings, result.get("skipped", []))
+    backup_doc = None
+    if backup is not None:
+        manifest = backup.verify()
+        extra = manifest_findings(manifest)
+        findings.extend(extra)
+        summary["findings"] += len(extra)
+        summary["errors"] += sum(1 for f in extra if f["severity"] == "error")
+        summary["warnings"] += sum(1 for f in extra if f["severity"] != "error")
+        if not manifest["present"]:
+            warnings.append("the backup has no backup_manifest: its files are not checked against one")
+        system = manifest.get("system_identifier")
+        if system is not None and control.get("system_identifier") not in (None, system):
+            warnings.append(
+                f"backup_manifest is of system {system} but pg_control of system {control['system_identifier']}: "
+                "the manifest comes from another cluster"
+            )
+        backup_doc = {
+            "form": backup.form,
+            "label": backup.info.get("label"),
+            "manifest": {k: v for k, v in manifest.items() if k != "problems"},
+            "after_backup_start": result.get("after_backup_start", []),
+            "extra_passes": backup.restarts,
+        }
+    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings, result.get("skipped", []), backup_doc)
 
 
 def _not_allowed(exc: PermissionError) -> PgSurgeonError:

@@ -442,6 +442,14 @@ F when an index scan follows an entry into the missing part",
             "the table file is shorter than its indexes or visibility map say: restore the file from a backup; the \
 indexes still hold the key columns of the lost rows",
         ),
+        "file.manifest_missing" | "file.manifest_size" | "file.manifest_checksum" | "file.manifest_extra" => (
+            File,
+            Error,
+            "none until the backup is restored: then missing or changed files give wrong rows, or recovery fails \
+(pg_verifybackup reports the same)",
+            "the backup is not what pg_basebackup wrote (a file was changed, lost or added afterwards): take a new \
+backup, or restore from another one and compare",
+        ),
         "index.special_size" | "index.bad_cycle_id" => (
             Index,
             Error,

@@ -4,6 +4,7 @@
 //! `HeapTupleHeaderData.t_infomask`); parsing never trusts a length it has not checked and never
 //! panics on bad bytes. Damage is reported as [`finding::Finding`] values, not printed.
 
+pub mod backup;
 pub mod btree;
 pub mod bytes;
 pub mod catalog;

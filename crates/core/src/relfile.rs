@@ -12,9 +12,9 @@
 //! the last active one holds exactly `relseg_size` blocks; after a truncation, md.c leaves later
 //! segments in place at length zero ("inactive"), so empty trailing segments are normal.
 
+use crate::backup::vfs;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -418,26 +418,20 @@ fn io_err(path: &Path, err: io::Error) -> CoreError {
 
 /// Directory entries as (name, path) sorted by name; `Ok(None)` if the directory does not exist.
 fn list_dir(dir: &Path) -> Result<Option<Vec<(String, std::path::PathBuf)>>> {
-    let entries = match fs::read_dir(dir) {
+    let entries = match vfs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(dir, e)),
     };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| io_err(dir, e))?;
-        // Names that are not UTF-8 cannot be relation files.
-        if let Ok(name) = entry.file_name().into_string() {
-            out.push((name, entry.path()));
-        }
-    }
+    // Names that are not UTF-8 cannot be relation files (vfs::read_dir leaves them out).
+    let mut out = entries;
     out.sort();
     Ok(Some(out))
 }
 
 /// Metadata following symlinks; `None` for dangling links and vanished entries.
-fn stat(path: &Path) -> Result<Option<fs::Metadata>> {
-    match fs::metadata(path) {
+fn stat(path: &Path) -> Result<Option<vfs::Meta>> {
+    match vfs::metadata(path) {
         Ok(m) => Ok(Some(m)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path, e)),
@@ -525,8 +519,8 @@ fn is_version_dir(name: &str, major: Option<u32>) -> bool {
 /// tablespace links are skipped; other I/O errors are returned.
 pub fn discover(pgdata: &Path) -> Result<Vec<Relation>> {
     // An unreadable data directory is an error, not an empty cluster.
-    fs::read_dir(pgdata).map_err(|e| io_err(pgdata, e))?;
-    let major = fs::read_to_string(pgdata.join("PG_VERSION")).ok().and_then(|s| s.trim().parse::<u32>().ok());
+    vfs::read_dir(pgdata).map_err(|e| io_err(pgdata, e))?;
+    let major = vfs::read_to_string(&pgdata.join("PG_VERSION")).ok().and_then(|s| s.trim().parse::<u32>().ok());
 
     let mut files = Vec::new();
     scan_relation_dir(

@@ -7,14 +7,13 @@
 //! to relation-wide checks, which run once every chunk is in.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::backup::vfs::VFile;
 use crate::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
 use crate::checks::{check_page_in, HeapContext, Horizons};
 use crate::error::{CoreError, Result};
@@ -221,6 +220,11 @@ pub struct ScanOptions {
     /// TOAST_MAX_CHUNK_SIZE from pg_control.
     #[serde(default = "default_toast_chunk")]
     pub toast_max_chunk_size: u32,
+    /// Scanning a base backup: backup_label's START WAL LOCATION. A page with a newer LSN was written while the
+    /// backup copied it, may be torn in the copy, and is rewritten by WAL replay (full-page image): not damage,
+    /// noted as information and not checked.
+    #[serde(default)]
+    pub backup_start_lsn: Option<u64>,
 }
 
 fn default_toast_chunk() -> u32 {
@@ -240,6 +244,7 @@ impl Default for ScanOptions {
             chunk_blocks: DEFAULT_CHUNK_BLOCKS,
             jobs: None,
             toast_max_chunk_size: default_toast_chunk(),
+            backup_start_lsn: None,
         }
     }
 }
@@ -278,6 +283,8 @@ pub struct ScanSummary {
     pub zero_pages_inside: u64,
     /// Pages skipped in a live scan because they changed after the scan began.
     pub skipped_live: u64,
+    /// Pages of a base backup newer than its start (replay rewrites them): information, not checked.
+    pub after_backup_start: u64,
     pub findings: u64,
     pub errors: u64,
     pub warnings: u64,
@@ -290,6 +297,20 @@ pub struct ScanResult {
     /// Runs of blocks a live scan skipped (written after its redo point): the server's copy is the one to check.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedRange>,
+    /// The first [`MAX_NOTES`] pages newer than a backup's start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_backup_start: Vec<PageNote>,
+}
+
+/// Pages listed one by one in [`ScanResult::after_backup_start`]; the summary counts them all.
+pub const MAX_NOTES: usize = 1000;
+
+/// A page worth mentioning that is not damage.
+#[derive(Debug, Clone, Serialize)]
+pub struct PageNote {
+    pub path: String,
+    pub block: u64,
+    pub lsn: String,
 }
 
 /// Blocks `first..=last` of one relation fork that a live scan did not check.
@@ -327,6 +348,8 @@ struct ChunkSummary {
     skipped_live: u64,
     /// Blocks skipped for being written after the scan began (live scans).
     skipped: Vec<u64>,
+    /// Pages newer than the backup's start: (block, LSN).
+    after_start: Vec<(u64, u64)>,
     /// Heap pages' line pointer states, when an index of this heap will be checked.
     lp: LpRun,
     /// Index entries into all-zero heap pages: (heap block, entries).
@@ -393,12 +416,12 @@ fn relation_nblocks(rel: &Relation, blcksz: u32, relseg_size: u32) -> u64 {
 }
 
 fn read_chunk(path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    let mut f = File::open(path)?;
-    f.seek(SeekFrom::Start(offset))?;
+    let f = VFile::open(path)?;
     buf.clear();
-    buf.reserve(len);
-    // read_to_end fills spare capacity without zeroing it first.
-    f.take(len as u64).read_to_end(buf)
+    buf.resize(len, 0);
+    let n = f.read_full_at(buf, offset)?;
+    buf.truncate(n);
+    Ok(n)
 }
 
 fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
@@ -483,6 +506,13 @@ fn scan_unit(
                 out.lp.zero(block);
             }
             continue;
+        }
+        if let Some(start) = opts.backup_start_lsn {
+            let lsn = page.header().pd_lsn.lsn();
+            if lsn > start && page.header_is_sane(blcksz) {
+                out.after_start.push((block, lsn));
+                continue;
+            }
         }
         let page_kind = match kind {
             Some(PageKind::Btree) if block == 0 => PageKind::BtreeMeta,
@@ -776,6 +806,25 @@ fn relation_checks(
     out
 }
 
+/// `f` over `items` on the pool. When some items are read from a sequential source (a compressed backup), they
+/// are handed out in storage order (`key`: member position, block) so the source's stream moves forward; the
+/// results come back in the items' order either way.
+fn in_read_order<T: Sync, R: Send>(
+    items: &[T],
+    key: impl Fn(&T) -> Option<(usize, u64)>,
+    f: impl Fn(&T) -> R + Sync + Send,
+) -> Vec<R> {
+    let keys: Vec<Option<(usize, u64)>> = items.iter().map(key).collect();
+    if keys.iter().all(|k| k.is_none()) {
+        return items.par_iter().map(f).collect();
+    }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| keys[i].unwrap_or((usize::MAX, 0)));
+    let mut out: Vec<(usize, R)> = order.into_iter().par_bridge().map(|i| (i, f(&items[i]))).collect();
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Scan `relations` (from [`crate::relfile::discover`] or built from explicit files) under `root`,
 /// on `opts.jobs` threads (all cores by default).
 pub fn scan(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
@@ -795,7 +844,7 @@ pub fn scan(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &
 fn refuse_unreadable(root: &Path, relations: &[Relation]) -> Result<()> {
     for seg in relations.iter().flat_map(|r| r.segments.iter()) {
         let path = root.join(&seg.path);
-        if let Err(e) = File::open(&path) {
+        if let Err(e) = VFile::open(&path) {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
                 return Err(CoreError::io(path, e));
             }
@@ -813,12 +862,12 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     }
     refuse_unreadable(root, relations)?;
     let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
-    let kinds = relations
-        .par_iter()
-        .map(|r| {
-            detect_kind(root, r, meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode)).copied(), opts.blcksz)
-        })
-        .collect();
+    let seg_order = |path: &str, block: u64| crate::backup::vfs::read_order(&root.join(path)).map(|o| (o, block));
+    let kinds = in_read_order(
+        relations,
+        |r| r.segments.first().and_then(|s| seg_order(&s.path, 0)),
+        |r| detect_kind(root, r, meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode)).copied(), opts.blcksz),
+    );
     let natts = relations
         .iter()
         .map(|r| meta.get(&(r.tablespace_oid, r.database_oid, r.relfilenode)).and_then(|m| m.natts))
@@ -867,8 +916,10 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
         collect_lp[*hi] = true;
     }
     let (phase2, phase1): (Vec<_>, Vec<_>) = units.iter().partition(|(ri, _)| heap_of[*ri].is_some());
-    let mut chunks: Vec<(usize, ChunkSummary)> =
-        phase1.par_iter().map(|(ri, u)| (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri], collect_lp[*ri], None))).collect();
+    let unit_order = |(_, u): &&(usize, Unit<'_>)| seg_order(&u.rel.segments[u.seg_index].path, u.first_block_in_file);
+    let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
+        (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri], collect_lp[*ri], None))
+    });
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
         if collect_lp[*ri] {
@@ -876,13 +927,10 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
             map.absorb(&mut c.lp);
         }
     }
-    let second: Vec<(usize, ChunkSummary)> = phase2
-        .par_iter()
-        .map(|(ri, u)| {
-            let heap = heap_of[*ri].and_then(|hi| heaps.get(&hi));
-            (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri], false, heap))
-        })
-        .collect();
+    let second: Vec<(usize, ChunkSummary)> = in_read_order(&phase2, unit_order, |(ri, u)| {
+        let heap = heap_of[*ri].and_then(|hi| heaps.get(&hi));
+        (*ri, scan_unit(&ctx, *ri, u, nblocks[*ri], false, heap))
+    });
     chunks.extend(second);
     if progress.cancelled.load(Ordering::Relaxed) {
         return Err(CoreError::Invalid("scan cancelled".to_string()));
@@ -952,6 +1000,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     let mut summary = ScanSummary { relations: relations.len() as u64, ..Default::default() };
     let mut findings = Vec::new();
     let mut skipped = Vec::new();
+    let mut after_backup_start = Vec::new();
     for (ri, (rel, cs)) in relations.iter().zip(per_rel.iter_mut()).enumerate() {
         let key = (rel.tablespace_oid, rel.database_oid, rel.relfilenode);
         let kind = kind_of(&ctx, ri);
@@ -1014,6 +1063,18 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
         for c in cs.iter_mut() {
             summary.zero_pages += c.zero_pages;
             summary.skipped_live += c.skipped_live;
+            summary.after_backup_start += c.after_start.len() as u64;
+            for &(block, lsn) in &c.after_start {
+                if after_backup_start.len() < MAX_NOTES {
+                    let segno = (block / u64::from(opts.relseg_size)) as u32;
+                    let path = rel
+                        .segments
+                        .iter()
+                        .find(|s| s.segno == segno)
+                        .map_or_else(|| rel.segment_path(segno), |s| s.path.clone());
+                    after_backup_start.push(PageNote { path, block, lsn: crate::page::format_lsn(lsn) });
+                }
+            }
             rel_findings.append(&mut c.findings);
         }
         for sp in rel.segment_problems(opts.blcksz, opts.relseg_size) {
@@ -1056,7 +1117,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     summary.findings = findings.len() as u64;
     summary.errors = findings.iter().filter(|f| f.finding.severity == crate::finding::Severity::Error).count() as u64;
     summary.warnings = summary.findings - summary.errors;
-    Ok(ScanResult { summary, findings, skipped })
+    Ok(ScanResult { summary, findings, skipped, after_backup_start })
 }
 
 /// The relations to scan when the caller names files instead of a data directory: each path is

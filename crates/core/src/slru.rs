@@ -44,8 +44,8 @@ impl SlruDir {
         let mut map = self.segments.write().unwrap_or_else(|e| e.into_inner());
         map.entry(segno)
             .or_insert_with(|| {
-                std::fs::read(self.dir.join(format!("{segno:04X}")))
-                    .or_else(|_| std::fs::read(self.dir.join(format!("{segno:015X}"))))
+                crate::backup::vfs::read(&self.dir.join(format!("{segno:04X}")))
+                    .or_else(|_| crate::backup::vfs::read(&self.dir.join(format!("{segno:015X}"))))
                     .ok()
                     .map(Arc::new)
             })

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pgsurgeon_core::page::PageKind;
 use pgsurgeon_core::CoreError;
 
+mod backup;
 mod catalog;
 mod diagnose;
 
@@ -414,6 +415,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_class::<RowCarver>()?;
     m.add_class::<catalog::FilesCatalog>()?;
+    backup::register(m)?;
     m.add_function(wrap_pyfunction!(catalog::missing_value, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::format_datum, m)?)?;
     m.add("FormatError", m.py().get_type::<FormatError>())?;

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon.backup import is_backup
 from pgsurgeon.commands import options
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
@@ -44,7 +45,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "error PostgreSQL raises when it reads it, and what to do. Works with or without data checksums.",
     )
     p.add_argument(
-        "targets", nargs="*", type=Path, metavar="PGDATA|FILE", help="data directory, or relation files (default: -D)"
+        "targets",
+        nargs="*",
+        type=Path,
+        metavar="PGDATA|BACKUP|FILE",
+        help="data directory, base backup (pg_basebackup -Fp directory, or the directory holding "
+        "base.tar[.gz|.lz4|.zst]), or relation files (default: -D)",
     )
     options.add_pgdata(p, env_default=True, help="the data directory")
     p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
@@ -73,7 +79,7 @@ def request_from_args(args: argparse.Namespace) -> ScanRequest:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
     targets: list[Path] = args.targets or [options.require_pgdata(args)]
     files: list[Path] = []
-    if len(targets) == 1 and targets[0].is_dir():
+    if len(targets) == 1 and (targets[0].is_dir() or is_backup(targets[0])):
         pgdata = targets[0]
     else:
         for t in targets:
@@ -108,6 +114,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "summary": outcome.summary,
         "warnings": outcome.warnings,
         "findings": [{k: f.get(k) for k in findings.FINDING_FIELDS} for f in outcome.findings],
+        **({"backup": outcome.backup} if outcome.backup is not None else {}),
     }
 
 
@@ -121,6 +128,23 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
         console.print(
             f"{s['zero_pages_inside']} all-zero page(s) before in-use pages: normal after concurrent inserts extend a "
             "table, reported as damage only when the visibility map or an index says rows were there",
+            style="dim",
+        )
+    if outcome.backup is not None:
+        b = outcome.backup
+        m = b["manifest"]
+        start = (b.get("label") or {}).get("start_lsn")
+        where = f", start LSN {start >> 32:X}/{start & 0xFFFFFFFF:X}" if start is not None else ""
+        checked = (
+            f"; manifest: {m['files_checked']} files checked ({', '.join(m['algorithms']) or 'NONE'})"
+            if m["present"]
+            else "; no manifest"
+        )
+        console.print(f"base backup ({b['form']}){where}{checked}", markup=False)
+    if s.get("after_backup_start"):
+        console.print(
+            f"{s['after_backup_start']} page(s) newer than the backup's start: written while the backup ran, WAL "
+            "replay rewrites them (information, not damage; not checked)",
             style="dim",
         )
     if s["skipped_live"]:

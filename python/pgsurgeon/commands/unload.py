@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pgsurgeon.backup import is_backup
 from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
@@ -28,8 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "source",
         nargs="?",
         type=Path,
-        metavar="PGDATA|FILE",
-        help="the data directory (the server stopped; or -D, or $PGDATA), or with --layout one relation file",
+        metavar="PGDATA|BACKUP|FILE",
+        help="the data directory (the server stopped; or -D, or $PGDATA), a base backup read in place "
+        "(pg_basebackup -Fp directory, or the directory holding base.tar[.gz|.lz4|.zst]), or with --layout one "
+        "relation file",
     )
     options.add_pgdata(p, env_default=True, help="the data directory, the server stopped", positional="source")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty directory for the files")
@@ -60,8 +63,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--catalog-from",
         type=Path,
-        metavar="PGDATA",
-        help="read the catalog from this copy (an older backup's data directory) when the cluster's own is damaged",
+        metavar="PGDATA|BACKUP",
+        help="read the catalog from this copy (an older data directory or base backup) when the cluster's own is "
+        "damaged",
     )
     p.add_argument(
         "--layout",
@@ -136,10 +140,10 @@ def render(res: UnloadResult) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.layout is not None:
         return _run_layout(args)
-    if args.pgdata is not None and args.pgdata.is_file():
+    if args.pgdata is not None and args.pgdata.is_file() and not is_backup(args.pgdata):
         raise UsageError(f"{args.pgdata} is a file", hint="give --layout 'int4,text,…' to decode one relation file")
-    if args.catalog_from is not None and not (args.catalog_from / "global").is_dir():
-        raise UsageError(f"--catalog-from {args.catalog_from} is not a data directory")
+    if args.catalog_from is not None and not ((args.catalog_from / "global").is_dir() or is_backup(args.catalog_from)):
+        raise UsageError(f"--catalog-from {args.catalog_from} is neither a data directory nor a base backup")
     req = request_from_args(args)
     if args.progress:
         with term.byte_progress("unload") as show:

@@ -8,12 +8,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.backup import BackupSource, is_backup
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog, Relation
 from pgsurgeon.datadir import postmaster_pid
@@ -114,8 +115,11 @@ def _matches(rel: Relation, patterns: list[str]) -> bool:
 
 
 class _Job:
-    def __init__(self, req: UnloadRequest, on_progress: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self, req: UnloadRequest, on_progress: Callable[[int, int], None] | None, backup: BackupSource | None = None
+    ) -> None:
         self.req = req
+        self.backup = backup
         self.on_progress = on_progress
         options: dict[str, Any] = {}
         if req.pg_version:
@@ -173,7 +177,7 @@ class _Job:
             "blcksz": self.files.block_size,
             "relseg_size": int(self.files.facts["relseg_size"]),
             "nblocks": nblocks,
-            "files": segments_of(heap),
+            "files": self._segments(relpath),
             "desc": {
                 "natts": max((a.attnum for a in attrs), default=0),
                 "has_toast": rel.toast_oid != 0,
@@ -199,15 +203,26 @@ class _Job:
             "xact_dir": str(self.req.pgdata / "pg_xact"),
             "can_ask": False,
         }
+        held = None
         if rel.toast_oid:
             tloc = cat.locate(rel.toast_oid)
             if tloc is not None:
-                cfg["toast_files"] = segments_of(self.req.pgdata / tloc[0])
-                cfg["toast_nblocks"] = self.blocks_of(self.req.pgdata / tloc[0])
+                cfg["toast_files"] = self._segments(tloc[0])
+                cfg["toast_nblocks"] = (
+                    self.blocks_of(self.req.pgdata / tloc[0]) if self.req.catalog_from is not None else tloc[1]
+                )
+                held = tloc[0] if self.backup is not None and tloc[1] else None
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch()
         carver = core.RowCarver(cfg)
-        summary = self._run(carver, nblocks, str(target), str(apart))
+        if held is not None and self.backup is not None:
+            # The TOAST table is read at random while the table streams: in memory for this table only.
+            self.backup.hold(held)
+        try:
+            summary = self._run(carver, nblocks, str(target), str(apart))
+        finally:
+            if held is not None and self.backup is not None:
+                self.backup.release(held)
         counts = summary.get("counts", {})
         t.file = str(target.relative_to(self.req.out))
         t.rows = int(counts.get("main_rows", 0))
@@ -233,7 +248,10 @@ class _Job:
         return int(last["segno"]) * per_segment + Path(last["path"]).stat().st_size // self.files.block_size
 
     def orphans(self, cat: DbCatalog) -> list[dict[str, Any]]:
-        """Relation files of this database that no pg_class row (or relation map entry) names."""
+        """Relation files of this database that no pg_class row (or relation map entry) names (a data directory's;
+        a backup's files are checked against its manifest instead)."""
+        if self.backup is not None:
+            return []
         known = set()
         for oid in cat.relations:
             loc = self.files.handle.locate(cat.db.oid, oid)
@@ -265,6 +283,25 @@ class _Job:
         t.deleted_apart = int(counts.get("apart_rows", 0))
         if apart.exists() and apart.stat().st_size == 0:
             apart.unlink()
+
+    def _segments(self, relpath: str) -> list[dict[str, Any]]:
+        if self.backup is not None:
+            return self.backup.segments(relpath)
+        return segments_of(self.req.pgdata / relpath)
+
+    def read_order(self, cat: DbCatalog, tables: list[Relation]) -> list[Relation]:
+        """Tables in the order a compressed backup stores their files, so its stream moves forward (restore.sql then
+        lists them in that order: it loads no foreign keys, so the order does not matter)."""
+        backup = self.backup
+        if backup is None:
+            return tables
+
+        def key(rel: Relation) -> int:
+            loc = cat.locate(rel.oid)
+            order = backup.read_order(loc[0]) if loc else None
+            return -1 if order is None else order
+
+        return sorted(tables, key=key)
 
     def _run(
         self, carver: core.RowCarver, nblocks: int, main: str, apart: str, *, count: bool = True
@@ -307,9 +344,23 @@ def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
 
 
 def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
-    """Unload; ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read."""
+    """Unload a data directory, or a base backup read in place (directory or tar, compressed or not);
+    ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read."""
+    if req.catalog_from is not None and is_backup(req.catalog_from):
+        # the catalog from an older backup, read in place like the data
+        with BackupSource(req.catalog_from) as older:
+            return run(replace(req, catalog_from=older.root), on_progress)
+    if is_backup(req.pgdata):
+        with BackupSource(req.pgdata) as backup:
+            return _run(replace(req, pgdata=backup.root), on_progress, backup)
+    return _run(req, on_progress, None)
+
+
+def _run(
+    req: UnloadRequest, on_progress: Callable[[int, int], None] | None, backup: BackupSource | None
+) -> UnloadResult:
     started = time.monotonic()
-    if not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir():
+    if backup is None and (not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir()):
         raise PgSurgeonError(
             f"{req.pgdata} is not a data directory (no global/ and base/)", hint="pass the cluster's data directory"
         )
@@ -321,7 +372,7 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
         )
     if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
         raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
-    job = _Job(req, on_progress)
+    job = _Job(req, on_progress, backup)
     if pid is not None:
         job.notes.append(
             "read while the server runs (--live): rows changed since the last checkpoint may be missing or old, "
@@ -383,7 +434,7 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
         restore.append(f"\\connect {quote_ident(d.name)}")
         restore.append(f"\\ir {dbdir.name}/schema.sql")
         ext = "csv" if req.format == "csv" else "copy"
-        for rel in tables:
+        for rel in job.read_order(cat, tables):
             if rel.relkind == "p":
                 continue
             stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
@@ -400,6 +451,8 @@ def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = Non
             encoding="utf-8",
         )
         restore.append(f"\\ir {dbdir.name}/constraints.sql")
+    if backup is not None and backup.restarts:
+        job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
     (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
     orphans = [o for cat, _ in plans for o in job.orphans(cat)]
     seconds = round(time.monotonic() - started, 3)

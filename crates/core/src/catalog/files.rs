@@ -66,7 +66,8 @@ fn plausible_block_size(b: u32) -> bool {
 
 impl ClusterFacts {
     pub fn read(pgdata: &Path, opts: &ClusterOptions) -> Result<ClusterFacts> {
-        let pg_version = std::fs::read_to_string(pgdata.join("PG_VERSION")).ok().and_then(|t| t.trim().parse().ok());
+        let pg_version =
+            crate::backup::vfs::read_to_string(&pgdata.join("PG_VERSION")).ok().and_then(|t| t.trim().parse().ok());
         let mut warnings = Vec::new();
         let control = match read_control_file(pgdata) {
             Ok(c) => Some(c),
@@ -145,9 +146,9 @@ impl ClusterFacts {
 /// trusted.
 fn tablespace_catversion(pgdata: &Path, major: u32) -> Option<u32> {
     let prefix = format!("PG_{major}_");
-    for spc in std::fs::read_dir(pgdata.join("pg_tblspc")).ok()?.flatten() {
-        for d in std::fs::read_dir(spc.path()).ok()?.flatten() {
-            if let Some(rest) = d.file_name().to_str().and_then(|n| n.strip_prefix(&prefix)) {
+    for (_, spc) in crate::backup::vfs::read_dir(&pgdata.join("pg_tblspc")).ok()? {
+        for (name, _) in crate::backup::vfs::read_dir(&spc).ok()? {
+            if let Some(rest) = name.strip_prefix(&prefix) {
                 if let Ok(v) = rest.parse() {
                     return Some(v);
                 }
@@ -284,7 +285,7 @@ impl ClusterFiles {
                 self.facts.catversion,
             );
             let path = self.pgdata.join(rp);
-            let Ok(md) = std::fs::metadata(&path) else { break };
+            let Ok(md) = crate::backup::vfs::metadata(&path) else { break };
             blocks = u64::from(segno) * u64::from(self.facts.relseg_size) + md.len() / u64::from(self.facts.blcksz);
             files.push(SegFile { segno, path });
             if md.len() < u64::from(self.facts.relseg_size) * u64::from(self.facts.blcksz) {
@@ -434,14 +435,15 @@ impl ClusterFiles {
     /// A database directory to describe shared catalogs from: template1 when it is there.
     pub fn any_database(&self) -> Result<u32> {
         let base = self.pgdata.join("base");
-        if base.join(oids::TEMPLATE1.to_string()).join("pg_filenode.map").is_file() {
+        let is_file = |p: std::path::PathBuf| crate::backup::vfs::metadata(&p).is_ok_and(|m| m.is_file());
+        if is_file(base.join(oids::TEMPLATE1.to_string()).join("pg_filenode.map")) {
             return Ok(oids::TEMPLATE1);
         }
-        let mut dbs: Vec<u32> = std::fs::read_dir(&base)
+        let mut dbs: Vec<u32> = crate::backup::vfs::read_dir(&base)
             .map_err(|e| CoreError::io(&base, e))?
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .filter(|d: &u32| base.join(d.to_string()).join("pg_filenode.map").is_file())
+            .into_iter()
+            .filter_map(|(name, _)| name.parse().ok())
+            .filter(|d: &u32| is_file(base.join(d.to_string()).join("pg_filenode.map")))
             .collect();
         dbs.sort_unstable();
         dbs.first().copied().ok_or_else(|| CoreError::Invalid(format!("{} holds no database", base.display())))

@@ -16,9 +16,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io::Write as _;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -26,6 +24,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::encode::{copy_csv_escape, copy_text_escape};
+use crate::backup::vfs::VFile;
 use crate::bytes::{maxalign, u32_at};
 use crate::checks::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
 use crate::commit_ts::CommitTs;
@@ -53,7 +52,7 @@ pub struct SegFile {
 #[derive(Debug, Clone)]
 pub struct BlockReader {
     segments: HashMap<u32, PathBuf>,
-    open: std::sync::Arc<std::sync::Mutex<HashMap<u32, std::sync::Arc<File>>>>,
+    open: std::sync::Arc<std::sync::Mutex<HashMap<u32, std::sync::Arc<VFile>>>>,
     blcksz: usize,
     relseg_size: u64,
 }
@@ -68,13 +67,13 @@ impl BlockReader {
         }
     }
 
-    fn file(&self, segno: u32) -> std::io::Result<Option<std::sync::Arc<File>>> {
+    fn file(&self, segno: u32) -> std::io::Result<Option<std::sync::Arc<VFile>>> {
         let Some(path) = self.segments.get(&segno) else { return Ok(None) };
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = open.get(&segno) {
             return Ok(Some(f.clone()));
         }
-        let f = std::sync::Arc::new(File::open(path)?);
+        let f = std::sync::Arc::new(VFile::open(path)?);
         open.insert(segno, f.clone());
         Ok(Some(f))
     }

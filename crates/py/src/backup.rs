@@ -1,0 +1,118 @@
+//! Base backups for Python: opening one mounts it, so every other call (Scanner, FilesCatalog, RowCarver) reads
+//! its files by path under `root` until `close()`.
+
+use pyo3::prelude::*;
+
+use pgsurgeon_core::backup::{vfs, Backup as CoreBackup};
+
+use crate::{to_json, to_pyerr};
+
+#[pyclass(frozen, module = "pgsurgeon._pgsurgeon")]
+pub struct Backup {
+    inner: std::sync::Mutex<Option<CoreBackup>>,
+    root: std::path::PathBuf,
+}
+
+impl Backup {
+    fn with<T>(&self, f: impl FnOnce(&CoreBackup) -> PyResult<T>) -> PyResult<T> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(b) => f(b),
+            None => Err(pyo3::exceptions::PyValueError::new_err("the backup is closed")),
+        }
+    }
+}
+
+#[pymethods]
+impl Backup {
+    /// Open a backup directory (plain or tar) or its base.tar* file; a compressed archive is read through once.
+    #[new]
+    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let b = py.detach(|| CoreBackup::open(&path)).map_err(to_pyerr)?;
+        let root = b.root.clone();
+        Ok(Backup { inner: std::sync::Mutex::new(Some(b)), root })
+    }
+
+    /// The directory under which the backup's files are read.
+    #[getter]
+    fn root(&self) -> std::path::PathBuf {
+        self.root.clone()
+    }
+
+    /// Format, archives and compression, backup_label; JSON.
+    fn info(&self) -> PyResult<String> {
+        self.with(|b| to_json(&b.info()))
+    }
+
+    /// Every file against backup_manifest; JSON report (`present: false` without a manifest).
+    fn verify(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(|b| {
+            let rep = py.detach(|| b.verify()).map_err(to_pyerr)?;
+            to_json(&rep)
+        })
+    }
+
+    /// Passes over compressed archives beyond the first, so far.
+    fn restarts(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.restarts()))
+    }
+
+    /// Position of a file (relative path) in a compressed archive's stream; None when reads cost nothing extra.
+    fn read_order(&self, rel: &str) -> Option<usize> {
+        vfs::read_order(&self.root.join(rel))
+    }
+
+    /// Keep a file (relative path) in memory until `release`: for one read at random while others stream.
+    fn hold(&self, py: Python<'_>, rel: &str) -> PyResult<()> {
+        self.with(|b| py.detach(|| b.hold(rel)).map_err(to_pyerr))
+    }
+
+    fn release(&self, rel: &str) -> PyResult<()> {
+        self.with(|b| {
+            b.release(rel);
+            Ok(())
+        })
+    }
+
+    /// The segment files of a relation fork (segment 0's path relative to the root) that exist: [(segno, path)].
+    fn segments(&self, rel: &str) -> Vec<(u32, std::path::PathBuf)> {
+        let base = self.root.join(rel);
+        let (Some(dir), Some(name)) = (base.parent(), base.file_name().and_then(|n| n.to_str())) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u32, std::path::PathBuf)> = vfs::read_dir(dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(n, p)| {
+                if n == name {
+                    return Some((0, p));
+                }
+                let suffix = n.strip_prefix(name)?.strip_prefix('.')?;
+                let ok = !suffix.is_empty() && !suffix.starts_with('0') && suffix.bytes().all(|c| c.is_ascii_digit());
+                if !ok {
+                    return None;
+                }
+                Some((suffix.parse().ok()?, p))
+            })
+            .filter(|(_, p)| vfs::metadata(p).is_ok_and(|m| m.is_file()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Unmount: the files are no longer readable under `root`.
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// Whether a path is a base backup (backup_label, backup_manifest or base.tar*) rather than a data directory.
+#[pyfunction]
+pub fn is_backup(path: std::path::PathBuf) -> bool {
+    pgsurgeon_core::backup::is_backup(&path)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Backup>()?;
+    m.add_function(wrap_pyfunction!(is_backup, m)?)
+}

@@ -1,0 +1,111 @@
+"""Base backups read in place (crates/core/src/backup): a ``pg_basebackup -Fp`` directory, or the directory holding
+``base.tar`` (plain, gzip, lz4 or zstd; tablespace and ``pg_wal`` tars beside it). Opening one mounts it: while the
+:class:`BackupSource` is open, the scanner, the files catalog and the row engine read its files by path under
+:attr:`BackupSource.root`, as they read a data directory. Nothing is extracted to disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pgsurgeon import core
+from pgsurgeon.errors import PgSurgeonError
+
+
+def is_backup(path: Path) -> bool:
+    """A base backup (backup_label, backup_manifest or base.tar*) rather than a plain data directory."""
+    return core.is_backup(path)
+
+
+def parse_lsn(text: str) -> int:
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+class BackupSource:
+    """An opened base backup. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.handle = core.open_backup(path)
+        except (ValueError, OSError) as exc:
+            message, _, hint = str(exc).partition("\nhint: ")
+            raise PgSurgeonError(message, hint=hint or None) from None
+        self.root: Path = self.handle.root
+        self.info: dict[str, Any] = json.loads(self.handle.info())
+
+    @property
+    def start_lsn(self) -> int | None:
+        """backup_label's START WAL LOCATION: pages newer than this are rewritten by WAL replay."""
+        label = self.info.get("label") or {}
+        lsn = label.get("start_lsn")
+        return int(lsn) if lsn is not None else None
+
+    @property
+    def form(self) -> str:
+        """``plain``, or ``tar`` with its compressions (``tar+zstd``)."""
+        if self.info["format"] == "plain":
+            return "plain"
+        comps = sorted({a["compression"] for a in self.info["archives"]} - {"none"})
+        return "tar" + "".join(f"+{c}" for c in comps)
+
+    @property
+    def restarts(self) -> int:
+        """Extra passes over compressed archives so far (files read out of archive order)."""
+        return self.handle.restarts()
+
+    def verify(self) -> dict[str, Any]:
+        """Every file against backup_manifest (``present`` is false without one)."""
+        result: dict[str, Any] = json.loads(self.handle.verify())
+        return result
+
+    def read_order(self, relpath: str) -> int | None:
+        """Where a file comes in a compressed archive's stream (read in this order), None when order is free."""
+        return self.handle.read_order(relpath)
+
+    def segments(self, relpath: str) -> list[dict[str, Any]]:
+        """The segment files of a relation fork, as :func:`pgsurgeon.salvage.pages.segments_of` gives them."""
+        return [{"segno": s, "path": str(p)} for s, p in self.handle.segments(relpath)]
+
+    def hold(self, relpath: str) -> None:
+        """Keep a file in memory until :meth:`release` (a TOAST table read at random while its table streams)."""
+        self.handle.hold(relpath)
+
+    def release(self, relpath: str) -> None:
+        self.handle.release(relpath)
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> BackupSource:
+        return self
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def manifest_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manifest's problems as findings, shaped like the scanner's (no relation, no block)."""
+    out = []
+    for p in report.get("problems", []):
+        area, severity, pg_error, remedy = core.describe_code(p["code"])
+        out.append(
+            {
+                "code": p["code"],
+                "area": area,
+                "severity": severity,
+                "path": p["path"],
+                "tablespace_oid": None,
+                "database_oid": None,
+                "relfilenode": None,
+                "fork": None,
+                "block": None,
+                "item": None,
+                "message": p["message"],
+                "pg_error": pg_error,
+                "remedy": remedy,
+            }
+        )
+    return out
