@@ -109,6 +109,8 @@ UNREPAIRED_CODES = {
     "intact, so repair leaves the page; restore it from a backup or rewrite its pd_lsn by hand",
 }
 KILL_BATCH = 500
+# MaxHeapTuplesPerPage (src/include/access/htup_details.h): no page holds more line pointers to tuples
+PAGE_HEADER, HEAP_TUPLE_HEADER, ITEM_ID = 24, 24, 4
 
 
 @dataclass
@@ -349,7 +351,7 @@ class Planner:
         # rows already gone: line pointers found unused, index entries that lead nowhere
         for tid, why in sorted(main.gone_items.items()):
             lose(tid, CAUSE_GONE, why)
-        for tid, why in sorted(self.gone(table, main, evidence).items()):
+        for tid, why in sorted(self.gone(table, main, evidence, index_findings).items()):
             lose(tid, CAUSE_GONE, why)
         for f in errors:
             if f["code"] in UNREPAIRED_CODES:
@@ -451,8 +453,14 @@ class Planner:
                 dmg.clear.setdefault(blk, {})[lp] = f"line pointer {lp} is {state} and leads nowhere ({why})"
                 continue
             freeze_why = self.freezable(codes, it) if self.ctx.req.freeze else None
-            if freeze_why is not None:
+            heap_only = it.header is not None and int(it.header.get("t_infomask2", 0)) & pages.HEAP_ONLY_TUPLE
+            if freeze_why is not None and not heap_only:
                 dmg.freeze[(blk, lp)] = f"{freeze_why} ({why})"
+            elif freeze_why is not None:
+                # heap_force_freeze clears HEAP_UPDATED with the other transaction bits: a heap-only tuple left
+                # without it is damage of its own (amcheck: "heap-only tuple that is not the result of an update").
+                # Its data is whole: it is killed and put back from carving.
+                dmg.kill[(blk, lp)] = f"a heap-only tuple whose visibility fields are damaged ({why})"
             else:
                 dmg.kill[(blk, lp)] = why
 
@@ -498,12 +506,15 @@ class Planner:
     def rows_on_page(self, dmg: HeapDamage, blk: int, evidence: dict[Tid, list[str]]) -> list[Tid]:
         """Every row a zeroed page takes: its sound line pointers, the index entries into it, what carving finds."""
         tids: set[Tid] = {t for t in evidence if t[0] == blk}
+        most = (self.server.block_size - PAGE_HEADER) // (HEAP_TUPLE_HEADER + ITEM_ID)
         for it in dmg.items.get(blk, []):
-            if it.flags == LP_NORMAL and it.header is not None and it.length > 0:
+            if it.flags == LP_NORMAL and it.header is not None and it.length > 0 and it.lp <= most:
                 tids.add((blk, it.lp))
         return sorted(tids)
 
-    def gone(self, rel: RelInfo, dmg: HeapDamage, evidence: dict[Tid, list[str]]) -> dict[Tid, str]:
+    def gone(
+        self, rel: RelInfo, dmg: HeapDamage, evidence: dict[Tid, list[str]], index_findings: list[dict[str, Any]]
+    ) -> dict[Tid, str]:
         """Index entries whose heap line pointer is unused, missing, dead with storage, on an all-zero page or past
         the end of the table: those rows were already gone."""
         out: dict[Tid, str] = {}
@@ -534,9 +545,13 @@ class Planner:
         # Every full (non-partial) btree index has an entry for every row: a TID only some of them hold is a damaged
         # index entry (REINDEX drops it), not a row that was there.
         full = {ix.regclass for ix in self.ctx.indexes if ix.is_btree and not ix.partial}
+        # an index with damage of its own (a changed heap TID, a damaged posting list) is not asked: the others are
+        damaged = {str(f["relation"]) for f in index_findings if not str(f["code"]).startswith("index.")}
+        if full - damaged:
+            full -= damaged
         for (blk, lp), names in sorted(evidence.items()):
             which = names[0]
-            if len(full) >= 2 and not full <= set(names):
+            if not full <= set(names):
                 continue
             if blk >= rel.nblocks:
                 out[(blk, lp)] = f"{which} points past the end of the table (block {blk}; the file was cut)"
@@ -725,6 +740,11 @@ class Planner:
                     why = f"{len(live)} tuples claim this ctid: {why}"
                 plan.apart_rows.setdefault(tid, []).extend((c.line, c.why or why) for c in live)
                 led.apart[tid] = f"{why}; saved in {APART_FILE}"
+            elif self.key_of and tid not in self.key_of and tid[0] in main.zero and loss.cause == CAUSE_ZEROED:
+                # With a unique index every row has an entry (a HOT chain's at its root, listed on its own): a ctid
+                # no entry names where nothing could be read is no row, only a line pointer the damage made up.
+                loss.place = DEAD
+                loss.reason += "; nothing could be read there and no index entry names it"
             else:
                 loss.place = LOST
                 why = loss.reason if images else f"{loss.reason} (not carved)"
