@@ -153,6 +153,11 @@ CASES = [
     Case("lp_off", "pg15", ("item-id", "--field", "lp_off", "--seed", "1"), repair=R),
     Case("lp_flags-redirect", "pg15", ("item-id", "--field", "lp_flags", "--seed", "1"), repair=R, lost=1),
     Case("lp_flags-unused", "pg15", ("item-id", "--field", "lp_flags", "--seed", "2"), repair=R, lost=1),
+    # four line pointers of one page overwritten: unused with an offset left, dead, normal past the page (issue 13:
+    # no line_pointer.past_page may be left behind)
+    Case(
+        "item-id-x4", "pg15", ("item-id", "--field", "random", "--block", "3", "--count", "4", "--seed", "1"), repair=R
+    ),
     Case(
         "t_xmin-old",
         "pg15",

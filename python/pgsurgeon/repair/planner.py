@@ -447,6 +447,10 @@ class Planner:
             it = by_lp.get(lp)
             if it is not None and it.flags == LP_UNUSED:
                 dmg.gone_items[(blk, lp)] = f"line pointer {lp} is unused: the tuple is gone ({why})"
+                if it.off or it.length:
+                    # an unused line pointer with an offset or length left in it is still damage (past the page,
+                    # overlapping): it is cleared to zeroes like the others
+                    dmg.clear.setdefault(blk, {})[lp] = f"line pointer {lp} is unused with storage ({why})"
                 continue
             if it is None or it.flags != LP_NORMAL:
                 state = "beyond pd_lower" if it is None else {LP_REDIRECT: "a redirect", LP_DEAD: "dead"}[it.flags]
