@@ -431,6 +431,9 @@ class Planner:
                 per_item.setdefault(int(f["item"]), []).append(f)
             elif not page_reasons:
                 page_reasons.append(f"{f['code']}: {f['message']}")
+        copied = self.copied_from(blk, per_item)
+        if copied is not None and not page_reasons:
+            page_reasons.append(copied)
         for lp, ifs in per_item.items():
             if any(f["area"] in ("tuple_header", "tuple_data", "toast") for f in ifs):
                 dmg.damaged_items.add((blk, lp))
@@ -467,6 +470,22 @@ class Planner:
                 dmg.kill[(blk, lp)] = f"a heap-only tuple whose visibility fields are damaged ({why})"
             else:
                 dmg.kill[(blk, lp)] = why
+
+    @staticmethod
+    def copied_from(blk: int, per_item: dict[int, list[dict[str, Any]]]) -> str | None:
+        """Why the page is a copy of another block's (a misdirected or torn write), or None: several never-updated
+        tuples name their own item number in one other block. Freezing them would keep a second copy of that
+        block's rows (duplicate keys); the page goes whole, its own rows carved."""
+        named: dict[int, int] = {}
+        for lp, ifs in per_item.items():
+            for f in ifs:
+                m = _CTID.search(str(f["message"])) if f["code"] == "tuple_header.ctid_not_self" else None
+                if m and int(m.group(1)) != blk and int(m.group(2)) == lp:
+                    named[int(m.group(1))] = named.get(int(m.group(1)), 0) + 1
+        source, n = max(named.items(), key=lambda x: x[1], default=(None, 0))
+        if source is None or n < 2:
+            return None
+        return f"the page holds copies of block {source}'s rows ({n} tuples name their own item number there)"
 
     @staticmethod
     def freezable(codes: list[str], it: pages.Item) -> str | None:
@@ -1194,6 +1213,7 @@ def _runs(blocks: list[int]) -> list[tuple[int, int]]:
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_CTID = re.compile(r"t_ctid \((\d+),(\d+)\)")
 
 
 def safe_name(text: str) -> str:

@@ -1,9 +1,9 @@
 """Chaos: several kinds of damage at once, chosen by a seed, over a database of several tables.
 
 ``build_database`` makes the tables (indexes, TOAST-ed values, HOT chains, deleted rows); ``pick`` chooses the
-damages for one table from a seed (page headers, item-ID arrays, tuple headers including a MultiXact xmax, tuple
-data, TOAST chunks, btree items, zeroed, torn and misdirected pages, each on its own block); ``damage`` applies them
-through the simulator, one manifest each, so every byte is recorded and undoable.
+damages for one table from a seed (page headers, item-ID arrays, single line pointers, tuple headers including a
+MultiXact xmax, tuple data, TOAST chunks, btree items, zeroed, torn and misdirected pages, each on its own block);
+``damage`` applies them through the simulator, one manifest each, so every byte is recorded and undoable.
 
 Only damage something can see is chosen: a changed byte inside a value that still decodes (random bytes in an
 uncompressed TOAST chunk without checksums) would be a wrong value no tool can find, and the chaos runs assert that no
@@ -31,6 +31,7 @@ HEAP_XMAX_IS_MULTI = 0x1000
 KINDS = (
     "header",
     "item-ids",
+    "item-id",
     "xmin",
     "multixact",
     "tuple-header",
@@ -165,7 +166,9 @@ def pick(conn: Any, table: Table, rng: random.Random, count: int, kinds: tuple[s
     nblocks = _nblocks(conn, table.name)
     usable = [k for k in kinds if (k != "toast" or table.toast) and (k != "btree" or table.indexes)]
     if nblocks < 4:
-        usable = [k for k in usable if k in ("xmin", "multixact", "tuple-header", "varlena", "toast", "btree")]
+        usable = [
+            k for k in usable if k in ("item-id", "xmin", "multixact", "tuple-header", "varlena", "toast", "btree")
+        ]
     chosen = rng.sample(usable, min(count, len(usable)))
     free = list(range(nblocks))
     rng.shuffle(free)
@@ -190,6 +193,10 @@ def pick(conn: Any, table: Table, rng: random.Random, count: int, kinds: tuple[s
         elif kind == "item-ids":
             blk = block()
             req = {"mode": "item-ids", "block": blk}
+        elif kind == "item-id":
+            # a few line pointers of one page: offsets past the page, flags turned dead, redirect or unused
+            blk = block()
+            req = {"mode": "item-id", "field": "random", "block": blk, "count": rng.randint(2, 5)}
         elif kind == "zero":
             blk = block()
             req = {"mode": "zero", "block": blk}
