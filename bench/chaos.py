@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -81,7 +82,16 @@ def main(argv: list[str] | None = None) -> int:
             agg: dict[str, Any] = {"seeds": 0, "violations": 0, "damages": 0, "seconds": 0.0}
             for seed in seeds:
                 started = time.monotonic()
-                res = run_seed(lab, seed, args.rows, args.lab_dir / f"work-{version}-{seed}", say, salvage=args.salvage)
+                work = args.lab_dir / f"work-{version}-{seed}"
+                shutil.rmtree(work, ignore_errors=True)  # manifests and repair run directories of an earlier run
+                try:
+                    res = run_seed(lab, seed, args.rows, work, say, salvage=args.salvage)
+                except Exception as exc:  # a seed that cannot run is a violation of its own; the others go on
+                    print(f"pg{version} seed {seed}: FAILED: {type(exc).__name__}: {exc}", flush=True)
+                    out.write(json.dumps({"seed": seed, "version": version, "error": str(exc)}) + "\n")
+                    violations += 1
+                    agg["violations"] += 1
+                    continue
                 doc = res.to_json()
                 out.write(json.dumps(doc) + "\n")
                 out.flush()

@@ -504,7 +504,15 @@ class Executor:
     def check_ledger(self, step: Step) -> dict[str, Any]:
         """The table against the ledger: every row in place or reinserted is there, no other; keys by digest."""
         led = self.plan.ledger
-        rows, digest = ledger.table_counts(self.ctx.conn, self.ctx.table, led.key)
+        try:
+            rows, digest = ledger.table_counts(self.ctx.conn, self.ctx.table, led.key)
+        except db.Error as exc:
+            raise ledger.LedgerMismatch(
+                f"{self.plan.table} cannot be read to the end after the repair: "
+                + (str(exc).strip().splitlines() or ["error"])[0],
+                hint=f"the ledger is in {self.run_dir / 'report.json'}; run 'pgsurgeon diagnose' on the table, then "
+                "repair again",
+            ) from None
         expected_digest = led.digest + self.digests.get("frozen", 0) + self.digests.get("reinserted", 0)
         self.report["ledger"] = led.to_json()
         try:

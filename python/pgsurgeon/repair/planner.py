@@ -429,8 +429,17 @@ class Planner:
         for f in fs:
             if f["item"] is not None:
                 per_item.setdefault(int(f["item"]), []).append(f)
-            elif not page_reasons:
-                page_reasons.append(f"{f['code']}: {f['message']}")
+        loose = [f for f in fs if f["item"] is None]
+        if loose and not page_reasons:
+            if per_item and not refused and all(f["code"] == "server.error" for f in loose):
+                # verify_heapam stopped on the block (a tuple's xmin or MultiXact it cannot look up), and the raw
+                # checks name the damaged tuples: they are frozen or killed one by one, the rest of the page stays
+                self.notes.append(
+                    f"{dmg.rel.regclass} block {blk}: {loose[0]['message'][:160]}; the damaged tuples are repaired "
+                    "one by one, the page stays"
+                )
+            else:
+                page_reasons.append(f"{loose[0]['code']}: {loose[0]['message']}")
         copied = self.copied_from(blk, per_item)
         if copied is not None and not page_reasons:
             page_reasons.append(copied)
