@@ -80,9 +80,10 @@ class ChaosRun:
 TABLES_SQL = (
     # wide rows, every 8th with an incompressible bytea TOAST-ed in chunks
     """CREATE TABLE {p}wide AS
-       SELECT g::bigint AS id, (g * 7919 + {seed}) % 1000 AS a, 'row ' || g || ' ' || md5((g + {seed})::text) AS t,
+       SELECT g::bigint AS id, (g::bigint * 7919 + {seed}) % 1000 AS a,
+              'row ' || g || ' ' || md5((g + {seed})::text) AS t,
               CASE WHEN g % 8 = 0
-                   THEN (SELECT decode(string_agg(md5((g * 31 + i + {seed})::text), ''), 'hex')
+                   THEN (SELECT decode(string_agg(md5((g::bigint * 31 + i + {seed})::text), ''), 'hex')
                          FROM generate_series(1, 160) i)
                    ELSE decode(md5((g + {seed})::text), 'hex') END AS payload
        FROM generate_series(1, {n_wide}) g""",
