@@ -532,6 +532,11 @@ class Executor:
         return result
 
     def verify(self, step: Step) -> dict[str, Any]:
+        if self.ctx.server.pgdata is not None:
+            # diagnose reads the relation files when they are here: a checkpoint first, so they hold what the
+            # server holds (right after REINDEX and the inserts they may not, and stale files read as damage)
+            with contextlib.suppress(db.Error):
+                self.ctx.conn.execute("CHECKPOINT")
         outcome = diagnose(self.ctx)
         # A tuple whose line pointer is gone keeps its bytes on the page until the page is pruned: one this repair
         # killed (heap_force_kill), or a row the plan already accounts for (lost, or reinserted from carving). Those
