@@ -36,7 +36,7 @@ def _chaos(cluster: LabCluster, table: str, seed: int) -> Manifest:
     from pgsurgeon.simulate import chaos
 
     rng = random.Random(seed)
-    target = chaos.Table(f"public.{table}", 0, True, (f"{table}_pkey", f"{table}_a"))
+    target = chaos.Table(f"public.{table}", 0, True, (f"{table}_pkey", f"{table}_a"), "description")
     with cluster.connect() as conn:
         damages = chaos.pick(conn, target, rng, rng.randint(4, 7))
     run = chaos.damage(cluster.dsn(), damages, seed, cluster.lab_dir / "corruptions" / f"lab-{table}")
