@@ -14,7 +14,7 @@ from pgsurgeon.errors import LabError, UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster, default_base_dir, list_labs
 from pgsurgeon.lab.cluster import STOP_MODES
-from pgsurgeon.labrun.scenarios import SCENARIOS
+from pgsurgeon.labrun.scenarios import CHAOS, SCENARIOS
 from pgsurgeon.pgbin import find_install
 from pgsurgeon.render import term
 
@@ -42,6 +42,12 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--modes", help="comma-separated scenarios (default: all): " + ", ".join(s.name for s in SCENARIOS)
+    )
+    parser.add_argument(
+        "--chaos",
+        action="store_true",
+        help="run the chaos scenario: several damages at once on one table, chosen by --seed (with --modes, after "
+        "those scenarios)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the data and the damage (default: 1)")
     parser.add_argument("--pg-bin", metavar="DIR", help="postgresql bin directory (default: the embedded 18)")
@@ -203,6 +209,8 @@ def run_default(args: argparse.Namespace) -> int:
         raise UsageError(
             f"unknown scenario {exc.args[0]}", hint="choose from: " + ", ".join(s.name for s in SCENARIOS)
         ) from None
+    if args.chaos:
+        scenarios = [*scenarios, CHAOS] if args.modes else [CHAOS]
     err = term.console(stderr=True)
     total = 2 * len(scenarios)  # each scenario runs on a cluster with and one without data checksums
     started: list[float] = []

@@ -45,6 +45,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("truncate", "the table file cut short", "truncate"),
 )
 
+CHAOS = Scenario(
+    "chaos",
+    "several damages at once, chosen by the seed (headers, item IDs, tuples, TOAST, btree, zeroed, torn, misdirected)",
+    "chaos",
+)
+"""``pgsurgeon lab --chaos``: not among the default scenarios (what it damages changes with --seed)."""
+
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 

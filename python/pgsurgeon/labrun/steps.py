@@ -12,7 +12,10 @@ from pgsurgeon.simulate import Manifest, SimulateRequest
 
 
 def corrupt(cluster: LabCluster, table: str, scenario: Scenario, seed: int) -> Manifest:
-    """Damage ``table`` as the scenario says; returns the simulator's manifest."""
+    """Damage ``table`` as the scenario says; returns the simulator's manifest (for chaos, the damages' manifests
+    merged: every page and file change)."""
+    if scenario.mode == "chaos":
+        return _chaos(cluster, table, seed)
     manifest_path = cluster.lab_dir / "corruptions" / f"lab-{table}.json"
     if manifest_path.exists():
         manifest_path.unlink()
@@ -25,6 +28,25 @@ def corrupt(cluster: LabCluster, table: str, scenario: Scenario, seed: int) -> M
         **dict(scenario.options),
     )
     return simulate.run(request).manifest
+
+
+def _chaos(cluster: LabCluster, table: str, seed: int) -> Manifest:
+    import random
+
+    from pgsurgeon.simulate import chaos
+
+    rng = random.Random(seed)
+    target = chaos.Table(f"public.{table}", 0, True, (f"{table}_pkey", f"{table}_a"), "description")
+    with cluster.connect() as conn:
+        damages = chaos.pick(conn, target, rng, rng.randint(4, 7))
+    run = chaos.damage(cluster.dsn(), damages, seed, cluster.lab_dir / "corruptions" / f"lab-{table}")
+    first = run.manifests[0]
+    return Manifest(
+        first.path,
+        {**first.header, "notes": [d.describe() for d in damages]},
+        [c for m in run.manifests for c in m.changes],
+        [p for m in run.manifests for p in m.pages],
+    )
 
 
 def _toast_name(cluster: LabCluster, table: str) -> str | None:
@@ -130,12 +152,14 @@ def repair(cluster: LabCluster, table: str, truth: dict[int, str]) -> dict[str, 
     try:
         if plan.blockers:
             return {"error": plan.blockers[0][0]}
-        planned = len({loss.tid for loss in plan.lost if not loss.carved})
+        planned = len(plan.ledger.lost) + len(plan.ledger.apart)
         report = execute(plan, ctx, run_dir, lambda _text: None) if plan.steps else None
     finally:
         ctx.conn.close()
     after = read_rows(cluster, table, truth)
     clean = bool(report["after"].get("clean")) if report and report.get("after") else not plan.steps
+    matched = bool(report.get("ledger_check", {}).get("match")) if report else True
+    ledger = (report or {}).get("ledger") or plan.ledger.to_json()
     return {
         "steps": len(plan.steps),
         "planned_lost": planned,
@@ -143,6 +167,9 @@ def repair(cluster: LabCluster, table: str, truth: dict[int, str]) -> dict[str, 
         "wrong": after.wrong,
         "extra": after.extra,
         "readable": after.error is None and not after.crashed and not after.timed_out,
-        "clean": clean and after.error is None,
-        "reinserted": sum(1 for loss in plan.lost if loss.carved),
+        "clean": clean and after.error is None and matched,
+        "ledger_match": matched,
+        "reinserted": len(ledger["reinserted"]),
+        "kept_apart": len(ledger["kept_apart"]),
+        "ledger_lost": len(ledger["lost"]),
     }

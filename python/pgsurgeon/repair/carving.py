@@ -1,10 +1,13 @@
 """Carving the rows a repair removes, from the page images planning read: the same core carver salvage uses
-(crates/core/src/carve.rs), restricted to the lost ctids. What it recovers with certainty is what ``--reinsert``
-puts back; the rest stays in the run directory for people to look at."""
+(crates/core/src/rows/carve.rs), restricted to the ctids the repair removes or freezes. What it recovers with
+certainty is what ``--reinsert`` puts back; what it reads without certainty is kept apart in the run directory; a
+tuple it cannot read at all is lost. For a tuple planned for heap_force_freeze it tells whether the data decodes
+whole (else the tuple is killed and kept apart instead)."""
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
@@ -104,16 +107,51 @@ def _toast_chunks(ctx: Context, info: Any, values: list[int], base: int) -> tupl
     return refs, bytes(blob)
 
 
+@dataclass
+class Carved:
+    """One tuple the carver read at a ctid the repair is interested in."""
+
+    line: bytes
+    """The row as a COPY text line (columns as ``columns_out``), values it could not decode as \\N."""
+    trusted: bool
+    """Live, with a certainty (``certainty_besides_checksum`` on a page that failed its checksum) good enough to put
+    back."""
+    why: str
+    """Why it is not trusted (empty when it is)."""
+    live: bool
+    """The carver judged it a live row (else dead or invisible: not a row of the table)."""
+    whole: bool
+    """Every value decoded: no note about a column, the tuple's data or its TOAST chunks."""
+    checksum_failed: bool
+    foreign: bool = False
+    """Its t_ctid names another block: a copy of another block's row (a torn or misdirected write), not the row
+    that was at this ctid."""
+
+
+# Notes of the carver that say a value was not (or not surely) decoded; the others are about visibility and place.
+_DATA_NOTES = ("column ", "tuple_data.", "a TOAST chunk")
+
+
+# Notes that say a tuple may not be this block's row at all (a stale or foreign copy).
+_PLACE_NOTES = ("found in free space", "t_ctid ", "most tuples on this page", "the tuple crosses")
+
+
 def carve(
-    ctx: Context, images: dict[int, bytes], lost: set[Tid], damaged: set[Tid]
-) -> tuple[dict[Tid, bytes], str | None]:
-    """COPY text lines of the lost ctids carving recovers with certainty, and a note on what was left out.
+    ctx: Context, images: dict[int, bytes], wanted: set[Tid], damaged: set[Tid], freezable: set[Tid]
+) -> dict[Tid, list[Carved]]:
+    """What the carver reads at each ctid of ``wanted`` on these pages (several tuples may claim one ctid).
 
     ``damaged``: tuples with findings of their own — a row read through their (sound) line pointer is not trusted;
-    one found in the page body at the position its own t_ctid names is."""
+    one found in the page body at the position its own t_ctid names is. ``freezable``: damaged tuples whose only
+    damage is in their visibility fields (what heap_force_freeze resets): read through their line pointer, whole,
+    not dead and in their place, they are trusted whatever the carver could decide about their visibility."""
     info = _table_info(ctx)
     blocks = sorted(images)
     data = b"".join(images[b] for b in blocks)
+    encoding = "UTF8"
+    with contextlib.suppress(db.DatabaseError):
+        row = ctx.conn.execute("SELECT current_setting('server_encoding')").fetchone()
+        encoding = str(row[0]) if row else encoding
     cfg: dict[str, Any] = {
         "blcksz": ctx.server.block_size,
         "relseg_size": ctx.server.segment_blocks,
@@ -122,10 +160,15 @@ def carve(
         "columns": info.columns_out(),
         "format": "text",
         "server_version_num": ctx.server.version_num,
+        "encoding": encoding,
+        # rows of a page (or TOAST chunks) that fail their checksum are not trusted as they are
+        "checksums": ctx.server.checksums,
         "horizons": _horizons(ctx),
         "can_ask": True,
         "can_fetch_toast": info.toast_oid != 0,
         "toast_relid": info.toast_oid,
+        # dead tuples come back too: a removed ctid that held one held no row
+        "keep_invisible": True,
     }
     if ctx.server.pgdata is not None:
         cfg["xact_dir"] = str(ctx.server.pgdata / "pg_xact")
@@ -155,39 +198,41 @@ def carve(
             result, out = core.carve_pages(data, blocks, cfg, blob)
     except (ValueError, OSError) as exc:
         raise CarveUnavailable(f"the carver failed: {exc}") from None
-    found: dict[Tid, list[bytes]] = {}
-    uncertain = 0
-    from_failed_pages = 0
+    found: dict[Tid, list[Carved]] = {}
     for r in result["rows"]:
         if r.get("lp") is None:
             continue
         tid = (int(r["block"]), int(r["lp"]))
-        if tid not in lost:
+        if tid not in wanted:
             continue
-        # A page that failed its checksum may hold altered values: salvage keeps such rows apart; repair puts them
-        # back (the alternative is losing them) and says so in the plan.
-        certainty = r["certainty_besides_checksum"] if r.get("checksum_failed") else r["certainty"]
-        trusted = r["verdict"] == "live" and certainty in ("sure", "likely")
-        if trusted and r.get("checksum_failed"):
-            from_failed_pages += 1
-        if r["via"] == "line_pointer" and tid in damaged:
-            trusted = False
-        if not trusted:
-            uncertain += 1
-            continue
-        found.setdefault(tid, []).append(bytes(out[r["data_start"] : r["data_end"]]))
-    carved = {tid: lines[0] for tid, lines in found.items() if len(lines) == 1}
-    ambiguous = len(found) - len(carved)
-    parts = []
-    if uncertain:
-        parts.append(f"{uncertain} carved tuple(s) were not certain enough to put back")
-    if ambiguous:
-        parts.append(f"{ambiguous} ctid(s) carved twice (left out)")
-    if from_failed_pages:
-        parts.append(
-            f"{from_failed_pages} carved row(s) come from pages that failed their checksum: their values may be "
-            "altered, compare them with a backup"
+        notes = [str(n) for n in r.get("notes") or []]
+        failed = bool(r.get("checksum_failed"))
+        # A page that failed its checksum may hold altered values; a row that is sure besides is put back, and the
+        # plan says so (salvage keeps such rows apart: it does not remove the originals).
+        certainty = r["certainty_besides_checksum"] if failed else r["certainty"]
+        why = ""
+        whole = not any(n.startswith(_DATA_NOTES) for n in notes)
+        in_place = not any(n.startswith(_PLACE_NOTES) for n in notes)
+        if tid in freezable and r["via"] == "line_pointer":
+            if r["verdict"] == "invisible":
+                why = "carved as dead (deleted or updated before the damage)"
+            elif not (whole and in_place):
+                why = "carved as uncertain" + (f": {'; '.join(notes)[:300]}" if notes else "")
+        elif r["verdict"] != "live":
+            why = f"carved as {r['verdict']}" + (f" ({r['reason']})" if r.get("reason") else "")
+        elif certainty not in ("sure", "likely"):
+            why = "carved as uncertain" + (f": {'; '.join(notes)[:300]}" if notes else "")
+        elif r["via"] == "line_pointer" and tid in damaged:
+            why = "read through the line pointer of a damaged tuple: its values are not trusted"
+        found.setdefault(tid, []).append(
+            Carved(
+                line=bytes(out[r["data_start"] : r["data_end"]]),
+                trusted=not why,
+                why=why,
+                live=r["verdict"] != "invisible",
+                whole=whole,
+                checksum_failed=failed,
+                foreign=any(n.startswith("t_ctid ") for n in notes),
+            )
         )
-    if info.unsupported_columns:
-        parts.append("the carver cannot print " + ", ".join(info.unsupported_columns))
-    return carved, ("; ".join(parts) or None)
+    return found

@@ -19,9 +19,11 @@ from typing import Any
 from pgsurgeon import core, db
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
-from pgsurgeon.repair import facts, pages
+from pgsurgeon.repair import facts, ledger, pages
+from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, KEPT_APART
 from pgsurgeon.repair.model import (
     CARVE,
+    CHECK,
     CLEAR_LPS,
     FREEZE,
     KILL,
@@ -36,6 +38,7 @@ from pgsurgeon.repair.model import (
     PageWrite,
     Plan,
     Step,
+    Tid,
     tid_text,
 )
 from pgsurgeon.repair.planner import Context, diagnose
@@ -54,6 +57,8 @@ class Executor:
         self.run_dir = run_dir
         self.say = say
         self.notices: list[str] = []
+        self.digests: dict[str, int] = {}
+        """Key digests the execution learns: of the frozen rows, of the rows inserted back."""
         self.report: dict[str, Any] = {
             "started_at": utc_now(),
             "run_dir": str(run_dir),
@@ -125,6 +130,7 @@ class Executor:
             VACUUM: self.plain_sql,
             REINSERT: self.reinsert,
             VERIFY: self.verify,
+            CHECK: self.check_ledger,
         }
         try:
             for step in self.plan.steps:
@@ -211,13 +217,28 @@ class Executor:
 
     def save_carved(self, step: Step) -> dict[str, Any]:
         rows = sorted(self.plan.carved_rows.items())
-        path = self.run_dir / "carved.copy"
+        path = self.run_dir / CARVED_FILE
         path.write_bytes(b"".join(line if line.endswith(b"\n") else line + b"\n" for _, line in rows))
         (self.run_dir / "carved.json").write_text(
             json.dumps({"columns": self.live_columns(), "ctids": [tid_text(t) for t, _ in rows]}, indent=2) + "\n",
             encoding="utf-8",
         )
-        return {"rows": len(rows), "file": str(path)}
+        apart = [(tid, line, why) for tid, got in sorted(self.plan.apart_rows.items()) for line, why in got]
+        self.keep_apart(apart)
+        return {"rows": len(rows), "file": str(path), "kept_apart": len(apart)}
+
+    def keep_apart(self, rows: list[tuple[Tid, bytes, str]]) -> None:
+        """Append rows to ``kept-apart.copy``: COPY text lines of the ctid, why, then the row's columns (values the
+        carver could not decode as \\N, bytes not valid in the encoding escaped as \\xHH text)."""
+        path = self.run_dir / APART_FILE
+        with path.open("ab") as fh:
+            for tid, line, why in rows:
+                reason = why.replace("\\", "\\\\").replace("\t", " ").replace("\n", " ").encode()
+                fh.write(tid_text(tid).encode() + b"\t" + reason + b"\t" + line.rstrip(b"\n") + b"\n")
+        (self.run_dir / "kept-apart.json").write_text(
+            json.dumps({"columns": ["ctid", "why", *self.live_columns()], "file": str(path)}, indent=2) + "\n",
+            encoding="utf-8",
+        )
 
     def live_columns(self) -> list[str]:
         return [c.name for c in self.ctx.cols if not c.dropped]
@@ -231,6 +252,11 @@ class Executor:
         skipped = [n for n in self.notices[before:] if "skipping" in n]
         for n in skipped:
             self.say(f"  {n}")
+        if step.kind == FREEZE and step.relation == self.ctx.table.regclass:
+            # frozen tuples stay where they are: their keys join the ledger's digest now (a rewrite moves them)
+            rows, digest = ledger.count_tids(self.ctx.conn, self.ctx.table, self.plan.ledger.key, step.tids)
+            self.digests["frozen"] = digest
+            self.say(f"  {rows} of the {len(step.tids)} frozen tuple(s) are visible rows now")
         return {"tuples": len(step.tids), "skipped": skipped}
 
     def plain_sql(self, step: Step, hint: str | None = None) -> dict[str, Any]:
@@ -427,33 +453,90 @@ class Executor:
         with conn.cursor().copy(sq.SQL("COPY pg_temp.{} ({}, {}) FROM STDIN").format(tmp, ins_cols, src)) as cp:
             for tid, line in rows:
                 cp.write(line.rstrip(b"\n") + b"\t" + tid_text(tid).encode() + b"\n")
-        insert = sq.SQL("INSERT INTO {} ({}) {}SELECT {} FROM pg_temp.{} WHERE {} = %s ON CONFLICT DO NOTHING").format(
+        led = self.plan.ledger
+        insert = sq.SQL(
+            "INSERT INTO {} ({}) {}SELECT {} FROM pg_temp.{} WHERE {} = %s ON CONFLICT DO NOTHING RETURNING {}::text"
+        ).format(
             table,
             ins_cols,
             sq.SQL("OVERRIDING SYSTEM VALUE ") if identity_always else sq.SQL(""),
             ins_cols,
             tmp,
             src,
+            ledger.key_hash(led.key),
         )
         inserted: list[str] = []
         skipped: list[dict[str, str]] = []
+        digest = 0
         for tid, _ in rows:
             try:
-                n = conn.execute(insert, (tid_text(tid),)).rowcount
+                got = conn.execute(insert, (tid_text(tid),)).fetchall()
             except db.Error as exc:
                 skipped.append({"ctid": tid_text(tid), "why": (str(exc).strip().splitlines() or ["error"])[0]})
                 continue
-            if n:
+            if got:
                 inserted.append(tid_text(tid))
+                digest += int(got[0][0])
             else:
                 skipped.append({"ctid": tid_text(tid), "why": "a row with the same key is in the table"})
         conn.execute(sq.SQL("DROP TABLE pg_temp.{}").format(tmp))
+        # a row the table refused is kept apart, not dropped: the ledger moves it
+        lines = dict(rows)
+        moved: list[tuple[Tid, bytes, str]] = []
+        for sk in skipped:
+            tid = _parse_tid(sk["ctid"])
+            why = f"carved with certainty, but the table refused it: {sk['why']}"
+            moved.append((tid, lines[tid], why))
+            if tid in led.reinsert:
+                led.reinsert.remove(tid)
+            led.apart[tid] = f"{why}; saved in {APART_FILE}"
+            for loss in self.plan.lost:
+                if loss.tid == tid:
+                    loss.place = KEPT_APART
+        if moved:
+            self.keep_apart(moved)
+        self.digests["reinserted"] = digest
         self.report["reinserted"] = inserted
         self.report["reinsert_skipped"] = skipped
         self.say(f"  {len(inserted)} row(s) inserted back, {len(skipped)} not")
         return {"inserted": len(inserted), "skipped": skipped}
 
+    def check_ledger(self, step: Step) -> dict[str, Any]:
+        """The table against the ledger: every row in place or reinserted is there, no other; keys by digest."""
+        led = self.plan.ledger
+        try:
+            rows, digest = ledger.table_counts(self.ctx.conn, self.ctx.table, led.key)
+        except db.Error as exc:
+            raise ledger.LedgerMismatch(
+                f"{self.plan.table} cannot be read to the end after the repair: "
+                + (str(exc).strip().splitlines() or ["error"])[0],
+                hint=f"the ledger is in {self.run_dir / 'report.json'}; run 'pgsurgeon diagnose' on the table, then "
+                "repair again",
+            ) from None
+        expected_digest = led.digest + self.digests.get("frozen", 0) + self.digests.get("reinserted", 0)
+        self.report["ledger"] = led.to_json()
+        try:
+            result = ledger.check(led, rows, digest, expected_digest, self.plan.table, str(self.run_dir))
+        except ledger.LedgerMismatch:
+            self.report["ledger_check"] = {
+                "match": False,
+                "rows": rows,
+                "expected_rows": led.in_place + len(led.reinsert),
+            }
+            self.say(
+                f"  the table does NOT match the ledger: {rows} row(s), {led.in_place + len(led.reinsert)} planned"
+            )
+            raise
+        self.report["ledger_check"] = result
+        self.say(f"  the table matches the ledger: {led.summary()}")
+        return result
+
     def verify(self, step: Step) -> dict[str, Any]:
+        if self.ctx.server.pgdata is not None:
+            # diagnose reads the relation files when they are here: a checkpoint first, so they hold what the
+            # server holds (right after REINDEX and the inserts they may not, and stale files read as damage)
+            with contextlib.suppress(db.Error):
+                self.ctx.conn.execute("CHECKPOINT")
         outcome = diagnose(self.ctx)
         # A tuple whose line pointer is gone keeps its bytes on the page until the page is pruned: one this repair
         # killed (heap_force_kill), or a row the plan already accounts for (lost, or reinserted from carving). Those
@@ -497,6 +580,11 @@ class Executor:
             for f in errors[:10]:
                 self.say(f"    {f['relation']} block {f['block']} lp {f['item']}: {f['code']}: {f['message'][:120]}")
         return {"clean": clean, "errors": len(errors)}
+
+
+def _parse_tid(text: str) -> Tid:
+    b, lp = text.strip("()").split(",")
+    return int(b), int(lp)
 
 
 def _read(path: Path, offset: int, length: int) -> bytes | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgsurgeon.repair.ledger import Ledger
+
 Tid = tuple[int, int]
 """(block, line pointer) — a ctid built from the tuple's physical position, never from its (maybe damaged) t_ctid."""
 
@@ -25,6 +27,7 @@ REINDEX = "reindex"
 VACUUM = "vacuum"
 REINSERT = "reinsert"
 VERIFY = "verify"
+CHECK = "check-ledger"
 
 # Why a row is lost (Loss.cause).
 CAUSE_KILLED = "killed"
@@ -75,6 +78,8 @@ class Loss:
     """Id of the step that removes it (None: already gone before the repair)."""
     carved: bool = False
     """Carving recovered it from the saved bytes: ``--reinsert`` puts it back."""
+    place: str | None = None
+    """Where the row ends (``ledger.REINSERTED``, ``KEPT_APART``, ``LOST``), or ``DEAD``: the tuple was no row."""
 
     @property
     def tid(self) -> Tid:
@@ -89,6 +94,7 @@ class Loss:
             "reason": self.reason,
             "step": self.step,
             "carved": self.carved,
+            "place": self.place,
         }
 
 
@@ -223,6 +229,10 @@ class Plan:
     options: dict[str, Any] = field(default_factory=dict)
     carved_rows: dict[Tid, bytes] = field(default_factory=dict, repr=False)
     """Carved COPY text lines for lost ctids that --reinsert can put back."""
+    apart_rows: dict[Tid, list[tuple[bytes, str]]] = field(default_factory=dict, repr=False)
+    """Carved COPY text lines (and why) of removed rows that are kept apart, not put back."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """Where every row of the table ends: the plan's numbers and the check after the repair come from it."""
     touched: dict[str, list[int]] = field(default_factory=dict)
     """Relation (regclass text) -> the blocks the repair changes: saved before anything is done."""
 
@@ -236,7 +246,7 @@ class Plan:
 
     @property
     def is_empty(self) -> bool:
-        return not any(s.kind not in (SALVAGE, SAVE_PAGES, CARVE, VERIFY) for s in self.steps)
+        return not any(s.kind not in (SALVAGE, SAVE_PAGES, CARVE, VERIFY, CHECK) for s in self.steps)
 
     def step(self, kind: str) -> Step | None:
         return next((s for s in self.steps if s.kind == kind), None)
@@ -254,6 +264,7 @@ class Plan:
             "steps": [s.to_json() for s in self.steps],
             "lost": [loss.to_json() for loss in sorted(self.lost, key=lambda x: x.tid)],
             "lost_count": len(self.lost_tids),
+            "ledger": self.ledger.to_json(),
             "recoverable_by_carving": [tid_text(t) for t in self.recoverable],
             "touched_pages": self.touched,
             "kept": self.kept,

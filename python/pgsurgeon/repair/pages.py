@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 BATCH = 64
 _NAMED_BLOCK = re.compile(r"(?:invalid page in block|could not read blocks?) (\d+)")
 
+# line pointer flags: src/include/storage/itemid.h; t_infomask(2) bits: src/include/access/htup_details.h
 LP_UNUSED, LP_NORMAL, LP_REDIRECT, LP_DEAD = 0, 1, 2, 3
 HEAP_HASNULL = 0x0001
 HEAP_XMIN_COMMITTED = 0x0100
@@ -29,6 +30,7 @@ HEAP_XMIN_INVALID = 0x0200
 HEAP_XMAX_INVALID = 0x0800
 HEAP_KEYS_UPDATED = 0x2000
 HEAP_HOT_UPDATED = 0x4000
+HEAP_ONLY_TUPLE = 0x8000
 HEAP_NATTS_MASK = 0x07FF
 VARTAG_ONDISK = 18
 

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import db
 from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.repair import facts, pages
+from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.facts import Column, Server
+from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, DEAD, KEPT_APART, LOST, REINSERTED
 from pgsurgeon.repair.model import (
     CARVE,
     CAUSE_CLEARED,
@@ -35,6 +36,7 @@ from pgsurgeon.repair.model import (
     CAUSE_KILLED,
     CAUSE_TOAST,
     CAUSE_ZEROED,
+    CHECK,
     CLEAR_LPS,
     FREEZE,
     KILL,
@@ -96,7 +98,9 @@ FREEZABLE = frozenset(
         "tuple_header.xmin_old_hinted",
         "tuple_header.xmin_future",
         "tuple_header.xmax_future",
+        "tuple_header.xmax_old",
         "tuple_header.multi_future",
+        "tuple_header.multi_old",
         "tuple_header.ctid_not_self",
         "tuple_header.ctid",
     }
@@ -106,6 +110,8 @@ UNREPAIRED_CODES = {
     "intact, so repair leaves the page; restore it from a backup or rewrite its pd_lsn by hand",
 }
 KILL_BATCH = 500
+# MaxHeapTuplesPerPage (src/include/access/htup_details.h): no page holds more line pointers to tuples
+PAGE_HEADER, HEAP_TUPLE_HEADER, ITEM_ID = 24, 24, 4
 
 
 @dataclass
@@ -175,6 +181,9 @@ class HeapDamage:
     items: dict[int, list[pages.Item]] = field(default_factory=dict)
     damaged_items: set[Tid] = field(default_factory=set)
     """Tuples with findings of their own: what carving reads through their line pointer is not trusted."""
+    freezable_items: set[Tid] = field(default_factory=set)
+    """Damaged tuples whose only damage is in their visibility fields (on a page that goes whole): carved whole,
+    they are put back as heap_force_freeze would have kept them."""
     zero_blocks_present: set[int] = field(default_factory=set)
     gone_items: dict[Tid, str] = field(default_factory=dict)
     """Findings on line pointers that are already unused: nothing to write, the row (or chunk) is gone."""
@@ -264,6 +273,9 @@ class Planner:
         self.notes: list[str] = []
         self.unrepaired: list[str] = []
         self.blockers: list[tuple[str, str]] = []
+        self.keyinfo: ledger.KeyInfo | None = None
+        self.key_of: dict[Tid, bytes] = {}
+        """Heap TID -> key bytes of the entries of the unique key's index (read with the evidence)."""
 
     def plan(self) -> Plan:
         ctx = self.ctx
@@ -315,6 +327,10 @@ class Planner:
         # tuples of the table, then whole pages and line pointers
         for tid, why in sorted(main.kill.items()):
             lose(tid, CAUSE_KILLED, why)
+        try:
+            self.keyinfo = ledger.unique_key(ctx.conn, table.oid)
+        except db.Error:
+            self.keyinfo = None
         evidence = self.index_evidence(table, main, errors)
         for blk in sorted(main.zero):
             for tid in self.rows_on_page(main, blk, evidence):
@@ -336,8 +352,13 @@ class Planner:
         # rows already gone: line pointers found unused, index entries that lead nowhere
         for tid, why in sorted(main.gone_items.items()):
             lose(tid, CAUSE_GONE, why)
-        for tid, why in sorted(self.gone(table, main, evidence).items()):
+        for tid, why in sorted(self.gone(table, main, evidence, index_findings).items()):
             lose(tid, CAUSE_GONE, why)
+        for f in errors:
+            if f["code"] in UNREPAIRED_CODES:
+                self.unrepaired.append(f"{f['relation']} block {f['block']}: {UNREPAIRED_CODES[f['code']]}")
+        # what carving recovers, then where every row ends
+        self.carve(plan, main, losses, lose)
         plan.lost = sorted(losses.values(), key=lambda x: x.tid)
         plan.kept = [
             {"ctid": tid_text(t), "relation": r.regclass, "reason": why}
@@ -345,11 +366,7 @@ class Planner:
             if r is not None and d is not None
             for t, why in sorted(d.freeze.items())
         ]
-        for f in errors:
-            if f["code"] in UNREPAIRED_CODES:
-                self.unrepaired.append(f"{f['relation']} block {f['block']}: {UNREPAIRED_CODES[f['code']]}")
-        # what carving recovers
-        self.carve(plan, main)
+        self.count_in_place(plan, main)
         self.steps(plan, main, tdmg, index_findings, evidence)
         if ctx.req.reinsert and table.relkind == "m" and plan.carved_rows:
             self.blockers.append(
@@ -413,11 +430,27 @@ class Planner:
         for f in fs:
             if f["item"] is not None:
                 per_item.setdefault(int(f["item"]), []).append(f)
-            elif not page_reasons:
-                page_reasons.append(f"{f['code']}: {f['message']}")
+        loose = [f for f in fs if f["item"] is None]
+        if loose and not page_reasons:
+            if per_item and not refused and all(f["code"] == "server.error" for f in loose):
+                # verify_heapam stopped on the block (a tuple's xmin or MultiXact it cannot look up), and the raw
+                # checks name the damaged tuples: they are frozen or killed one by one, the rest of the page stays
+                self.notes.append(
+                    f"{dmg.rel.regclass} block {blk}: {loose[0]['message'][:160]}; the damaged tuples are repaired "
+                    "one by one, the page stays"
+                )
+            else:
+                page_reasons.append(f"{loose[0]['code']}: {loose[0]['message']}")
+        copied = self.copied_from(blk, per_item)
+        if copied is not None and not page_reasons:
+            page_reasons.append(copied)
         for lp, ifs in per_item.items():
             if any(f["area"] in ("tuple_header", "tuple_data", "toast") for f in ifs):
                 dmg.damaged_items.add((blk, lp))
+                it = by_lp.get(lp)
+                codes = sorted({str(f["code"]) for f in ifs})
+                if self.ctx.req.freeze and it is not None and it.flags == LP_NORMAL and self.freezable(codes, it):
+                    dmg.freezable_items.add((blk, lp))
         if page_reasons:
             dmg.zero[blk] = page_reasons
             return
@@ -427,16 +460,42 @@ class Planner:
             it = by_lp.get(lp)
             if it is not None and it.flags == LP_UNUSED:
                 dmg.gone_items[(blk, lp)] = f"line pointer {lp} is unused: the tuple is gone ({why})"
+                if it.off or it.length:
+                    # an unused line pointer with an offset or length left in it is still damage (past the page,
+                    # overlapping): it is cleared to zeroes like the others
+                    dmg.clear.setdefault(blk, {})[lp] = f"line pointer {lp} is unused with storage ({why})"
                 continue
             if it is None or it.flags != LP_NORMAL:
                 state = "beyond pd_lower" if it is None else {LP_REDIRECT: "a redirect", LP_DEAD: "dead"}[it.flags]
                 dmg.clear.setdefault(blk, {})[lp] = f"line pointer {lp} is {state} and leads nowhere ({why})"
                 continue
             freeze_why = self.freezable(codes, it) if self.ctx.req.freeze else None
-            if freeze_why is not None:
+            heap_only = it.header is not None and int(it.header.get("t_infomask2", 0)) & pages.HEAP_ONLY_TUPLE
+            if freeze_why is not None and not heap_only:
                 dmg.freeze[(blk, lp)] = f"{freeze_why} ({why})"
+            elif freeze_why is not None:
+                # heap_force_freeze clears HEAP_UPDATED with the other transaction bits: a heap-only tuple left
+                # without it is damage of its own (amcheck: "heap-only tuple that is not the result of an update").
+                # Its data is whole: it is killed and put back from carving.
+                dmg.kill[(blk, lp)] = f"a heap-only tuple whose visibility fields are damaged ({why})"
             else:
                 dmg.kill[(blk, lp)] = why
+
+    @staticmethod
+    def copied_from(blk: int, per_item: dict[int, list[dict[str, Any]]]) -> str | None:
+        """Why the page is a copy of another block's (a misdirected or torn write), or None: several never-updated
+        tuples name their own item number in one other block. Freezing them would keep a second copy of that
+        block's rows (duplicate keys); the page goes whole, its own rows carved."""
+        named: dict[int, int] = {}
+        for lp, ifs in per_item.items():
+            for f in ifs:
+                m = _CTID.search(str(f["message"])) if f["code"] == "tuple_header.ctid_not_self" else None
+                if m and int(m.group(1)) != blk and int(m.group(2)) == lp:
+                    named[int(m.group(1))] = named.get(int(m.group(1)), 0) + 1
+        source, n = max(named.items(), key=lambda x: x[1], default=(None, 0))
+        if source is None or n < 2:
+            return None
+        return f"the page holds copies of block {source}'s rows ({n} tuples name their own item number there)"
 
     @staticmethod
     def freezable(codes: list[str], it: pages.Item) -> str | None:
@@ -470,19 +529,25 @@ class Planner:
             for blk, got in self.reader.all_pages(ix):
                 if blk == 0 or isinstance(got, str):
                     continue
-                for tid, _key in pages.btree_leaf_tids(got, blk):
+                keyed = self.keyinfo is not None and ix.oid == self.keyinfo.index_oid
+                for tid, key in pages.btree_leaf_tids(got, blk):
                     out.setdefault(tid, []).append(ix.regclass)
+                    if keyed:
+                        self.key_of[tid] = key
         return out
 
     def rows_on_page(self, dmg: HeapDamage, blk: int, evidence: dict[Tid, list[str]]) -> list[Tid]:
         """Every row a zeroed page takes: its sound line pointers, the index entries into it, what carving finds."""
         tids: set[Tid] = {t for t in evidence if t[0] == blk}
+        most = (self.server.block_size - PAGE_HEADER) // (HEAP_TUPLE_HEADER + ITEM_ID)
         for it in dmg.items.get(blk, []):
-            if it.flags == LP_NORMAL and it.header is not None and it.length > 0:
+            if it.flags == LP_NORMAL and it.header is not None and it.length > 0 and it.lp <= most:
                 tids.add((blk, it.lp))
         return sorted(tids)
 
-    def gone(self, rel: RelInfo, dmg: HeapDamage, evidence: dict[Tid, list[str]]) -> dict[Tid, str]:
+    def gone(
+        self, rel: RelInfo, dmg: HeapDamage, evidence: dict[Tid, list[str]], index_findings: list[dict[str, Any]]
+    ) -> dict[Tid, str]:
         """Index entries whose heap line pointer is unused, missing, dead with storage, on an all-zero page or past
         the end of the table: those rows were already gone."""
         out: dict[Tid, str] = {}
@@ -513,9 +578,13 @@ class Planner:
         # Every full (non-partial) btree index has an entry for every row: a TID only some of them hold is a damaged
         # index entry (REINDEX drops it), not a row that was there.
         full = {ix.regclass for ix in self.ctx.indexes if ix.is_btree and not ix.partial}
+        # an index with damage of its own (a changed heap TID, a damaged posting list) is not asked: the others are
+        damaged = {str(f["relation"]) for f in index_findings if not str(f["code"]).startswith("index.")}
+        if full - damaged:
+            full -= damaged
         for (blk, lp), names in sorted(evidence.items()):
             which = names[0]
-            if len(full) >= 2 and not full <= set(names):
+            if not full <= set(names):
                 continue
             if blk >= rel.nblocks:
                 out[(blk, lp)] = f"{which} points past the end of the table (block {blk}; the file was cut)"
@@ -625,26 +694,189 @@ class Planner:
             return METHOD_SQL
         return METHOD_FILE
 
-    def carve(self, plan: Plan, main: HeapDamage) -> None:
-        """Carve the pages that lose rows; mark the lost ctids carving recovers (``--reinsert`` puts them back)."""
-        lost = {loss.tid for loss in plan.lost}
-        blocks = sorted({b for b, _ in lost if b in main.images})
-        if not blocks:
-            return
+    def carve(
+        self, plan: Plan, main: HeapDamage, losses: dict[Tid, Loss], lose: Callable[[Tid, str, str], None]
+    ) -> None:
+        """Carve the tuples the repair removes or freezes, and put each removed row in its place in the ledger:
+        reinserted (certain, with ``--reinsert``), kept apart (certain without it, or uncertain), lost (not carved).
+
+        A tuple planned for heap_force_freeze whose data does not decode whole is killed instead (and kept apart
+        with what could be read); one the carver judges dead is no row: it is killed, not frozen back to life."""
         from pgsurgeon.repair import carving
 
-        try:
-            carved, note = carving.carve(self.ctx, {b: main.images[b] for b in blocks}, lost, main.damaged_items)
-        except carving.CarveUnavailable as exc:
-            self.notes.append(f"rows on the damaged pages were not carved: {exc}")
-            if self.ctx.req.reinsert:
-                self.blockers.append((f"--reinsert needs carving, which cannot run here: {exc}", "drop --reinsert"))
+        led = plan.ledger
+        wanted = set(losses) | set(main.freeze)
+        images: dict[int, bytes] = {}
+        for b in sorted({b for b, _ in wanted}):
+            if b not in main.images:
+                page, _source = self.reader.page(main.rel, b)
+                if page is None:
+                    continue
+                main.images[b] = page
+            images[b] = main.images[b]
+        found: dict[Tid, list[carving.Carved]] = {}
+        if images:
+            try:
+                found = carving.carve(self.ctx, images, wanted, main.damaged_items, main.freezable_items)
+            except carving.CarveUnavailable as exc:
+                self.notes.append(f"rows on the damaged pages were not carved: {exc}")
+                if self.ctx.req.reinsert:
+                    self.blockers.append((f"--reinsert needs carving, which cannot run here: {exc}", "drop --reinsert"))
+                found = {}
+                images = {}
+        if images:
+            for tid in sorted(main.freeze):
+                got = found.get(tid, [])
+                if got and all(c.live and c.whole for c in got):
+                    continue
+                if got and not any(c.live for c in got):
+                    why = "the carver judges it dead (deleted or updated before the damage): no row to freeze back"
+                elif got:
+                    why = "its data does not decode whole: " + "; ".join(c.why for c in got if c.why)[:200]
+                else:
+                    why = "the carver cannot read it: freezing could bring back a row that is not whole"
+                del main.freeze[tid]
+                main.kill[tid] = why
+                lose(tid, CAUSE_KILLED, why)
+        reinsert = self.ctx.req.reinsert
+        for tid, loss in sorted(losses.items()):
+            got = found.get(tid, [])
+            live = [c for c in got if c.live and not c.foreign]
+            copies = [c for c in got if c.live and c.foreign]
+            if copies:
+                # saved for people to look at, but not as the row at this ctid: that one's bytes are gone
+                plan.apart_rows.setdefault(tid, []).extend((c.line, c.why) for c in copies)
+            if copies and not live:
+                if self.key_of and tid not in self.key_of:
+                    loss.place = DEAD
+                    loss.reason += "; its page holds another block's rows and no index entry names this ctid"
+                else:
+                    loss.place = LOST
+                    led.lost[tid] = (
+                        f"{loss.reason}; another block's row was written over it (the copy is in {APART_FILE})"
+                    )
+            elif got and not live:
+                loss.place = DEAD
+            elif len(live) == 1 and live[0].trusted:
+                plan.carved_rows[tid] = live[0].line
+                loss.carved = True
+                if reinsert:
+                    loss.place = REINSERTED
+                    led.reinsert.append(tid)
+                else:
+                    loss.place = KEPT_APART
+                    led.apart[tid] = f"carved with certainty, saved in {CARVED_FILE} (--reinsert puts it back)"
+            elif live:
+                loss.place = KEPT_APART
+                why = "; ".join(sorted({c.why or "carved with certainty" for c in live}))
+                if len(live) > 1:
+                    why = f"{len(live)} tuples claim this ctid: {why}"
+                plan.apart_rows.setdefault(tid, []).extend((c.line, c.why or why) for c in live)
+                led.apart[tid] = f"{why}; saved in {APART_FILE}"
+            elif self.key_of and tid not in self.key_of and tid[0] in main.zero and loss.cause == CAUSE_ZEROED:
+                # With a unique index every row has an entry (a HOT chain's at its root, listed on its own): a ctid
+                # no entry names where nothing could be read is no row, only a line pointer the damage made up.
+                loss.place = DEAD
+                loss.reason += "; nothing could be read there and no index entry names it"
+            else:
+                loss.place = LOST
+                why = loss.reason if images else f"{loss.reason} (not carved)"
+                led.lost[tid] = why if tid[0] in images else f"{why}; its page could not be read"
+        self.resolve_versions(plan, main, losses)
+        failed = sum(1 for t in plan.carved_rows for c in found.get(t, []) if c.checksum_failed)
+        if failed:
+            self.notes.append(
+                f"{failed} carved row(s) come from pages that failed their checksum, certain besides it: their values "
+                "may be altered, compare them with a backup"
+            )
+
+    def resolve_versions(self, plan: Plan, main: HeapDamage, losses: dict[Tid, Loss]) -> None:
+        """Index entries name versions, not rows: an entry into a lost page may lead to a dead version (an update's
+        old tuple, a HOT chain's root) whose row is in place elsewhere or was carved, and several entries may name
+        versions of one row. With a unique key, such ctids are no lost rows of their own; a row lost with several
+        versions is listed once, under its key."""
+        info, led = self.keyinfo, plan.ledger
+        if info is None or not self.key_of or not led.lost:
             return
-        if note:
-            self.notes.append(note)
-        plan.carved_rows = carved
-        for loss in plan.lost:
-            loss.carved = loss.tid in carved
+        groups: dict[str, list[Tid]] = {}
+        for tid in sorted(led.lost):
+            raw = self.key_of.get(tid)
+            if raw is not None:
+                groups.setdefault(ledger.decode_key(info, raw), []).append(tid)
+        if not groups:
+            return
+        carved: dict[str, Tid] = {}
+        for tid in [*led.reinsert, *led.apart]:
+            lines = [plan.carved_rows[tid]] if tid in plan.carved_rows else [x for x, _ in plan.apart_rows.get(tid, [])]
+            for line in lines:
+                k = ledger.line_key(info, line)
+                if k is not None:
+                    carved.setdefault(k, tid)
+        zeroed = set(main.zero) | main.zero_blocks_present
+        unsafe = set(losses) | set(main.freeze) | main.damaged_items
+        others: dict[str, list[Tid]] = {}
+        for tid, raw in self.key_of.items():
+            if tid in losses or tid[0] in zeroed or tid[0] >= main.rel.nblocks:
+                continue
+            k = ledger.decode_key(info, raw)
+            if k in groups:
+                others.setdefault(k, []).append(tid)
+        for k, tids in groups.items():
+            where = None
+            if k in carved:
+                where = f"carved at {tid_text(carved[k])}"
+            elif any(t in main.freeze for t in others.get(k, [])):
+                where = "frozen in place"
+            else:
+                safe = sorted(t for t in others.get(k, []) if t not in unsafe)
+                if safe and ledger.count_tids(self.ctx.conn, main.rel, None, safe)[0]:
+                    where = f"in place ({tid_ranges(safe, 3)})"
+            first = tids[0]
+            for t in tids if where is not None else tids[1:]:
+                del led.lost[t]
+                losses[t].place = DEAD
+                losses[t].reason += (
+                    f"; an old version: the row with key {k} is {where}"
+                    if where is not None
+                    else f"; another version of the row with key {k}, lost at {tid_text(first)}"
+                )
+            if where is None:
+                led.lost_keys[first] = k
+
+    def count_in_place(self, plan: Plan, main: HeapDamage) -> None:
+        """Count the rows the repair leaves in place, through SQL, without reading a damaged tuple: blocks left
+        alone by TID ranges, the sound tuples of the blocks it changes by ctid. With a unique key, a digest of their
+        keys too."""
+        ctx, led = self.ctx, plan.ledger
+        removed = {loss.tid for loss in plan.lost}
+        led.frozen = sorted(main.freeze)
+        zeroed = set(main.zero) | main.zero_blocks_present
+        touched = main.touched | {b for b, _ in removed} | {b for b, _ in main.gone_items}
+        beside: list[Tid] = []
+        skip = removed | set(main.freeze) | main.damaged_items | set(main.gone_items)
+        for b in sorted(touched - zeroed):
+            items = main.items.get(b)
+            if items is None:
+                page = main.images.get(b) or self.reader.page(main.rel, b)[0]
+                items = pages.heap_items(page, b) if page is not None else []
+            beside += [(b, it.lp) for it in items if it.flags == LP_NORMAL and (b, it.lp) not in skip]
+        try:
+            led.key = self.keyinfo.columns if self.keyinfo is not None else None
+            runs = ledger.untouched_runs(ctx.table.nblocks, touched | zeroed)
+            ctx.progress(f"counting the rows left in place ({len(runs)} block range(s), {len(beside)} ctid(s))")
+            led.untouched, d1 = ledger.count_ranges(ctx.conn, ctx.table, led.key, runs)
+            led.beside, d2 = ledger.count_tids(ctx.conn, ctx.table, led.key, beside)
+            led.digest = d1 + d2
+            led.counted = True
+        except db.Error as exc:
+            self.blockers.append(
+                (
+                    "the rows the repair leaves in place could not be counted: "
+                    + (str(exc).strip().splitlines() or ["error"])[0],
+                    "a page the diagnosis did not flag fails to read; run 'pgsurgeon diagnose' on the table and "
+                    "repair again",
+                )
+            )
 
     # ------------------------------------------------------------------ steps
 
@@ -697,14 +929,18 @@ class Planner:
                     cost="reads pages; writes files only",
                 )
             )
-        if plan.carved_rows:
+        if plan.carved_rows or plan.apart_rows:
             add(
                 Step(
                     "",
                     CARVE,
-                    f"save the {len(plan.carved_rows)} row(s) carved from the damaged pages to "
-                    "<run directory>/carved.copy",
-                    cost="writes a file only",
+                    f"save the {len(plan.carved_rows)} row(s) carved with certainty to <run directory>/{CARVED_FILE}"
+                    + (
+                        f" and the {len(plan.apart_rows)} uncertain one(s) to <run directory>/{APART_FILE}"
+                        if plan.apart_rows
+                        else ""
+                    ),
+                    cost="writes files only",
                 )
             )
         surgery = facts.ext_fn
@@ -890,7 +1126,7 @@ class Planner:
                 )
             )
         if req.reinsert and not plan.carved_rows and plan.lost:
-            self.notes.append("--reinsert: carving recovers none of the lost rows with certainty")
+            self.notes.append("--reinsert: carving recovers none of the removed rows with certainty")
         if req.reinsert and plan.carved_rows:
             n = len(plan.carved_rows)
             add(
@@ -902,13 +1138,29 @@ class Planner:
                     relation=plan.table,
                     tids=sorted(plan.carved_rows),
                     wal_logged=True,
-                    cost=f"{n} of the {len(plan.lost_tids)} lost row(s) come back: "
-                    + tid_ranges(list(plan.carved_rows), 12),
+                    cost=f"{n} of the {len(plan.lost_tids)} removed row(s) come back: "
+                    + tid_ranges(list(plan.carved_rows), 12)
+                    + f"; a row the table refuses goes to <run directory>/{APART_FILE}",
                 )
             )
         elif plan.carved_rows:
-            self.notes.append(f"carving recovers {len(plan.carved_rows)} of the lost rows: --reinsert puts them back")
+            self.notes.append(
+                f"carving recovers {len(plan.carved_rows)} of the removed rows: --reinsert puts them back"
+            )
         add(Step("", VERIFY, f"diagnose {plan.table} again (amcheck, heapallindexed) and report clean or not"))
+        led = plan.ledger
+        add(
+            Step(
+                "",
+                CHECK,
+                f"check {plan.table} against the ledger: {led.in_place + len(led.reinsert)} row(s) ("
+                f"{led.in_place} in place, {len(led.reinsert)} reinserted)"
+                + (f", keys ({', '.join(led.key)}) by digest" if led.key else "")
+                + "; any difference fails the repair",
+                relation=plan.table,
+                cost="reads the table once",
+            )
+        )
         plan.steps = steps
 
     def surgery_sql(self, fn: Any, rel: RelInfo, tids: list[Tid]) -> list[str]:
@@ -971,6 +1223,7 @@ def _runs(blocks: list[int]) -> list[tuple[int, int]]:
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_CTID = re.compile(r"t_ctid \((\d+),(\d+)\)")
 
 
 def safe_name(text: str) -> str:

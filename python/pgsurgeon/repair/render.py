@@ -79,10 +79,26 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
                 out.append(f"        cost: {st.cost}")
             for note in st.notes:
                 out.append(f"        note: {note}")
+    led = plan.ledger
+    if plan.steps:
+        out.append("")
+        out.append(f"ledger: {led.summary()}")
+        out.append(
+            f"  after the repair {plan.table} must hold {led.in_place + len(led.reinsert)} row(s)"
+            + (f" and their keys ({', '.join(led.key)})" if led.key else "")
+            + "; the last step checks it"
+        )
+        if led.apart:
+            where = sorted({why.rsplit("saved in ", 1)[-1] for why in led.apart.values() if "saved in " in why})
+            out.append(f"  kept apart: {len(led.apart)}: {tid_ranges(list(led.apart), 20)} (in {', '.join(where)})")
+        if led.lost:
+            out.append(f"  lost: {len(led.lost)}: {tid_ranges(list(led.lost), 20)}")
+            for tid, why in sorted(led.lost.items())[:30]:
+                out.append(f"    ({tid[0]},{tid[1]}): {why[:160]}")
     lost = plan.lost_tids
     if lost:
         out.append("")
-        out.append(f"rows lost: {len(lost)} (by ctid, the physical position)")
+        out.append(f"rows removed from their place: {len(lost)} (by ctid, the physical position)")
         by_cause: dict[str, list[tuple[int, int]]] = {}
         for loss in plan.lost:
             by_cause.setdefault(loss.cause, []).append(loss.tid)
