@@ -98,10 +98,12 @@ def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, RelName], list[Any
     return names, metas
 
 
-def _files_catalog(pgdata: Path) -> tuple[dict[RelKey, RelName], list[Any], dict[str, int], str | None]:
+def _files_catalog(
+    pgdata: Path, in_backup: bool = False
+) -> tuple[dict[RelKey, RelName], list[Any], dict[str, int], str | None]:
     """Names and relation descriptions from the catalog in the data files, when no server is given; a warning
     instead when the catalog cannot be read there (the scan then goes on without names)."""
-    if not (pgdata / "global" / "pg_filenode.map").is_file():
+    if not in_backup and not (pgdata / "global" / "pg_filenode.map").is_file():
         return {}, [], {}, None  # not a whole data directory (relation files copied out): nothing names them
     try:
         fc = FilesCatalog(pgdata)
@@ -185,7 +187,7 @@ def _run_scan(
         with db.connect(req.dsn) as conn:
             databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
     else:
-        names, metas, databases_by_name, why = _files_catalog(req.pgdata)
+        names, metas, databases_by_name, why = _files_catalog(req.pgdata, in_backup=backup is not None)
         options["relations"] = metas
         if why:
             warnings.append(why)

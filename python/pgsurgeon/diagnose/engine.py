@@ -912,8 +912,11 @@ class Diagnosis:
                 out.append(self._crashed(rel, a, b, lost.message))
                 continue
             if not isinstance(rows, ServerError):
-                for blkno, offnum, attnum, msg in rows:
+                for blkno, offnum, attno, msg in rows:
                     code, area = amcheck.classify_heap(msg)
+                    # verify_heapam counts attributes from 0 (ctx->attnum, contrib/amcheck/verify_heapam.c); a
+                    # column is attnum 1 and up everywhere else, pg_attribute and the next steps included
+                    attnum = None if attno is None else int(attno) + 1
                     out.append(
                         fmod.make(
                             code,
