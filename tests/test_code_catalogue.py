@@ -36,3 +36,29 @@ def test_every_code_is_catalogued() -> None:
         area, severity, pg_error, remedy = core.describe_code(code)
         assert area and severity and remedy, code
         assert pg_error or severity != "error", f"{code}: an error finding must say what the server does"
+
+
+PYI = ROOT / "python/pgsurgeon/_pgsurgeon.pyi"
+_BEGIN = "# BEGIN generated finding codes"
+_END = "# END generated finding codes"
+
+
+def _pyi_block(codes: list[str]) -> str:
+    body = "".join(f'    "{c}",\n' for c in codes)
+    head = f"{_BEGIN} (crates/core/src/finding.rs Code; PGSURGEON_REGEN_CODES=1 pytest {Path(__file__).name})"
+    return f"{head}\nFindingCode = Literal[\n{body}]\n{_END}"
+
+
+def test_pyi_lists_every_finding_code() -> None:
+    """The binding's stub types a finding's code as ``FindingCode``, generated from the core's enum: it must list
+    exactly the codes the core has (regenerate with PGSURGEON_REGEN_CODES=1)."""
+    import os
+
+    codes = core.finding_codes()
+    text = PYI.read_text()
+    start, end = text.index(_BEGIN), text.index(_END) + len(_END)
+    fresh = text[:start] + _pyi_block(codes) + text[end:]
+    if os.environ.get("PGSURGEON_REGEN_CODES") == "1":
+        PYI.write_text(fresh)
+    assert text == fresh, "the FindingCode list in _pgsurgeon.pyi is stale: rerun with PGSURGEON_REGEN_CODES=1"
+    assert set(written_codes()) <= set(codes), "a code written in the Python package is not in the core's enum"

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 __version__: str
 
@@ -36,6 +37,7 @@ class RowCarver:
 
 def inspect_page(data: bytes, block: int, checksums: bool, kind: str | None = None) -> str: ...
 def describe_code(code: str) -> tuple[str, str, str, str]: ...
+def finding_codes() -> list[FindingCode]: ...
 def page_checksum(data: bytes, block: int) -> int | None: ...
 def parse_control(data: bytes) -> str: ...
 def read_control(pgdata: str) -> str: ...
@@ -92,3 +94,88 @@ def check_pages(
 ) -> tuple[str, list[int], list[int], list[tuple[int, int, int, int, bool]], int]: ...
 def leaf_tids(data: bytes) -> list[tuple[int, int, int]]: ...
 def lp_flags(data: bytes) -> bytes: ...
+
+# BEGIN generated finding codes (crates/core/src/finding.rs Code; PGSURGEON_REGEN_CODES=1 pytest test_code_catalogue.py)
+FindingCode = Literal[
+    "checksum.mismatch",
+    "page_header.bad_flags",
+    "page_header.lower_gt_upper",
+    "page_header.upper_gt_special",
+    "page_header.special_gt_blcksz",
+    "page_header.special_unaligned",
+    "page_header.upper_zero",
+    "page_header.invalid",
+    "page_header.lower_below_header",
+    "page_header.special_size",
+    "page_header.page_size",
+    "page_header.layout_version",
+    "page_header.short_page",
+    "line_pointer.past_special",
+    "line_pointer.before_upper",
+    "line_pointer.unaligned",
+    "line_pointer.too_short",
+    "line_pointer.past_page",
+    "line_pointer.redirect_target",
+    "line_pointer.count",
+    "line_pointer.many_invalid",
+    "line_pointer.hot_chain",
+    "line_pointer.unreferenced_tuple",
+    "tuple_header.t_hoff",
+    "tuple_header.natts",
+    "tuple_header.hoff_gt_len",
+    "tuple_header.xmin_old",
+    "tuple_header.xmax_old",
+    "tuple_header.xmin_old_hinted",
+    "tuple_header.xmin_future",
+    "tuple_header.xmax_future",
+    "tuple_header.multi_future",
+    "tuple_header.multi_old",
+    "tuple_header.ctid_not_self",
+    "file.vm_beyond_end",
+    "tuple_header.xmin_invalid",
+    "tuple_header.infomask",
+    "tuple_header.ctid",
+    "page_header.zeroed_all_visible",
+    "page_header.zeroed_referenced",
+    "page_header.lsn_future",
+    "index.tid_beyond_heap",
+    "index.tid_unused",
+    "index.zero_page",
+    "index.btree_flags",
+    "index.sibling_link",
+    "file.unreadable",
+    "file.missing_segment",
+    "file.short_segment",
+    "file.partial_page",
+    "file.oversized_segment",
+    "tuple_data.natts_gt_relation",
+    "tuple_data.attr_past_end",
+    "tuple_data.varlena_bad_header",
+    "tuple_data.compressed_bad",
+    "tuple_data.value_bad",
+    "tuple_data.trailing_bytes",
+    "toast.pointer_bad",
+    "toast.flag_missing",
+    "toast.value_missing",
+    "toast.chunk_missing",
+    "toast.chunk_unexpected",
+    "toast.chunk_size",
+    "toast.chunk_header",
+    "server.invalid_page",
+    "server.read_error",
+    "server.error",
+    "server.crash",
+    "server.timeout",
+    "amcheck.heap",
+    "amcheck.toast",
+    "amcheck.btree",
+    "index.missing_entry",
+    "file.heap_truncated",
+    "file.manifest_missing",
+    "file.manifest_size",
+    "file.manifest_checksum",
+    "file.manifest_extra",
+    "index.special_size",
+    "index.bad_cycle_id",
+]
+# END generated finding codes

@@ -39,6 +39,11 @@ def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None =
     return result
 
 
+def finding_codes() -> list[str]:
+    """Every finding code the core can emit (crates/core/src/finding.rs ``Code``)."""
+    return list(_ext.finding_codes())
+
+
 def describe_code(code: str) -> tuple[str, str, str, str]:
     """(area, severity, pg_error, remedy) of a finding code, from the core's catalogue."""
     return _ext.describe_code(code)

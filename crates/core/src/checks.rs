@@ -4,7 +4,7 @@
 use crate::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE, MAX_BT_CYCLE_ID};
 use crate::bytes::maxalign;
 use crate::checksum::pg_checksum_page;
-use crate::finding::Finding;
+use crate::finding::{Code, Finding};
 use crate::heap::{HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE};
 use crate::itemid::ItemIdData;
 use crate::itemid::{LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
@@ -25,7 +25,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
         if let Some(calc) = pg_checksum_page(page.bytes(), blk32) {
             if calc != h.pd_checksum {
                 out.push(Finding::new(
-                    "checksum.mismatch",
+                    Code::ChecksumMismatch,
                     block,
                     None,
                     format!("calculated checksum {calc} but the page holds {}", h.pd_checksum),
@@ -35,7 +35,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if h.is_new() {
         out.push(Finding::new(
-            "page_header.upper_zero",
+            Code::PageHeaderUpperZero,
             block,
             None,
             format!(
@@ -47,7 +47,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     let unknown = h.pd_flags & !PD_VALID_FLAG_BITS;
     if unknown != 0 {
         out.push(Finding::new(
-            "page_header.bad_flags",
+            Code::PageHeaderBadFlags,
             block,
             None,
             format!("pd_flags 0x{:04x} has undefined bits 0x{unknown:04x}", h.pd_flags),
@@ -55,7 +55,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if h.pd_lower > h.pd_upper && !h.is_new() {
         out.push(Finding::new(
-            "page_header.lower_gt_upper",
+            Code::PageHeaderLowerGtUpper,
             block,
             None,
             format!("pd_lower {} is above pd_upper {}", h.pd_lower, h.pd_upper),
@@ -63,7 +63,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if h.pd_upper > h.pd_special {
         out.push(Finding::new(
-            "page_header.upper_gt_special",
+            Code::PageHeaderUpperGtSpecial,
             block,
             None,
             format!("pd_upper {} is above pd_special {}", h.pd_upper, h.pd_special),
@@ -71,7 +71,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if usize::from(h.pd_special) > blcksz {
         out.push(Finding::new(
-            "page_header.special_gt_blcksz",
+            Code::PageHeaderSpecialGtBlcksz,
             block,
             None,
             format!("pd_special {} is beyond the {blcksz}-byte page", h.pd_special),
@@ -79,7 +79,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if usize::from(h.pd_special) != maxalign(usize::from(h.pd_special)) {
         out.push(Finding::new(
-            "page_header.special_unaligned",
+            Code::PageHeaderSpecialUnaligned,
             block,
             None,
             format!("pd_special {} is not a multiple of 8", h.pd_special),
@@ -87,7 +87,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if usize::from(h.pd_lower) < SIZE_OF_PAGE_HEADER_DATA && !h.is_new() {
         out.push(Finding::new(
-            "page_header.lower_below_header",
+            Code::PageHeaderLowerBelowHeader,
             block,
             None,
             format!("pd_lower {} points inside the 24-byte page header", h.pd_lower),
@@ -95,7 +95,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if h.page_size() != blcksz {
         out.push(Finding::new(
-            "page_header.page_size",
+            Code::PageHeaderPageSize,
             block,
             None,
             format!("the header says the page has {} bytes, the file has {blcksz}-byte blocks", h.page_size()),
@@ -103,7 +103,7 @@ pub fn check_header(page: &Page<'_>, block: Option<u64>, checksums: bool) -> Vec
     }
     if h.layout_version() != PG_PAGE_LAYOUT_VERSION {
         out.push(Finding::new(
-            "page_header.layout_version",
+            Code::PageHeaderLayoutVersion,
             block,
             None,
             format!("page layout version {} (expected {PG_PAGE_LAYOUT_VERSION})", h.layout_version()),
@@ -124,7 +124,7 @@ struct ItemFindings {
 }
 
 impl ItemFindings {
-    fn push(&mut self, code: &'static str, item: u16, message: impl FnOnce() -> String) {
+    fn push(&mut self, code: Code, item: u16, message: impl FnOnce() -> String) {
         if self.out.len() < MAX_ITEM_FINDINGS_PER_PAGE {
             self.out.push(Finding::new(code, self.block, Some(item), message()));
         } else {
@@ -136,7 +136,7 @@ impl ItemFindings {
         if self.suppressed > 0 {
             let bad = self.out.len() + self.suppressed;
             self.out.push(Finding::new(
-                "line_pointer.many_invalid",
+                Code::LinePointerManyInvalid,
                 self.block,
                 None,
                 format!(
@@ -177,7 +177,7 @@ fn check_item_count(f: &mut ItemFindings, page: &Page<'_>, at: &Placement) {
     if at.array_end > at.len {
         let h = page.header();
         f.out.push(Finding::new(
-            "line_pointer.count",
+            Code::LinePointerCount,
             f.block,
             None,
             format!(
@@ -205,10 +205,10 @@ fn check_item<'a>(
         let target = id.lp_off();
         let maxoff = at.maxoff;
         if target == 0 || target > maxoff {
-            f.push("line_pointer.redirect_target", off, || format!("redirect to item {target}, outside 1..{maxoff}"));
+            f.push(Code::LinePointerRedirectTarget, off, || format!("redirect to item {target}, outside 1..{maxoff}"));
         } else if let Some(t) = page.item_id(target) {
             if t.lp_flags() != LP_NORMAL {
-                f.push("line_pointer.redirect_target", off, || {
+                f.push(Code::LinePointerRedirectTarget, off, || {
                     format!("redirect to item {target}, which is {} rather than a tuple", t.flags_name())
                 });
             }
@@ -222,28 +222,28 @@ fn check_item<'a>(
     let end = start + usize::from(id.lp_len());
     if end > at.len {
         let len = at.len;
-        f.push("line_pointer.past_page", off, || {
+        f.push(Code::LinePointerPastPage, off, || {
             format!("item at {start} of length {} runs past the end of the {len}-byte page", id.lp_len())
         });
         return None;
     }
     if start < at.upper || start < at.array_end {
         let upper = at.upper;
-        f.push("line_pointer.before_upper", off, || {
+        f.push(Code::LinePointerBeforeUpper, off, || {
             format!("item at {start} starts before pd_upper {upper} (free space or the line pointer array)")
         });
     } else if end > at.special {
         let special = at.special;
-        f.push("line_pointer.past_special", off, || {
+        f.push(Code::LinePointerPastSpecial, off, || {
             format!("item at {start}..{end} overlaps the special space at {special}")
         });
     }
     if kind == PageKind::Heap && flags == LP_NORMAL {
         if start != maxalign(start) {
-            f.push("line_pointer.unaligned", off, || format!("tuple offset {start} is not a multiple of 8"));
+            f.push(Code::LinePointerUnaligned, off, || format!("tuple offset {start} is not a multiple of 8"));
         }
         if usize::from(id.lp_len()) < MIN_HEAP_TUPLE_SIZE {
-            f.push("line_pointer.too_short", off, || {
+            f.push(Code::LinePointerTooShort, off, || {
                 format!("tuple length {} is below the {MIN_HEAP_TUPLE_SIZE}-byte minimum", id.lp_len())
             });
         }
@@ -317,7 +317,7 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
     if tuples && f.out.is_empty() {
         for (o, slot) in unreferenced_tuples(page.bytes(), block, at.upper, at.special, &mut items) {
             f.out.push(Finding::new(
-                "line_pointer.unreferenced_tuple",
+                Code::LinePointerUnreferencedTuple,
                 Some(block),
                 Some(slot),
                 format!(
@@ -424,7 +424,7 @@ fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links
     for pair in links.windows(2) {
         let ((a, to, _), (b, _, _)) = (pair[0], pair[1]);
         if pair[0].1 == pair[1].1 {
-            f.push("line_pointer.hot_chain", b, || {
+            f.push(Code::LinePointerHotChain, b, || {
                 format!("items {a} and {b} both lead to item {to}: a tuple has two predecessors")
             });
         }
@@ -433,7 +433,7 @@ fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links
         // redirects to a dead/unused slot or out of range are reported as redirect problems
         let Some(t) = successor(to) else { continue };
         if t.t_infomask2 & HEAP_ONLY_TUPLE == 0 {
-            f.push("line_pointer.hot_chain", from, || {
+            f.push(Code::LinePointerHotChain, from, || {
                 format!("item {from} leads to item {to} by a HOT link, but item {to} is not a heap-only tuple")
             });
         }
@@ -498,9 +498,9 @@ fn check_heap_tuple(
     };
     let hoff = usize::from(t.t_hoff);
     if hoff > len {
-        f.push("tuple_header.hoff_gt_len", off, || format!("t_hoff {hoff} is beyond the tuple length {len}"));
+        f.push(Code::TupleHeaderHoffGtLen, off, || format!("t_hoff {hoff} is beyond the tuple length {len}"));
     } else if hoff != t.expected_hoff() {
-        f.push("tuple_header.t_hoff", off, || {
+        f.push(Code::TupleHeaderTHoff, off, || {
             format!(
                 "t_hoff {hoff} but {} attributes{} need {}",
                 t.natts(),
@@ -510,11 +510,11 @@ fn check_heap_tuple(
         });
     }
     if t.natts() > MAX_HEAP_ATTRIBUTE_NUMBER {
-        f.push("tuple_header.natts", off, || {
+        f.push(Code::TupleHeaderNatts, off, || {
             format!("{} attributes, above the limit of {MAX_HEAP_ATTRIBUTE_NUMBER}", t.natts())
         });
     } else if let Some(relnatts) = ctx.relnatts.filter(|n| t.natts() > *n) {
-        f.push("tuple_header.natts", off, || format!("{} attributes, the table has {relnatts}", t.natts()));
+        f.push(Code::TupleHeaderNatts, off, || format!("{} attributes, the table has {relnatts}", t.natts()));
     }
     let im = t.t_infomask;
     if let Some(h) = ctx.horizons {
@@ -523,35 +523,35 @@ fn check_heap_tuple(
         if !frozen && xmin >= FIRST_NORMAL_TRANSACTION_ID {
             let hinted = im & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) != 0;
             if !xid_precedes(xmin, h.next_xid) {
-                f.push("tuple_header.xmin_future", off, || {
+                f.push(Code::TupleHeaderXminFuture, off, || {
                     format!("xmin {xmin} equals or exceeds the next transaction ID {}", h.next_xid)
                 });
             } else if xid_precedes(xmin, h.oldest_xid) {
-                let code = if hinted { "tuple_header.xmin_old_hinted" } else { "tuple_header.xmin_old" };
+                let code = if hinted { Code::TupleHeaderXminOldHinted } else { Code::TupleHeaderXminOld };
                 f.push(code, off, || format!("xmin {xmin} precedes the oldest valid transaction ID {}", h.oldest_xid));
             }
         } else if !frozen && xmin == 0 && im & HEAP_XMIN_INVALID == 0 {
-            f.push("tuple_header.xmin_invalid", off, || "xmin is 0 (invalid) on a normal tuple".to_string());
+            f.push(Code::TupleHeaderXminInvalid, off, || "xmin is 0 (invalid) on a normal tuple".to_string());
         }
         let xmax = t.t_xmax;
         if im & HEAP_XMAX_INVALID == 0 && xmax != 0 {
             if im & HEAP_XMAX_IS_MULTI != 0 {
                 if !multi_precedes(xmax, h.next_multi) {
-                    f.push("tuple_header.multi_future", off, || {
+                    f.push(Code::TupleHeaderMultiFuture, off, || {
                         format!("MultiXactId {xmax} equals or exceeds the next MultiXactId {}", h.next_multi)
                     });
                 } else if multi_precedes(xmax, h.oldest_multi) {
-                    f.push("tuple_header.multi_old", off, || {
+                    f.push(Code::TupleHeaderMultiOld, off, || {
                         format!("MultiXactId {xmax} precedes the oldest MultiXactId {}", h.oldest_multi)
                     });
                 }
             } else if xmax >= FIRST_NORMAL_TRANSACTION_ID {
                 if !xid_precedes(xmax, h.next_xid) {
-                    f.push("tuple_header.xmax_future", off, || {
+                    f.push(Code::TupleHeaderXmaxFuture, off, || {
                         format!("xmax {xmax} equals or exceeds the next transaction ID {}", h.next_xid)
                     });
                 } else if xid_precedes(xmax, h.oldest_xid) && im & HEAP_XMAX_COMMITTED == 0 {
-                    f.push("tuple_header.xmax_old", off, || {
+                    f.push(Code::TupleHeaderXmaxOld, off, || {
                         format!("xmax {xmax} precedes the oldest valid transaction ID {}", h.oldest_xid)
                     });
                 }
@@ -559,7 +559,7 @@ fn check_heap_tuple(
         }
     }
     if im & HEAP_XMAX_COMMITTED != 0 && im & HEAP_XMAX_IS_MULTI != 0 {
-        f.push("tuple_header.infomask", off, || {
+        f.push(Code::TupleHeaderInfomask, off, || {
             format!("t_infomask 0x{im:04x}: a MultiXactId xmax cannot be marked committed")
         });
     }
@@ -570,12 +570,12 @@ fn check_heap_tuple(
         && t.t_infomask2 & HEAP_KEYS_UPDATED != 0
         && im & (HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK) != HEAP_XMAX_EXCL_LOCK
     {
-        f.push("tuple_header.infomask", off, || {
+        f.push(Code::TupleHeaderInfomask, off, || {
             format!("t_infomask 0x{im:04x}: xmax only holds a shared lock but key columns are marked updated")
         });
     }
     if t.t_infomask2 & HEAP_ONLY_TUPLE != 0 && im & HEAP_UPDATED == 0 {
-        f.push("tuple_header.infomask", off, || "heap-only tuple that is not the result of an update".to_string());
+        f.push(Code::TupleHeaderInfomask, off, || "heap-only tuple that is not the result of an update".to_string());
     }
     let ctid = t.t_ctid;
     let special_offset = ctid.offset == MOVED_PARTITIONS_OFFSET_NUMBER || ctid.offset == SPEC_TOKEN_OFFSET_NUMBER;
@@ -585,22 +585,22 @@ fn check_heap_tuple(
         // copied over another). xmax 0 with t_ctid at another item is not that: VACUUM clears an
         // aborted updater's xmax and leaves t_ctid at the discarded new version
         // (heap_prepare_freeze_tuple, access/heap/heapam.c).
-        f.push("tuple_header.ctid_not_self", off, || {
+        f.push(Code::TupleHeaderCtidNotSelf, off, || {
             format!("t_ctid {ctid} but this tuple, never updated (xmax 0), is at ({block},{off})")
         });
         return;
     }
     if !special_offset {
         if ctid.offset == 0 || ctid.offset > MAX_HEAP_TUPLES_PER_PAGE {
-            f.push("tuple_header.ctid", off, || format!("t_ctid {ctid} has an impossible item number"));
+            f.push(Code::TupleHeaderCtid, off, || format!("t_ctid {ctid} has an impossible item number"));
         } else if let Some(nblocks) = ctx.nblocks.filter(|n| u64::from(ctid.block) >= *n) {
-            f.push("tuple_header.ctid", off, || {
+            f.push(Code::TupleHeaderCtid, off, || {
                 format!("t_ctid {ctid} points beyond the end of the relation ({nblocks} blocks)")
             });
         } else if t.t_infomask2 & HEAP_HOT_UPDATED != 0 && u64::from(ctid.block) != block {
-            f.push("tuple_header.ctid", off, || format!("HOT-updated tuple whose t_ctid {ctid} leaves the page"));
+            f.push(Code::TupleHeaderCtid, off, || format!("HOT-updated tuple whose t_ctid {ctid} leaves the page"));
         } else if u64::from(ctid.block) == block && ctid.offset > maxoff && im & HEAP_XMAX_INVALID == 0 {
-            f.push("tuple_header.ctid", off, || {
+            f.push(Code::TupleHeaderCtid, off, || {
                 format!("t_ctid {ctid} names an item past the end of this page's {maxoff} line pointers")
             });
         }
@@ -615,7 +615,7 @@ pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> 
     }
     if page.special_size() != BT_SPECIAL_SIZE {
         out.push(Finding::new(
-            "index.special_size",
+            Code::IndexSpecialSize,
             block,
             None,
             format!("special space is {} bytes, a btree page has {BT_SPECIAL_SIZE}", page.special_size()),
@@ -625,7 +625,7 @@ pub fn check_btree_special(page: &Page<'_>, block: Option<u64>) -> Vec<Finding> 
     if let Some(o) = BTPageOpaqueData::from_page(page) {
         if o.btpo_cycleid > MAX_BT_CYCLE_ID {
             out.push(Finding::new(
-                "index.bad_cycle_id",
+                Code::IndexBadCycleId,
                 block,
                 None,
                 format!("btpo_cycleid 0x{:04x} is above MAX_BT_CYCLE_ID", o.btpo_cycleid),
@@ -656,7 +656,7 @@ pub fn check_page_in(
                 // PageIsVerified accepts it and the server reads the page, but heap pages have no
                 // special space: the tail of the tuple area is being treated as one.
                 out.push(Finding::new(
-                    "page_header.special_size",
+                    Code::PageHeaderSpecialSize,
                     block,
                     None,
                     format!(
@@ -711,7 +711,7 @@ mod tests {
         p
     }
 
-    fn codes(p: &[u8]) -> Vec<&'static str> {
+    fn codes(p: &[u8]) -> Vec<Code> {
         let page = Page::new(p).unwrap();
         check_page(&page, PageKind::guess(&page), Some(0), false).iter().map(|f| f.code).collect()
     }
@@ -735,56 +735,56 @@ mod tests {
         }
         .write(&mut p);
         p[28..32].copy_from_slice(&ItemIdData::new(8128, LP_NORMAL, 32).0.to_le_bytes());
-        assert_eq!(codes(&p), Vec::<&str>::new());
+        assert_eq!(codes(&p), Vec::<Code>::new());
         p[28..32].copy_from_slice(&[0, 0, 0, 0]);
-        assert_eq!(codes(&p), vec!["line_pointer.unreferenced_tuple"]);
+        assert_eq!(codes(&p), vec![Code::LinePointerUnreferencedTuple]);
         // padding between tuples (MAXALIGN) is no gap
         let mut items = vec![(8160usize, 30usize), (8128, 32)];
         assert!(unreferenced_tuples(&heap_page(), 0, 8128, 8192, &mut items).is_empty());
         // a pointer set dead (pg_surgery's heap_force_kill) leaves the bytes: no loss
         p[28..32].copy_from_slice(&ItemIdData::new(0, crate::itemid::LP_DEAD, 0).0.to_le_bytes());
-        assert_eq!(codes(&p), Vec::<&str>::new());
+        assert_eq!(codes(&p), Vec::<Code>::new());
     }
 
     #[test]
     fn healthy_heap_page_is_clean() {
-        assert_eq!(codes(&heap_page()), Vec::<&str>::new());
+        assert_eq!(codes(&heap_page()), Vec::<Code>::new());
     }
 
     #[test]
     fn each_damage_is_named() {
         let mut p = heap_page();
         p[16..18].copy_from_slice(&8190u16.to_le_bytes());
-        assert!(codes(&p).contains(&"page_header.special_unaligned"));
+        assert!(codes(&p).contains(&Code::PageHeaderSpecialUnaligned));
 
         let mut p = heap_page();
         p[24..28].copy_from_slice(&ItemIdData::new(8100, LP_NORMAL, 200).0.to_le_bytes());
-        assert!(codes(&p).contains(&"line_pointer.past_page"));
+        assert!(codes(&p).contains(&Code::LinePointerPastPage));
 
         let mut p = heap_page();
         p[24..28].copy_from_slice(&ItemIdData::new(8164, LP_NORMAL, 24).0.to_le_bytes());
-        assert!(codes(&p).contains(&"line_pointer.unaligned"));
+        assert!(codes(&p).contains(&Code::LinePointerUnaligned));
 
         let mut p = heap_page();
         p[8160 + 22] = 40;
-        assert!(codes(&p).contains(&"tuple_header.hoff_gt_len"));
+        assert!(codes(&p).contains(&Code::TupleHeaderHoffGtLen));
 
         let mut p = heap_page();
         p[8160 + 22] = 32;
-        assert!(codes(&p).contains(&"tuple_header.t_hoff"));
+        assert!(codes(&p).contains(&Code::TupleHeaderTHoff));
 
         let mut p = heap_page();
         p[24..28].copy_from_slice(&ItemIdData::new(9, LP_REDIRECT, 0).0.to_le_bytes());
-        assert!(codes(&p).contains(&"line_pointer.redirect_target"));
+        assert!(codes(&p).contains(&Code::LinePointerRedirectTarget));
 
         let mut p = heap_page();
         p[12..14].copy_from_slice(&20u16.to_le_bytes());
-        assert!(codes(&p).contains(&"page_header.lower_below_header"));
+        assert!(codes(&p).contains(&Code::PageHeaderLowerBelowHeader));
     }
 
     #[test]
     fn header_fields_the_server_ignores_are_damage() {
-        let errors = |p: &[u8]| -> Vec<&'static str> {
+        let errors = |p: &[u8]| -> Vec<Code> {
             let page = Page::new(p).unwrap();
             let found = check_page(&page, PageKind::Heap, Some(0), false);
             found.iter().filter(|f| f.severity == crate::finding::Severity::Error).map(|f| f.code).collect()
@@ -793,17 +793,17 @@ mod tests {
         let mut p = heap_page();
         p[18..20].copy_from_slice(&(4096u16 | 4).to_le_bytes());
         assert!(Page::new(&p).unwrap().header_is_sane(BLCKSZ));
-        assert_eq!(errors(&p), vec!["page_header.page_size"]);
+        assert_eq!(errors(&p), vec![Code::PageHeaderPageSize]);
         let mut p = heap_page();
         p[18..20].copy_from_slice(&(8192u16 | 5).to_le_bytes());
-        assert_eq!(errors(&p), vec!["page_header.layout_version"]);
+        assert_eq!(errors(&p), vec![Code::PageHeaderLayoutVersion]);
         // pd_special below BLCKSZ on a heap page: accepted by PageIsVerified, still damage
         let mut p = heap_page();
         p[16..18].copy_from_slice(&8184u16.to_le_bytes());
         assert!(Page::new(&p).unwrap().header_is_sane(BLCKSZ));
-        assert!(errors(&p).contains(&"page_header.special_size"));
-        for code in ["page_header.page_size", "page_header.layout_version", "page_header.special_size"] {
-            let info = crate::finding::describe(code);
+        assert!(errors(&p).contains(&Code::PageHeaderSpecialSize));
+        for code in [Code::PageHeaderPageSize, Code::PageHeaderLayoutVersion, Code::PageHeaderSpecialSize] {
+            let info = code.info();
             assert!(info.pg_error.starts_with("none") && !info.remedy.is_empty(), "{code}");
         }
     }
@@ -831,7 +831,7 @@ mod tests {
         b
     }
 
-    fn page_codes(tuples: &[Vec<u8>]) -> Vec<&'static str> {
+    fn page_codes(tuples: &[Vec<u8>]) -> Vec<Code> {
         let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
         codes(&crate::page::assemble_heap_page(&refs, BLCKSZ).unwrap())
     }
@@ -843,17 +843,17 @@ mod tests {
         // its slot reused by an unrelated insert of 900
         let t1 = tuple(750, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
         let t2 = tuple(900, 0, 2, 0, 0);
-        assert!(!page_codes(&[t1.clone(), t2]).contains(&"line_pointer.hot_chain"));
+        assert!(!page_codes(&[t1.clone(), t2]).contains(&Code::LinePointerHotChain));
         // but the successor the update wrote must be heap-only
         let t2 = tuple(800, 0, 2, HEAP_UPDATED, 0);
-        assert!(page_codes(&[t1.clone(), t2]).contains(&"line_pointer.hot_chain"));
+        assert!(page_codes(&[t1.clone(), t2]).contains(&Code::LinePointerHotChain));
         let t2 = tuple(800, 0, 2, HEAP_UPDATED, HEAP_ONLY_TUPLE);
-        assert_eq!(page_codes(&[t1.clone(), t2.clone()]), Vec::<&str>::new());
+        assert_eq!(page_codes(&[t1.clone(), t2.clone()]), Vec::<Code>::new());
         // two predecessors only when both updates wrote the successor
         let t3 = tuple(760, 700, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
-        assert!(!page_codes(&[t1.clone(), t2.clone(), t3]).contains(&"line_pointer.hot_chain"));
+        assert!(!page_codes(&[t1.clone(), t2.clone(), t3]).contains(&Code::LinePointerHotChain));
         let t3 = tuple(760, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
-        assert!(page_codes(&[t1, t2, t3]).contains(&"line_pointer.hot_chain"));
+        assert!(page_codes(&[t1, t2, t3]).contains(&Code::LinePointerHotChain));
     }
 
     #[test]
@@ -863,7 +863,7 @@ mod tests {
             HEAP_XMAX_SHR_LOCK,
         };
         let lock = |im: u16| page_codes(&[tuple(750, 760, 1, im, HEAP_KEYS_UPDATED)]);
-        let infomask = "tuple_header.infomask";
+        let infomask = Code::TupleHeaderInfomask;
         // SELECT ... FOR UPDATE, plain and as a MultiXact
         assert!(!lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK).contains(&infomask));
         assert!(!lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_IS_MULTI).contains(&infomask));

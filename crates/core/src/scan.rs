@@ -17,7 +17,7 @@ use crate::backup::vfs::VFile;
 use crate::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
 use crate::checks::{check_page_in, HeapContext, Horizons};
 use crate::error::{CoreError, Result};
-use crate::finding::Finding;
+use crate::finding::{Code, Finding};
 use crate::page::{Page, PageKind};
 use crate::relfile::{Fork, Relation, SegmentProblemKind};
 
@@ -452,7 +452,7 @@ fn scan_unit(
         Ok(n) => n,
         Err(e) => {
             out.findings.push(Finding::new(
-                "file.unreadable",
+                Code::FileUnreadable,
                 Some(u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file),
                 None,
                 format!("cannot read {}: {e}", seg.path),
@@ -566,7 +566,7 @@ fn scan_unit(
             let page_lsn = page.header().pd_lsn.lsn();
             if page_lsn > lsn {
                 out.findings.push(Finding::new(
-                    "page_header.lsn_future",
+                    Code::PageHeaderLsnFuture,
                     Some(block),
                     None,
                     format!(
@@ -592,8 +592,8 @@ fn scan_unit(
 /// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
 fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
     let mut reported = 0usize;
-    let mut summary_code = "index.tid_unused";
-    let mut report = |out: &mut ChunkSummary, code: &'static str, item: u16, msg: String| {
+    let mut summary_code = Code::IndexTidUnused;
+    let mut report = |out: &mut ChunkSummary, code: Code, item: u16, msg: String| {
         if reported < 16 {
             out.findings.push(Finding::new(code, Some(block), Some(item), msg));
         } else {
@@ -604,7 +604,7 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
     for_each_leaf_tid(page, |off, tid| match heap.target(tid) {
         TidTarget::PastEnd => report(
             out,
-            "index.tid_beyond_heap",
+            Code::IndexTidBeyondHeap,
             off,
             format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
         ),
@@ -616,7 +616,7 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
             }
         }
         TidTarget::Unused => {
-            report(out, "index.tid_unused", off, format!("points to heap {tid}, an unused or missing line pointer"))
+            report(out, Code::IndexTidUnused, off, format!("points to heap {tid}, an unused or missing line pointer"))
         }
         TidTarget::Unknown | TidTarget::Used => {}
     });
@@ -691,14 +691,14 @@ fn relation_checks(
             let vm_set = vm_all_visible.is_some_and(|v| v.binary_search(&zb).is_ok());
             if vm_set {
                 out.push(Finding::new(
-                    "page_header.zeroed_all_visible",
+                    Code::PageHeaderZeroedAllVisible,
                     Some(zb),
                     None,
                     "all-zero page, but the visibility map marks this block all-visible: rows were here".to_string(),
                 ));
             } else if is_index && last_nonempty.is_some_and(|l| l > zb) {
                 out.push(Finding::new(
-                    "index.zero_page",
+                    Code::IndexZeroPage,
                     Some(zb),
                     None,
                     "all-zero page inside the index, before pages that are in use".to_string(),
@@ -717,7 +717,7 @@ fn relation_checks(
             let beyond: Vec<u64> = vm.iter().copied().filter(|b| *b >= nblocks).collect();
             if let Some(first) = beyond.first() {
                 out.push(Finding::new(
-                    "file.vm_beyond_end",
+                    Code::FileVmBeyondEnd,
                     Some(*first),
                     None,
                     format!(
@@ -740,7 +740,7 @@ fn relation_checks(
             if flags & BTP_META != 0 {
                 if block != 0 {
                     out.push(Finding::new(
-                        "index.btree_flags",
+                        Code::IndexBtreeFlags,
                         Some(block),
                         None,
                         "a metapage flag on a block other than 0".to_string(),
@@ -750,7 +750,7 @@ fn relation_checks(
             }
             if block == 0 {
                 out.push(Finding::new(
-                    "index.btree_flags",
+                    Code::IndexBtreeFlags,
                     Some(block),
                     None,
                     format!("block 0 of a btree must be the metapage, flags are 0x{flags:04x}"),
@@ -760,7 +760,7 @@ fn relation_checks(
             let leaf = flags & BTP_LEAF != 0;
             if !dead && leaf != (level == 0) {
                 out.push(Finding::new(
-                    "index.btree_flags",
+                    Code::IndexBtreeFlags,
                     Some(block),
                     None,
                     format!("level {level} disagrees with the leaf flag (flags 0x{flags:04x})"),
@@ -774,7 +774,7 @@ fn relation_checks(
                 // scan began: only pages both read as stable are compared.
                 None if live => {}
                 None => out.push(Finding::new(
-                    "index.sibling_link",
+                    Code::IndexSiblingLink,
                     Some(block),
                     None,
                     format!("right sibling {next} is not a btree page of this index"),
@@ -782,7 +782,7 @@ fn relation_checks(
                 Some((_, nprev, _, nlevel, nflags)) => {
                     if nflags & (BTP_DELETED | BTP_HALF_DEAD) == 0 && (nprev as u64 != block || nlevel != level) {
                         out.push(Finding::new(
-                            "index.sibling_link",
+                            Code::IndexSiblingLink,
                             Some(block),
                             None,
                             format!(
@@ -795,7 +795,7 @@ fn relation_checks(
             }
             if prev != P_NONE && !live && find(prev).is_none() {
                 out.push(Finding::new(
-                    "index.sibling_link",
+                    Code::IndexSiblingLink,
                     Some(block),
                     None,
                     format!("left sibling {prev} is not a btree page of this index"),
@@ -1020,10 +1020,10 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
         for (b, n) in referenced {
             rel_findings.retain(|f| {
                 !(f.block == Some(b)
-                    && matches!(f.code, "page_header.zeroed_referenced" | "page_header.zeroed_all_visible"))
+                    && matches!(f.code, Code::PageHeaderZeroedReferenced | Code::PageHeaderZeroedAllVisible))
             });
             rel_findings.push(Finding::new(
-                "page_header.zeroed_referenced",
+                Code::PageHeaderZeroedReferenced,
                 Some(b),
                 None,
                 format!("all-zero page, but {n} index entries point into it: its rows were lost"),
@@ -1079,10 +1079,10 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
         }
         for sp in rel.segment_problems(opts.blcksz, opts.relseg_size) {
             let code = match sp.kind {
-                SegmentProblemKind::MissingSegment => "file.missing_segment",
-                SegmentProblemKind::ShortSegment => "file.short_segment",
-                SegmentProblemKind::OversizedSegment => "file.oversized_segment",
-                SegmentProblemKind::PartialPage => "file.partial_page",
+                SegmentProblemKind::MissingSegment => Code::FileMissingSegment,
+                SegmentProblemKind::ShortSegment => Code::FileShortSegment,
+                SegmentProblemKind::OversizedSegment => Code::FileOversizedSegment,
+                SegmentProblemKind::PartialPage => Code::FilePartialPage,
             };
             findings.push(FileFinding {
                 finding: Finding::new(code, None, None, sp.detail),

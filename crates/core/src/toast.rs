@@ -10,7 +10,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::bytes::u32_at;
-use crate::finding::Finding;
+use crate::finding::{Code, Finding};
 use crate::heap::{HeapTupleHeaderData, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID};
 use crate::tuple::{
     walk_attributes_with, xmax_is_live, Referrer, RelDesc, ToastPointer, VarlenaKind, WalkOptions,
@@ -128,7 +128,7 @@ pub fn lz4_decompress(src: &[u8], rawsize: usize) -> Result<Vec<u8>, DecompressE
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToastProblem {
     /// A finding code (`toast.*`, or `tuple_data.*` for a damaged chunk tuple).
-    pub code: &'static str,
+    pub code: Code,
     /// chunk_id / va_valueid (0 when the chunk_id itself is unreadable).
     pub valueid: u32,
     pub chunk_seq: Option<i32>,
@@ -275,7 +275,7 @@ impl ChunkInventory {
             || (walk.stopped
                 && walk.spans.len() == 2
                 && chunk_data_start(tuple, &walk).is_some_and(|at| tuple.get(at) == Some(&0x01)));
-        let problem = |code: &'static str, message: String, pg_error: String| ToastProblem {
+        let problem = |code: Code, message: String, pg_error: String| ToastProblem {
             code,
             valueid: valueid.unwrap_or(0),
             chunk_seq: seq,
@@ -290,7 +290,7 @@ impl ChunkInventory {
             // fetch refuses it before looking at va_tcinfo).
             if data_1b_e && p.attnum >= 3
                 || data_1b_e && p.attnum == 0 && walk.stopped
-                || p.attnum == 3 && p.code == "tuple_data.compressed_bad"
+                || p.attnum == 3 && p.code == Code::TupleDataCompressedBad
             {
                 continue;
             }
@@ -301,7 +301,7 @@ impl ChunkInventory {
         let name = self.name_for(0);
         let Some(valueid) = valueid else {
             out.push(problem(
-                "toast.chunk_header",
+                Code::ToastChunkHeader,
                 "TOAST chunk tuple without a readable chunk_id (NULL or damaged)".into(),
                 "none for this chunk (the index cannot find it), but its value misses a chunk".into(),
             ));
@@ -309,7 +309,7 @@ impl ChunkInventory {
         };
         let Some(seq) = seq else {
             out.push(problem(
-                "toast.chunk_header",
+                Code::ToastChunkHeader,
                 format!("chunk of toast value {valueid} without a readable chunk_seq (NULL or damaged)"),
                 format!("unexpected chunk number 0 (expected N) for toast value {valueid} in {name}, or a crash"),
             ));
@@ -328,7 +328,7 @@ impl ChunkInventory {
                     len = s.len as i32 - 4;
                     flags |= F_BAD_HEADER;
                     out.push(problem(
-                        "toast.chunk_header",
+                        Code::ToastChunkHeader,
                         format!(
                             "chunk {seq} of toast value {valueid} has a compressed-inline \
 chunk_data header (0x{:08x}); chunks are stored plain",
@@ -342,7 +342,7 @@ chunk_data header (0x{:08x}); chunks are stored plain",
         } else if walk.spans.get(2).is_some_and(|s| s.is_null || s.missing) {
             flags |= F_NULL_DATA;
             out.push(problem(
-                "toast.chunk_header",
+                Code::ToastChunkHeader,
                 format!("chunk {seq} of toast value {valueid} has NULL chunk_data"),
                 "a crashed backend (the fetch code dereferences the NULL datum)".into(),
             ));
@@ -351,7 +351,7 @@ chunk_data header (0x{:08x}); chunks are stored plain",
         }
         if !data_1b_e && flags & (F_UNREADABLE | F_NULL_DATA) == 0 && i64::from(len) > i64::from(self.max_chunk_size) {
             out.push(problem(
-                "toast.chunk_size",
+                Code::ToastChunkSize,
                 format!(
                     "chunk {seq} of toast value {valueid} holds {len} bytes, more than \
 TOAST_MAX_CHUNK_SIZE {}",
@@ -366,7 +366,7 @@ value {valueid} in {name}",
         }
         if data_1b_e {
             out.push(problem(
-                "toast.chunk_size",
+                Code::ToastChunkSize,
                 format!(
                     "chunk {seq} of toast value {valueid}: chunk_data starts with 0x01 (a TOAST \
 pointer header), read as a short varlena of size -1"
@@ -406,7 +406,7 @@ pointer header), read as a short varlena of size -1"
         let last = n - 1;
         let v = ptr.va_valueid;
         let name = self.name_for(ptr.va_toastrelid);
-        let problem = |code: &'static str, c: Option<&ChunkRec>, message: String, pg: String| ToastProblem {
+        let problem = |code: Code, c: Option<&ChunkRec>, message: String, pg: String| ToastProblem {
             code,
             valueid: v,
             chunk_seq: c.map(|c| c.chunk_seq),
@@ -420,7 +420,7 @@ pointer header), read as a short varlena of size -1"
         let Some(all) = self.values.get(&v) else {
             if !maybe_pruned {
                 out.push(problem(
-                    "toast.value_missing",
+                    Code::ToastValueMissing,
                     None,
                     format!(
                         "attribute {}: toast value {v} ({extsize} bytes in {n} chunks) has no \
@@ -438,7 +438,7 @@ chunks in {name}",
             // most likely the aborted insert itself, so judge the chunks as they are.
             if ptr.referrer_xmin_committed && !maybe_pruned {
                 out.push(problem(
-                    "toast.value_missing",
+                    Code::ToastValueMissing,
                     None,
                     format!(
                         "attribute {}: all {} chunks of toast value {v} were inserted by an \
@@ -481,7 +481,7 @@ aborted transaction (HEAP_XMIN_INVALID) and are invisible to the TOAST snapshot"
             let seq = i64::from(c.chunk_seq);
             if c.bad_header() {
                 out.push(problem(
-                    "toast.chunk_header",
+                    Code::ToastChunkHeader,
                     Some(c),
                     format!(
                         "attribute {}: chunk {seq} of toast value {v} (block {}, lp {}) has a \
@@ -492,7 +492,7 @@ compressed-inline chunk_data header",
                 ));
             } else if c.null_data() || c.unreadable() {
                 out.push(problem(
-                    "toast.chunk_header",
+                    Code::ToastChunkHeader,
                     Some(c),
                     format!(
                         "attribute {}: chunk {seq} of toast value {v} (block {}, lp {}) has {} \
@@ -508,7 +508,7 @@ chunk_data",
             if seq < expected {
                 extras.push((seq, out.len()));
                 out.push(problem(
-                    "toast.chunk_unexpected",
+                    Code::ToastChunkUnexpected,
                     Some(c),
                     format!(
                         "attribute {}: toast value {v} has chunk {seq} (block {}, lp {}) where \
@@ -529,7 +529,7 @@ in {name}"
                 let upto = seq.min(n) - 1;
                 missing.push((expected, upto, out.len()));
                 out.push(problem(
-                    "toast.chunk_missing",
+                    Code::ToastChunkMissing,
                     None,
                     format!(
                         "attribute {}: toast value {v} ({extsize} bytes in {n} chunks) lacks {}",
@@ -556,7 +556,7 @@ in {name}"
                 };
                 extras.push((seq, out.len()));
                 out.push(problem(
-                    "toast.chunk_unexpected",
+                    Code::ToastChunkUnexpected,
                     Some(c),
                     format!(
                         "attribute {}: toast value {v} has {n} chunks (0..{last}) but also chunk \
@@ -571,7 +571,7 @@ in {name}"
             let want = if seq < last { i64::from(max) } else { i64::from(extsize) - last * i64::from(max) };
             if !c.bad_header() && !c.null_data() && !c.unreadable() && i64::from(c.len) != want {
                 out.push(problem(
-                    "toast.chunk_size",
+                    Code::ToastChunkSize,
                     Some(c),
                     format!(
                         "attribute {}: chunk {seq} of {n} of toast value {v} (block {}, lp {}) \
@@ -591,7 +591,7 @@ toast value {v} in {name}",
         if expected <= last && !maybe_pruned {
             missing.push((expected, last, out.len()));
             out.push(problem(
-                "toast.chunk_missing",
+                Code::ToastChunkMissing,
                 None,
                 format!(
                     "attribute {}: toast value {v} ({extsize} bytes in {n} chunks) lacks {} \

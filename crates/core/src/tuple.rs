@@ -10,7 +10,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::bytes::{maxalign, u32_at, u8_at};
-use crate::finding::Finding;
+use crate::finding::{Code, Finding};
 use crate::heap::{
     HeapTupleHeaderData, HEAP_HASEXTERNAL, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI,
     HEAP_XMAX_LOCK_ONLY, HEAP_XMAX_SHR_LOCK, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, SIZEOF_HEAP_TUPLE_HEADER,
@@ -204,7 +204,7 @@ impl AttrSpan {
 pub struct AttrProblem {
     pub attnum: i16,
     /// A finding code (`tuple_data.*`, `toast.*`), described in [`crate::finding::describe`].
-    pub code: &'static str,
+    pub code: Code,
     /// What is wrong, with the values seen.
     pub message: String,
     /// What the server does with it, with the values filled in.
@@ -415,7 +415,7 @@ pub fn walk_attributes_into(
     if tup_natts > rel_natts {
         w.problems.push(AttrProblem {
             attnum: 0,
-            code: "tuple_data.natts_gt_relation",
+            code: Code::TupleDataNattsGtRelation,
             message: format!("the tuple has {tup_natts} attributes, the relation only {rel_natts}"),
             pg_error: format!(
                 "none on read (attributes beyond {rel_natts} are ignored); amcheck: number of \
@@ -485,7 +485,7 @@ attributes {tup_natts} exceeds maximum expected for table {rel_natts}"
         if tup_natts <= rel_natts && walk_n == tup_natts && len > maxalign(off) {
             w.problems.push(AttrProblem {
                 attnum: 0,
-                code: "tuple_data.trailing_bytes",
+                code: Code::TupleDataTrailingBytes,
                 message: format!(
                     "{} bytes follow the last attribute (data ends at offset {off}, the tuple is \
 {len} bytes long): a length or alignment before them is wrong",
@@ -502,7 +502,7 @@ them were likely read wrong"
 fn past_end(a: &AttrDesc, message: String) -> AttrProblem {
     AttrProblem {
         attnum: a.attnum,
-        code: "tuple_data.attr_past_end",
+        code: Code::TupleDataAttrPastEnd,
         message,
         pg_error: "wrong values, invalid memory alloc request size, or a crashed backend".into(),
     }
@@ -612,7 +612,7 @@ a crashed backend; amcheck: toasted attribute has unexpected TOAST tag",
             };
             return Err(Some(AttrProblem {
                 attnum: a.attnum,
-                code: "tuple_data.varlena_bad_header",
+                code: Code::TupleDataVarlenaBadHeader,
                 message: format!(
                     "{} at offset {start} is a TOAST pointer with {what} {tag} (only 18, \
 VARTAG_ONDISK, is valid on disk)",
@@ -651,7 +651,7 @@ VARTAG_ONDISK, is valid on disk)",
         // on one unaligned when a length before it is wrong.
         w.problems.push(AttrProblem {
             attnum: a.attnum,
-            code: "tuple_data.varlena_bad_header",
+            code: Code::TupleDataVarlenaBadHeader,
             message: format!(
                 "{} has a 4-byte varlena header (0x{word:08x}) at unaligned offset {start} \
 (attalign '{}'): heap_form_tuple always aligns those, so a length before it is wrong",
@@ -665,7 +665,7 @@ VARTAG_ONDISK, is valid on disk)",
     if n < min {
         return Err(Some(AttrProblem {
             attnum: a.attnum,
-            code: "tuple_data.varlena_bad_header",
+            code: Code::TupleDataVarlenaBadHeader,
             message: format!(
                 "{} at offset {start}: {} varlena header 0x{word:08x} gives length {n}, less than \
 its own {min}-byte header",
@@ -692,7 +692,7 @@ negative), wrong values, or a crashed backend",
     if method >= TOAST_INVALID_COMPRESSION_ID {
         w.problems.push(AttrProblem {
             attnum: a.attnum,
-            code: "tuple_data.compressed_bad",
+            code: Code::TupleDataCompressedBad,
             message: format!(
                 "{label}: compressed inline value (va_tcinfo 0x{tcinfo:08x}) has compression \
 method id {method} (0 pglz and 1 lz4 are valid)"
@@ -702,7 +702,7 @@ method id {method} (0 pglz and 1 lz4 are valid)"
     } else if u64::from(rawsize) + VARHDRSZ as u64 > MAX_ALLOC_SIZE {
         w.problems.push(AttrProblem {
             attnum: a.attnum,
-            code: "tuple_data.compressed_bad",
+            code: Code::TupleDataCompressedBad,
             message: format!(
                 "{label}: compressed inline value claims a raw size of {rawsize} bytes \
 (va_tcinfo 0x{tcinfo:08x}), more than palloc allows"
@@ -716,7 +716,7 @@ method id {method} (0 pglz and 1 lz4 are valid)"
             Ok(out) if out.len() == rawsize as usize => {}
             Ok(out) => w.problems.push(AttrProblem {
                 attnum: a.attnum,
-                code: "tuple_data.compressed_bad",
+                code: Code::TupleDataCompressedBad,
                 message: format!(
                     "{label}: {name} data ({} bytes) decompresses to {} bytes, va_tcinfo says \
 {rawsize}",
@@ -731,7 +731,7 @@ a short result)",
             }),
             Err(e) => w.problems.push(AttrProblem {
                 attnum: a.attnum,
-                code: "tuple_data.compressed_bad",
+                code: Code::TupleDataCompressedBad,
                 message: format!(
                     "{label}: {name} data ({} bytes, raw size {rawsize}) does not decompress: {e}",
                     data.len()
@@ -835,7 +835,7 @@ full read when only va_rawsize is (length() is wrong)"
         let pg_error = pg_error.clone();
         w.problems.push(AttrProblem {
             attnum: a.attnum,
-            code: "toast.pointer_bad",
+            code: Code::ToastPointerBad,
             message: format!(
                 "{label}: TOAST pointer for value {v} (va_rawsize {}, va_extinfo 0x{:08x}, va_toastrelid {}): {}",
                 ptr.va_rawsize,
@@ -849,7 +849,7 @@ full read when only va_rawsize is (length() is wrong)"
     if header.t_infomask & HEAP_HASEXTERNAL == 0 {
         w.problems.push(AttrProblem {
             attnum: a.attnum,
-            code: "toast.flag_missing",
+            code: Code::ToastFlagMissing,
             message: format!(
                 "{label}: toast value {v} is external but tuple header flag HEAP_HASEXTERNAL \
 is not set"
@@ -862,7 +862,7 @@ leaks)"
     if !rel.has_toast {
         w.problems.push(AttrProblem {
             attnum: a.attnum,
-            code: "toast.flag_missing",
+            code: Code::ToastFlagMissing,
             message: format!("{label}: toast value {v} is external but the relation has no TOAST table"),
             pg_error: format!(
                 "could not open relation with OID {}, or missing chunk number 0 for toast value \

@@ -3,9 +3,10 @@
 //! streams. Any panic fails; every problem must carry a catalogued code and every span must lie
 //! inside its tuple. Deterministic seed, stable Rust.
 
+use pgsurgeon_core::finding::Code;
 use std::collections::BTreeMap;
 
-use pgsurgeon_core::finding::{describe, Area};
+use pgsurgeon_core::finding::Area;
 use pgsurgeon_core::heap::HeapTupleHeaderData;
 use pgsurgeon_core::itemid::LP_NORMAL;
 use pgsurgeon_core::page::Page;
@@ -135,7 +136,7 @@ fn random_rel(rng: &mut Rng) -> RelDesc {
     RelDesc { natts: n as u16, attrs, has_toast: rng.below(4) != 0, toast_relid: rng.below(3) as u32 }
 }
 
-fn check_walk(t: &[u8], rel: &RelDesc, inv: &ChunkInventory, stats: &mut BTreeMap<&'static str, usize>) {
+fn check_walk(t: &[u8], rel: &RelDesc, inv: &ChunkInventory, stats: &mut BTreeMap<Code, usize>) {
     let Some(h) = HeapTupleHeaderData::parse(t) else { return };
     let w = walk_attributes(t, &h, rel);
     for s in &w.spans {
@@ -145,7 +146,7 @@ fn check_walk(t: &[u8], rel: &RelDesc, inv: &ChunkInventory, stats: &mut BTreeMa
         }
     }
     for p in &w.problems {
-        let d = describe(p.code);
+        let d = p.code.info();
         assert!(matches!(d.area, Area::TupleData | Area::Toast), "{}", p.code);
         *stats.entry(p.code).or_default() += 1;
         let _ = p.to_finding(Some(1), Some(1));
@@ -153,7 +154,7 @@ fn check_walk(t: &[u8], rel: &RelDesc, inv: &ChunkInventory, stats: &mut BTreeMa
     assert_eq!(toast_pointers(t, &h, rel).len(), w.toast_pointers.len());
     for ptr in &w.toast_pointers {
         for p in inv.check_value(ptr, TOAST_MAX_CHUNK_SIZE_8K) {
-            assert_eq!(describe(p.code).area, Area::Toast);
+            assert_eq!(p.code.info().area, Area::Toast);
             *stats.entry(p.code).or_default() += 1;
         }
         for max in [1, 7, 1996] {
@@ -244,20 +245,20 @@ fn mutated_tuples_never_panic() {
     assert!(n >= 50_000);
     // Every code the walk and the inventory produce shows up under random damage.
     for code in [
-        "tuple_data.attr_past_end",
-        "tuple_data.varlena_bad_header",
-        "tuple_data.compressed_bad",
-        "tuple_data.trailing_bytes",
-        "tuple_data.natts_gt_relation",
-        "toast.pointer_bad",
-        "toast.flag_missing",
-        "toast.value_missing",
-        "toast.chunk_missing",
-        "toast.chunk_unexpected",
-        "toast.chunk_size",
-        "toast.chunk_header",
+        Code::TupleDataAttrPastEnd,
+        Code::TupleDataVarlenaBadHeader,
+        Code::TupleDataCompressedBad,
+        Code::TupleDataTrailingBytes,
+        Code::TupleDataNattsGtRelation,
+        Code::ToastPointerBad,
+        Code::ToastFlagMissing,
+        Code::ToastValueMissing,
+        Code::ToastChunkMissing,
+        Code::ToastChunkUnexpected,
+        Code::ToastChunkSize,
+        Code::ToastChunkHeader,
     ] {
-        assert!(stats.contains_key(code), "{code} never produced: {stats:?}");
+        assert!(stats.contains_key(&code), "{code} never produced: {stats:?}");
     }
     eprintln!("{n} cases in {:?}: {stats:?}", start.elapsed());
 }

@@ -10,6 +10,7 @@
 //! `pg15_fix.reldesc.json` comes from pg_attribute, `pg15_fix.expected.json` holds pageinspect's
 //! `tuple_data_split` for every heap tuple and the TOAST item/value counts.
 
+use pgsurgeon_core::finding::Code;
 use std::collections::{BTreeMap, BTreeSet};
 
 use pgsurgeon_core::heap::{HeapTupleHeaderData, HEAP_HASEXTERNAL};
@@ -73,7 +74,7 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn codes_v(p: &[ToastProblem]) -> BTreeSet<&'static str> {
+fn codes_v(p: &[ToastProblem]) -> BTreeSet<Code> {
     p.iter().map(|p| p.code).collect()
 }
 
@@ -189,7 +190,7 @@ fn every_toast_pointer_is_complete_in_the_real_inventory() {
             let forced = ToastPointer { referrer: Referrer::Live, referrer_xmin_committed: true, ..p };
             let fp = inv.check_value(&forced, f.max_chunk);
             if p.referrer == Referrer::MaybeDeleted && !fp.is_empty() {
-                assert_eq!(codes_v(&fp), BTreeSet::from(["toast.value_missing"]));
+                assert_eq!(codes_v(&fp), BTreeSet::from([Code::ToastValueMissing]));
                 pruned += 1;
                 continue;
             }
@@ -226,7 +227,7 @@ fn tuple_with_id(f: &Fixture, id: i32) -> (u32, u16, Vec<u8>) {
     items(&f.heap).into_iter().rev().find(|(_, _, t)| id_of(t) == id).unwrap()
 }
 
-fn walk_codes(f: &Fixture, t: &[u8]) -> BTreeSet<&'static str> {
+fn walk_codes(f: &Fixture, t: &[u8]) -> BTreeSet<Code> {
     walk_attributes(t, &hdr(t), &f.rel).problems.iter().map(|p| p.code).collect()
 }
 
@@ -237,7 +238,7 @@ fn span_of(f: &Fixture, t: &[u8], attnum: i16) -> pgsurgeon_core::tuple::AttrSpa
 #[test]
 fn mutated_heap_tuples_give_the_exact_codes() {
     let f = load();
-    let set = |c: &[&'static str]| c.iter().copied().collect::<BTreeSet<_>>();
+    let set = |c: &[Code]| c.iter().copied().collect::<BTreeSet<_>>();
 
     // Row 3: t is 'text 3' (short header 0x0f) followed by more attributes; make it claim 63
     // bytes, which runs past the end of the 97-byte tuple.
@@ -245,7 +246,7 @@ fn mutated_heap_tuples_give_the_exact_codes() {
     let s = span_of(&f, &t, 5);
     assert_eq!(t[s.offset], 0x0f);
     t[s.offset] = 0x7f;
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.attr_past_end"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataAttrPastEnd]));
     // Shrink it by 2 bytes instead: the rest is read shifted; in this tuple that ends in
     // leftover bytes after the last attribute.
     let (_, _, mut t) = tuple_with_id(&f, 1);
@@ -259,7 +260,7 @@ fn mutated_heap_tuples_give_the_exact_codes() {
     let s = span_of(&f, &t, 5);
     assert_eq!(s.varlena, Some(VarlenaKind::Plain));
     t[s.offset..s.offset + 4].copy_from_slice(&(2u32 << 2).to_le_bytes());
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.varlena_bad_header"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataVarlenaBadHeader]));
 
     // Row 2004: an uncompressed external bytea. Unknown tag; then bad pointer fields; then the
     // tuple flag; then a relation without a TOAST table.
@@ -268,34 +269,34 @@ fn mutated_heap_tuples_give_the_exact_codes() {
     assert_eq!(s.varlena, Some(VarlenaKind::External { tag: 18 }));
     let mut t = orig.clone();
     t[s.offset + 1] = 5;
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.varlena_bad_header"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataVarlenaBadHeader]));
     let mut t = orig.clone();
     t[s.offset + 2..s.offset + 6].copy_from_slice(&0x4000_0000i32.to_le_bytes());
-    assert_eq!(walk_codes(&f, &t), set(&["toast.pointer_bad"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::ToastPointerBad]));
     let w = walk_attributes(&t, &hdr(&t), &f.rel);
     // PostgreSQL 15 then decompresses the raw bytes: "invalid compression method id 3".
     assert!(w.problems[0].pg_error.contains("decompressed as if compressed"), "{:?}", w.problems);
     let mut t = orig.clone();
     t[s.offset + 6..s.offset + 10].copy_from_slice(&0u32.to_le_bytes());
-    assert_eq!(walk_codes(&f, &t), set(&["toast.pointer_bad"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::ToastPointerBad]));
     let mut t = orig.clone();
     t[s.offset + 14..s.offset + 18].copy_from_slice(&12345u32.to_le_bytes());
-    assert_eq!(walk_codes(&f, &t), set(&["toast.pointer_bad"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::ToastPointerBad]));
     let mut t = orig.clone();
     let mut h = hdr(&t);
     h.t_infomask &= !HEAP_HASEXTERNAL;
     h.write(&mut t);
-    assert_eq!(walk_codes(&f, &t), set(&["toast.flag_missing"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::ToastFlagMissing]));
     let mut no_toast = f.rel.clone();
     no_toast.has_toast = false;
     let w = walk_attributes(&orig, &hdr(&orig), &no_toast);
-    assert_eq!(w.problems.iter().map(|p| p.code).collect::<Vec<_>>(), vec!["toast.flag_missing"]);
+    assert_eq!(w.problems.iter().map(|p| p.code).collect::<Vec<_>>(), vec![Code::ToastFlagMissing]);
 
     // Row 3002: a pglz-compressed external text; compression method 2 in va_extinfo.
     let (_, _, mut t) = tuple_with_id(&f, 3002);
     let s = span_of(&f, &t, 5);
     t[s.offset + 9] |= 0x80;
-    assert_eq!(walk_codes(&f, &t), set(&["toast.pointer_bad"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::ToastPointerBad]));
     // PostgreSQL 15 reads the value fine (the stored bytes say pglz); amcheck complains.
     let w = walk_attributes(&t, &hdr(&t), &f.rel);
     assert!(w.problems[0].pg_error.starts_with("none on a full read"));
@@ -305,12 +306,12 @@ fn mutated_heap_tuples_give_the_exact_codes() {
     let s = span_of(&f, &orig, 5);
     let mut t = orig.clone();
     t[s.offset + 4..s.offset + 8].copy_from_slice(&5001u32.to_le_bytes());
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.compressed_bad"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataCompressedBad]));
     let w = walk_attributes(&t, &hdr(&t), &f.rel);
     assert_eq!(w.problems[0].pg_error, "compressed pglz data is corrupt");
     let mut t = orig.clone();
     t[s.offset + 10] = 0xff; // the first tag's offset byte: points before the output start
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.compressed_bad"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataCompressedBad]));
     let mut t = orig.clone();
     t[s.offset + 7] |= 0xC0;
     let w = walk_attributes(&t, &hdr(&t), &f.rel);
@@ -336,15 +337,15 @@ fn mutated_heap_tuples_give_the_exact_codes() {
     assert!(h.has_nulls());
     h.t_infomask2 = (h.t_infomask2 & !0x07FF) | 18;
     h.write(&mut t);
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.natts_gt_relation"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataNattsGtRelation]));
 
     // Extra bytes after the last attribute beyond MAXALIGN padding.
     let (_, _, mut t) = tuple_with_id(&f, 1);
     t.extend_from_slice(&[0u8; 8]);
-    assert_eq!(walk_codes(&f, &t), set(&["tuple_data.trailing_bytes"]));
+    assert_eq!(walk_codes(&f, &t), set(&[Code::TupleDataTrailingBytes]));
     // Cut the tuple: the last stored attribute now ends beyond it.
     let (_, _, t) = tuple_with_id(&f, 1);
-    assert_eq!(walk_codes(&f, &t[..t.len() - 1]), set(&["tuple_data.attr_past_end"]));
+    assert_eq!(walk_codes(&f, &t[..t.len() - 1]), set(&[Code::TupleDataAttrPastEnd]));
 }
 
 /// The TOAST items of one value: (block, lp, bytes) sorted by chunk_seq.
@@ -381,7 +382,7 @@ fn inventory_with(
 #[test]
 fn mutated_toast_chunks_give_the_exact_codes() {
     let f = load();
-    let set = |c: &[&'static str]| c.iter().copied().collect::<BTreeSet<_>>();
+    let set = |c: &[Code]| c.iter().copied().collect::<BTreeSet<_>>();
     // Row 2004: uncompressed bytea of 4800 bytes = chunks 0, 1 (1996 each) and 2 (808).
     let (_, _, t) = tuple_with_id(&f, 2004);
     let ptr = toast_pointers(&t, &hdr(&t), &f.rel)[0];
@@ -400,7 +401,7 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     });
     assert!(add.is_empty());
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_missing", "toast.chunk_unexpected"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkMissing, Code::ToastChunkUnexpected]));
     // Verified on PostgreSQL 15: the index still files the chunk under 1.
     for p in &p {
         assert_eq!(p.pg_error, format!("unexpected chunk number 5 (expected 1) for toast value {v} in {name}"));
@@ -409,14 +410,14 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     // Drop the middle chunk, then the last, then all of them.
     let (inv, _) = inventory_with(&f, v, |seq, _| seq != 1);
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_missing"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkMissing]));
     let (inv, _) = inventory_with(&f, v, |seq, _| seq != 2);
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_missing"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkMissing]));
     assert_eq!(p[0].pg_error, format!("missing chunk number 2 for toast value {v} in {name}"));
     let (inv, _) = inventory_with(&f, v, |_, _| false);
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.value_missing"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastValueMissing]));
     assert_eq!(p[0].pg_error, format!("missing chunk number 0 for toast value {v} in {name}"));
     // ...which a row that may be deleted does not report (VACUUM may have been first).
     let deleted = ToastPointer { referrer: Referrer::MaybeDeleted, ..ptr };
@@ -442,7 +443,7 @@ fn mutated_toast_chunks_give_the_exact_codes() {
         });
         assert!(add.is_empty());
         let p = inv.check_value(&ptr, f.max_chunk);
-        assert_eq!(codes_v(&p), set(&["toast.chunk_missing"]));
+        assert_eq!(codes_v(&p), set(&[Code::ToastChunkMissing]));
         assert_eq!(p[0].pg_error, want);
     }
 
@@ -457,7 +458,7 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     });
     assert!(add.is_empty(), "{add:?}");
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_size"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkSize]));
     assert_eq!(
         p[0].pg_error,
         format!("unexpected chunk size 1995 (expected 1996) in chunk 0 of 3 for toast value {v} in {name}")
@@ -470,10 +471,10 @@ fn mutated_toast_chunks_give_the_exact_codes() {
         }
         true
     });
-    assert_eq!(codes_v(&add), set(&["toast.chunk_header"]));
+    assert_eq!(codes_v(&add), set(&[Code::ToastChunkHeader]));
     assert_eq!(add[0].pg_error, format!("found toasted toast chunk for toast value {v} in {name}"));
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_header"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkHeader]));
 
     // chunk_data starting with 0x01: read as a short varlena of size -1 (verified on PG 15).
     let (inv, add) = inventory_with(&f, v, |seq, t| {
@@ -482,9 +483,9 @@ fn mutated_toast_chunks_give_the_exact_codes() {
         }
         true
     });
-    assert_eq!(codes_v(&add), set(&["toast.chunk_size"]));
+    assert_eq!(codes_v(&add), set(&[Code::ToastChunkSize]));
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_size"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkSize]));
     assert_eq!(
         p[0].pg_error,
         format!("unexpected chunk size -1 (expected 808) in chunk 2 of 3 for toast value {v} in {name}")
@@ -495,7 +496,7 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     let dup = value_items(&f, v).remove(1);
     inv.add_tuple(7, 1, &dup.2, &hdr(&dup.2));
     let p = inv.check_value(&ptr, f.max_chunk);
-    assert_eq!(codes_v(&p), set(&["toast.chunk_unexpected"]));
+    assert_eq!(codes_v(&p), set(&[Code::ToastChunkUnexpected]));
     assert_eq!(p[0].pg_error, format!("unexpected chunk number 1 (expected 2) for toast value {v} in {name}"));
     let mut inv = inventory(&f);
     let mut dead = dup.2.clone();
@@ -514,7 +515,7 @@ fn mutated_toast_chunks_give_the_exact_codes() {
         true
     });
     let committed = ToastPointer { referrer_xmin_committed: true, ..ptr };
-    assert_eq!(codes_v(&inv.check_value(&committed, f.max_chunk)), set(&["toast.value_missing"]));
+    assert_eq!(codes_v(&inv.check_value(&committed, f.max_chunk)), set(&[Code::ToastValueMissing]));
 
     // Merging per-worker inventories gives the same answers as one inventory.
     let all = items(&f.toast);

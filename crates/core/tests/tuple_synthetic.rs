@@ -1,10 +1,11 @@
 //! Attribute walking and TOAST checks on hand-built tuples: one test per rule and per finding
 //! code, with the layouts heap_form_tuple produces.
 
+use pgsurgeon_core::finding::Code;
 use std::collections::BTreeSet;
 
 use pgsurgeon_core::bytes::maxalign;
-use pgsurgeon_core::finding::{describe, Area, Severity};
+use pgsurgeon_core::finding::{Area, Severity};
 use pgsurgeon_core::heap::{
     bitmaplen, HeapTupleHeaderData, ItemPointerData, HEAP_HASEXTERNAL, HEAP_HASNULL, HEAP_HASVARWIDTH,
     HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
@@ -71,7 +72,7 @@ fn h(t: &[u8]) -> HeapTupleHeaderData {
     HeapTupleHeaderData::parse(t).unwrap()
 }
 
-fn codes(t: &[u8], r: &RelDesc) -> Vec<&'static str> {
+fn codes(t: &[u8], r: &RelDesc) -> Vec<Code> {
     walk_attributes(t, &h(t), r).problems.iter().map(|p| p.code).collect()
 }
 
@@ -191,7 +192,7 @@ fn varlena_alignment_follows_att_align_pointer() {
     let mut data = vec![1u8];
     data.extend(long4(b"0123456789")); // at 1: header byte 0x38 is even and nonzero
     let t = tuple(2, HEAP_HASVARWIDTH, None, &data);
-    assert_eq!(codes(&t, &r2), vec!["tuple_data.varlena_bad_header"]);
+    assert_eq!(codes(&t, &r2), vec![Code::TupleDataVarlenaBadHeader]);
 }
 
 #[test]
@@ -205,7 +206,7 @@ fn cstrings_run_to_their_nul() {
     assert!(w.problems.is_empty(), "{:?}", w.problems);
     assert_eq!((w.spans[0].len, w.spans[1].offset - 24), (6, 8));
     let t = tuple(1, HEAP_HASVARWIDTH, None, b"no terminator");
-    assert_eq!(codes(&t, &rel(&[(-2, b'c')])), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(codes(&t, &rel(&[(-2, b'c')])), vec![Code::TupleDataAttrPastEnd]);
 }
 
 #[test]
@@ -227,7 +228,7 @@ fn nulls_and_missing_attributes_take_no_space() {
     hd.t_hoff = 24;
     hd.write(&mut short_t);
     let w = walk_attributes(&short_t, &hd, &r);
-    assert_eq!(w.problems.iter().map(|p| p.code).collect::<Vec<_>>(), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(w.problems.iter().map(|p| p.code).collect::<Vec<_>>(), vec![Code::TupleDataAttrPastEnd]);
     assert!(w.stopped);
 }
 
@@ -238,7 +239,7 @@ fn natts_beyond_the_relation() {
     data.extend(2i32.to_le_bytes());
     let t = tuple(2, 0, None, &data);
     // The extra attribute's bytes are not "trailing": they belong to attribute 2.
-    assert_eq!(codes(&t, &r), vec!["tuple_data.natts_gt_relation"]);
+    assert_eq!(codes(&t, &r), vec![Code::TupleDataNattsGtRelation]);
 }
 
 #[test]
@@ -254,20 +255,20 @@ fn past_end_and_trailing_bytes() {
     assert!(codes(&padded, &r).is_empty());
     let mut extra = padded.clone();
     extra.extend([0u8; 8]);
-    assert_eq!(codes(&extra, &r), vec!["tuple_data.trailing_bytes"]);
+    assert_eq!(codes(&extra, &r), vec![Code::TupleDataTrailingBytes]);
     // Short header longer than the rest of the tuple.
     let mut bad = t.clone();
     bad[28] = (20 << 1) | 1;
-    assert_eq!(codes(&bad, &r), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(codes(&bad, &r), vec![Code::TupleDataAttrPastEnd]);
     // A fixed attribute cut short, and t_hoff beyond the tuple.
-    assert_eq!(codes(&t[..26], &r), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(codes(&t[..26], &r), vec![Code::TupleDataAttrPastEnd]);
     let mut far = t.clone();
     far[22] = 200;
-    assert_eq!(codes(&far, &r), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(codes(&far, &r), vec![Code::TupleDataAttrPastEnd]);
     // 4-byte header itself cut off.
     let r2 = rel(&[(-1, b'i')]);
     let t2 = tuple(1, HEAP_HASVARWIDTH, None, &[0x40, 0, 0]);
-    assert_eq!(codes(&t2, &r2), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(codes(&t2, &r2), vec![Code::TupleDataAttrPastEnd]);
 }
 
 #[test]
@@ -286,7 +287,7 @@ fn bad_varlena_headers() {
         let t = tuple(2, HEAP_HASVARWIDTH, None, &data);
         let w = walk_attributes(&t, &h(&t), &r);
         assert_eq!(w.problems.len(), 1, "{what}: {:?}", w.problems);
-        assert_eq!(w.problems[0].code, "tuple_data.varlena_bad_header");
+        assert_eq!(w.problems[0].code, Code::TupleDataVarlenaBadHeader);
         assert!(w.problems[0].message.contains(what), "{what}: {}", w.problems[0].message);
         assert!(w.stopped);
     }
@@ -305,7 +306,7 @@ fn compressed_inline_values() {
     let pg = |t: &[u8]| {
         let w = walk_attributes(t, &h(t), &r);
         assert_eq!(w.problems.len(), 1, "{:?}", w.problems);
-        assert_eq!(w.problems[0].code, "tuple_data.compressed_bad");
+        assert_eq!(w.problems[0].code, Code::TupleDataCompressedBad);
         w.problems[0].pg_error.clone()
     };
     let t = tuple(1, HEAP_HASVARWIDTH, None, &compressed(2, 5000, &stream));
@@ -367,20 +368,20 @@ fn toast_pointer_checks() {
         let t = pointer_tuple(p, HEAP_HASEXTERNAL);
         let w = walk_attributes(&t, &h(&t), &r);
         assert_eq!(w.problems.len(), 1, "{want}: {:?}", w.problems);
-        assert_eq!(w.problems[0].code, "toast.pointer_bad");
+        assert_eq!(w.problems[0].code, Code::ToastPointerBad);
         assert!(w.problems[0].pg_error.contains(want), "{want}: {:?}", w.problems[0]);
         // The pointer is still returned for the value checks.
         assert_eq!(w.toast_pointers.len(), 1);
     }
 
     let no_flag = pointer_tuple(pointer(6404, 6400, 500, TOAST_RELID), 0);
-    assert_eq!(codes(&no_flag, &r), vec!["toast.flag_missing"]);
+    assert_eq!(codes(&no_flag, &r), vec![Code::ToastFlagMissing]);
     let mut no_toast = r.clone();
     no_toast.has_toast = false;
     no_toast.toast_relid = 0;
-    assert_eq!(codes(&good, &no_toast), vec!["toast.flag_missing"]);
+    assert_eq!(codes(&good, &no_toast), vec![Code::ToastFlagMissing]);
     // A pointer cut off by the end of the tuple.
-    assert_eq!(codes(&good[..good.len() - 1], &r), vec!["tuple_data.attr_past_end"]);
+    assert_eq!(codes(&good[..good.len() - 1], &r), vec![Code::TupleDataAttrPastEnd]);
 }
 
 #[test]
@@ -410,7 +411,7 @@ fn chunk(valueid: u32, seq: i32, len: usize, infomask: u16) -> Vec<u8> {
     tuple(3, HEAP_HASVARWIDTH | infomask, None, &data)
 }
 
-fn add(inv: &mut ChunkInventory, blk: u32, lp: u16, t: &[u8]) -> Vec<&'static str> {
+fn add(inv: &mut ChunkInventory, blk: u32, lp: u16, t: &[u8]) -> Vec<Code> {
     inv.add_tuple(blk, lp, t, &h(t)).iter().map(|p| p.code).collect()
 }
 
@@ -420,11 +421,11 @@ fn ptr(valueid: u32, extsize: u32) -> ToastPointer {
     toast_pointers(&t, &h(&t), &r)[0]
 }
 
-fn check(inv: &ChunkInventory, p: &ToastPointer) -> BTreeSet<&'static str> {
+fn check(inv: &ChunkInventory, p: &ToastPointer) -> BTreeSet<Code> {
     inv.check_value(p, TOAST_MAX_CHUNK_SIZE_8K).iter().map(|p| p.code).collect()
 }
 
-fn set(c: &[&'static str]) -> BTreeSet<&'static str> {
+fn set(c: &[Code]) -> BTreeSet<Code> {
     c.iter().copied().collect()
 }
 
@@ -437,46 +438,46 @@ fn chunk_inventory_rules() {
         assert!(add(&mut inv, 0, i as u16 + 1, &chunk(10, i as i32, len, 0)).is_empty());
     }
     assert!(check(&inv, &ptr(10, 4000)).is_empty());
-    assert_eq!(check(&inv, &ptr(11, 4000)), set(&["toast.value_missing"]));
+    assert_eq!(check(&inv, &ptr(11, 4000)), set(&[Code::ToastValueMissing]));
     // Pointer sizes that disagree with the chunks.
-    assert_eq!(check(&inv, &ptr(10, 4001)), set(&["toast.chunk_size"]));
-    assert_eq!(check(&inv, &ptr(10, 3000)), set(&["toast.chunk_size", "toast.chunk_unexpected"]));
+    assert_eq!(check(&inv, &ptr(10, 4001)), set(&[Code::ToastChunkSize]));
+    assert_eq!(check(&inv, &ptr(10, 3000)), set(&[Code::ToastChunkSize, Code::ToastChunkUnexpected]));
     let p = inv.check_value(&ptr(10, 3000), TOAST_MAX_CHUNK_SIZE_8K);
     assert!(p
         .iter()
         .any(|p| p.pg_error == "unexpected chunk number 2 (out of range 0..1) for toast value 10 in pg_toast_1"));
-    assert_eq!(check(&inv, &ptr(10, 9000)), set(&["toast.chunk_size", "toast.chunk_missing"]));
+    assert_eq!(check(&inv, &ptr(10, 9000)), set(&[Code::ToastChunkSize, Code::ToastChunkMissing]));
 
     // Oversized chunk, NULL chunk_data, compressed chunk_data, unreadable chunk_id.
     let mut inv2 = ChunkInventory::new("", TOAST_MAX_CHUNK_SIZE_8K);
-    assert_eq!(add(&mut inv2, 1, 1, &chunk(20, 0, m + 1, 0)), vec!["toast.chunk_size"]);
+    assert_eq!(add(&mut inv2, 1, 1, &chunk(20, 0, m + 1, 0)), vec![Code::ToastChunkSize]);
     let mut data = 21u32.to_le_bytes().to_vec();
     data.extend(0i32.to_le_bytes());
     let null_data = tuple(3, HEAP_HASVARWIDTH, Some(&[0b011]), &data);
-    assert_eq!(add(&mut inv2, 1, 2, &null_data), vec!["toast.chunk_header"]);
-    assert_eq!(check(&inv2, &ptr(21, 100)), set(&["toast.chunk_header"]));
+    assert_eq!(add(&mut inv2, 1, 2, &null_data), vec![Code::ToastChunkHeader]);
+    assert_eq!(check(&inv2, &ptr(21, 100)), set(&[Code::ToastChunkHeader]));
     let mut comp = chunk(22, 0, 100, 0);
     comp[32] |= 2;
-    assert_eq!(add(&mut inv2, 1, 3, &comp), vec!["toast.chunk_header"]);
-    assert_eq!(check(&inv2, &ptr(22, 100)), set(&["toast.chunk_header"]));
+    assert_eq!(add(&mut inv2, 1, 3, &comp), vec![Code::ToastChunkHeader]);
+    assert_eq!(check(&inv2, &ptr(22, 100)), set(&[Code::ToastChunkHeader]));
     let no_id = tuple(3, HEAP_HASVARWIDTH, Some(&[0b000]), &[]);
-    assert_eq!(add(&mut inv2, 1, 4, &no_id), vec!["toast.chunk_header"]);
+    assert_eq!(add(&mut inv2, 1, 4, &no_id), vec![Code::ToastChunkHeader]);
     // A damaged chunk tuple reports the walk's code.
     let cut = chunk(23, 0, 100, 0);
-    assert_eq!(add(&mut inv2, 1, 5, &cut[..60]), vec!["tuple_data.attr_past_end"]);
-    assert_eq!(check(&inv2, &ptr(23, 100)), set(&["toast.chunk_header"]));
+    assert_eq!(add(&mut inv2, 1, 5, &cut[..60]), vec![Code::TupleDataAttrPastEnd]);
+    assert_eq!(check(&inv2, &ptr(23, 100)), set(&[Code::ToastChunkHeader]));
 
     // Negative and duplicate sequence numbers.
     let mut inv3 = ChunkInventory::new("t", TOAST_MAX_CHUNK_SIZE_8K);
     add(&mut inv3, 0, 1, &chunk(30, -1, 10, 0));
     add(&mut inv3, 0, 2, &chunk(30, 0, 10, 0));
-    assert_eq!(check(&inv3, &ptr(30, 10)), set(&["toast.chunk_unexpected"]));
+    assert_eq!(check(&inv3, &ptr(30, 10)), set(&[Code::ToastChunkUnexpected]));
     let p = inv3.check_value(&ptr(30, 10), TOAST_MAX_CHUNK_SIZE_8K);
     assert_eq!(p[0].pg_error, "unexpected chunk number -1 (expected 0) for toast value 30 in t");
     let mut inv4 = ChunkInventory::new("t", TOAST_MAX_CHUNK_SIZE_8K);
     add(&mut inv4, 0, 1, &chunk(31, 0, 10, 0));
     add(&mut inv4, 0, 2, &chunk(31, 0, 10, 0));
-    assert_eq!(check(&inv4, &ptr(31, 10)), set(&["toast.chunk_unexpected"]));
+    assert_eq!(check(&inv4, &ptr(31, 10)), set(&[Code::ToastChunkUnexpected]));
 }
 
 #[test]
@@ -501,7 +502,7 @@ fn liveness_rules_avoid_false_alarms() {
     p.referrer = Referrer::MaybeDeleted;
     assert!(check(&inv, &p).is_empty());
     add(&mut inv, 0, 4, &chunk(41, 2, 9, 0));
-    assert_eq!(check(&inv, &p), set(&["toast.chunk_size"]));
+    assert_eq!(check(&inv, &p), set(&[Code::ToastChunkSize]));
     // An aborted inserter: nothing is checked.
     p.referrer = Referrer::XminAborted;
     assert!(check(&inv, &p).is_empty());
@@ -516,7 +517,7 @@ fn liveness_rules_avoid_false_alarms() {
     add(&mut inv2, 0, 1, &ab);
     let p = ptr(42, 10);
     assert!(p.referrer_xmin_committed);
-    assert_eq!(check(&inv2, &p), set(&["toast.value_missing"]));
+    assert_eq!(check(&inv2, &p), set(&[Code::ToastValueMissing]));
     let unhinted = ToastPointer { referrer_xmin_committed: false, ..p };
     assert!(check(&inv2, &unhinted).is_empty());
 }
@@ -524,22 +525,22 @@ fn liveness_rules_avoid_false_alarms() {
 #[test]
 fn problems_become_findings_with_the_catalogue() {
     let all = [
-        "tuple_data.natts_gt_relation",
-        "tuple_data.attr_past_end",
-        "tuple_data.varlena_bad_header",
-        "tuple_data.compressed_bad",
-        "tuple_data.trailing_bytes",
-        "toast.pointer_bad",
-        "toast.flag_missing",
-        "toast.value_missing",
-        "toast.chunk_missing",
-        "toast.chunk_unexpected",
-        "toast.chunk_size",
-        "toast.chunk_header",
+        Code::TupleDataNattsGtRelation,
+        Code::TupleDataAttrPastEnd,
+        Code::TupleDataVarlenaBadHeader,
+        Code::TupleDataCompressedBad,
+        Code::TupleDataTrailingBytes,
+        Code::ToastPointerBad,
+        Code::ToastFlagMissing,
+        Code::ToastValueMissing,
+        Code::ToastChunkMissing,
+        Code::ToastChunkUnexpected,
+        Code::ToastChunkSize,
+        Code::ToastChunkHeader,
     ];
     for code in all {
-        let d = describe(code);
-        let area = if code.starts_with("toast.") { Area::Toast } else { Area::TupleData };
+        let d = code.info();
+        let area = if code.as_str().starts_with("toast.") { Area::Toast } else { Area::TupleData };
         assert_eq!(d.area, area, "{code}");
         assert_eq!(d.severity, Severity::Error, "{code}");
         assert!(!d.pg_error.is_empty() && !d.remedy.is_empty(), "{code}");
@@ -548,11 +549,11 @@ fn problems_become_findings_with_the_catalogue() {
     let t = pointer_tuple(pointer(6404, 6400, 500, TOAST_RELID), 0);
     let w = walk_attributes(&t, &h(&t), &r);
     let f = w.problems[0].to_finding(Some(3), Some(7));
-    assert_eq!((f.code, f.area, f.block, f.item), ("toast.flag_missing", Area::Toast, Some(3), Some(7)));
+    assert_eq!((f.code, f.area, f.block, f.item), (Code::ToastFlagMissing, Area::Toast, Some(3), Some(7)));
     assert!(f.message.contains("HEAP_HASEXTERNAL"));
     let inv = ChunkInventory::new("pg_toast_9", TOAST_MAX_CHUNK_SIZE_8K);
     let p = inv.check_value(&w.toast_pointers[0], TOAST_MAX_CHUNK_SIZE_8K);
     let f = p[0].to_finding(Some(3), Some(7));
-    assert_eq!(f.code, "toast.value_missing");
+    assert_eq!(f.code, Code::ToastValueMissing);
     assert!(f.message.contains("missing chunk number 0 for toast value 500 in pg_toast_9"));
 }

@@ -50,10 +50,13 @@ fn page_checksum(data: &[u8], block: u32) -> Option<u16> {
     pgsurgeon_core::checksum::pg_checksum_page(data, block)
 }
 
-/// The catalogue entry of a finding code: (area, severity, pg_error, remedy).
+/// The catalogue entry of a finding code: (area, severity, pg_error, remedy); empty strings for a name that is
+/// not a finding code.
 #[pyfunction]
 fn describe_code(code: &str) -> (String, String, &'static str, &'static str) {
-    let info = pgsurgeon_core::finding::describe(code);
+    let Some(info) = pgsurgeon_core::finding::describe(code) else {
+        return (String::new(), String::new(), "", "");
+    };
     let text = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
     (
         text(serde_json::to_value(info.area).unwrap_or_default()),
@@ -61,6 +64,12 @@ fn describe_code(code: &str) -> (String, String, &'static str, &'static str) {
         info.pg_error,
         info.remedy,
     )
+}
+
+/// Every finding code the core can emit, in catalogue order.
+#[pyfunction]
+fn finding_codes() -> Vec<&'static str> {
+    pgsurgeon_core::finding::Code::ALL.iter().map(|c| c.as_str()).collect()
 }
 
 /// Parse a pg_control image; JSON document.
@@ -421,6 +430,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FormatError", m.py().get_type::<FormatError>())?;
     m.add_function(wrap_pyfunction!(inspect_page, m)?)?;
     m.add_function(wrap_pyfunction!(describe_code, m)?)?;
+    m.add_function(wrap_pyfunction!(finding_codes, m)?)?;
     m.add_function(wrap_pyfunction!(page_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;

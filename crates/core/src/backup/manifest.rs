@@ -3,6 +3,7 @@
 //! names, and a SHA-256 of the manifest itself. Checked like pg_verifybackup: missing files, extra files, sizes,
 //! checksums.
 
+use crate::finding::Code;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read};
 
@@ -184,7 +185,7 @@ pub fn is_incremental_name(path: &str) -> bool {
 #[derive(Debug, Clone, Serialize)]
 pub struct ManifestProblem {
     /// `file.manifest_missing`, `file.manifest_extra`, `file.manifest_size`, `file.manifest_checksum`.
-    pub code: &'static str,
+    pub code: Code,
     pub path: String,
     pub message: String,
 }
@@ -223,7 +224,7 @@ pub fn compare(m: &Manifest, seen: &HashMap<String, (u64, Option<String>)>) -> M
     rep.algorithms = algs;
     if !m.self_checksum_ok {
         rep.problems.push(ManifestProblem {
-            code: "file.manifest_checksum",
+            code: Code::FileManifestChecksum,
             path: "backup_manifest".into(),
             message: "the manifest's own checksum does not match its contents".into(),
         });
@@ -231,7 +232,7 @@ pub fn compare(m: &Manifest, seen: &HashMap<String, (u64, Option<String>)>) -> M
     for (path, f) in &m.files {
         let Some((size, sum)) = seen.get(path) else {
             rep.problems.push(ManifestProblem {
-                code: "file.manifest_missing",
+                code: Code::FileManifestMissing,
                 path: path.clone(),
                 message: format!("{path} is in the manifest ({} bytes) but not in the backup", f.size),
             });
@@ -241,7 +242,7 @@ pub fn compare(m: &Manifest, seen: &HashMap<String, (u64, Option<String>)>) -> M
         rep.bytes_checked += size;
         if *size != f.size {
             rep.problems.push(ManifestProblem {
-                code: "file.manifest_size",
+                code: Code::FileManifestSize,
                 path: path.clone(),
                 message: format!("{path} has {size} bytes, the manifest says {}", f.size),
             });
@@ -250,7 +251,7 @@ pub fn compare(m: &Manifest, seen: &HashMap<String, (u64, Option<String>)>) -> M
         if let (Some(want), Some(got)) = (&f.checksum, sum) {
             if want != got {
                 rep.problems.push(ManifestProblem {
-                    code: "file.manifest_checksum",
+                    code: Code::FileManifestChecksum,
                     path: path.clone(),
                     message: format!(
                         "{path}: {:?} checksum {got}, the manifest says {want}: the file changed after the backup",
@@ -265,7 +266,7 @@ pub fn compare(m: &Manifest, seen: &HashMap<String, (u64, Option<String>)>) -> M
     extra.sort();
     for path in extra {
         rep.problems.push(ManifestProblem {
-            code: "file.manifest_extra",
+            code: Code::FileManifestExtra,
             path: path.clone(),
             message: format!("{path} is in the backup but not in the manifest"),
         });
@@ -306,15 +307,15 @@ mod tests {
         seen.insert("d".to_string(), (3, None));
         seen.insert("pg_wal/000000010000000000000001".to_string(), (3, None));
         let rep = compare(&m, &seen);
-        let codes: Vec<(&str, &str)> = rep.problems.iter().map(|p| (p.code, p.path.as_str())).collect();
+        let codes: Vec<(Code, &str)> = rep.problems.iter().map(|p| (p.code, p.path.as_str())).collect();
         assert_eq!(
             codes,
             vec![
-                ("file.manifest_checksum", "backup_manifest"),
-                ("file.manifest_checksum", "a"),
-                ("file.manifest_missing", "b"),
-                ("file.manifest_size", "c"),
-                ("file.manifest_extra", "d"),
+                (Code::FileManifestChecksum, "backup_manifest"),
+                (Code::FileManifestChecksum, "a"),
+                (Code::FileManifestMissing, "b"),
+                (Code::FileManifestSize, "c"),
+                (Code::FileManifestExtra, "d"),
             ]
         );
     }

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::checks::{check_page_in, HeapContext};
-use crate::finding::{Area, Finding, Severity};
+use crate::finding::{Area, Code, Finding, Severity};
 use crate::page::{Page, PageKind};
 use crate::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 
@@ -108,7 +108,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         let damaged = found.iter().any(structural);
         // A tuple no line pointer references leaves the line pointers themselves sound: index entries are still
         // checked against them (one may point at the lost row's unused pointer).
-        let lps_sound = !found.iter().any(|f| structural(f) && f.code != "line_pointer.unreferenced_tuple");
+        let lps_sound = !found.iter().any(|f| structural(f) && f.code != Code::LinePointerUnreferencedTuple);
         if damaged {
             out.suspect.push(block);
         }
@@ -237,6 +237,6 @@ mod tests {
         let mut map = LineMap::new(1);
         map.absorb(&mut rep);
         assert_eq!(map.map.target(&crate::heap::ItemPointerData { block: 0, offset: 1 }), TidTarget::Unknown);
-        assert!(rep.findings.iter().any(|f| f.code.starts_with("page_header.")));
+        assert!(rep.findings.iter().any(|f| f.code.as_str().starts_with("page_header.")));
     }
 }

@@ -30,7 +30,7 @@ use crate::checks::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTI
 use crate::commit_ts::CommitTs;
 use crate::datum::{format_value, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
-use crate::finding::Severity;
+use crate::finding::{Code, Severity};
 use crate::heap::{
     bitmaplen, HeapTupleHeaderData, HEAP_HASEXTERNAL, HEAP_HASOID_OLD, HEAP_HASVARWIDTH, HEAP_HOT_UPDATED, HEAP_MOVED,
     HEAP_NATTS_MASK, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_FROZEN, SIZEOF_HEAP_TUPLE_HEADER,
@@ -172,7 +172,7 @@ pub struct BlockClass {
     /// files: beyond a short segment).
     pub state: &'static str,
     /// Finding codes, errors first.
-    pub codes: Vec<&'static str>,
+    pub codes: Vec<Code>,
     /// The first error finding's message.
     pub message: String,
 }
@@ -196,7 +196,7 @@ pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<B
         return Some(BlockClass {
             block,
             state: "missing",
-            codes: vec!["file.partial_page"],
+            codes: vec![Code::FilePartialPage],
             message: format!("only {} of {blcksz} bytes could be read", bytes.len()),
         });
     }
@@ -224,7 +224,7 @@ pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<B
                 if !walk.stopped {
                     if let Some(bad) = check_values(tuple, &walk, cfg) {
                         findings.push(crate::finding::Finding::new(
-                            "tuple_data.value_bad",
+                            Code::TupleDataValueBad,
                             Some(block),
                             Some(off),
                             bad,
@@ -240,7 +240,7 @@ pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<B
             return Some(BlockClass {
                 block,
                 state: "damaged",
-                codes: vec!["page_header.invalid"],
+                codes: vec![Code::PageHeaderInvalid],
                 message: "the server rejects this page".into(),
             });
         }
@@ -248,7 +248,7 @@ pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<B
     }
     errors.sort_by_key(|f| f.code);
     let message = errors[0].message.clone();
-    let mut codes: Vec<&'static str> = errors.iter().map(|f| f.code).collect();
+    let mut codes: Vec<Code> = errors.iter().map(|f| f.code).collect();
     codes.dedup();
     Some(BlockClass { block, state: "damaged", codes, message })
 }
@@ -511,7 +511,7 @@ fn walk_clean(w: &Walk, h: &HeapTupleHeaderData, exact: bool, strict: bool) -> b
     if w.stopped {
         return false;
     }
-    let bad = w.problems.iter().any(|p| exact || p.code != "tuple_data.trailing_bytes");
+    let bad = w.problems.iter().any(|p| exact || p.code != Code::TupleDataTrailingBytes);
     if bad {
         return false;
     }
@@ -1609,7 +1609,7 @@ impl Carver {
                 }
             }
             for p in &f.walk.problems {
-                if p.code != "tuple_data.trailing_bytes" {
+                if p.code != Code::TupleDataTrailingBytes {
                     notes.push(format!("{}: {}", p.code, p.message));
                     certainty = Certainty::Uncertain;
                 }
