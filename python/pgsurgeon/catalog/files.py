@@ -413,6 +413,27 @@ class DbCatalog:
         r = self.relations.get(oid)
         return r.schema if r else ""
 
+    def rel_desc(self, rel: Relation) -> dict[str, Any]:
+        """RelDesc for the core (crates/core/src/tuple.rs): every attribute, dropped ones included."""
+        attrs = self.attributes.get(rel.oid, [])
+        return {
+            "natts": max(rel.natts, max((a.attnum for a in attrs), default=0)),
+            "has_toast": rel.toast_oid != 0,
+            "toast_relid": rel.toast_oid,
+            "attrs": [
+                {
+                    "attnum": a.attnum,
+                    "attlen": a.attlen,
+                    "attalign": a.attalign,
+                    "attbyval": a.attbyval,
+                    "attisdropped": a.dropped,
+                    "typname": self.types[a.typid].name if a.typid in self.types else "",
+                    "attstorage": a.storage,
+                }
+                for a in attrs
+            ],
+        }
+
     def user_tables(self) -> list[Relation]:
         """Tables holding rows: ordinary tables and partitions, and materialized views, outside the system
         schemas (and not temporary)."""
@@ -518,26 +539,7 @@ def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, RelName], list[list[A
             names[k] = RelName(oid, r.schema, r.name, r.relkind, amname, "" if k[1] == 0 else d.name)
             heap = key(heap_of[oid]) if amname == "btree" and oid in heap_of else None
             toast = key(r.toast_oid) if r.toast_oid else None
-            desc = None
-            if r.relkind in ("r", "m"):
-                attrs = cat.attributes.get(oid, [])
-                desc = {
-                    "natts": r.natts,
-                    "has_toast": r.toast_oid != 0,
-                    "toast_relid": r.toast_oid,
-                    "attrs": [
-                        {
-                            "attnum": a.attnum,
-                            "attlen": a.attlen,
-                            "attalign": a.attalign,
-                            "attbyval": a.attbyval,
-                            "attisdropped": a.dropped,
-                            "typname": cat.types[a.typid].name if a.typid in cat.types else "",
-                            "attstorage": a.storage,
-                        }
-                        for a in attrs
-                    ],
-                }
+            desc = cat.rel_desc(r) if r.relkind in ("r", "m") else None
             meta = {
                 "kind": core.AM_PAGE_KIND.get(amname or ""),
                 "natts": r.natts,

@@ -165,7 +165,6 @@ class _Job:
             if not heap.exists():
                 t.skipped = f"its file {relpath} (named by the catalog copy) is not in {self.req.pgdata}"
                 return t
-        attrs = cat.attributes.get(rel.oid, [])
         cols = live_columns(cat, rel)
         columns = []
         for a in cols:
@@ -178,23 +177,7 @@ class _Job:
             "relseg_size": int(self.files.facts["relseg_size"]),
             "nblocks": nblocks,
             "files": self._segments(relpath),
-            "desc": {
-                "natts": max((a.attnum for a in attrs), default=0),
-                "has_toast": rel.toast_oid != 0,
-                "toast_relid": rel.toast_oid,
-                "attrs": [
-                    {
-                        "attnum": a.attnum,
-                        "attlen": a.attlen,
-                        "attalign": a.attalign,
-                        "attbyval": a.attbyval,
-                        "attisdropped": a.dropped,
-                        "typname": "",
-                        "attstorage": a.storage,
-                    }
-                    for a in attrs
-                ],
-            },
+            "desc": cat.rel_desc(rel),
             "columns": columns,
             "format": "csv" if self.req.format == "csv" else "text",
             "server_version_num": self.files.server_version_num,
