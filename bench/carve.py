@@ -24,32 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from labs import bench_cluster
+from labs import pgbench_cluster
 
 from pgsurgeon.lab import LabCluster
 
 TABLE = "pgbench_accounts"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def build(lab_dir: Path, scale: int) -> LabCluster:
-    name = f"carve18s{scale}"
-    cluster = bench_cluster(name, lab_dir)
-    with cluster.connect() as conn:
-        have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
-    if not (have and have[0]):
-        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
-        started = time.monotonic()
-        subprocess.run(
-            [str(cluster.install.tool("pgbench")), "-i", "-q", "-s", str(scale), "-d", cluster.dsn()],
-            env=cluster.install.env(),
-            check=True,
-            capture_output=True,
-        )
-        with cluster.connect() as conn:
-            conn.execute("CHECKPOINT")
-        print(f"built in {time.monotonic() - started:.0f} s", file=sys.stderr)
-    return cluster
 
 
 def run_measured(cmd: list[str]) -> tuple[float, int, str]:
@@ -94,7 +74,7 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
     scale = 800 if args.big else 100
-    cluster = build(args.lab_dir, scale)
+    cluster = pgbench_cluster(args.lab_dir, scale)
     with cluster.connect() as conn:
         size, nrows = conn.execute(f"SELECT pg_relation_size('{TABLE}'), (SELECT count(*) FROM {TABLE})").fetchone()  # type: ignore[misc]
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))

@@ -24,27 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from labs import bench_cluster
+from labs import pgbench_cluster
 
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.pgbin import server_user
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def build(lab_dir: Path, scale: int) -> LabCluster:
-    """The pgbench cluster of bench/carve.py (built there or here, once), with amcheck and pageinspect."""
-    cluster = bench_cluster(f"carve18s{scale}", lab_dir)
-    with cluster.connect() as conn:
-        have = conn.execute("SELECT to_regclass('pgbench_accounts') IS NOT NULL").fetchone()
-    if not (have and have[0]):
-        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
-        cluster.run_tool("pgbench", "-i", "-q", "-s", str(scale), "-d", "postgres", timeout=7200)
-    with cluster.connect() as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-        conn.execute("CHECKPOINT")
-    return cluster
 
 
 def run_measured(cmd: list[str], *, as_server: LabCluster | None = None) -> tuple[float, float, int, str]:
@@ -80,7 +65,7 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
     scale = 800 if args.big else 100
-    cluster = build(args.lab_dir, scale)
+    cluster = pgbench_cluster(args.lab_dir, scale)
     with cluster.connect() as conn:
         (dbsize,) = conn.execute("SELECT pg_database_size('postgres')").fetchone()  # type: ignore[misc]
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))

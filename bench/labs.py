@@ -31,3 +31,24 @@ def bench_cluster(name: str, lab_dir: Path) -> LabCluster:
     if not cluster.is_running():
         cluster.start()
     return cluster
+
+
+def pgbench_cluster(lab_dir: Path, scale: int) -> LabCluster:
+    """The started cluster holding pgbench tables at ``scale`` (100: 1.3 GB, 800: >= 10 GB), built once and shared
+    by every benchmark, with amcheck and pageinspect for diagnose."""
+    import sys
+    import time
+
+    cluster = bench_cluster(f"carve18s{scale}", lab_dir)
+    with cluster.connect() as conn:
+        have = conn.execute("SELECT to_regclass('pgbench_accounts') IS NOT NULL").fetchone()
+    if not (have and have[0]):
+        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
+        started = time.monotonic()
+        cluster.run_tool("pgbench", "-i", "-q", "-s", str(scale), "-d", "postgres", timeout=7200)
+        print(f"built in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    with cluster.connect() as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        conn.execute("CHECKPOINT")
+    return cluster

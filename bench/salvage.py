@@ -23,26 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from labs import bench_cluster
+from labs import pgbench_cluster
 
 from pgsurgeon.lab import LabCluster
 
 TABLE = "pgbench_accounts"
 INTO = "bench_salvage_into"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def build(lab_dir: Path, scale: int) -> LabCluster:
-    """The pgbench cluster of bench/carve.py (built there or here, once)."""
-    cluster = bench_cluster(f"carve18s{scale}", lab_dir)
-    with cluster.connect() as conn:
-        have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (TABLE,)).fetchone()
-    if not (have and have[0]):
-        print(f"building pgbench scale {scale} (once) ...", file=sys.stderr)
-        cluster.run_tool("pgbench", "-i", "-q", "-s", str(scale), "-d", "postgres", timeout=7200)
-        with cluster.connect() as conn:
-            conn.execute("CHECKPOINT")
-    return cluster
 
 
 def run_measured(cmd: list[str]) -> tuple[float, float, dict[str, object]]:
@@ -78,7 +65,7 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
     scale = 800 if args.big else 100
-    cluster = build(args.lab_dir, scale)
+    cluster = pgbench_cluster(args.lab_dir, scale)
     with cluster.connect() as conn:
         size, nrows = conn.execute(f"SELECT pg_relation_size('{TABLE}'), (SELECT count(*) FROM {TABLE})").fetchone()  # type: ignore[misc]
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))

@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from carve import build, digest, run_measured
+from carve import digest, run_measured
+from labs import pgbench_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,7 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
     args = ap.parse_args()
-    cluster = build(args.lab_dir, 800 if args.big else 100)
+    cluster = pgbench_cluster(args.lab_dir, 800 if args.big else 100)
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
     work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-unload-", dir="/var/tmp"))
     work.chmod(0o777)  # the server (another user) writes its COPY files here
