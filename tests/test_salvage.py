@@ -25,7 +25,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from fix_corrupt import CorruptLabs, cli, wait_ready
+from fix_corrupt import CorruptLabs, cli, stopped, wait_ready
+from pgsurgeon import core
 from pgsurgeon.lab import LabCluster
 
 SETTINGS = (
@@ -401,6 +402,57 @@ def test_carving_agrees_with_sql_on_healthy_pages(labs: CorruptLabs, tmp_path: P
             with contextlib.suppress(Exception):
                 c.rollback()
                 c.close()
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_carved_copy_of_a_readable_row_is_kept_apart(labs: CorruptLabs, tmp_path: Path, version: str) -> None:
+    """A page holding a copy of a row that is readable elsewhere (an old image of another block's row written over
+    a tuple, its t_ctid and checksum made consistent, so nothing in the page itself gives it away) and damaged
+    besides, so it is carved: the copy goes apart with the row that holds its key named, and the key is saved
+    once."""
+    lab = labs.get(version)
+    name = f"dupkey_{version}"
+    sql(
+        lab,
+        f"DROP TABLE IF EXISTS {name}",
+        f"CREATE TABLE {name} (id integer PRIMARY KEY, v text)",
+        f"INSERT INTO {name} SELECT g, lpad(g::text, 40, 'x') FROM generate_series(1, 3000) g",
+        f"SELECT count(*) FROM {name}",
+        "CHECKPOINT",
+    )
+    ((path,),) = sql(lab, f"SELECT pg_relation_filepath('{name}')")
+    ((copied,),) = sql(lab, f"SELECT id FROM {name} WHERE ctid = '(1,3)'")
+    ((overwritten,),) = sql(lab, f"SELECT id FROM {name} WHERE ctid = '(5,3)'")
+    file = lab.pgdata / str(path)
+
+    def item(page: bytearray, lp: int) -> tuple[int, int]:
+        raw = int.from_bytes(page[24 + 4 * (lp - 1) : 28 + 4 * (lp - 1)], "little")
+        return raw & 0x7FFF, raw >> 17
+
+    with stopped(lab):
+        data = bytearray(file.read_bytes())
+        src = bytearray(data[8192 : 2 * 8192])
+        page = bytearray(data[5 * 8192 : 6 * 8192])
+        (s_off, s_len), (d_off, d_len) = item(src, 3), item(page, 3)
+        assert s_len == d_len
+        page[d_off : d_off + d_len] = src[s_off : s_off + s_len]
+        page[d_off + 12 : d_off + 18] = bytes([0, 0, 5, 0, 3, 0])  # t_ctid (5,3): the copy names itself
+        at = 24 + 4 * 6  # line pointer 7 points past the page: the page is damaged, so it is carved
+        page[at : at + 4] = ((8180) | (1 << 15) | (64 << 17)).to_bytes(4, "little")
+        if version == "18":
+            page[8:10] = (core.page_checksum(bytes(page), 5) or 0).to_bytes(2, "little")
+        data[5 * 8192 : 6 * 8192] = page
+        file.write_bytes(bytes(data))
+    got = salvage(lab, name, tmp_path / "out")
+    r = got.report
+    ids = [ln.split("\t", 1)[0] for ln in got.lines]
+    assert ids.count(str(copied)) == 1, "the copied row is saved once, from its own block"
+    assert str(overwritten) not in ids
+    apart = read_output(Path(r["outputs"]["carved_file"]))
+    dup = [ln for ln in apart if ln.split("\t")[6] == str(copied)]
+    assert len(dup) == 1 and dup[0].startswith("5\t3\t"), apart[:3]
+    assert f"its key (id)=({copied}) is readable in row (1,3)" in dup[0]
+    assert any("key is readable in another row" in n for n in r["notes"]), r["notes"]
 
 
 # ------------------------------------------------------------------------------------------ SQL paths

@@ -63,6 +63,8 @@ class TableInfo:
     read_server_files: bool
     columns: list[Column] = field(default_factory=list)
     indexes: list[IndexInfo] = field(default_factory=list)
+    key: list[str] = field(default_factory=list)
+    """The columns of the primary key, or of a unique index over NOT NULL columns (empty: none)."""
 
     @property
     def nblocks(self) -> int:
@@ -237,6 +239,8 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
             c.type = type_desc(c.typid, types)
     for name, filepath, size in conn.execute(db.load_sql("salvage_indexes"), {"oid": oid}).fetchall():
         t.indexes.append(IndexInfo(name, filepath, int(size)))
+    key = conn.execute(db.load_sql("salvage_key"), {"oid": oid}).fetchone()
+    t.key = list(key[0]) if key and key[0] else []
     return t
 
 

@@ -38,6 +38,30 @@ if TYPE_CHECKING:
 
 _INVALID_PAGE = re.compile(r"invalid page in block (\d+) of relation \"?([^\s\"]+)")
 MAX_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KB pages
+KEY_CHECK_MAX_BLOCKS = 100_000
+"""Blocks to carve up to which their rows' keys are checked against the rows read through SQL (the keys are held)."""
+_COPY_ESCAPES = {b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"v": b"\v"}
+
+
+def _copy_text_value(field: bytes) -> str | None:
+    """One field of a COPY text line as the value's text (None for NULL or bytes that are not UTF-8)."""
+    if field == b"\\N":
+        return None
+    out = bytearray()
+    i = 0
+    while i < len(field):
+        ch = field[i : i + 1]
+        if ch == b"\\" and i + 1 < len(field):
+            nxt = field[i + 1 : i + 2]
+            out += _COPY_ESCAPES.get(nxt, nxt)
+            i += 2
+            continue
+        out += ch
+        i += 1
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 @dataclass
@@ -216,6 +240,8 @@ class Salvage:
         self.lost: list[dict[str, Any]] = []
         self.carve_blocks: set[int] = set()
         self.carve_items: dict[int, set[int]] = {}
+        self.apart_rows: dict[str, list[tuple[int, str]]] = {}
+        """Block -> carved rows to keep apart (offset, reason): copies of rows read through SQL."""
         self.notes: list[str] = []
         self.lock = threading.Lock()
         self.deleted: dict[str, Any] | None = None
@@ -380,6 +406,7 @@ class Salvage:
         # 3. carve
         self.carved: dict[str, Any] = {"rows": 0, "uncertain": 0, "invisible": 0, "pages": 0}
         c0 = time.monotonic()
+        self._apart_by_key()
         self._carve()
         self.carve_seconds = time.monotonic() - c0
         outputs = sink.finish()
@@ -673,6 +700,95 @@ class Salvage:
             zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
         self._evidence(zero_blocks, summary["pages"])
 
+    def _apart_by_key(self) -> None:
+        """Carved rows whose key SQL read in another row are copies of that row (a spliced or misdirected page, an
+        old image written back): the carve keeps them apart and names the row. Settled before the carve writes
+        anything: the blocks to carve are carved once for their keys, and the server is asked which of those keys
+        the blocks it read hold (TID range scans over those blocks only, in the shared snapshot)."""
+        t = self.table
+        if not t.key or self.pages is None or self.opts.carve_all:
+            return
+        blocks = sorted(
+            self.carve_blocks | set(self.carve_items) | {b for a, e in self.carve_ranges for b in range(a, e)}
+        )
+        if not blocks:
+            return
+        if len(blocks) > KEY_CHECK_MAX_BLOCKS:
+            self.notes.append(
+                f"{len(blocks)} blocks to carve: carved rows were not checked against the key of the rows read "
+                f"through SQL (done up to {KEY_CHECK_MAX_BLOCKS} blocks); look for duplicate keys in the output"
+            )
+            return
+        names = [c.name for c in t.live_columns]
+        if not all(k in names for k in t.key):
+            return
+        positions = [names.index(k) for k in t.key]
+        cfg = {**self._carve_config(), "format": "text", "can_ask": False, "can_fetch_toast": False}
+        found: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+        for i in range(0, len(blocks), 256):
+            chunk = blocks[i : i + 256]
+            res, out = core.carve_pages(self.pages.read_pages(chunk), chunk, cfg, b"")
+            for r in res["rows"]:
+                if r["verdict"] == "invisible":
+                    continue
+                fields = bytes(out[r["data_start"] : r["data_end"]]).rstrip(b"\n").split(b"\t")
+                vals = [_copy_text_value(fields[p]) if p < len(fields) else None for p in positions]
+                if all(v is not None for v in vals):
+                    found.setdefault(tuple(v for v in vals if v is not None), []).append(
+                        (int(r["block"]), int(r["offset"]))
+                    )
+        if not found:
+            return
+        unsafe = _merge(
+            [(b, b + 1) for b in blocks]
+            + [(b, b + 1) for b, c in self.classes.items() if c["state"] in ("damaged", "missing")]
+            + [(f.first, f.end) for f in self.failures]
+        )
+        elsewhere = self._keys_in(list(found), _complement(t.nblocks, unsafe))
+        cols = ", ".join(t.key)
+        for key, ctid in elsewhere.items():
+            why = (
+                f"its key ({cols})=({', '.join(key)}) is readable in row {ctid}: a copy of that row (a spliced or "
+                "misdirected page, an old page image written back)"
+            )
+            for block, offset in found[key]:
+                self.apart_rows.setdefault(str(block), []).append((offset, why))
+        if elsewhere:
+            self.notes.append(
+                f"{sum(len(found[k]) for k in elsewhere)} carved row(s) kept apart: their key is readable in another "
+                "row of the table"
+            )
+
+    def _keys_in(self, keys: list[tuple[str, ...]], ranges: list[tuple[int, int]]) -> dict[tuple[str, ...], str]:
+        """Which of ``keys`` (the key columns as text) rows in ``ranges`` hold, with the ctid of one such row. Only
+        TID range scans run, so no other block is read."""
+        t = self.table
+        sq = db.sql.SQL
+        cols = sq(", ").join(sq("{}::text").format(db.sql.Identifier(c)) for c in t.key)
+        arrays = sq(", ").join(sq("%s::text[]") for _ in t.key)
+        query = sq(
+            "SELECT ctid::text, {cols} FROM {t} WHERE ctid >= %s::tid AND ctid < %s::tid "
+            "AND ({cols}) IN (SELECT * FROM unnest({arrays}))"
+        ).format(cols=cols, t=t.ident(), arrays=arrays)
+        columns = [list(col) for col in zip(*keys, strict=True)]
+        out: dict[tuple[str, ...], str] = {}
+        for a, b in ranges:
+
+            def fn(conn: Connection[tuple[Any, ...]], a: int = a, b: int = b) -> list[tuple[Any, ...]]:
+                with reading(conn, self.snapshot):
+                    for knob in ("seqscan", "indexscan", "indexonlyscan", "bitmapscan"):
+                        conn.execute(f"SET LOCAL enable_{knob} = off")
+                    return list(conn.execute(query, (f"({a},0)", f"({b},0)", *columns)).fetchall())
+
+            try:
+                rows = self.main.run(fn)
+            except (SqlFailed, BackendLost) as exc:
+                self.notes.append(f"blocks {a}..{b - 1} not searched for the keys of carved rows: {exc}")
+                continue
+            for ctid, *vals in rows:
+                out.setdefault(tuple(str(v) for v in vals), str(ctid))
+        return out
+
     def _carve_config(self) -> dict[str, Any]:
         """The row engine's configuration for this table (crates/core/src/rows/carve.rs CarveConfig)."""
         t = self.table
@@ -692,6 +808,7 @@ class Salvage:
             "can_fetch_toast": t.toast_oid != 0,
             "toast_relid": t.toast_oid,
             "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
+            "apart_rows": self.apart_rows,
             **self.pages.carve_extras(),
         }
 

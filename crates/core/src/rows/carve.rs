@@ -878,6 +878,10 @@ pub struct CarveConfig {
     /// Block -> the only line pointers to output (tuple-level carving after SQL failed on them).
     #[serde(default)]
     pub only: HashMap<String, Vec<u16>>,
+    /// Block -> rows to keep apart whatever else is known of them: (offset of the tuple, the reason). Salvage
+    /// names here the carved rows whose key is readable in another row of the table.
+    #[serde(default)]
+    pub apart_rows: HashMap<String, Vec<(u16, String)>>,
     /// Output invisible tuples too (forensics).
     #[serde(default)]
     pub keep_invisible: bool,
@@ -1273,6 +1277,7 @@ pub struct Carver {
     fetched: Chunks,
     toast: Option<ToastFiles>,
     only: HashMap<u64, HashSet<u16>>,
+    apart_rows: HashMap<u64, Vec<(u16, String)>>,
     oopts: OutputOptions,
     max_chunk: usize,
     max_tuples: u16,
@@ -1292,6 +1297,7 @@ impl Carver {
         let multis = cfg.multis.iter().filter_map(|(k, v)| Some((k.parse().ok()?, *v))).collect();
         let only =
             cfg.only.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.iter().copied().collect()))).collect();
+        let apart_rows = cfg.apart_rows.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.clone()))).collect();
         let toast = (!cfg.toast_files.is_empty()).then(|| ToastFiles {
             reader: BlockReader::new(&cfg.toast_files, cfg.blcksz, cfg.relseg_size),
             nblocks: cfg.toast_nblocks,
@@ -1316,6 +1322,7 @@ impl Carver {
             fetched: HashMap::new(),
             toast,
             only,
+            apart_rows,
             utf8,
             cfg,
         }
@@ -1693,6 +1700,11 @@ impl Carver {
                         .into(),
                 );
             }
+            let forced = self.apart_rows.get(&block).and_then(|v| v.iter().find(|(o, _)| usize::from(*o) == f.off));
+            if let Some(why) = forced {
+                certainty = Certainty::Uncertain;
+                notes.push(why.1.clone());
+            }
             let certainty_besides_checksum = certainty;
             if let Some(n) = &page_note {
                 certainty = Certainty::Uncertain;
@@ -2069,6 +2081,7 @@ mod tests {
             toast_chunks: vec![],
             can_fetch_toast: false,
             only: HashMap::new(),
+            apart_rows: HashMap::new(),
             keep_invisible: false,
             deleted: false,
             deleted_by: None,
@@ -2138,6 +2151,23 @@ mod tests {
             (r.certainty, r.checksum_failed, r.certainty_besides_checksum),
             (Certainty::Uncertain, true, Certainty::Sure)
         );
+    }
+
+    #[test]
+    fn rows_named_apart_are_kept_apart_with_the_reason() {
+        let p = page(3, &[(1, "one"), (2, "two")]);
+        let (res, _) = carve_pages(&p, &[3], &[], &cfg()).unwrap();
+        let second = res.rows.iter().find(|r| r.lp == Some(2)).unwrap().offset;
+        let mut c = cfg();
+        c.apart_rows.insert("3".into(), vec![(second, "key (id)=(2) is readable at (9,4)".into())]);
+        c.apart_rows.insert("4".into(), vec![(res.rows[0].offset, "another block".into())]);
+        let (res, _) = carve_pages(&p, &[3], &[], &c).unwrap();
+        let kept: Vec<_> = res.rows.iter().map(|r| (r.lp, r.certainty, r.certainty_besides_checksum)).collect();
+        assert_eq!(
+            kept,
+            vec![(Some(1), Certainty::Sure, Certainty::Sure), (Some(2), Certainty::Uncertain, Certainty::Uncertain)]
+        );
+        assert!(res.rows[1].notes.iter().any(|n| n.contains("readable at (9,4)")), "{:?}", res.rows[1].notes);
     }
 
     #[test]
