@@ -555,3 +555,43 @@ def test_missing_segment_file_is_named(version: str, make_lab: Any, capsys: pyte
     found = [f for f in report["findings"] if f["code"] == "file.missing_segment"]
     assert len(found) == 1 and found[0]["block"] == 0 and found[0]["area"] == "file"
     assert "could not open file" in found[0]["observed_error"]
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_a_chunk_filed_under_its_old_key_is_found(make_lab: Any, version: str) -> None:
+    """A TOAST chunk whose chunk_id was altered (its checksum kept valid): the TOAST index still files it under the
+    old value, so the server reads the row whole and verify_heapam calls it sound, until the index is rebuilt.
+    diagnose reads the chunks without the index and names the row; REINDEX then makes the server fail on it."""
+    from fix_corrupt import cli
+
+    lab: LabCluster = make_lab(version)
+    with db.connect(lab.dsn(), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        conn.execute("CREATE TABLE tv (id integer PRIMARY KEY, payload text)")
+        conn.execute(
+            "INSERT INTO tv SELECT g, (SELECT string_agg(md5((g * 100 + i)::text), '') FROM generate_series(1, 80) i)"
+            " FROM generate_series(1, 300) g"
+        )
+        conn.execute("CHECKPOINT")
+        (toast,) = conn.execute(
+            "SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE oid = 'tv'::regclass"
+        ).fetchone() or ("",)
+    code, _, err = cli(
+        "corrupt", "toast", "--field", "chunk_id", "--pgdata", str(lab.pgdata), "--file", str(toast),
+        "--kind", "heap", "--seed", "3", "--keep-checksum-valid",
+    )  # fmt: skip
+    assert code == 0, err
+    with db.connect(lab.dsn(), autocommit=True) as conn:
+        conn.execute("SELECT md5(payload) FROM tv").fetchall()  # the index hides it: every row reads
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["diagnose", "--dsn", lab.dsn(), "--table", "tv", "--format", "json"])
+    report = json.loads(buf.getvalue())
+    rows = [f for f in report["findings"] if f["relation"] == "tv" and str(f["code"]).startswith("toast.")]
+    assert code == Exit.DAMAGE and len(rows) == 1, json.dumps(report["relations"])
+    block, item = rows[0]["block"], rows[0]["item"]
+    with db.connect(lab.dsn(), autocommit=True) as conn:
+        conn.execute("REINDEX TABLE tv")
+        with pytest.raises(db.DatabaseError, match="chunk number"):
+            conn.execute("SELECT md5(payload) FROM tv WHERE ctid = %s::tid", (f"({block},{item})",)).fetchall()
