@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.salvage.pages import pageinspect_function
 
 if TYPE_CHECKING:
     from pgsurgeon.salvage.engine import Salvage
@@ -26,11 +27,8 @@ def undelete(s: Salvage, cfg: dict[str, Any], oracle: Any, out_dir: Path, base: 
     the files cannot: transaction status, MultiXact members, TOAST chunks); returns what was written."""
     t = s.table
     conn = s.main.conn
-    schema = conn.execute(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-        "WHERE e.extname = 'pageinspect'"
-    ).fetchone()
-    if schema is None:
+    fn = pageinspect_function(conn, "get_raw_page")
+    if fn is None:
         raise PgSurgeonError(
             "--deleted reads pages through the server's buffers with pageinspect, which is not installed",
             hint="CREATE EXTENSION pageinspect; or stop the server and run pgsurgeon unload --deleted",
@@ -38,7 +36,7 @@ def undelete(s: Salvage, cfg: dict[str, Any], oracle: Any, out_dir: Path, base: 
     query = db.sql.SQL(
         "SELECT string_agg({fn}(%(rel)s::oid::regclass::text, 'main', b), ''::bytea ORDER BY b) "
         "FROM generate_series(%(a)s::bigint, %(b)s::bigint) b"
-    ).format(fn=db.sql.Identifier(str(schema[0]), "get_raw_page"))
+    ).format(fn=fn)
     bs = t.block_size
     rconn = db.connect(s.opts.dsn)
     lock = threading.Lock()  # the engine may ask from several threads; one connection answers in turn

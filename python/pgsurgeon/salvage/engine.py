@@ -29,7 +29,14 @@ from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.deleted import undelete
-from pgsurgeon.salvage.pages import LocalPages, PageSource, RemotePages, can_read_remote, fetch_toast
+from pgsurgeon.salvage.pages import (
+    LocalPages,
+    PageSource,
+    RemotePages,
+    can_read_remote,
+    fetch_toast,
+    pageinspect_function,
+)
 from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
 from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink, reading
 
@@ -39,6 +46,8 @@ if TYPE_CHECKING:
 _INVALID_PAGE = re.compile(r"invalid page in block (\d+) of relation \"?([^\s\"]+)")
 MAX_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KB pages
 KEY_CHECK_MAX_BLOCKS = 100_000
+NEWER_CHECK_MAX_BLOCKS = 10_000
+"""Damaged blocks up to which the server's copy is compared with the file's (one statement each)."""
 """Blocks to carve up to which their rows' keys are checked against the rows read through SQL (the keys are held)."""
 _COPY_ESCAPES = {b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"v": b"\v"}
 
@@ -342,19 +351,18 @@ class Salvage:
         self.classify_seconds = 0.0
         if self.pages is None and o.carve_all:
             raise PgSurgeonError("--carve-all needs raw pages", hint="use --files local or remote")
+        self.classify_cfg: dict[str, Any] = {
+            "nblocks": nblocks,
+            "blcksz": t.block_size,
+            "checksums": t.checksums,
+            "desc": t.rel_desc(),
+            "horizons": self.horizons,
+            "jobs": o.jobs,
+            "columns": t.columns_out(),
+        }
         if self.pages is not None and o.precheck and not o.carve_all:
             c0 = time.monotonic()
-            res = self.pages.classify(
-                {
-                    "nblocks": nblocks,
-                    "blcksz": t.block_size,
-                    "checksums": t.checksums,
-                    "desc": t.rel_desc(),
-                    "horizons": self.horizons,
-                    "jobs": o.jobs,
-                    "columns": t.columns_out(),
-                }
-            )
+            res = self.pages.classify(self.classify_cfg)
             self.classify_seconds = time.monotonic() - c0
             self.classes = {int(b["block"]): b for b in res["blocks"]}
         damaged = {b for b, c in self.classes.items() if c["state"] in ("damaged", "missing")}
@@ -366,6 +374,11 @@ class Salvage:
             for b, c in self.classes.items()
             if c["state"] == "damaged" and set(c["codes"]) == {"checksum.mismatch"} and not o.carve_all
         }
+        # The files lag behind the server: a page it changed since it last wrote it out (or is writing now) may
+        # read damaged there and sound in its buffers. Such a page is read through SQL like the others.
+        checksum_only |= self._newer_in_server(
+            sorted(b for b in damaged if self.classes[b]["state"] == "damaged" and b not in checksum_only)
+        )
         self.carve_blocks |= {b for b in damaged if self.classes[b]["state"] == "damaged"} - checksum_only
         missing = [b for b, c in self.classes.items() if c["state"] == "missing"]
         # block ranges to carve beside single blocks (after a missing segment; everything with --carve-all)
@@ -386,6 +399,8 @@ class Salvage:
         if o.carve_all:
             self.carve_ranges = _complement(nblocks, _merge([(b, b + 1) for b in missing]))
             skip = [(0, nblocks)]
+            if isinstance(self.pages, LocalPages):
+                self._flush_for_carving()
         if o.deleted and isinstance(sink, DirSink) and self.pages is not None:
             # before any SQL reads the table: a scan prunes the removed versions from the pages it reads
             self.deleted = undelete(self, self._carve_config(), _Oracle(self), sink.out_dir, sink.base, sink.ext)
@@ -414,6 +429,67 @@ class Salvage:
             sink.cleanup()
         self.outputs = outputs
         return self._report(started)
+
+    def _flush_for_carving(self) -> None:
+        """Every page is carved from the files, which hold what the server last wrote out: a change committed before
+        the shared snapshot may still sit only in its buffers. A CHECKPOINT taken now writes every such page."""
+
+        def checkpoint(conn: Connection[tuple[Any, ...]]) -> None:
+            conn.execute("CHECKPOINT")
+
+        try:
+            self.main.run(checkpoint)
+        except (SqlFailed, BackendLost) as exc:
+            self.notes.append(
+                f"CHECKPOINT refused ({exc}): rows changed since the last checkpoint may be carved as they were then"
+            )
+        else:
+            self.notes.append("CHECKPOINT taken: the files hold every change the snapshot sees")
+
+    def _newer_in_server(self, blocks: list[int]) -> set[int]:
+        """Of the blocks the files show damaged, those the server holds in a sound, newer state: its copy (read
+        through the buffer manager with pageinspect's get_raw_page, which never looks at the tuples) carries a
+        later page LSN and passes the page checks. A copy the server refuses, or one with the file's LSN (hint
+        bits aside, the same page), confirms the damage. Without pageinspect, the file is read again: a page that
+        was being written reads differently a moment later."""
+        if not blocks or not isinstance(self.pages, LocalPages) or self.opts.carve_all:
+            return set()
+        cfg = {**self.classify_cfg, "checksums": False, "nblocks": self.table.nblocks, "jobs": 1}
+        fn = pageinspect_function(self.main.conn, "get_raw_page")
+        query = (
+            db.sql.SQL("SELECT {fn}(%s::oid::regclass::text, 'main', %s::bigint)").format(fn=fn)
+            if fn is not None
+            else None
+        )
+        newer: set[int] = set()
+        for b in blocks[:NEWER_CHECK_MAX_BLOCKS]:
+            disk = self.pages.read_pages([b])
+            if query is not None:
+
+                def fetch(conn: Connection[tuple[Any, ...]], b: int = b) -> bytes | None:
+                    row = conn.execute(query, (self.table.oid, b), binary=True).fetchone()
+                    return bytes(row[0]) if row and row[0] is not None else None
+
+                try:
+                    copy = self.main.run(fetch)
+                except (SqlFailed, BackendLost):
+                    continue  # refused: the damage is in the server's view too
+                if copy is None or copy[:8] == disk[:8]:
+                    continue
+            else:
+                time.sleep(0.05)
+                copy = self.pages.read_pages([b])
+                if copy == disk:
+                    continue
+            if not core.classify_pages(copy, b, cfg)["blocks"]:  # it lists the blocks that are not healthy
+                newer.add(b)
+        if newer:
+            self.notes.append(
+                f"{len(newer)} block(s) damaged in the files but sound and newer in the server's "
+                f"{'buffers' if query is not None else 'file a moment later'} (changed since last written out): "
+                "read through SQL: " + ", ".join(str(b) for b in sorted(newer)[:20]) + (" …" if len(newer) > 20 else "")
+            )
+        return newer
 
     # ------------------------------------------------------------------ SQL phase
 

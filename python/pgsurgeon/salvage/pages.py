@@ -184,6 +184,15 @@ class RemotePages:
         return []
 
 
+def pageinspect_function(conn: Any, name: str) -> db.sql.Composable | None:
+    """A pageinspect function, schema-qualified (None when the extension is not installed)."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'pageinspect'"
+    ).fetchone()
+    return db.sql.Identifier(str(row[0]), name) if row else None
+
+
 def can_read_remote(table: TableInfo) -> bool:
     return table.superuser or table.read_server_files
 
