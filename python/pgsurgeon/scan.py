@@ -74,6 +74,56 @@ def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dic
     }
 
 
+LIVE_ATTEMPTS = 3
+_XID_FUTURE = frozenset({"tuple_header.xmin_future", "tuple_header.xmax_future"})
+
+
+def _server_next_xid(dsn: str) -> int:
+    """The server's next transaction ID (its 32-bit part)."""
+    with db.connect(dsn) as conn:
+        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()
+    return int(row[0]) % (1 << 32) if row else 0
+
+
+def _scan_once(
+    req: ScanRequest, config: dict[str, Any], on_progress: Callable[[int, int, int], None] | None
+) -> dict[str, Any]:
+    """One pass of the core's scanner over what ``config`` selects."""
+    try:
+        scanner = core.Scanner(str(req.pgdata), json.dumps(config))
+    except PermissionError as exc:
+        raise _not_allowed(exc) from None
+    except (ValueError, OSError) as exc:
+        raise PgSurgeonError(str(exc).splitlines()[0]) from None
+    total = scanner.total_bytes
+    result: dict[str, Any] = {}
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            result.update(json.loads(scanner.run()))
+        except BaseException as exc:  # handed to the calling thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="pgsurgeon-scan", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+            if on_progress is not None:
+                done, pages = scanner.progress()
+                on_progress(done, total, pages)
+    except KeyboardInterrupt:
+        scanner.cancel()
+        worker.join()
+        raise
+    if failure:
+        if isinstance(failure[0], PermissionError):
+            raise _not_allowed(failure[0])
+        raise PgSurgeonError(f"scan failed: {failure[0]}")
+    return result
+
+
 def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, RelName], list[Any]]:
     """Names and metadata of the relations of every database, or of those ``only`` names (by name or OID)."""
     with db.connect(dsn) as conn:
@@ -193,39 +243,25 @@ def _run_scan(
             warnings.append(why)
     db_oids, nodes = _resolve_filters(req, names, databases_by_name)
     config = {"options": options, "files": [str(f) for f in req.files], "databases": db_oids, "relfilenodes": nodes}
-    try:
-        scanner = core.Scanner(str(req.pgdata), json.dumps(config))
-    except PermissionError as exc:
-        raise _not_allowed(exc) from None
-    except (ValueError, OSError) as exc:
-        raise PgSurgeonError(str(exc).splitlines()[0]) from None
-    total = scanner.total_bytes
-    result: dict[str, Any] = {}
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            result.update(json.loads(scanner.run()))
-        except BaseException as exc:  # handed to the calling thread
-            failure.append(exc)
-
+    live = req.live and pid is not None and req.dsn is not None and options["horizons"] is not None
+    if req.live and pid is not None and req.dsn is None:
+        warnings.append(
+            "without a connection, pages never WAL-logged (unlogged tables, a table filled in the transaction that "
+            "created it under wal_level minimal) are judged against the last checkpoint's next XID: rows written "
+            "since may be reported as from the future (connect with -d/-h to judge them against the server's)"
+        )
     started = time.monotonic()
-    worker = threading.Thread(target=work, name="pgsurgeon-scan", daemon=True)
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(0.2)
-            if on_progress is not None:
-                done, pages = scanner.progress()
-                on_progress(done, total, pages)
-    except KeyboardInterrupt:
-        scanner.cancel()
-        worker.join()
-        raise
-    if failure:
-        if isinstance(failure[0], PermissionError):
-            raise _not_allowed(failure[0])
-        raise PgSurgeonError(f"scan failed: {failure[0]}")
+    for _attempt in range(LIVE_ATTEMPTS):
+        if live:
+            # pg_control's next XID is its last checkpoint's: pages never WAL-logged (unlogged tables, a table
+            # created and filled in one transaction under wal_level minimal) keep LSN 0 however new their rows,
+            # so the redo point does not skip them. They are judged against the server's own next XID instead.
+            options["horizons"]["next_xid"] = _server_next_xid(str(req.dsn))
+        result = _scan_once(req, config, on_progress)
+        future = [f for f in result["findings"] if f["code"] in _XID_FUTURE]
+        # An XID assigned while the files were read is not from the future: scan again against the new horizon.
+        if not (live and future and _server_next_xid(str(req.dsn)) != options["horizons"]["next_xid"]):
+            break
     summary = result["summary"]
     summary["seconds"] = round(time.monotonic() - started, 3)
     findings = result["findings"]
