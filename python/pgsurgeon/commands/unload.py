@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgsurgeon.backup import is_backup
 from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
-from pgsurgeon.unload import UnloadRequest, UnloadResult
-from pgsurgeon.unload import run as run_unload
-from pgsurgeon.unload.layout import run_layout
+
+if TYPE_CHECKING:
+    from pgsurgeon.unload import UnloadRequest, UnloadResult
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,6 +77,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> UnloadRequest:
+    from pgsurgeon.unload import UnloadRequest
+
     if not 1 <= args.jobs <= 64:
         raise UsageError("--jobs must be between 1 and 64")
     if args.pg_version is not None and not 10 <= args.pg_version <= 99:
@@ -138,6 +141,8 @@ def render(res: UnloadResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pgsurgeon.unload import run as run_unload
+
     if args.layout is not None:
         return _run_layout(args)
     if args.pgdata is not None and args.pgdata.is_file() and not is_backup(args.pgdata):
@@ -155,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_layout(args: argparse.Namespace) -> int:
+    from pgsurgeon.unload.layout import run_layout
+
     if args.pgdata is None or not args.pgdata.is_file():
         raise UsageError("--layout decodes one relation file", hint="pass the file, e.g. PGDATA/base/16384/29724")
     res = run_layout(

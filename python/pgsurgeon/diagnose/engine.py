@@ -780,10 +780,18 @@ class Diagnosis:
             for i in range(len(got) // bs):
                 page = got[i * bs : (i + 1) * bs]
                 base = (start + i) * per_page
-                for heap_blk in range(max(nblocks - base, 0), per_page):
-                    byte = page[_VM_HEADER + heap_blk // 4]
-                    if byte and (byte >> ((heap_blk % 4) * 2)) & 0x3:
-                        beyond.append(base + heap_blk)
+                first = max(nblocks - base, 0)
+                if first >= per_page:
+                    continue
+                lo = _VM_HEADER + first // 4
+                tail = page[lo : _VM_HEADER + per_page // 4]
+                if not tail.strip(b"\0"):
+                    continue  # the usual case: no bit past the end; looked at bit by bit only when one is set
+                for j, byte in enumerate(tail):
+                    for bit in range(4):
+                        heap_blk = (lo - _VM_HEADER + j) * 4 + bit
+                        if byte and heap_blk >= first and (byte >> (bit * 2)) & 0x3:
+                            beyond.append(base + heap_blk)
         return beyond
 
     def _fresh_nblocks(self, rel: Rel) -> int | None:
