@@ -149,6 +149,30 @@ class Failure:
         return d
 
 
+class _Background:
+    """A call run in a thread of its own; ``result()`` waits for it and raises what it raised."""
+
+    def __init__(self, blocks: set[int], fn: Callable[[], list[dict[str, Any]]]) -> None:
+        self.blocks = blocks
+        self._out: list[list[dict[str, Any]]] = []
+        self._err: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._out.append(fn())
+            except BaseException as exc:  # handed to result()
+                self._err.append(exc)
+
+        self._thread = threading.Thread(target=run, name="salvage-evidence", daemon=True)
+        self._thread.start()
+
+    def result(self) -> list[dict[str, Any]]:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
+
+
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for a, b in sorted(ranges):
@@ -250,6 +274,7 @@ class Salvage:
         self.carve_blocks: set[int] = set()
         self.carve_items: dict[int, set[int]] = {}
         self.apart_rows: dict[str, list[tuple[int, str]]] = {}
+        self._early_evidence: _Background | None = None
         """Block -> carved rows to keep apart (offset, reason): copies of rows read through SQL."""
         self.notes: list[str] = []
         self.lock = threading.Lock()
@@ -404,6 +429,10 @@ class Salvage:
         if o.deleted and isinstance(sink, DirSink) and self.pages is not None:
             # before any SQL reads the table: a scan prunes the removed versions from the pages it reads
             self.deleted = undelete(self, self._carve_config(), _Oracle(self), sink.out_dir, sink.base, sink.ext)
+        # The index entries into all-zero blocks and past the end, read from the index files beside the SQL phase.
+        if isinstance(self.pages, LocalPages) and self.table.indexes and not o.carve_all:
+            zero_now = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
+            self._early_evidence = _Background(set(zero_now), lambda: self._index_evidence(zero_now, nblocks))
         # 2. SQL
         done = sink.done_ranges()
         chunk = o.chunk_blocks or max(16, min(2048, nblocks // max(1, o.jobs * 8) or 16))
@@ -923,6 +952,13 @@ class Salvage:
                 raise errors[0]
         return result[0]
 
+    def _index_evidence(self, blocks: list[int], beyond: int | None) -> list[dict[str, Any]]:
+        """The TIDs the table's btree indexes hold into ``blocks`` (and at or past ``beyond``), from their files."""
+        assert isinstance(self.pages, LocalPages)
+        return core.index_evidence(
+            {"indexes": self.pages.index_files(), "blocks": blocks, "beyond": beyond, "blcksz": self.table.block_size}
+        )
+
     def _evidence(self, zero_blocks: list[int], page_infos: list[dict[str, Any]]) -> None:
         """All-zero pages, and damaged pages whose line pointer array is destroyed: which rows index entries say
         were there and were not found."""
@@ -931,22 +967,37 @@ class Salvage:
         targets = sorted(set(zero_blocks) | set(destroyed))
         tids: list[dict[str, Any]] = []
         nblocks = self.table.nblocks
-        if isinstance(self.pages, LocalPages) and self.table.indexes:
+        early = self._early_evidence
+        if early is not None and set(zero_blocks) <= early.blocks:
+            # read while SQL copied the rows; only the destroyed pages the carve found are left to look up
             try:
-                tids = core.index_evidence(
-                    {
-                        "indexes": self.pages.index_files(),
-                        "blocks": targets,
-                        "beyond": nblocks,
-                        "blcksz": self.table.block_size,
-                    }
-                )
+                tids = early.result()
+                if destroyed:
+                    tids += self._index_evidence(destroyed, None)
+            except (OSError, ValueError) as exc:
+                self.notes.append(f"index evidence unavailable: {exc}")
+        elif isinstance(self.pages, LocalPages) and self.table.indexes:
+            try:
+                tids = self._index_evidence(targets, nblocks)
             except (OSError, ValueError) as exc:
                 self.notes.append(f"index evidence unavailable: {exc}")
         beyond: dict[int, int] = {}
         for e in tids:
             if int(e["block"]) >= nblocks:
                 beyond[int(e["block"])] = beyond.get(int(e["block"]), 0) + 1
+        if beyond:
+            # On a running server the table may have grown since it was sized (rows the snapshot does not see):
+            # index entries into blocks it has now are concurrent change, not a cut file.
+            grown = self._size_now()
+            if grown is not None and grown > nblocks:
+                inside = [b for b in beyond if b < grown]
+                for b in inside:
+                    del beyond[b]
+                if inside:
+                    self.notes.append(
+                        f"the table grew from {nblocks} to {grown} blocks while it was saved: index entries into "
+                        f"{len(inside)} new block(s) are rows the snapshot does not see"
+                    )
         for blk, n in sorted(beyond.items()):
             self.lost.append(
                 {
@@ -1033,6 +1084,18 @@ class Salvage:
                             "certain": False,
                         }
                     )
+
+    def _size_now(self) -> int | None:
+        """The table's length in blocks as the server has it now (None when it cannot say)."""
+
+        def fn(conn: Connection[tuple[Any, ...]]) -> int | None:
+            row = conn.execute(db.load_sql("salvage_size"), {"oid": self.table.oid}).fetchone()
+            return int(row[0]) // self.table.block_size if row and row[0] is not None else None
+
+        try:
+            return self.main.run(fn)
+        except (SqlFailed, BackendLost):
+            return None
 
     def _rows_in_block(self, block: int) -> bool:
         """Whether the server, in the shared snapshot, returns rows from ``block`` (a TID range scan of one page)."""
