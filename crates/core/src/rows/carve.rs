@@ -131,6 +131,9 @@ pub fn max_heap_tuples(blcksz: usize) -> u16 {
 pub struct ClassifyConfig {
     #[serde(default)]
     pub files: Vec<SegFile>,
+    /// Classify blocks `first..nblocks` (a region of the relation; 0: from its start).
+    #[serde(default)]
+    pub first: u64,
     pub nblocks: u64,
     #[serde(default = "default_blcksz")]
     pub blcksz: u32,
@@ -300,12 +303,13 @@ fn check_values(tuple: &[u8], walk: &Walk, cfg: &ClassifyConfig) -> Option<Strin
 pub fn classify_relation(cfg: &ClassifyConfig) -> Result<ClassifyResult> {
     let reader = BlockReader::new(&cfg.files, cfg.blcksz, cfg.relseg_size);
     let unit = cfg.unit_blocks.max(1);
-    let units: Vec<u64> = (0..cfg.nblocks.div_ceil(unit)).collect();
+    let start = cfg.first.min(cfg.nblocks);
+    let units: Vec<u64> = (0..(cfg.nblocks - start).div_ceil(unit)).collect();
     let run = || -> Vec<std::io::Result<(u64, Vec<BlockClass>)>> {
         units
             .par_iter()
             .map(|u| {
-                let first = u * unit;
+                let first = start + u * unit;
                 let count = unit.min(cfg.nblocks - first);
                 let data = reader.read(first, count)?;
                 Ok((data.len() as u64, classify_buffer(&data, first, count, cfg)))
@@ -320,7 +324,7 @@ pub fn classify_relation(cfg: &ClassifyConfig) -> Result<ClassifyResult> {
             .install(run),
         None => run(),
     };
-    let mut res = ClassifyResult { nblocks: cfg.nblocks, ..Default::default() };
+    let mut res = ClassifyResult { nblocks: cfg.nblocks - start, ..Default::default() };
     for p in parts {
         let (bytes, blocks) = p.map_err(|e| CoreError::Invalid(format!("cannot read the relation: {e}")))?;
         res.bytes_read += bytes;
@@ -2241,6 +2245,7 @@ mod tests {
     fn classify_zero_and_damaged() {
         let c = ClassifyConfig {
             files: vec![],
+            first: 0,
             nblocks: 10,
             blcksz: 8192,
             relseg_size: 131072,
@@ -2257,5 +2262,43 @@ mod tests {
         p[14] = 0x10; // pd_upper below pd_lower
         p[15] = 0;
         assert_eq!(classify_page(&p, 1, &c).unwrap().state, "damaged");
+    }
+
+    #[test]
+    fn classify_a_region() {
+        let dir = std::env::temp_dir().join(format!("pgs-classify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("16384");
+        let mut file = Vec::new();
+        for b in 0..4u32 {
+            if b == 2 {
+                file.extend_from_slice(&[0u8; 8192]);
+            } else {
+                file.extend_from_slice(&page(b, &[(1, "x")]));
+            }
+        }
+        file[14] = 0x10; // block 0: pd_upper below pd_lower
+        file[15] = 0;
+        std::fs::write(&path, &file).unwrap();
+        let cfg = |first: u64| ClassifyConfig {
+            files: vec![SegFile { segno: 0, path: path.clone() }],
+            first,
+            nblocks: 4,
+            blcksz: 8192,
+            relseg_size: 131072,
+            checksums: false,
+            desc: Some(desc()),
+            horizons: None,
+            jobs: Some(1),
+            unit_blocks: 1,
+            columns: vec![],
+        };
+        let whole = classify_relation(&cfg(0)).unwrap();
+        let states: Vec<_> = whole.blocks.iter().map(|b| (b.block, b.state)).collect();
+        assert_eq!(states, vec![(0, "damaged"), (2, "zero")]);
+        let region = classify_relation(&cfg(1)).unwrap();
+        let states: Vec<_> = region.blocks.iter().map(|b| (b.block, b.state)).collect();
+        assert_eq!((states, region.nblocks, region.healthy), (vec![(2, "zero")], 3, 2));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
