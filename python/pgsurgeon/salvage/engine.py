@@ -391,6 +391,8 @@ class Salvage:
             c0 = time.monotonic()
             if isinstance(self.pages, LocalPages) and isinstance(sink, TableSink) and not o.deleted:
                 self._classify_while_copying(self.pages, sink)
+            elif isinstance(self.pages, LocalPages) and isinstance(sink, DirSink) and not o.deleted:
+                self._classify_while_reading(self.pages)
             else:
                 res = self.pages.classify(self.classify_cfg)
                 self.classes = {int(b["block"]): b for b in res["blocks"]}
@@ -440,7 +442,9 @@ class Salvage:
             self._early_evidence = _Background(set(zero_now), lambda: self._index_evidence(zero_now, nblocks))
         # 2. SQL
         done = sink.done_ranges()
-        chunk = o.chunk_blocks or max(16, min(2048, nblocks // max(1, o.jobs * 8) or 16))
+        chunk = self._chunk_blocks()
+        # blocks SQL already failed on while the pages were checked (they are carved or lost, not read again)
+        skip = _merge(skip + [(f.first, f.end) for f in self.failures])
         work = plan_chunks(nblocks, skip, done, chunk)
         done_set = _merge(done)
         work += [(b, b + 1) for b in sorted(checksum_only) if not any(x <= b < y for x, y in done_set)]
@@ -463,6 +467,38 @@ class Salvage:
             sink.cleanup()
         self.outputs = outputs
         return self._report(started)
+
+    def _chunk_blocks(self) -> int:
+        nblocks = self.table.nblocks
+        return self.opts.chunk_blocks or max(16, min(2048, nblocks // max(1, self.opts.jobs * 8) or 16))
+
+    def _classify_while_reading(self, pages: LocalPages) -> None:
+        """``--out``: the SQL sessions read each region's sound chunks while the next region's pages are checked
+        here, instead of after every page was. Blocks that fail the checks stay out (the usual path reads, carves
+        or reports them afterwards); after a missing segment nothing more is read this way."""
+        nblocks = self.table.nblocks
+        chunk = self._chunk_blocks()
+        done = self.sink.done_ranges()
+
+        def feed(push: Callable[[tuple[int, int]], None]) -> None:
+            feeding = True
+            for a in range(0, nblocks, CLASSIFY_REGION):
+                if self.stop.is_set():
+                    return
+                b = min(nblocks, a + CLASSIFY_REGION)
+                res = pages.classify({**self.classify_cfg, "first": a, "nblocks": b})
+                found = {int(x["block"]): x for x in res["blocks"]}
+                with self.lock:
+                    self.classes.update(found)
+                feeding = feeding and not any(c["state"] == "missing" for c in found.values())
+                if feeding:
+                    bad = [(x, x + 1) for x, c in found.items() if c["state"] in ("damaged", "missing")]
+                    for r in plan_chunks(b, _merge([(0, a), *bad]), done, chunk):
+                        push(r)
+
+        s0 = time.monotonic()
+        self._run_sql([], feed)
+        self.overlapped_sql_seconds = time.monotonic() - s0
 
     def _classify_while_copying(self, pages: LocalPages, sink: TableSink) -> None:
         """``--into`` a new table of the same database: the server copies the sound ranges of each region of the
@@ -602,11 +638,17 @@ class Salvage:
         self.stats.add(sum(b - a for a, b in bulk), int(rows))
         return [(a, b) for a, b in work if b - a == 1 and a in alone]
 
-    def _run_sql(self, work: list[tuple[int, int]]) -> None:
+    def _run_sql(
+        self,
+        work: list[tuple[int, int]],
+        feed: Callable[[Callable[[tuple[int, int]], None]], None] | None = None,
+    ) -> None:
+        """Read ``work`` through SQL with --jobs sessions; ``feed(push)``, run in a thread of its own, may add more
+        as it goes (the sessions wait for it to end)."""
         q: queue.Queue[tuple[int, int] | None] = queue.Queue()
         for w in work:
             q.put(w)
-        pending = [len(work)]
+        pending = [len(work) + (feed is not None)]
         suspects: list[tuple[int, int, str]] = []
         errors: list[BaseException] = []
         cond = threading.Condition()
@@ -653,6 +695,18 @@ class Salvage:
         threads = [
             threading.Thread(target=worker, name=f"salvage-{i}", daemon=True) for i in range(max(1, self.opts.jobs))
         ]
+        if feed is not None:
+
+            def producer() -> None:
+                try:
+                    feed(push)
+                except BaseException as exc:  # handed to the caller
+                    errors.append(exc)
+                    self.stop.set()
+                finally:
+                    finish_one()
+
+            threads.append(threading.Thread(target=producer, name="salvage-classify", daemon=True))
         for th in threads:
             th.start()
         try:
