@@ -247,43 +247,6 @@ def test_into_copies_inside_the_server_or_pipes_copy_to_another(labs: CorruptLab
 
 
 @pytest.mark.parametrize("version", ["15", "18"])
-def test_into_copies_region_by_region_around_damage(
-    labs: CorruptLabs, version: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """--into the same database checks the pages a region at a time while the server copies the regions before
-    (regions of 8 blocks here): blocks damaged in the middle of the table and at a region's edge stay out of the
-    copy and are carved; every row on a sound page is in the new table once, the copy is still one transaction."""
-    from pgsurgeon.salvage import engine
-
-    monkeypatch.setattr(engine, "CLASSIFY_REGION", 8)
-    lab = labs.get(version)
-    sql(
-        lab,
-        "DROP TABLE IF EXISTS regions",
-        "CREATE TABLE regions (id integer PRIMARY KEY, t text)",
-        "INSERT INTO regions SELECT g, repeat('r', 60) || g FROM generate_series(1, 6000) g",
-        "CHECKPOINT",
-    )
-    truth = truth_of(lab, "regions")
-    assert truth.nblocks > 40
-    damage(lab, "regions", "item-ids", 8)  # the first block of a region
-    damage(lab, "regions", "zero", 21)
-    for name in ("regions_saved", "regions_saved_carved", "regions_saved_salvage"):
-        sql(lab, f"DROP TABLE IF EXISTS {name}")
-    code, out, err = cli(
-        "salvage", "--dsn", lab.dsn(), "--table", "regions", "--report-format", "json", "--into", "regions_saved"
-    )
-    report = json.loads(out)
-    assert code == Exit.DAMAGE, err
-    got = _rows(lab, "regions_saved")
-    sound = {k: v[2] for k, v in truth.rows.items() if v[0] not in (8, 21)}
-    assert {k: got[k] for k in sound} == sound
-    assert set(got) - set(truth.rows) == set()
-    assert sql(lab, "SELECT count(DISTINCT xmin::text) FROM regions_saved_salvage WHERE kind = 'sql'") == [(1,)]
-    assert {x["block"] for x in report["lost"]} >= {21}
-
-
-@pytest.mark.parametrize("version", ["15", "18"])
 def test_out_reads_region_by_region_around_damage(
     labs: CorruptLabs, version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,7 +19,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,8 @@ _INVALID_PAGE = re.compile(r"invalid page in block (\d+) of relation \"?([^\s\"]
 MAX_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KB pages
 KEY_CHECK_MAX_BLOCKS = 100_000
 CLASSIFY_REGION = 8192
-"""Blocks checked per step when the server copies the sound ranges of the steps before (--into, same database)."""
+"""Blocks checked per step while the SQL sessions read the sound chunks of the steps before (--out). Not for --into:
+INSERT … SELECT region by region is slower than one CREATE TABLE AS (no bulk insert), 4.3 s against 3.65 s."""
 NEWER_CHECK_MAX_BLOCKS = 10_000
 """Damaged blocks up to which the server's copy is compared with the file's (one statement each)."""
 """Blocks to carve up to which their rows' keys are checked against the rows read through SQL (the keys are held)."""
@@ -389,9 +390,7 @@ class Salvage:
         }
         if self.pages is not None and o.precheck and not o.carve_all:
             c0 = time.monotonic()
-            if isinstance(self.pages, LocalPages) and isinstance(sink, TableSink) and not o.deleted:
-                self._classify_while_copying(self.pages, sink)
-            elif isinstance(self.pages, LocalPages) and isinstance(sink, DirSink) and not o.deleted:
+            if isinstance(self.pages, LocalPages) and isinstance(sink, DirSink) and not o.deleted:
                 self._classify_while_reading(self.pages)
             else:
                 res = self.pages.classify(self.classify_cfg)
@@ -499,58 +498,6 @@ class Salvage:
         s0 = time.monotonic()
         self._run_sql([], feed)
         self.overlapped_sql_seconds = time.monotonic() - s0
-
-    def _classify_while_copying(self, pages: LocalPages, sink: TableSink) -> None:
-        """``--into`` a new table of the same database: the server copies the sound ranges of each region of the
-        table (CREATE TABLE AS, then INSERT … SELECT, in one transaction) while the next region's pages are checked
-        here, instead of after every page was. Blocks that fail the checks stay out of it (the usual path reads,
-        carves or reports them afterwards); after a missing segment nothing more is copied this way."""
-        nblocks = self.table.nblocks
-        ready: queue.Queue[tuple[int, int] | None] = queue.Queue()
-        failed: list[BaseException] = []
-
-        def check_regions() -> None:
-            try:
-                feeding = True
-                for a in range(0, nblocks, CLASSIFY_REGION):
-                    b = min(nblocks, a + CLASSIFY_REGION)
-                    res = pages.classify({**self.classify_cfg, "first": a, "nblocks": b})
-                    found = {int(x["block"]): x for x in res["blocks"]}
-                    self.classes.update(found)
-                    feeding = feeding and not any(c["state"] == "missing" for c in found.values())
-                    if feeding:
-                        bad = [(x, x + 1) for x, c in found.items() if c["state"] in ("damaged", "missing")]
-                        for r in _complement(b, _merge([(0, a), *bad])):
-                            ready.put(r)
-            except BaseException as exc:  # handed to the caller
-                failed.append(exc)
-            finally:
-                ready.put(None)
-
-        copied: list[tuple[int, int]] = []
-
-        def sound_ranges() -> Iterator[tuple[int, int]]:
-            while (r := ready.get()) is not None:
-                copied.append(r)
-                yield r
-
-        checker = threading.Thread(target=check_regions, name="salvage-classify", daemon=True)
-        checker.start()
-        dest = sink.dest_session()
-        rows: int | None = None
-        try:
-            if dest is not None:
-                rows = sink.copy_all(dest, sound_ranges())
-        except (SqlFailed, BackendLost) as exc:
-            self.notes.append(f"one-transaction copy refused ({exc}): copied range by range")
-        finally:
-            if dest is not None:
-                dest.close()
-            checker.join()
-        if failed:
-            raise failed[0]
-        if rows is not None:
-            self.stats.add(sum(b - a for a, b in copied), rows)
 
     def _flush_for_carving(self) -> None:
         """Every page is carved from the files, which hold what the server last wrote out: a change committed before

@@ -5,7 +5,6 @@ transaction inserting the rows and the progress row), so a rerun neither loses n
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -13,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -597,7 +596,7 @@ class TableSink:
             (a, b, kind, rows),
         )
 
-    def copy_all(self, dest: Session, ranges: Iterable[tuple[int, int]]) -> int | None:
+    def copy_all(self, dest: Session, ranges: list[tuple[int, int]]) -> int | None:
         """Every range in one transaction inside the server, as CREATE TABLE AS copies a table: the new (empty)
         table is created again by CREATE TABLE AS over the first TID range (a table created in the transaction is
         filled with bulk inserts, and with wal_level=minimal not WAL-logged), INSERT … SELECT adds the others, the
@@ -606,11 +605,7 @@ class TableSink:
         Only for a new table of the same database that holds nothing yet (a resumed salvage copies range by range);
         None when it does not apply. Raises what the server raises: the caller then copies range by range (nothing
         was committed)."""
-        if not self.same_db or self.done_ranges():
-            return None
-        todo = iter(ranges)  # may be produced while the copy runs (ranges as their blocks pass the page checks)
-        head = next(todo, None)
-        if head is None:
+        if not self.same_db or not ranges or self.done_ranges():
             return None
 
         def fn(conn: Connection[tuple[Any, ...]]) -> int:
@@ -619,7 +614,7 @@ class TableSink:
                 if self.snapshot is not None:
                     self.snapshot.begin(conn)
                 conn.execute(db.sql.SQL("DROP TABLE {}").format(self.ident(self.name)))
-                for i, (a, b) in enumerate(itertools.chain([head], todo)):
+                for i, (a, b) in enumerate(ranges):
                     verb = "CREATE TABLE {} AS {}" if i == 0 else "INSERT INTO {} {}"
                     query = db.sql.SQL(verb).format(self.ident(self.name), range_query(self.table, a, b))
                     rows = conn.execute(query).rowcount
