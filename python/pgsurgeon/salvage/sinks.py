@@ -239,10 +239,14 @@ class DirSink:
         partial = self._partial_path
         if not entries or not partial.exists() or partial.stat().st_size < logged:
             entries, logged = [], 0
-            partial.write_bytes(b"")
+            # a new file, not one truncated to nothing: ext4 (auto_da_alloc) writes out a file truncated to zero
+            # when it is closed, half a second for a gigabyte here
+            partial.unlink(missing_ok=True)
+            partial.touch()
             self._log_path.write_text("")
         self._out = partial.open("r+b")
-        self._out.truncate(logged)
+        if partial.stat().st_size != logged:
+            self._out.truncate(logged)
         self._out.seek(logged)
         self._log = self._log_path.open("a")
         if not entries and self.fmt == "csv":
