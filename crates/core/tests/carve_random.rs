@@ -159,6 +159,7 @@ fn damaged_pages_never_panic() {
     let cfg = config(desc.clone(), cols.clone());
     let ccfg = ClassifyConfig {
         files: vec![],
+        first: 0,
         nblocks: 100,
         blcksz: 8192,
         relseg_size: 131072,
