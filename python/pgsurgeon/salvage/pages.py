@@ -186,10 +186,7 @@ class RemotePages:
 
 def pageinspect_function(conn: Any, name: str) -> db.sql.Composable | None:
     """A pageinspect function, schema-qualified (None when the extension is not installed)."""
-    row = conn.execute(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-        "WHERE e.extname = 'pageinspect'"
-    ).fetchone()
+    row = conn.execute(db.load_sql("extension_schema"), {"name": "pageinspect"}).fetchone()
     return db.sql.Identifier(str(row[0]), name) if row else None
 
 
