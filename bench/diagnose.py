@@ -18,41 +18,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from labs import pgbench_cluster
-
-from pgsurgeon.lab import LabCluster
-from pgsurgeon.pgbin import server_user
+from labs import pgbench_cluster, run_measured
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_measured(cmd: list[str], *, as_server: LabCluster | None = None) -> tuple[float, float, int, str]:
-    """Seconds, peak RSS in MB (wait4), exit code, stdout."""
-    kwargs: dict[str, object] = {}
-    env = dict(os.environ)
-    if as_server is not None:
-        env = as_server.tool_env()
-        user = server_user()
-        if user.switch:
-            kwargs = {"user": user.uid, "group": user.gid, "cwd": "/"}
-    with tempfile.TemporaryFile() as out:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, **kwargs)  # type: ignore[call-overload]
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - started
-        code = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        out.seek(0)
-        text = out.read().decode()
-    if code not in (0, 2):
-        raise SystemExit(f"{Path(cmd[0]).name} failed ({code}): {err[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, code, text
 
 
 def main() -> int:

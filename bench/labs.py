@@ -3,9 +3,40 @@ settings for bulk loading (minimal WAL, no autovacuum)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 from pgsurgeon.lab import LabCluster
+from pgsurgeon.pgbin import server_user
+
+
+def run_measured(
+    cmd: list[str], *, as_server: LabCluster | None = None, ok: tuple[int, ...] = (0, 2)
+) -> tuple[float, float, int, str]:
+    """Run ``cmd`` (as the server's OS user with ``as_server``): seconds, its peak RSS in MB (wait4), exit code and
+    stdout; an exit code not in ``ok`` ends the benchmark with the command's stderr."""
+    kwargs: dict[str, object] = {}
+    env = dict(os.environ)
+    if as_server is not None:
+        env = as_server.tool_env()
+        user = server_user()
+        if user.switch:
+            kwargs = {"user": user.uid, "group": user.gid, "cwd": "/"}
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, **kwargs)  # type: ignore[call-overload]
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        out.seek(0)
+        text = out.read().decode()
+    if code not in ok:
+        raise SystemExit(f"{Path(cmd[0]).name} failed ({code}): {err[-2000:]}{text[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024, code, text
 
 
 def bench_cluster(name: str, lab_dir: Path) -> LabCluster:

@@ -17,13 +17,12 @@ import datetime
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from labs import pgbench_cluster
+from labs import pgbench_cluster, run_measured
 
 from pgsurgeon.lab import LabCluster
 
@@ -32,21 +31,11 @@ INTO = "bench_salvage_into"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_measured(cmd: list[str]) -> tuple[float, float, dict[str, object]]:
-    """Seconds, peak RSS in MB (wait4), the JSON report on stdout."""
-    with tempfile.TemporaryFile() as out:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - started
-        code = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        out.seek(0)
-        text = out.read().decode()
-    if code != 0:
-        raise SystemExit(f"salvage failed ({code}): {err[-2000:]}{text[-2000:]}")
+def run_salvage(cmd: list[str]) -> tuple[float, float, dict[str, object]]:
+    """Seconds, peak RSS in MB, the JSON report on stdout."""
+    elapsed, rss, _, text = run_measured(cmd, ok=(0,))
     report: dict[str, object] = json.loads(text)
-    return elapsed, usage.ru_maxrss / 1024, report
+    return elapsed, rss, report
 
 
 def drop_into(cluster: LabCluster) -> None:
@@ -93,11 +82,11 @@ def main() -> int:
 
     def salvage_out() -> tuple[float, float, dict[str, object]]:
         shutil.rmtree(work / "out", ignore_errors=True)
-        return run_measured([*base, "--out", str(work / "out")])
+        return run_salvage([*base, "--out", str(work / "out")])
 
     def salvage_into() -> tuple[float, float, dict[str, object]]:
         drop_into(cluster)
-        return run_measured([*base, "--into", INTO])
+        return run_salvage([*base, "--into", INTO])
 
     try:
         server_copy()  # warm
