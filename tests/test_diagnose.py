@@ -615,3 +615,127 @@ def test_pages_never_wal_logged_are_judged_against_the_servers_next_xid(make_lab
         code = main(["diagnose", "--dsn", lab.dsn(), "--table", "fresh", "--format", "json"])
     report = json.loads(buf.getvalue())
     assert report["findings"] == [] and code == Exit.CLEAN, report["findings"][:3]
+
+
+ALLINDEXED_SETUP = """
+CREATE EXTENSION IF NOT EXISTS amcheck;
+CREATE EXTENSION IF NOT EXISTS pageinspect;
+CREATE TABLE ai (id integer PRIMARY KEY, a text, b numeric, c timestamptz, d bigint, n name, e integer);
+SELECT setseed(%(seed)s);
+INSERT INTO ai
+SELECT g,
+       CASE WHEN random() < 0.05 THEN NULL
+            WHEN random() < 0.1 THEN repeat(md5(g::text), 70)  -- 2240 bytes: compressed in the heap and the index
+            ELSE md5(random()::text) || g END,
+       CASE WHEN random() < 0.2 THEN NULL ELSE round((random() * 1e6)::numeric, (g %% 5)) END,
+       timestamptz '2020-01-01' + random() * interval '2000 days',
+       (random() * 40)::bigint,  -- duplicates: posting lists
+       ('n' || g)::name,
+       0
+FROM generate_series(1, %(rows)s) g;
+CREATE INDEX ai_a ON ai (a);
+CREATE INDEX ai_bc ON ai (b, c) INCLUDE (d);
+CREATE INDEX ai_d ON ai (d);
+-- an expression: the server checks it
+CREATE INDEX ai_lower ON ai (lower(a));
+-- a predicate: the server checks it
+CREATE INDEX ai_part ON ai (id) WHERE b > 500000;
+-- name_ops stores cstring
+CREATE INDEX ai_n ON ai (n);
+-- HOT updates
+UPDATE ai SET e = e + 1 WHERE id %% 3 = 0;
+-- not HOT
+UPDATE ai SET d = d + 1 WHERE id %% 7 = 0;
+DELETE FROM ai WHERE id %% 11 = 0;
+-- redirects, dead line pointers
+VACUUM ai;
+-- HOT chains after the redirects
+UPDATE ai SET e = e + 1 WHERE id %% 5 = 0;
+VACUUM ai;
+SELECT count(*) FROM ai;
+CHECKPOINT;
+"""
+
+
+def _diagnose_json(dsn: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(
+            ["diagnose", "--dsn", dsn, "--table", "ai", "--heapallindexed", "-j", "2", "--format", "json", *extra]
+        )
+    return code, json.loads(buf.getvalue())
+
+
+def _notes(report: dict[str, Any]) -> dict[str, str]:
+    return {str(r["relation"]): " ".join(r["notes"]) for r in report["relations"] if r["role"] == "index"}
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_heapallindexed_from_the_files_and_a_lost_entry(make_lab: Any, version: str) -> None:
+    """--heapallindexed with the files here: every live row of a table with HOT chains, redirects, NULLs,
+    compressed keys, INCLUDE columns and posting lists is found in its plain-column indexes by the core; the
+    indexes it cannot judge (an expression, a predicate, a type stored differently, a column added later) go to
+    the server. Then one entry of the primary key is pointed at another row, offline: the core misses that row,
+    the server's heapallindexed names it, and pg_amcheck agrees."""
+    import random
+
+    seed = random.Random().random()
+    lab: LabCluster = make_lab(version)
+    with db.connect(lab.dsn(), autocommit=True) as conn:
+        for statement in ALLINDEXED_SETUP.split(";\n"):
+            sql_text = "\n".join(line.split("  --")[0] for line in statement.splitlines() if not line.startswith("--"))
+            if sql_text.strip():
+                conn.execute(sql_text, {"seed": seed, "rows": 20000})
+        conn.execute("ALTER TABLE ai ADD COLUMN f integer DEFAULT 7")  # old rows stay short: f is attmissingval
+        conn.execute("CREATE INDEX ai_f ON ai (f)")
+        conn.execute("CHECKPOINT")
+        (live,) = conn.execute("SELECT count(*) FROM ai").fetchone() or (0,)
+    code, report = _diagnose_json(lab.dsn())
+    notes = _notes(report)
+    assert code == Exit.CLEAN and report["findings"] == [], (seed, report["findings"][:3])
+    for index in ("ai_pkey", "ai_a", "ai_bc", "ai_d"):
+        assert notes[index].startswith(f"heapallindexed from the files: all {live} live rows found"), (seed, notes)
+    assert "older than an indexed column" in notes["ai_f"], notes["ai_f"]
+    for index in ("ai_lower", "ai_part", "ai_n"):
+        assert "from the files" not in notes[index], notes[index]
+    assert {r["amcheck"] for r in report["relations"] if r["role"] == "index"} == {"ok (heapallindexed)"}
+
+    # point the primary key's entry for one row at its neighbour on the same heap page
+    with db.connect(lab.dsn(), autocommit=True) as conn:
+        (victim, neighbour) = conn.execute(
+            "SELECT a.ctid::text, b.ctid::text FROM ai a JOIN ai b ON (a.ctid::text::point)[0] = "
+            "(b.ctid::text::point)[0] AND a.id <> b.id ORDER BY a.id LIMIT 1"
+        ).fetchone() or ("", "")
+        (key,) = conn.execute("SELECT id FROM ai WHERE ctid = %s::tid", (victim,)).fetchone() or (0,)
+        leaf = conn.execute(
+            "SELECT b.blkno, i.itemoffset FROM generate_series(1, pg_relation_size('ai_pkey') / 8192 - 1) b(blkno),"
+            " LATERAL bt_page_items('ai_pkey', b.blkno::int) i WHERE i.ctid = %s::tid",
+            (victim,),
+        ).fetchone()
+        path = conn.execute("SELECT pg_relation_filepath('ai_pkey')").fetchone()
+        checksums = conn.execute("SHOW data_checksums").fetchone()
+    assert leaf is not None and path is not None and checksums is not None
+    blkno, itemoffset = int(leaf[0]), int(leaf[1])
+    lab.stop()
+    from pgsurgeon import core
+
+    f = lab.pgdata / str(path[0])
+    page = bytearray(f.read_bytes()[blkno * 8192 : (blkno + 1) * 8192])
+    lp = int.from_bytes(page[24 + 4 * (itemoffset - 1) : 28 + 4 * (itemoffset - 1)], "little")
+    lp_off = lp & 0x7FFF
+    page[lp_off + 4 : lp_off + 6] = int(neighbour.strip("()").split(",")[1]).to_bytes(2, "little")
+    if checksums[0] == "on":
+        page[8:10] = (core.page_checksum(bytes(page), blkno) or 0).to_bytes(2, "little")
+    with f.open("r+b") as fh:
+        fh.seek(blkno * 8192)
+        fh.write(page)
+    lab.start()
+    code, report = _diagnose_json(lab.dsn())
+    notes = _notes(report)
+    assert "1 live row(s) not found in the index" in notes["ai_pkey"], notes["ai_pkey"]
+    assert notes["ai_d"].startswith("heapallindexed from the files"), notes["ai_d"]
+    vb, vo = (int(x) for x in victim.strip("()").split(","))
+    missing = [f for f in report["findings"] if f["code"] == "index.missing_entry"]
+    assert code == Exit.DAMAGE and [(f["block"], f["item"]) for f in missing] == [(vb, vo)], report["findings"]
+    amcheck = lab.run_tool("pg_amcheck", "-d", "postgres", "-t", "public.ai", "--heapallindexed", check=False)
+    assert "lacks matching index tuple" in amcheck.stdout + amcheck.stderr, (key, amcheck.stdout)

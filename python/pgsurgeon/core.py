@@ -170,6 +170,13 @@ def index_evidence(config: dict[str, Any]) -> list[dict[str, Any]]:
     return result
 
 
+def all_indexed(config: dict[str, Any]) -> dict[str, Any]:
+    """amcheck's heapallindexed from the relation files (crates/core/src/diagnose/allindexed.rs): per index the
+    entries fingerprinted, the live rows not found and the doubts, and ``proven`` per index."""
+    result: dict[str, Any] = json.loads(_ext.all_indexed(json.dumps(config)))
+    return result
+
+
 def files_catalog(pgdata: Path, options: dict[str, Any]) -> _ext.FilesCatalog:
     """A data directory read as a catalog, with no server (crates/core/src/catalog)."""
     return _ext.FilesCatalog(str(pgdata), json.dumps(options))

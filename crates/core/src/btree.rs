@@ -54,7 +54,7 @@ pub const BT_OFFSET_MASK: u16 = 0x0FFF;
 pub const BT_PIVOT_HEAP_TID_ATTR: u16 = 0x1000;
 pub const BT_IS_POSTING: u16 = 0x2000;
 /// sizeof(ItemPointerData).
-const SIZE_OF_ITEM_POINTER: usize = 6;
+pub const SIZE_OF_ITEM_POINTER: usize = 6;
 
 /// `BTPageOpaqueData` (nbtree.h): the 16-byte special space of every btree page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -82,8 +82,22 @@ fn lp_flags<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, pyo3::types::PyByte
     pyo3::types::PyBytes::new(py, &core_diag::lp_flags(data))
 }
 
+/// amcheck's heapallindexed from the relation files (see `pgsurgeon_core::diagnose::allindexed`): configuration
+/// and answer as JSON, the GIL released while the files are read.
+#[pyfunction]
+fn all_indexed(py: Python<'_>, config: &str) -> PyResult<String> {
+    let cfg: core_diag::allindexed::AllIndexedConfig = serde_json::from_str(config)
+        .map_err(|e| PyValueError::new_err(format!("bad all-indexed configuration: {e}")))?;
+    let res = py.detach(|| core_diag::allindexed::all_indexed(&cfg)).map_err(crate::to_pyerr)?;
+    let mut doc = serde_json::to_value(&res).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let proven: Vec<bool> = (0..res.indexes.len()).map(|i| res.proven(i)).collect();
+    doc["proven"] = serde_json::json!(proven);
+    Ok(doc.to_string())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LineMap>()?;
+    m.add_function(wrap_pyfunction!(all_indexed, m)?)?;
     m.add_function(wrap_pyfunction!(check_pages, m)?)?;
     m.add_function(wrap_pyfunction!(leaf_tids, m)?)?;
     m.add_function(wrap_pyfunction!(lp_flags, m)?)?;

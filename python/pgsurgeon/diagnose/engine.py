@@ -25,12 +25,13 @@ taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -50,6 +51,7 @@ R = TypeVar("R")
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 LOCK_RETRIES = 3
 MAX_CROSS_FINDINGS = 50
+ALLINDEXED_BLOOM_BYTES = 96 << 20  # the Bloom filters of one table's indexes together (amcheck: maintenance_work_mem)
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
 # diagnose checks the same things through the server (bt_index_check; the visibility map against the table's
@@ -192,6 +194,9 @@ class Diagnosis:
         self.reported: set[tuple[int, str, int]] = set()
         self.blamed: set[tuple[int, int]] = set()
         """(TOAST value, chunk) that amcheck found the wrong size."""
+        self.allindexed: dict[int, Future[dict[int, tuple[bool, str]]]] = {}
+        """Per btree index, its table's heapallindexed in the core: per index, proven or not and what it saw."""
+        self.allindexed_pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -398,6 +403,8 @@ class Diagnosis:
             self.req.on_progress(text)
 
     def close(self) -> None:
+        if self.allindexed_pool is not None:
+            self.allindexed_pool.shutdown(cancel_futures=True)
         for s in self.sessions:
             s.close()
 
@@ -1158,6 +1165,100 @@ class Diagnosis:
             self.add(res)
         self.heap_done(tables, heap_tasks, results[len(indexes) :])
 
+    # ------------------------------------------------------------------ 3b. heapallindexed from the files
+
+    def start_allindexed(self, tables: list[Rel]) -> None:
+        """With --heapallindexed and the files here: check in the core, beside amcheck, that every live row of each
+        sound table is in its btree indexes (amcheck's Bloom filter check, reading the files). Proof ends there;
+        any doubt (a row not found, a page written since the last checkpoint, a row whose commit the hint bits do
+        not settle) sends the index to bt_index_check with heapallindexed, which decides."""
+        if not self.req.heapallindexed or self.pgdata is None or self.geometry is None:
+            return
+        sound = {t.oid: t for t in tables if t.locked is None and not self.has_errors(t) and not t.refused}
+        candidates = [r for r in self.rels if r.is_btree and r.role == "index" and r.usable and r.table_oid in sound]
+        if not candidates:
+            return
+        rows = self._one(self.main, "diagnose_allindexed", {"oids": [r.oid for r in candidates]})
+        plans: dict[int, list[tuple[Rel, list[int], list[Any], list[Any], int]]] = {}
+        by_oid = {r.oid: r for r in candidates}
+        for index_oid, table_oid, reltuples, keys, index_attrs, table_attrs in rows:
+            plans.setdefault(int(table_oid), []).append(
+                (by_oid[int(index_oid)], [int(k) for k in keys], index_attrs, table_attrs, int(reltuples))
+            )
+        if not plans:
+            return
+        from pgsurgeon.scan import parse_lsn
+
+        redo = parse_lsn(str(core.read_control(self.pgdata)["redo"]))
+        pool = self.allindexed_pool = ThreadPoolExecutor(1, thread_name_prefix="pgsurgeon-allindexed")
+        for table_oid, plan in plans.items():
+            future = pool.submit(self._allindexed, sound[table_oid], plan, redo)
+            self.allindexed.update((index.oid, future) for index, *_rest in plan)
+
+    def _segments(self, rel: Rel) -> list[dict[str, Any]]:
+        assert self.pgdata is not None and self.geometry is not None
+        base = self.pgdata / rel.path
+        count = max(1, -(-rel.nblocks // self.geometry.relseg_size))
+        return [{"segno": n, "path": str(base if n == 0 else base.with_name(f"{base.name}.{n}"))} for n in range(count)]
+
+    def _allindexed(
+        self, heap: Rel, plan: list[tuple[Rel, list[int], list[Any], list[Any], int]], redo: int
+    ) -> dict[int, tuple[bool, str]]:
+        assert self.geometry is not None
+        table_attrs = max((p[3] for p in plan), key=len)
+        config = {
+            "heap": {"name": heap.relname, "files": self._segments(heap), "nblocks": heap.nblocks},
+            "heap_attrs": table_attrs,
+            "indexes": [
+                {
+                    "name": index.relname,
+                    "files": self._segments(index),
+                    "nblocks": index.nblocks,
+                    "keys": keys,
+                    "attrs": attrs,
+                }
+                for index, keys, attrs, _t, _n in plan
+            ],
+            "expected_rows": max(p[4] for p in plan),
+            "bloom_bytes": ALLINDEXED_BLOOM_BYTES,
+            "seed": int.from_bytes(os.urandom(8), "little"),
+            "live_redo_lsn": redo,
+            "jobs": self.req.jobs,
+            "blcksz": self.geometry.blcksz,
+            "relseg_size": self.geometry.relseg_size,
+        }
+        try:
+            res = core.all_indexed(config)
+        except (OSError, ValueError) as exc:
+            why = f"heapallindexed through the server: the files could not be read here ({str(exc).splitlines()[0]})"
+            return {index.oid: (False, why) for index, *_r in plan}
+        out: dict[int, tuple[bool, str]] = {}
+        doubts = [
+            (res["newer_pages"], "table page(s) written since the last checkpoint"),
+            (res["unreadable_pages"], "table page(s) not readable from the files"),
+            (res["unhinted"], "row(s) whose commit the hint bits do not settle"),
+            (res["orphans"], "heap-only tuple(s) outside any HOT chain"),
+        ]
+        for (index, *_r), verdict, proven in zip(plan, res["indexes"], res["proven"], strict=True):
+            if proven:
+                out[index.oid] = (
+                    True,
+                    f"heapallindexed from the files: all {res['rows']} live rows found among {verdict['entries']} "
+                    f"index entries (Bloom filter {verdict['bloom_bytes'] // 1024} kB, "
+                    f"{verdict['false_positive_rate']:.2%} false positives expected)",
+                )
+                continue
+            mine = [
+                (verdict["missing"], "live row(s) not found in the index"),
+                (verdict["toasted"], "row(s) with an indexed value in TOAST"),
+                (verdict["short_rows"], "row(s) older than an indexed column (its value is the default)"),
+                (verdict["newer_pages"], "index page(s) written since the last checkpoint"),
+                (verdict["unreadable_pages"] + verdict["unreadable_entries"], "index page(s) or entries not readable"),
+            ]
+            why = "; ".join(f"{n} {what}" for n, what in [*doubts, *mine] if n)
+            out[index.oid] = (False, f"heapallindexed through the server (from the files: {why})")
+        return out
+
     def btree_phase(self, indexes: list[Rel]) -> None:
         for res in self.parallel(self.btree_task, indexes):
             self.add(res)
@@ -1189,8 +1290,14 @@ class Diagnosis:
         query = db.sql.SQL("SELECT {fn}(%(rel)s::oid::regclass, %(all)s)").format(
             fn=self.fn("amcheck", "bt_index_check")
         )
+        in_core = self.allindexed.get(index.oid) if heapallindexed else None
         try:
-            rows = self._run_locked(session, query, {"rel": index.oid, "all": heapallindexed})
+            rows = self._run_locked(session, query, {"rel": index.oid, "all": heapallindexed and in_core is None})
+            if in_core is not None and not isinstance(rows, ServerError):
+                proven, note = in_core.result()[index.oid]
+                index.notes.append(note)
+                if not proven:
+                    rows = self._run_locked(session, query, {"rel": index.oid, "all": True})
         except BackendLost as lost:
             return [self._crashed(index, 0, max(index.nblocks - 1, 0), lost.message)]
         index.amcheck = "ok (heapallindexed)" if heapallindexed else "ok"
@@ -1407,6 +1514,7 @@ class Diagnosis:
                 self.index_refs(index)
             self.progress("verify_heapam on TOAST tables")
             self.heap_phase([r for r in heaps if r.role == "toast"])
+            self.start_allindexed([r for r in heaps if r.role == "table"])
             self.progress("verify_heapam on tables, bt_index_check on their indexes")
             self.amcheck_phase(
                 [r for r in heaps if r.role != "toast"], [r for r in self.rels if r.is_btree and r.role == "index"]

@@ -5,6 +5,8 @@
 //! batch answers with its findings, its suspect blocks and the index entries whose row seems to be missing
 //! (candidates the caller re-reads before it believes them, since the pages of a live server keep changing).
 
+pub mod allindexed;
+
 use serde::Serialize;
 
 use crate::checks::{check_page_in, HeapContext};
