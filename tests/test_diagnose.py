@@ -671,13 +671,17 @@ def _notes(report: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("version", ["15", "18"])
-def test_heapallindexed_from_the_files_and_a_lost_entry(make_lab: Any, version: str) -> None:
+def test_heapallindexed_from_the_files_and_a_lost_entry(
+    make_lab: Any, version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--heapallindexed with the files here: every live row of a table with HOT chains, redirects, NULLs,
     compressed keys, INCLUDE columns and posting lists is found in its plain-column indexes by the core; the
     indexes it cannot judge (an expression, a predicate, a type stored differently, a column added later) go to
     the server. Then one entry of the primary key is pointed at another row, offline: the core misses that row,
     the server's heapallindexed names it, and pg_amcheck agrees."""
     import random
+
+    from pgsurgeon.diagnose import engine
 
     seed = random.Random().random()
     lab: LabCluster = make_lab(version)
@@ -739,3 +743,10 @@ def test_heapallindexed_from_the_files_and_a_lost_entry(make_lab: Any, version: 
     assert code == Exit.DAMAGE and [(f["block"], f["item"]) for f in missing] == [(vb, vo)], report["findings"]
     amcheck = lab.run_tool("pg_amcheck", "-d", "postgres", "-t", "public.ai", "--heapallindexed", check=False)
     assert "lacks matching index tuple" in amcheck.stdout + amcheck.stderr, (key, amcheck.stdout)
+
+    # filters too big for the budget: the table is checked a range of blocks at a time, with the same verdicts
+    monkeypatch.setattr(engine, "ALLINDEXED_BLOOM_BYTES", 8192)
+    code, small = _diagnose_json(lab.dsn())
+    assert _notes(small)["ai_pkey"] == notes["ai_pkey"] and code == Exit.DAMAGE
+    assert _notes(small)["ai_d"].startswith(f"heapallindexed from the files: all {live} live rows found")
+    assert "Bloom filter 8 kB" in _notes(small)["ai_d"] or "Bloom filter 4 kB" in _notes(small)["ai_d"]

@@ -145,7 +145,9 @@ impl AllIndexedResult {
 /// each of the eight 32-bit words of one 256-bit block, so an insert or a lookup touches one cache line instead of
 /// k scattered ones.
 struct Bloom {
-    blocks: Vec<[u32; 8]>,
+    stripes: Vec<Vec<[u32; 8]>>,
+    per_stripe: usize,
+    nblocks: usize,
 }
 
 /// The odd constants that pick a bit in each word of a block (Parquet's `SALT`).
@@ -190,11 +192,8 @@ impl BloomBuilder {
     }
 
     fn finish(self) -> Bloom {
-        let mut blocks = Vec::with_capacity(self.nblocks);
-        for s in self.stripes {
-            blocks.extend(s.into_inner().unwrap_or_else(|e| e.into_inner()));
-        }
-        Bloom { blocks }
+        let stripes = self.stripes.into_iter().map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
+        Bloom { stripes, per_stripe: self.per_stripe, nblocks: self.nblocks }
     }
 }
 
@@ -210,11 +209,12 @@ fn bit(h: u64, i: usize) -> u32 {
 
 impl Bloom {
     fn bytes(&self) -> u64 {
-        self.blocks.len() as u64 * 32
+        self.nblocks as u64 * 32
     }
 
     fn contains(&self, h: u64) -> bool {
-        let block = &self.blocks[block_index(h, self.blocks.len())];
+        let b = block_index(h, self.nblocks);
+        let block = &self.stripes[b / self.per_stripe][b % self.per_stripe];
         block.iter().enumerate().all(|(i, w)| w & bit(h, i) != 0)
     }
 
@@ -222,7 +222,7 @@ impl Bloom {
     /// Poisson distributed; with j of them a word's bit is set with probability 1 - (31/32)^j, all eight
     /// independently.
     fn false_positive_rate(&self, n: u64) -> f64 {
-        let lambda = n as f64 / self.blocks.len() as f64;
+        let lambda = n as f64 / self.nblocks as f64;
         let top = (lambda + 12.0 * lambda.sqrt() + 24.0) as u32;
         let mut p = (-lambda).exp(); // Poisson(0)
         let mut rate = 0.0;
@@ -413,7 +413,12 @@ struct IndexTally {
     newer_pages: u64,
 }
 
-fn fill_index(cfg: &AllIndexedConfig, ix: &IndexSpec, bloom: &BloomBuilder) -> Result<IndexTally> {
+fn fill_index(
+    cfg: &AllIndexedConfig,
+    ix: &IndexSpec,
+    bloom: &BloomBuilder,
+    heap_blocks: (u64, u64),
+) -> Result<IndexTally> {
     let reader = BlockReader::new(&ix.rel.files, cfg.blcksz, cfg.relseg_size);
     let blcksz = cfg.blcksz as usize;
     let chunks: Vec<u64> = (1..ix.rel.nblocks.max(1)).step_by(CHUNK_BLOCKS as usize).collect();
@@ -460,7 +465,8 @@ fn fill_index(cfg: &AllIndexedConfig, ix: &IndexSpec, bloom: &BloomBuilder) -> R
                         t.unreadable_entries += 1;
                         continue;
                     };
-                    t.unreadable_entries += u64::from(!fill_entry(cfg.seed, ix, tuple, &mut prints, &mut vals));
+                    t.unreadable_entries +=
+                        u64::from(!fill_entry(cfg.seed, ix, tuple, heap_blocks, &mut prints, &mut vals));
                 }
             }
             t.entries = prints.len() as u64;
@@ -480,7 +486,14 @@ fn fill_index(cfg: &AllIndexedConfig, ix: &IndexSpec, bloom: &BloomBuilder) -> R
 }
 
 /// Fingerprint one leaf tuple (every TID of a posting list); false when it cannot be read.
-fn fill_entry<'a>(seed: u64, ix: &IndexSpec, tuple: &'a [u8], prints: &mut Vec<u64>, vals: &mut Vec<Val<'a>>) -> bool {
+fn fill_entry<'a>(
+    seed: u64,
+    ix: &IndexSpec,
+    tuple: &'a [u8],
+    heap_blocks: (u64, u64),
+    prints: &mut Vec<u64>,
+    vals: &mut Vec<Val<'a>>,
+) -> bool {
     let Some(it) = IndexTupleData::parse(tuple) else { return false };
     if it.is_pivot() {
         return true;
@@ -504,6 +517,9 @@ fn fill_entry<'a>(seed: u64, ix: &IndexSpec, tuple: &'a [u8], prints: &mut Vec<u
     };
     for i in 0..count {
         let Some(tid) = ItemPointerData::parse(tuple, first + i * SIZE_OF_ITEM_POINTER) else { return false };
+        if !(heap_blocks.0..heap_blocks.1).contains(&u64::from(tid.block)) {
+            continue; // another pass's
+        }
         match fingerprint(seed, tid.block, tid.offset, vals, 0..ix.attrs.len()) {
             Fp::Print(h) => prints.push(h),
             _ => return false,
@@ -593,7 +609,7 @@ fn hot_roots(page: &Page<'_>, roots: &mut Vec<u16>) {
     }
 }
 
-fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom]) -> Result<HeapTally> {
+fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom], heap_blocks: (u64, u64)) -> Result<HeapTally> {
     let reader = BlockReader::new(&cfg.heap.files, cfg.blcksz, cfg.relseg_size);
     let blcksz = cfg.blcksz as usize;
     let nix = cfg.indexes.len();
@@ -601,11 +617,11 @@ fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom]) -> Result<HeapTally> {
     let attrs = &cfg.heap_attrs[..width.min(cfg.heap_attrs.len())];
     let key_slots: Vec<Vec<usize>> =
         cfg.indexes.iter().map(|ix| ix.keys.iter().map(|k| (*k as usize).wrapping_sub(1)).collect()).collect();
-    let chunks: Vec<u64> = (0..cfg.heap.nblocks).step_by(CHUNK_BLOCKS as usize).collect();
+    let chunks: Vec<u64> = (heap_blocks.0..heap_blocks.1).step_by(CHUNK_BLOCKS as usize).collect();
     let tallies: Vec<Result<HeapTally>> = chunks
         .par_iter()
         .map(|&first| {
-            let count = CHUNK_BLOCKS.min(cfg.heap.nblocks - first);
+            let count = CHUNK_BLOCKS.min(heap_blocks.1 - first);
             let data = reader
                 .read(first, count)
                 .map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", cfg.heap.name)))?;
@@ -691,33 +707,37 @@ fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom]) -> Result<HeapTally> {
             Ok(t)
         })
         .collect();
-    let mut all = HeapTally {
-        missing: vec![0; nix],
-        toasted: vec![0; nix],
-        short_rows: vec![0; nix],
-        first_missing: vec![Vec::new(); nix],
-        ..Default::default()
-    };
+    let mut all = HeapTally::default();
     for t in tallies {
-        let t = t?;
-        all.pages += t.pages;
-        all.unreadable_pages += t.unreadable_pages;
-        all.newer_pages += t.newer_pages;
-        all.rows += t.rows;
-        all.unhinted += t.unhinted;
-        all.orphans += t.orphans;
-        for x in 0..nix {
-            all.missing[x] += t.missing[x];
-            all.toasted[x] += t.toasted[x];
-            all.short_rows[x] += t.short_rows[x];
+        all.add(t?);
+    }
+    Ok(all)
+}
+
+impl HeapTally {
+    fn add(&mut self, t: HeapTally) {
+        self.pages += t.pages;
+        self.unreadable_pages += t.unreadable_pages;
+        self.newer_pages += t.newer_pages;
+        self.rows += t.rows;
+        self.unhinted += t.unhinted;
+        self.orphans += t.orphans;
+        let n = t.missing.len();
+        self.missing.resize(n.max(self.missing.len()), 0);
+        self.toasted.resize(n.max(self.toasted.len()), 0);
+        self.short_rows.resize(n.max(self.short_rows.len()), 0);
+        self.first_missing.resize(n.max(self.first_missing.len()), Vec::new());
+        for x in 0..n {
+            self.missing[x] += t.missing[x];
+            self.toasted[x] += t.toasted[x];
+            self.short_rows[x] += t.short_rows[x];
             for m in &t.first_missing[x] {
-                if all.first_missing[x].len() < FIRST_MISSING {
-                    all.first_missing[x].push(*m);
+                if self.first_missing[x].len() < FIRST_MISSING {
+                    self.first_missing[x].push(*m);
                 }
             }
         }
     }
-    Ok(all)
 }
 
 /// Check that every live row of `cfg.heap` is in each of `cfg.indexes`, reading their files.
@@ -732,36 +752,45 @@ pub fn all_indexed(cfg: &AllIndexedConfig) -> Result<AllIndexedResult> {
         .build()
         .map_err(|e| CoreError::Invalid(format!("cannot start threads: {e}")))?;
     pool.install(|| {
-        // Ten bits an entry when the budget allows (about 1% false positives), shared in proportion otherwise.
-        // An index holds about as many entries as the table has rows, and at least a hundred per page.
+        // Ten bits an entry (about 1% false positives). An index holds about as many entries as the table has
+        // rows, and at least a hundred per page. When the filters would not fit the budget, the heap is checked a
+        // range of blocks at a time, each pass with filters of only the entries pointing into its range (every
+        // index read once per pass): memory stays bounded whatever the table's size.
         let expected: Vec<u64> =
             cfg.indexes.iter().map(|ix| cfg.expected_rows.max(ix.rel.nblocks * 100).max(1000)).collect();
-        let total: u64 = expected.iter().sum();
-        let mut blooms = Vec::new();
-        let mut verdicts = Vec::new();
-        for (ix, &e) in cfg.indexes.iter().zip(&expected) {
-            let share = (u128::from(cfg.bloom_bytes) * u128::from(e) / u128::from(total.max(1))) as u64;
-            let builder = BloomBuilder::new((e * 10 / 8).min(share).max(4096));
-            let t = fill_index(cfg, ix, &builder)?;
-            let bloom = builder.finish();
-            verdicts.push(IndexVerdict {
-                name: ix.rel.name.clone(),
-                entries: t.entries,
-                unreadable_entries: t.unreadable_entries,
-                unreadable_pages: t.unreadable_pages,
-                newer_pages: t.newer_pages,
-                bloom_bytes: bloom.bytes(),
-                false_positive_rate: bloom.false_positive_rate(t.entries),
-                ..Default::default()
-            });
-            blooms.push(bloom);
+        let wanted: u64 = expected.iter().map(|e| e * 10 / 8).sum();
+        let passes = wanted.div_ceil(cfg.bloom_bytes.max(4096)).max(1);
+        let nblocks = cfg.heap.nblocks;
+        let mut verdicts: Vec<IndexVerdict> =
+            cfg.indexes.iter().map(|ix| IndexVerdict { name: ix.rel.name.clone(), ..Default::default() }).collect();
+        let mut heap = HeapTally::default();
+        for pass in 0..passes {
+            let range = (nblocks * pass / passes, nblocks * (pass + 1) / passes);
+            let mut blooms = Vec::new();
+            for ((ix, &e), v) in cfg.indexes.iter().zip(&expected).zip(verdicts.iter_mut()) {
+                let builder = BloomBuilder::new((e * 10 / 8 / passes).max(4096));
+                let t = fill_index(cfg, ix, &builder, range)?;
+                let bloom = builder.finish();
+                v.entries += t.entries;
+                if pass == 0 {
+                    // every pass reads the whole index: its pages are counted once
+                    v.unreadable_entries = t.unreadable_entries;
+                    v.unreadable_pages = t.unreadable_pages;
+                    v.newer_pages = t.newer_pages;
+                }
+                v.bloom_bytes = v.bloom_bytes.max(bloom.bytes());
+                v.false_positive_rate = v.false_positive_rate.max(bloom.false_positive_rate(t.entries));
+                blooms.push(bloom);
+            }
+            let t = probe_heap(cfg, &blooms, range)?;
+            drop(blooms);
+            heap.add(t);
         }
-        let heap = probe_heap(cfg, &blooms)?;
         for (x, v) in verdicts.iter_mut().enumerate() {
-            v.missing = heap.missing[x];
-            v.first_missing = heap.first_missing[x].clone();
-            v.toasted = heap.toasted[x];
-            v.short_rows = heap.short_rows[x];
+            v.missing = heap.missing.get(x).copied().unwrap_or(0);
+            v.first_missing = heap.first_missing.get(x).cloned().unwrap_or_default();
+            v.toasted = heap.toasted.get(x).copied().unwrap_or(0);
+            v.short_rows = heap.short_rows.get(x).copied().unwrap_or(0);
         }
         Ok(AllIndexedResult {
             indexes: verdicts,
