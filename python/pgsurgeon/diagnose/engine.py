@@ -51,7 +51,7 @@ R = TypeVar("R")
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 LOCK_RETRIES = 3
 MAX_CROSS_FINDINGS = 50
-ALLINDEXED_BLOOM_BYTES = 64 << 20  # the Bloom filters of one table's indexes in one pass (amcheck: maintenance_work_mem)
+ALLINDEXED_BLOOM_BYTES = 64 << 20  # one pass's Bloom filters, all indexes of a table (amcheck: maintenance_work_mem)
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
 # diagnose checks the same things through the server (bt_index_check; the visibility map against the table's
