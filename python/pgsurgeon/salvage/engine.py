@@ -592,6 +592,8 @@ class Salvage:
     ) -> None:
         """Read ``work`` through SQL with --jobs sessions; ``feed(push)``, run in a thread of its own, may add more
         as it goes (the sessions wait for it to end)."""
+        if not work and feed is None:
+            return
         q: queue.Queue[tuple[int, int] | None] = queue.Queue()
         for w in work:
             q.put(w)
@@ -599,11 +601,15 @@ class Salvage:
         suspects: list[tuple[int, int, str]] = []
         errors: list[BaseException] = []
         cond = threading.Condition()
+        nworkers = max(1, self.opts.jobs)
 
         def finish_one() -> None:
             with cond:
                 pending[0] -= 1
                 cond.notify_all()
+                if pending[0] == 0:
+                    for _ in range(nworkers):
+                        q.put(None)  # wake every session now rather than at its next poll
 
         def push(item: tuple[int, int]) -> None:
             with cond:
@@ -640,7 +646,7 @@ class Salvage:
                         s.close()
 
         threads = [
-            threading.Thread(target=worker, name=f"salvage-{i}", daemon=True) for i in range(max(1, self.opts.jobs))
+            threading.Thread(target=worker, name=f"salvage-{i}", daemon=True) for i in range(nworkers)
         ]
         if feed is not None:
 
