@@ -645,9 +645,7 @@ class Salvage:
                     if s is not None:
                         s.close()
 
-        threads = [
-            threading.Thread(target=worker, name=f"salvage-{i}", daemon=True) for i in range(nworkers)
-        ]
+        threads = [threading.Thread(target=worker, name=f"salvage-{i}", daemon=True) for i in range(nworkers)]
         if feed is not None:
 
             def producer() -> None:
