@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--heapallindexed",
         action="store_true",
-        help="also verify that every row is in each btree index (reads the table; only over tables with no damage)",
+        help="also verify that every row is in each btree index, as amcheck's heapallindexed (from the files when "
+        "they are here and settle it, through the server otherwise; only over tables with no damage)",
     )
     options.add_duration(p, "--statement-timeout", default=600, help="per statement")
     options.add_duration(p, "--lock-timeout", default=2, help="wait for a lock at most")
