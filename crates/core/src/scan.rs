@@ -640,7 +640,8 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
     }
     let mut kept = 0usize;
     let mut walk = crate::tuple::Walk::default();
-    let walk_opts = crate::tuple::WalkOptions::default();
+    // only the problems and TOAST pointers are used here
+    let walk_opts = crate::tuple::WalkOptions { record_spans: false, ..Default::default() };
     for (off, id) in page.item_ids() {
         if id.lp_flags() != crate::itemid::LP_NORMAL {
             continue;

@@ -262,7 +262,12 @@ impl ChunkInventory {
     /// compressed chunk_data ("found toasted toast chunk"), or more data than a chunk holds.
     pub fn add_tuple(&mut self, block: u32, lp: u16, tuple: &[u8], header: &HeapTupleHeaderData) -> Vec<ToastProblem> {
         let rel = toast_desc();
-        let walk = walk_attributes_with(tuple, header, rel, &WalkOptions { verify_compressed: false });
+        let walk = walk_attributes_with(
+            tuple,
+            header,
+            rel,
+            &WalkOptions { verify_compressed: false, ..WalkOptions::default() },
+        );
         let mut out = Vec::new();
         let span = |n: usize| walk.spans.get(n).filter(|s| !s.is_null && !s.missing);
         let int = |n: usize| span(n).and_then(|s| u32_at(tuple, s.offset));

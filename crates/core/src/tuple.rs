@@ -340,11 +340,13 @@ pub struct WalkOptions {
     /// Decompress compressed inline values (pglz/lz4) to prove they decode to their recorded raw
     /// size, as detoasting would. Costs time proportional to the compressed data.
     pub verify_compressed: bool,
+    /// Fill [`Walk::spans`]; a caller that only wants the problems and TOAST pointers saves the stores.
+    pub record_spans: bool,
 }
 
 impl Default for WalkOptions {
     fn default() -> Self {
-        WalkOptions { verify_compressed: true }
+        WalkOptions { verify_compressed: true, record_spans: true }
     }
 }
 
@@ -436,6 +438,9 @@ attributes {tup_natts} exceeds maximum expected for table {rel_natts}"
             break;
         }
         if hasnull && att_isnull(tuple, i) {
+            if !opts.record_spans {
+                continue;
+            }
             w.spans.push(AttrSpan {
                 attnum: a.attnum,
                 offset: off,
@@ -457,7 +462,9 @@ attributes {tup_natts} exceeds maximum expected for table {rel_natts}"
             Ok(span) => {
                 off = span.offset + span.len;
                 w.data_end = off;
-                w.spans.push(span);
+                if opts.record_spans {
+                    w.spans.push(span);
+                }
             }
             Err(p) => {
                 if let Some(p) = p {
@@ -470,7 +477,8 @@ attributes {tup_natts} exceeds maximum expected for table {rel_natts}"
     }
 
     if !w.stopped {
-        for a in rel.attrs.iter().take(rel_natts.min(rel.attrs.len())).skip(walk_n) {
+        let missing = if opts.record_spans { rel_natts.min(rel.attrs.len()) } else { 0 };
+        for a in rel.attrs.iter().take(missing).skip(walk_n) {
             w.spans.push(AttrSpan {
                 attnum: a.attnum,
                 offset: off,
@@ -876,7 +884,8 @@ leaks)"
 /// The valid-tagged on-disk TOAST pointers of a tuple (those the walk reaches), for
 /// [`crate::toast::ChunkInventory::check_value`].
 pub fn toast_pointers(tuple: &[u8], header: &HeapTupleHeaderData, rel: &RelDesc) -> Vec<ToastPointer> {
-    walk_attributes_with(tuple, header, rel, &WalkOptions { verify_compressed: false }).toast_pointers
+    walk_attributes_with(tuple, header, rel, &WalkOptions { verify_compressed: false, ..WalkOptions::default() })
+        .toast_pointers
 }
 
 #[cfg(test)]

@@ -73,7 +73,12 @@ fn h(t: &[u8]) -> HeapTupleHeaderData {
 }
 
 fn codes(t: &[u8], r: &RelDesc) -> Vec<Code> {
-    walk_attributes(t, &h(t), r).problems.iter().map(|p| p.code).collect()
+    let full = walk_attributes(t, &h(t), r);
+    let lean = walk_attributes_with(t, &h(t), r, &WalkOptions { record_spans: false, ..WalkOptions::default() });
+    assert_eq!(full.problems, lean.problems, "a walk without spans finds the same problems");
+    assert_eq!(full.toast_pointers, lean.toast_pointers);
+    assert!(lean.spans.is_empty());
+    full.problems.iter().map(|p| p.code).collect()
 }
 
 fn short(s: &[u8]) -> Vec<u8> {
@@ -326,7 +331,7 @@ fn compressed_inline_values() {
     assert_eq!(pg(&t), "compressed lz4 data is corrupt");
     // Without verification only the header checks run.
     let t = tuple(1, HEAP_HASVARWIDTH, None, &compressed(0, 5001, &stream));
-    let w = walk_attributes_with(&t, &h(&t), &r, &WalkOptions { verify_compressed: false });
+    let w = walk_attributes_with(&t, &h(&t), &r, &WalkOptions { verify_compressed: false, ..WalkOptions::default() });
     assert!(w.problems.is_empty());
     // lz4: a literal-only block shorter than va_tcinfo's size reads silently short.
     let lz = [0x50, b'h', b'e', b'l', b'l', b'o'];

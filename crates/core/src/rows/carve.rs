@@ -222,7 +222,12 @@ pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<B
                 }
                 let Some(tuple) = page.item_bytes(id) else { continue };
                 let Some(header) = HeapTupleHeaderData::parse(tuple) else { continue };
-                let walk = walk_attributes_with(tuple, &header, desc, &WalkOptions { verify_compressed: true });
+                let walk = walk_attributes_with(
+                    tuple,
+                    &header,
+                    desc,
+                    &WalkOptions { verify_compressed: true, ..WalkOptions::default() },
+                );
                 findings.extend(walk.problems.iter().map(|p| p.to_finding(Some(block), Some(off))));
                 if !walk.stopped {
                     if let Some(bad) = check_values(tuple, &walk, cfg) {
@@ -590,7 +595,7 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
         n
     };
     info.line_pointers = n;
-    let opts = WalkOptions { verify_compressed: true };
+    let opts = WalkOptions { verify_compressed: true, ..WalkOptions::default() };
     let mut found: Vec<Found> = Vec::new();
     for off in 1..=n {
         let Some(id) = pg.item_id(off) else { break };
@@ -707,7 +712,7 @@ fn assign_line_pointers(found: &mut [Found], block: u64) {
 /// MAXALIGNed offset past the line pointer array.
 fn scan_body(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>, known: &[Found], n_lp: u16) -> Vec<Found> {
     let blcksz = page.len();
-    let opts = WalkOptions { verify_compressed: true };
+    let opts = WalkOptions { verify_compressed: true, ..WalkOptions::default() };
     let covered = |o: usize| known.iter().any(|f| o >= f.off && o < f.off + f.len);
     let first = maxalign(SIZE_OF_PAGE_HEADER_DATA + SIZE_OF_ITEM_ID_DATA * usize::from(n_lp.max(1)));
     let mut cands: Vec<Found> = Vec::new();
