@@ -86,6 +86,12 @@ def test_into_new_table_with_weird_names(labs: CorruptLabs, version: str) -> Non
     # the source table was never written to
     (n,) = sql(lab, f"SELECT count(*) FROM {SQL_NAME} WHERE ctid >= '(3,0)'")[0]
     assert n == len([1 for b, _, _ in truth.rows.values() if b >= 3])
+    # the saved table dropped by hand, its progress table left: a rerun refuses, it does not report a salvage of
+    # no rows as complete
+    sql(lab, f"DROP TABLE {INTO}")
+    code, out, err = cli("salvage", "--dsn", lab.dsn(), "--table", SQL_NAME, "--into", INTO)
+    assert code == Exit.USAGE and "cannot be resumed" in err and "no longer exist" in err, (code, out, err)
+    assert "hint: drop" in err
 
 
 @pytest.mark.pg("18")

@@ -557,6 +557,25 @@ class TableSink:
                         f"{self.describe} holds a salvage of another table",
                         hint="pick another --into name, or drop the tables of the old salvage",
                     )
+                gone = [
+                    n
+                    for n in (self.name, self.carved_name)
+                    if not (
+                        conn.execute(
+                            "SELECT to_regclass(%s) IS NOT NULL", (db.quote_ident(self.schema, n),)
+                        ).fetchone()
+                        or (False,)
+                    )[0]
+                ]
+                if gone:
+                    # resuming would count the rows the progress table lists as saved, in a table that is gone
+                    raise UsageError(
+                        f"the salvage into {self.describe} cannot be resumed: "
+                        f"{', '.join(db.quote_ident(self.schema, n) for n in gone)} no longer exist(s), "
+                        f"but {db.quote_ident(self.schema, self.progress_name)} lists rows as saved there",
+                        hint=f"drop {db.quote_ident(self.schema, self.progress_name)} (and what is left of the old "
+                        "salvage) to start again, or pick another --into name",
+                    )
                 return
             if main_exists and main_exists[0]:
                 raise UsageError(
