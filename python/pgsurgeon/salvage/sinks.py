@@ -561,9 +561,7 @@ class TableSink:
                     n
                     for n in (self.name, self.carved_name)
                     if not (
-                        conn.execute(
-                            "SELECT to_regclass(%s) IS NOT NULL", (db.quote_ident(self.schema, n),)
-                        ).fetchone()
+                        conn.execute("SELECT to_regclass(%s) IS NOT NULL", (db.quote_ident(self.schema, n),)).fetchone()
                         or (False,)
                     )[0]
                 ]
