@@ -569,7 +569,8 @@ class TableSink:
                     # resuming would count the rows the progress table lists as saved, in a table that is gone
                     raise UsageError(
                         f"the salvage into {self.describe} cannot be resumed: "
-                        f"{', '.join(db.quote_ident(self.schema, n) for n in gone)} no longer exist(s), "
+                        f"{' and '.join(db.quote_ident(self.schema, n) for n in gone)} "
+                        f"{'is' if len(gone) == 1 else 'are'} gone, "
                         f"but {db.quote_ident(self.schema, self.progress_name)} lists rows as saved there",
                         hint=f"drop {db.quote_ident(self.schema, self.progress_name)} (and what is left of the old "
                         "salvage) to start again, or pick another --into name",
