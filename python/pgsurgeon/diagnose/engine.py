@@ -1237,15 +1237,15 @@ class Diagnosis:
         doubts = [
             (res["newer_pages"], "table page(s) written since the last checkpoint"),
             (res["unreadable_pages"], "table page(s) not readable from the files"),
-            (res["unhinted"], "row(s) whose commit the hint bits do not settle"),
             (res["orphans"], "heap-only tuple(s) outside any HOT chain"),
         ]
         for (index, *_r), verdict, proven in zip(plan, res["indexes"], res["proven"], strict=True):
             if proven:
                 out[index.oid] = (
                     True,
-                    f"heapallindexed from the files: all {res['rows']} live rows found among {verdict['entries']} "
-                    f"index entries (Bloom filter {verdict['bloom_bytes'] // 1024} kB, "
+                    f"heapallindexed from the files: all {res['rows']} live rows found"
+                    + (f" ({res['unhinted']} of them without hint bits)" if res["unhinted"] else "")
+                    + f" among {verdict['entries']} index entries (Bloom filter {verdict['bloom_bytes'] // 1024} kB, "
                     f"{verdict['false_positive_rate']:.2%} false positives expected)",
                 )
                 continue

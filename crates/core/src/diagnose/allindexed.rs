@@ -7,10 +7,11 @@
 //! live heap row is fingerprinted the same way (a heap-only tuple under its HOT chain's root TID) and looked up.
 //!
 //! The answer is one-sided on purpose. "Every row found" is proof (up to the filter's false-positive rate, as for
-//! amcheck). Anything else is only doubt: a row missing from the filter, a page written since the last checkpoint,
-//! a row whose commit status the hint bits do not give, a key value stored in TOAST. The caller then asks the
-//! server (`bt_index_check` with heapallindexed), which decides and reports in its own words. Nothing here
-//! produces a finding.
+//! amcheck). Rows are looked up unless their hint bits say they are dead (an aborted insert, a committed delete):
+//! looking up more rows than amcheck's snapshot sees can only add doubt, never hide a row. Anything else is only
+//! doubt: a row missing from the filter (it may be aborted or still being inserted), a page written since the last
+//! checkpoint, a key value stored in TOAST. The caller then asks the server (`bt_index_check` with
+//! heapallindexed), which decides and reports in its own words. Nothing here produces a finding.
 
 use std::sync::Mutex;
 
@@ -117,7 +118,7 @@ pub struct AllIndexedResult {
     pub newer_pages: u64,
     /// Live rows looked up in every index.
     pub rows: u64,
-    /// Rows whose commit status the hint bits do not settle (the server knows).
+    /// Of those, rows whose status the hint bits do not settle (looked up too: a row not found is a doubt anyway).
     pub unhinted: u64,
     /// Heap-only tuples no HOT chain on their page leads to.
     pub orphans: u64,
@@ -129,7 +130,6 @@ impl AllIndexedResult {
         let ix = &self.indexes[i];
         self.unreadable_pages == 0
             && self.newer_pages == 0
-            && self.unhinted == 0
             && self.orphans == 0
             && ix.unreadable_entries == 0
             && ix.unreadable_pages == 0
@@ -666,10 +666,9 @@ fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom], heap_blocks: (u64, u64))
                     };
                     match live(&h) {
                         Live::No => continue,
-                        Live::Unknown => {
-                            t.unhinted += 1;
-                            continue;
-                        }
+                        // Looked up all the same: found proves its entry is there; a row that is in fact aborted,
+                        // or still being inserted, is not found and sends the index to the server.
+                        Live::Unknown => t.unhinted += 1,
                         Live::Yes => {}
                     }
                     let root = if h.t_infomask2 & HEAP_ONLY_TUPLE != 0 {
