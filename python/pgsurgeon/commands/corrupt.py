@@ -14,7 +14,6 @@ from pgsurgeon import simulate
 from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
-from pgsurgeon.simulate import SimulateRequest
 from pgsurgeon.simulate.modes import MODES, TARGETS, modes_help
 
 
@@ -105,9 +104,9 @@ def _parse_value(text: str | None) -> tuple[int | None, tuple[int, int] | None]:
     return value, None
 
 
-def _request(args: argparse.Namespace) -> SimulateRequest:
+def _request(args: argparse.Namespace) -> simulate.SimulateRequest:
     value, tid = _parse_value(args.value)
-    return SimulateRequest(
+    return simulate.SimulateRequest(
         mode=args.mode,
         field=args.field,
         dsn=args.dsn,

@@ -6,13 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker
-from pgsurgeon.simulate import apply as applying
-from pgsurgeon.simulate.manifest import Manifest
-from pgsurgeon.simulate.server import server_stopped
+
+if TYPE_CHECKING:
+    from pgsurgeon.simulate.manifest import Manifest
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,6 +60,10 @@ def _check_cluster(manifest: Manifest, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pgsurgeon.simulate import apply as applying
+    from pgsurgeon.simulate.manifest import Manifest
+    from pgsurgeon.simulate.server import server_stopped
+
     out = sys.stderr if args.format == "json" else sys.stdout
 
     def say(text: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pgsurgeon import db
 from pgsurgeon.simulate.manifest import Manifest
-from pgsurgeon.simulate.run import SimulateRequest, run
+from pgsurgeon.simulate.runner import SimulateRequest, run
 
 HEAP_XMAX_KEYSHR_LOCK = 0x0010
 HEAP_XMAX_EXCL_LOCK = 0x0040
