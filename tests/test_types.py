@@ -433,6 +433,16 @@ def _build(cluster: LabCluster) -> tuple[str, list[str]]:
     return "public.t_types", live
 
 
+def _drop_built(cluster: LabCluster) -> None:
+    """Drop what :func:`_build` made."""
+    exec_sql(
+        cluster,
+        "DROP TABLE IF EXISTS t_types, t_row; DROP TYPE IF EXISTS t_nest, t_comp, t_enum, t_textrange CASCADE; "
+        'DROP DOMAIN IF EXISTS t_dom, t_tdom; DROP SCHEMA IF EXISTS t_schema, "Odd Schema" CASCADE; '
+        'DROP ROLE IF EXISTS "weird role"',
+    )
+
+
 # With this set to a directory, the test also writes crates/core/tests/data/datum/pg<major>_values.json there (needs
 # pageinspect): the Rust test datum_real.rs checks format_value on these real bytes without a server.
 FIXTURE_DIR = os.environ.get("PGSURGEON_DATUM_FIXTURES")
@@ -518,12 +528,7 @@ def test_every_type_carves_like_the_server(pg: LabCluster, tmp_path: Path) -> No
         assert rows["carved_kept_apart"] == 0
         assert rows["sql"] == 0 and rows["carved"] == nrows
     finally:
-        exec_sql(
-            pg,
-            "DROP TABLE IF EXISTS t_types, t_row; DROP TYPE IF EXISTS t_nest, t_comp, t_enum, t_textrange CASCADE; "
-            'DROP DOMAIN IF EXISTS t_dom, t_tdom; DROP SCHEMA IF EXISTS t_schema, "Odd Schema" CASCADE; '
-            'DROP ROLE IF EXISTS "weird role"',
-        )
+        _drop_built(pg)
 
 
 def test_every_btree_indexable_type_is_found_by_the_core_heapallindexed(pg: LabCluster) -> None:
@@ -560,12 +565,7 @@ def test_every_btree_indexable_type_is_found_by_the_core_heapallindexed(pg: LabC
         others = {n: notes[n] for n in indexed if n not in proven}
         assert all(v == "" or "with an indexed value in TOAST" in v for v in others.values()), others
     finally:
-        exec_sql(
-            pg,
-            "DROP TABLE IF EXISTS t_types, t_row; DROP TYPE IF EXISTS t_nest, t_comp, t_enum, t_textrange CASCADE; "
-            'DROP DOMAIN IF EXISTS t_dom, t_tdom; DROP SCHEMA IF EXISTS t_schema, "Odd Schema" CASCADE; '
-            'DROP ROLE IF EXISTS "weird role"',
-        )
+        _drop_built(pg)
 
 
 def test_generated_columns_stay_out_of_the_file(pg: LabCluster, tmp_path: Path) -> None:

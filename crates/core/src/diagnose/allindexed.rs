@@ -41,14 +41,6 @@ pub const MAX_FALSE_POSITIVES: f64 = 0.05;
 /// Blocks read and checked per task.
 const CHUNK_BLOCKS: u64 = 128;
 
-fn default_blcksz() -> u32 {
-    8192
-}
-
-fn default_relseg() -> u32 {
-    131072
-}
-
 #[derive(Debug, Clone, Deserialize)]
 pub struct RelFiles {
     pub name: String,
@@ -83,9 +75,9 @@ pub struct AllIndexedConfig {
     pub live_redo_lsn: Option<u64>,
     #[serde(default)]
     pub jobs: Option<usize>,
-    #[serde(default = "default_blcksz")]
+    #[serde(default = "crate::rows::carve::default_blcksz")]
     pub blcksz: u32,
-    #[serde(default = "default_relseg")]
+    #[serde(default = "crate::rows::carve::default_relseg")]
     pub relseg_size: u32,
 }
 
@@ -390,19 +382,31 @@ fn fingerprint(seed: u64, block: u32, offset: u16, vals: &[Val<'_>], keys: impl 
     Fp::Print(p.finish())
 }
 
-fn usable<'a>(bytes: &'a [u8], blcksz: usize, redo: Option<u64>) -> std::result::Result<Page<'a>, bool> {
-    // Err(true): written since the redo point; Err(false): not a page that can be read.
-    let Some(page) = Page::new(bytes) else { return Err(false) };
+/// The page in `bytes` when it can be used: pages written since the redo point and pages that cannot be read are
+/// counted instead (in `newer` and `unreadable`).
+fn usable<'a>(
+    bytes: &'a [u8],
+    blcksz: usize,
+    redo: Option<u64>,
+    newer: &mut u64,
+    unreadable: &mut u64,
+) -> Option<Page<'a>> {
+    let Some(page) = Page::new(bytes) else {
+        *unreadable += 1;
+        return None;
+    };
     if page.is_all_zero() {
-        return Ok(page);
+        return Some(page);
     }
     if !page.header_is_sane(blcksz) {
-        return Err(false);
+        *unreadable += 1;
+        return None;
     }
     if redo.is_some_and(|r| page.header().pd_lsn.lsn() > r) {
-        return Err(true);
+        *newer += 1;
+        return None;
     }
-    Ok(page)
+    Some(page)
 }
 
 #[derive(Default)]
@@ -433,16 +437,9 @@ fn fill_index(
             let mut vals = Vec::new();
             let mut prints = Vec::new();
             for bytes in data.chunks_exact(blcksz) {
-                let page = match usable(bytes, blcksz, cfg.live_redo_lsn) {
-                    Ok(p) => p,
-                    Err(true) => {
-                        t.newer_pages += 1;
-                        continue;
-                    }
-                    Err(false) => {
-                        t.unreadable_pages += 1;
-                        continue;
-                    }
+                let Some(page) = usable(bytes, blcksz, cfg.live_redo_lsn, &mut t.newer_pages, &mut t.unreadable_pages)
+                else {
+                    continue;
                 };
                 if page.is_all_zero() {
                     continue;
@@ -636,16 +633,9 @@ fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom], heap_blocks: (u64, u64))
             let mut roots = Vec::new();
             for (i, bytes) in data.chunks_exact(blcksz).enumerate() {
                 let block = first + i as u64;
-                let page = match usable(bytes, blcksz, cfg.live_redo_lsn) {
-                    Ok(p) => p,
-                    Err(true) => {
-                        t.newer_pages += 1;
-                        continue;
-                    }
-                    Err(false) => {
-                        t.unreadable_pages += 1;
-                        continue;
-                    }
+                let Some(page) = usable(bytes, blcksz, cfg.live_redo_lsn, &mut t.newer_pages, &mut t.unreadable_pages)
+                else {
+                    continue;
                 };
                 t.pages += 1;
                 if page.is_all_zero() {

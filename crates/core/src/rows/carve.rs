@@ -157,10 +157,10 @@ pub struct ClassifyConfig {
     pub columns: Vec<ColumnOut>,
 }
 
-fn default_blcksz() -> u32 {
+pub(crate) fn default_blcksz() -> u32 {
     8192
 }
-fn default_relseg() -> u32 {
+pub(crate) fn default_relseg() -> u32 {
     131072
 }
 fn default_unit() -> u64 {
