@@ -754,3 +754,12 @@ def test_heapallindexed_from_the_files_and_a_lost_entry(
     assert _notes(small)["ai_pkey"] == notes["ai_pkey"] and code == Exit.DAMAGE
     assert _notes(small)["ai_d"].startswith(f"heapallindexed from the files: all {live} live rows found")
     assert "Bloom filter 8 kB" in _notes(small)["ai_d"] or "Bloom filter 4 kB" in _notes(small)["ai_d"]
+
+    # the check in the core failing outright: the server's heapallindexed decides, with the same findings
+    def boom(config: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(engine.core, "all_indexed", boom)
+    code, failed = _diagnose_json(lab.dsn())
+    assert "the check from the files failed: simulated failure" in _notes(failed)["ai_d"]
+    assert code == Exit.DAMAGE and [(f["block"], f["item"]) for f in failed["findings"]] == [(vb, vo)]
