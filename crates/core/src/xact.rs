@@ -260,6 +260,12 @@ enum Status {
 }
 
 impl StatusSources<'_> {
+    /// Whether the snapshot (when there is one) saw `xid` running: its work is not visible to the snapshot, whatever
+    /// hint bits were set on the page once it committed.
+    fn running_in_snapshot(&self, xid: u32) -> bool {
+        xid >= FIRST_NORMAL_TRANSACTION_ID && self.clog.snapshot.as_ref().is_some_and(|s| s.running(xid))
+    }
+
     fn lookup(&self, xid: u32) -> Status {
         if xid == 1 || xid == 2 {
             return Status::Known(XidStatus::Committed); // Bootstrap / Frozen
@@ -369,6 +375,15 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         return done(j, Verdict::Invisible, "xmin is 0: a withdrawn speculative insertion".into());
     } else {
         let hinted = m & HEAP_XMIN_COMMITTED != 0;
+        if src.running_in_snapshot(h.t_xmin) {
+            // before the hint: a transaction that commits after the snapshot gets hinted pages, and its new row
+            // version beside a non-hinted old one would be saved twice
+            return done(
+                j,
+                Verdict::Invisible,
+                format!("inserting transaction {} was running when the snapshot was taken", h.t_xmin).into(),
+            );
+        }
         if !hinted && m & HEAP_MOVED != 0 {
             // moved by a VACUUM FULL before 9.0: the visibility depends on t_xvac's fate
             return done(j, Verdict::Uncertain, "moved by an old-style VACUUM FULL (HEAP_MOVED)".into());
@@ -449,6 +464,13 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         h.t_xmax
     };
     let hinted = m & HEAP_XMAX_COMMITTED != 0;
+    if src.running_in_snapshot(updater) {
+        return done(
+            j,
+            Verdict::Live,
+            format!("committed; deleting transaction {updater} was running when the snapshot was taken").into(),
+        );
+    }
     match src.lookup(updater) {
         Status::Known(XidStatus::Committed) => {
             j.deleted_by = Some(updater);
@@ -500,6 +522,27 @@ mod tests {
         assert!(!s.running(100) && !s.running(103) && !s.running(99));
         assert_eq!(Snapshot::parse("5:9:"), Some(Snapshot { xmax: 9, xip: Default::default() }));
         assert_eq!(Snapshot::parse("x"), None);
+    }
+
+    /// A transaction the snapshot saw running committed since, and hint bits say so on the page: its new row
+    /// version stays invisible and the version it replaced stays live, or the row is saved twice.
+    #[test]
+    fn the_snapshot_outranks_hint_bits() {
+        let clog = Clog::bare(None, 8192, false).with_snapshot(Snapshot::parse("100:110:105").unwrap());
+        let (server, multis) = (HashMap::new(), HashMap::new());
+        let src = StatusSources { clog: &clog, server: &server, can_ask: false, multis: &multis, horizons: None };
+        let new = header(105, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID);
+        assert_eq!(judge(&new, &src).verdict, Verdict::Invisible);
+        let old = header(50, 105, HEAP_XMIN_COMMITTED | HEAP_XMAX_COMMITTED);
+        assert_eq!(judge(&old, &src).verdict, Verdict::Live);
+        // started after the snapshot (at or past its xmax): the same
+        assert_eq!(judge(&header(112, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID), &src).verdict, Verdict::Invisible);
+        // finished before it: the hints hold
+        assert_eq!(judge(&header(103, 0, HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID), &src).verdict, Verdict::Live);
+        assert_eq!(
+            judge(&header(50, 103, HEAP_XMIN_COMMITTED | HEAP_XMAX_COMMITTED), &src).verdict,
+            Verdict::Invisible
+        );
     }
 
     #[test]
