@@ -81,6 +81,16 @@ def segment_path(base: Path, segno: int) -> Path:
     return base if segno == 0 else base.with_name(f"{base.name}.{segno}")
 
 
+def segments_of(base: Path) -> list[dict[str, Any]]:
+    """The segment files of a relation fork that exist: ``[{"segno", "path"}]`` (a gap is a missing segment)."""
+    out = [{"segno": 0, "path": str(base)}] if base.exists() else []
+    for p in base.parent.glob(f"{base.name}.*"):
+        suffix = p.name[len(base.name) + 1 :]
+        if suffix.isdigit() and not suffix.startswith("0"):
+            out.append({"segno": int(suffix), "path": str(p)})
+    return sorted(out, key=lambda s: int(s["segno"]))
+
+
 @dataclass(frozen=True)
 class Block:
     data: bytes

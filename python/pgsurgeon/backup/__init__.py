@@ -66,7 +66,7 @@ class BackupSource:
         return self.handle.read_order(relpath)
 
     def segments(self, relpath: str) -> list[dict[str, Any]]:
-        """The segment files of a relation fork, as :func:`pgsurgeon.salvage.pages.segments_of` gives them."""
+        """The segment files of a relation fork, as :func:`pgsurgeon.datadir.segments_of` gives them."""
         return [{"segno": s, "path": str(p)} for s, p in self.handle.segments(relpath)]
 
     def hold(self, relpath: str) -> None:

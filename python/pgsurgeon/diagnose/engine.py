@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from pgsurgeon import core, db
 from pgsurgeon.catalog.sql import lookup_relation, not_found
-from pgsurgeon.datadir import Geometry, read_block
+from pgsurgeon.datadir import Geometry, read_block, segments_of
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.findings import RelContext
@@ -1196,24 +1196,18 @@ class Diagnosis:
             future = pool.submit(self._allindexed, sound[table_oid], plan, redo)
             self.allindexed.update((index.oid, future) for index, *_rest in plan)
 
-    def _segments(self, rel: Rel) -> list[dict[str, Any]]:
-        assert self.pgdata is not None and self.geometry is not None
-        base = self.pgdata / rel.path
-        count = max(1, -(-rel.nblocks // self.geometry.relseg_size))
-        return [{"segno": n, "path": str(base if n == 0 else base.with_name(f"{base.name}.{n}"))} for n in range(count)]
-
     def _allindexed(
         self, heap: Rel, plan: list[tuple[Rel, list[int], list[Any], list[Any], int]], redo: int
     ) -> dict[int, tuple[bool, str]]:
-        assert self.geometry is not None
+        assert self.geometry is not None and self.pgdata is not None
         table_attrs = max((p[3] for p in plan), key=len)
         config = {
-            "heap": {"name": heap.relname, "files": self._segments(heap), "nblocks": heap.nblocks},
+            "heap": {"name": heap.relname, "files": segments_of(self.pgdata / heap.path), "nblocks": heap.nblocks},
             "heap_attrs": table_attrs,
             "indexes": [
                 {
                     "name": index.relname,
-                    "files": self._segments(index),
+                    "files": segments_of(self.pgdata / index.path),
                     "nblocks": index.nblocks,
                     "keys": keys,
                     "attrs": attrs,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.datadir import segments_of
 from pgsurgeon.repair.model import Tid
 from pgsurgeon.salvage import catalog
 
@@ -51,15 +52,6 @@ def _horizons(ctx: Context) -> dict[str, Any] | None:
         "next_multi": (int(control["next_multi"]) + 10_000_000) % (1 << 32),
         "oldest_multi": int(control["oldest_multi"]),
     }
-
-
-def _segments(base: Any) -> list[dict[str, Any]]:
-    out = [{"segno": 0, "path": str(base)}] if base.exists() else []
-    n = 1
-    while (p := base.with_name(f"{base.name}.{n}")).exists():
-        out.append({"segno": n, "path": str(p)})
-        n += 1
-    return out
 
 
 def _xid_status(ctx: Context, xids: list[int]) -> dict[str, str]:
@@ -173,7 +165,7 @@ def carve(
     if ctx.server.pgdata is not None:
         cfg["xact_dir"] = str(ctx.server.pgdata / "pg_xact")
         if info.toast_filepath:
-            cfg["toast_files"] = _segments(ctx.server.pgdata / info.toast_filepath)
+            cfg["toast_files"] = segments_of(ctx.server.pgdata / info.toast_filepath)
             cfg["toast_nblocks"] = info.toast_nblocks
     blob = b""
     try:

@@ -8,20 +8,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pgsurgeon import core, db
+from pgsurgeon.datadir import segments_of
 from pgsurgeon.salvage.catalog import TableInfo
 from pgsurgeon.salvage.session import Session
 
 REMOTE_BATCH = 128  # blocks per pg_read_binary_file call (1 MB)
-
-
-def segments_of(base: Path) -> list[dict[str, Any]]:
-    """The segment files of a relation fork that exist: ``[{"segno", "path"}]`` (a gap is a missing segment)."""
-    out = [{"segno": 0, "path": str(base)}] if base.exists() else []
-    for p in base.parent.glob(f"{base.name}.*"):
-        suffix = p.name[len(base.name) + 1 :]
-        if suffix.isdigit() and not suffix.startswith("0"):
-            out.append({"segno": int(suffix), "path": str(p)})
-    return sorted(out, key=lambda s: int(s["segno"]))
 
 
 class PageSource(Protocol):

@@ -13,9 +13,8 @@ from typing import Any
 from pgsurgeon import core
 from pgsurgeon.catalog.files import FilesCatalog, file_key
 from pgsurgeon.catalog.types import Types, type_desc
-from pgsurgeon.datadir import find_pgdata
+from pgsurgeon.datadir import find_pgdata, segments_of
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.salvage.pages import segments_of
 
 # Built-in types (catalog/pg_type.dat): name -> (oid, typlen, typalign, typbyval, array oid).
 BUILTIN = {

@@ -17,10 +17,9 @@ from pgsurgeon import core
 from pgsurgeon.backup import BackupSource, is_backup
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog, Relation
-from pgsurgeon.datadir import postmaster_pid
+from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.salvage.pages import segments_of
 
 # The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).
 DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
