@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
-from pgsurgeon.catalog.files import FilesCatalog, relation_index
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.relnames import RelKey, RelName, name_map
@@ -34,6 +33,11 @@ class ScanRequest:
     relations: list[str] = field(default_factory=list)
     live: bool = False
     jobs: int | None = None
+    metadata: list[Any] | None = None
+    """The relations' descriptions (:func:`scan_metas`), when the caller has read them already on its own
+    connection: the scan then does not connect for them, and names no relation."""
+    next_xid: Callable[[], int] | None = None
+    """The server's next XID on the caller's connection (a live scan otherwise connects for it)."""
 
 
 @dataclass
@@ -81,7 +85,7 @@ _XID_FUTURE = frozenset({"tuple_header.xmin_future", "tuple_header.xmax_future"}
 def _server_next_xid(dsn: str) -> int:
     """The server's next transaction ID (its 32-bit part)."""
     with db.connect(dsn) as conn:
-        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()
+        row = conn.execute(db.load_sql("server_next_xid")).fetchone()
     return int(row[0]) % (1 << 32) if row else 0
 
 
@@ -134,18 +138,24 @@ def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, RelName], list[Any
     metas: list[Any] = []
     for datname, _oid in dbs:
         with db.connect(db.dsn_for_database(dsn, datname)) as conn:
-            for row in conn.execute(db.load_sql("scan_metadata")):
-                spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name = row
-                meta = {
-                    "kind": core.AM_PAGE_KIND.get(amname or ""),
-                    "natts": natts,
-                    "heap": [int(hspc), int(hdb), int(hnode)] if hnode is not None else None,
-                    "desc": desc,
-                    "toast": [int(tspc), int(dboid), int(tnode)] if tnode is not None else None,
-                    "toast_name": toast_name,
-                }
-                metas.append([[int(spc), int(dboid), int(node)], meta])
+            metas.extend(scan_metas(conn.execute(db.load_sql("scan_metadata")).fetchall()))
     return names, metas
+
+
+def scan_metas(rows: Iterable[Sequence[Any]]) -> list[Any]:
+    """The scanner's relation descriptions from rows of scan_metadata.sql (run in one database)."""
+    metas: list[Any] = []
+    for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name in rows:
+        meta = {
+            "kind": core.AM_PAGE_KIND.get(amname or ""),
+            "natts": natts,
+            "heap": [int(hspc), int(hdb), int(hnode)] if hnode is not None else None,
+            "desc": desc,
+            "toast": [int(tspc), int(dboid), int(tnode)] if tnode is not None else None,
+            "toast_name": toast_name,
+        }
+        metas.append([[int(spc), int(dboid), int(node)], meta])
+    return metas
 
 
 def _files_catalog(
@@ -155,6 +165,8 @@ def _files_catalog(
     instead when the catalog cannot be read there (the scan then goes on without names)."""
     if not in_backup and not (pgdata / "global" / "pg_filenode.map").is_file():
         return {}, [], {}, None  # not a whole data directory (relation files copied out): nothing names them
+    from pgsurgeon.catalog.files import FilesCatalog, relation_index  # only without a server: not on diagnose's path
+
     try:
         fc = FilesCatalog(pgdata)
         names, metas = relation_index(fc)
@@ -231,7 +243,9 @@ def _run_scan(
         options["backup_start_lsn"] = backup.start_lsn
     names: dict[RelKey, RelName] = {}
     databases_by_name: dict[str, int] = {}
-    if req.dsn:
+    if req.metadata is not None:
+        options["relations"] = req.metadata
+    elif req.dsn:
         names, metas = _catalog(req.dsn, req.databases)
         options["relations"] = metas
         with db.connect(req.dsn) as conn:
@@ -251,16 +265,17 @@ def _run_scan(
             "since may be reported as from the future (connect with -d/-h to judge them against the server's)"
         )
     started = time.monotonic()
+    next_xid = req.next_xid or (lambda: _server_next_xid(str(req.dsn)))
     for _attempt in range(LIVE_ATTEMPTS):
         if live:
             # pg_control's next XID is its last checkpoint's: pages never WAL-logged (unlogged tables, a table
             # created and filled in one transaction under wal_level minimal) keep LSN 0 however new their rows,
             # so the redo point does not skip them. They are judged against the server's own next XID instead.
-            options["horizons"]["next_xid"] = _server_next_xid(str(req.dsn))
+            options["horizons"]["next_xid"] = next_xid()
         result = _scan_once(req, config, on_progress)
         future = [f for f in result["findings"] if f["code"] in _XID_FUTURE]
         # An XID assigned while the files were read is not from the future: scan again against the new horizon.
-        if not (live and future and _server_next_xid(str(req.dsn)) != options["horizons"]["next_xid"]):
+        if not (live and future and next_xid() != options["horizons"]["next_xid"]):
             break
     summary = result["summary"]
     summary["seconds"] = round(time.monotonic() - started, 3)
