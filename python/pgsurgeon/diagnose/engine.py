@@ -198,6 +198,10 @@ class Diagnosis:
         self.allindexed: dict[int, Future[dict[int, tuple[bool, str]]]] = {}
         """Per btree index, its table's heapallindexed in the core: per index, proven or not and what it saw."""
         self.allindexed_pool: ThreadPoolExecutor | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        """The -j workers, each with its own session for the whole run."""
+        self.early_btree: dict[int, Future[Any]] = {}
+        """Per index, bt_index_check started while the pages were being read (the rows or the error it returned)."""
 
     # ------------------------------------------------------------------ setup
 
@@ -392,8 +396,12 @@ class Diagnosis:
             return []
         if self.req.jobs <= 1 or len(items) == 1:
             return [fn(self.main, t) for t in items]
-        with ThreadPoolExecutor(max_workers=self.req.jobs, thread_name_prefix="pgsurgeon-diagnose") as pool:
-            return list(pool.map(lambda t: fn(self.session(), t), items))
+        return list(self.workers().map(lambda t: fn(self.session(), t), items))
+
+    def workers(self) -> ThreadPoolExecutor:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=self.req.jobs, thread_name_prefix="pgsurgeon-diagnose")
+        return self.pool
 
     def add(self, found: Iterable[dict[str, Any]]) -> None:
         with self.findings_lock:
@@ -406,6 +414,13 @@ class Diagnosis:
     def close(self) -> None:
         if self.allindexed_pool is not None:
             self.allindexed_pool.shutdown(cancel_futures=True)
+        if self.pool is not None:
+            if any(not f.done() for f in self.early_btree.values()):
+                # left early (an error, ^C): stop the check still running rather than wait for it
+                for s in self.sessions:
+                    if s is not self.main:
+                        s.cancel()
+            self.pool.shutdown(cancel_futures=True)
         for s in self.sessions:
             s.close()
 
@@ -452,7 +467,13 @@ class Diagnosis:
                 continue
             if rel.locked is not None:
                 raise NotChecked(rel.locked)
-            rows = self._run_locked(session, query, {"rel": rel.oid, "fork": fork, "a": a, "b": b}, binary=True)
+            params = {"rel": rel.oid, "fork": fork, "a": a, "b": b}
+            try:
+                rows = self._run_locked(session, query, params, binary=True)
+            except BackendLost:
+                # A crash anywhere restarts every backend; copying raw bytes out is not what crashes one, so a check
+                # running on another session was: ask again, once.
+                rows = self._run_locked(session, query, params, binary=True)
             if not isinstance(rows, ServerError):
                 if rows and rows[0][0]:
                     yield a, bytes(rows[0][0])
@@ -619,10 +640,15 @@ class Diagnosis:
         compared with the server's copy: the server refusing it confirms it, a different copy (written since) is
         checked instead. Index entries without their row are re-read through the server later. False when the
         files could not be read (the caller reads every page through the server)."""
-        from pgsurgeon.scan import ScanRequest, run_scan
+        from pgsurgeon.scan import ScanRequest, run_scan, scan_metas
 
         assert self.pgdata is not None
         by_node = {r.relfilenode: r for r in rels}
+
+        def next_xid() -> int:
+            (row,) = self._one(self.main, "server_next_xid")
+            return int(row[0]) % (1 << 32)
+
         try:
             outcome = run_scan(
                 ScanRequest(
@@ -632,6 +658,8 @@ class Diagnosis:
                     relations=[str(n) for n in by_node],
                     live=True,
                     jobs=self.req.jobs,
+                    metadata=scan_metas(self._one(self.main, "scan_metadata")),
+                    next_xid=next_xid,
                 )
             )
         except PgSurgeonError as exc:
@@ -726,8 +754,38 @@ class Diagnosis:
 
     # ------------------------------------------------------------------ 2. cross-checks
 
-    def file_checks(self, rel: Rel) -> None:
-        """A trailing partial block and visibility-map bits for blocks past the end of the table."""
+    def vm_tails(self, heaps: list[Rel]) -> dict[int, list[int]]:
+        """Per table, the blocks at or past its end that its visibility map marks, read in one statement for all
+        tables; a table missing from the answer (the statement failed) has its map read alone by file_checks."""
+        wanted = [
+            (r, *span)
+            for r in heaps
+            if r.vm_size > 0 and r.locked is None and (span := self._vm_span(r, r.nblocks)) is not None
+        ]
+        if len(wanted) < 2:
+            return {}
+        query = db.sql.SQL(db.load_sql("diagnose_vm_tails")).format(get_raw_page=self.fn("pageinspect", "get_raw_page"))
+        params = {
+            "oids": [r.oid for r, _a, _b in wanted],
+            "firsts": [a for _r, a, _b in wanted],
+            "lasts": [b for _r, _a, b in wanted],
+        }
+        try:
+            rows = self.main.run(query, params, binary=True)
+        except BackendLost:
+            return {}
+        if isinstance(rows, ServerError):
+            return {}
+        by_oid = {r.oid: r for r, _a, _b in wanted}
+        out: dict[int, list[int]] = {r.oid: [] for r, _a, _b in wanted}
+        for oid, blk, page in rows:
+            rel = by_oid[int(oid)]
+            out[rel.oid].extend(self._vm_marked(rel, rel.nblocks, int(blk), bytes(page)))
+        return out
+
+    def file_checks(self, rel: Rel, vm_beyond: list[int] | None = None) -> None:
+        """A trailing partial block and visibility-map bits for blocks past the end of the table (``vm_beyond``:
+        those bits as vm_tails already read them)."""
         if rel.size % rel.block_size:
             self.add(
                 [
@@ -746,9 +804,9 @@ class Diagnosis:
             return
         nblocks = rel.nblocks
         beyond: list[int] = []
-        for _attempt in range(2):
+        for attempt in range(2):
             try:
-                beyond = self._vm_beyond(rel, nblocks)
+                beyond = vm_beyond if attempt == 0 and vm_beyond is not None else self._vm_beyond(rel, nblocks)
             except NotChecked:
                 return
             if not beyond:
@@ -777,30 +835,48 @@ class Diagnosis:
             ]
         )
 
+    @staticmethod
+    def _vm_span(rel: Rel, nblocks: int) -> tuple[int, int] | None:
+        """The map pages covering heap blocks ``nblocks`` and beyond."""
+        per_page = (rel.block_size - _VM_HEADER) * 4
+        first, last = nblocks // per_page, rel.vm_size // rel.block_size - 1
+        return (first, last) if first <= last else None
+
     def _vm_beyond(self, rel: Rel, nblocks: int) -> list[int]:
         """Heap blocks at or past ``nblocks`` that the visibility map (as the server has it) marks."""
+        span = self._vm_span(rel, nblocks)
+        if span is None:
+            return []
         bs = rel.block_size
-        per_page = (bs - _VM_HEADER) * 4
         beyond: list[int] = []
-        for start, got in self.raw_ranges(self.main, rel, nblocks // per_page, rel.vm_size // bs - 1, fork="vm"):
+        for start, got in self.raw_ranges(self.main, rel, *span, fork="vm"):
             if isinstance(got, ServerError):
                 continue
             for i in range(len(got) // bs):
-                page = got[i * bs : (i + 1) * bs]
-                base = (start + i) * per_page
-                first = max(nblocks - base, 0)
-                if first >= per_page:
-                    continue
-                lo = _VM_HEADER + first // 4
-                tail = page[lo : _VM_HEADER + per_page // 4]
-                if not tail.strip(b"\0"):
-                    continue  # the usual case: no bit past the end; looked at bit by bit only when one is set
-                for j, byte in enumerate(tail):
-                    for bit in range(4):
-                        heap_blk = (lo - _VM_HEADER + j) * 4 + bit
-                        if byte and heap_blk >= first and (byte >> (bit * 2)) & 0x3:
-                            beyond.append(base + heap_blk)
+                beyond.extend(self._vm_marked(rel, nblocks, start + i, got[i * bs : (i + 1) * bs]))
         return beyond
+
+    @staticmethod
+    def _vm_marked(rel: Rel, nblocks: int, vm_block: int, page: bytes) -> list[int]:
+        """Heap blocks at or past ``nblocks`` that map page ``vm_block`` marks."""
+        per_page = (rel.block_size - _VM_HEADER) * 4
+        base = vm_block * per_page
+        first = max(nblocks - base, 0)
+        if first >= per_page:
+            return []
+        lo = _VM_HEADER + first // 4
+        tail = bytearray(page[lo : _VM_HEADER + per_page // 4])
+        if tail:
+            tail[0] &= (0xFF << (first % 4 * 2)) & 0xFF  # the first byte's bits for blocks before the end
+        if not tail.strip(b"\0"):
+            return []  # the usual case: no bit past the end; looked at bit by bit only when one is set
+        return [
+            base + (lo - _VM_HEADER + j) * 4 + bit
+            for j, byte in enumerate(tail)
+            if byte
+            for bit in range(4)
+            if (byte >> (bit * 2)) & 0x3
+        ]
 
     def _fresh_nblocks(self, rel: Rel) -> int | None:
         rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": rel.oid})
@@ -912,16 +988,12 @@ class Diagnosis:
     def ranges(self, rel: Rel) -> list[tuple[int, int]]:
         """Runs of blocks the server accepted, cut to amcheck_batch blocks."""
         out: list[tuple[int, int]] = []
-        blk, n = 0, rel.nblocks
-        skip = rel.refused.keys() | rel.unchecked
-        while blk < n:
-            if blk in skip:
-                blk += 1
-                continue
-            start = blk
-            while blk < n and blk not in skip and blk - start < self.req.amcheck_batch:
-                blk += 1
-            out.append((start, blk - 1))
+        step = self.req.amcheck_batch
+        start = 0
+        # the gaps between skipped blocks, cut to step blocks (a skipped block per loop, not a block per loop)
+        for skipped in [*sorted(b for b in rel.refused.keys() | rel.unchecked if b < rel.nblocks), rel.nblocks]:
+            out.extend((a, min(a + step, skipped) - 1) for a in range(start, skipped, step))
+            start = skipped + 1
         return out
 
     def heap_task(self, session: Session, task: tuple[Rel, int, int, bool]) -> list[dict[str, Any]]:
@@ -1144,6 +1216,8 @@ class Diagnosis:
             self.btree_phase(indexes)
             return
         heap_tasks = self.heap_tasks(tables)
+        started = [i for i in indexes if i.oid in self.early_btree]
+        indexes = [i for i in indexes if i.oid not in self.early_btree]
         tasks: list[tuple[Rel, int, int, bool] | Rel] = [*indexes, *heap_tasks]
 
         def cost(task: tuple[Rel, int, int, bool] | Rel) -> int:
@@ -1164,7 +1238,29 @@ class Diagnosis:
             results[i] = res
         for res in results[: len(indexes)]:
             self.add(res)
+        for index in started:  # finished by now, or soon: the heap ranges ran beside them
+            self.add(self.btree_task(self.main, index))
         self.heap_done(tables, heap_tasks, results[len(indexes) :])
+
+    def start_btree_early(self, indexes: list[Rel]) -> None:
+        """Without --heapallindexed, bt_index_check needs nothing from the page checks (it reads only its index and
+        is built to meet damage): with -j 2 or more it starts now, on one of the -j sessions, and runs while the
+        pages are read. Its answer is read in the amcheck phase, as if it had run there."""
+        if self.req.jobs <= 1 or self.req.heapallindexed:
+            return
+        query = self._btree_query()
+
+        def check(index: Rel) -> Any:
+            return self._run_locked(self.session(), query, {"rel": index.oid, "all": False})
+
+        for index in sorted(indexes, key=lambda r: -r.nblocks):
+            if index.usable and index.nblocks > 0:
+                self.early_btree[index.oid] = self.workers().submit(check, index)
+
+    def _btree_query(self) -> Any:
+        return db.sql.SQL("SELECT {fn}(%(rel)s::oid::regclass, %(all)s)").format(
+            fn=self.fn("amcheck", "bt_index_check")
+        )
 
     # ------------------------------------------------------------------ 3b. heapallindexed from the files
 
@@ -1282,12 +1378,14 @@ class Diagnosis:
         heapallindexed = want_all and heap_sound
         if want_all and not heap_sound:
             index.notes.append("heapallindexed skipped: the table has damaged pages (it is read with the executor)")
-        query = db.sql.SQL("SELECT {fn}(%(rel)s::oid::regclass, %(all)s)").format(
-            fn=self.fn("amcheck", "bt_index_check")
-        )
+        query = self._btree_query()
         in_core = self.allindexed.get(index.oid) if heapallindexed else None
+        early = self.early_btree.pop(index.oid, None)
         try:
-            rows = self._run_locked(session, query, {"rel": index.oid, "all": heapallindexed and in_core is None})
+            if early is not None and not heapallindexed:
+                rows = early.result()
+            else:
+                rows = self._run_locked(session, query, {"rel": index.oid, "all": heapallindexed and in_core is None})
             if in_core is not None and not isinstance(rows, ServerError):
                 try:
                     proven, note = in_core.result()[index.oid]
@@ -1501,13 +1599,15 @@ class Diagnosis:
             self.load_relations()
             heaps = [r for r in self.rels if r.is_heap]
             others = [r for r in self.rels if not r.is_heap and r.relkind == "i"]
+            self.start_btree_early([r for r in self.rels if r.is_btree and r.role == "index"])
             self.progress(f"reading {sum(r.nblocks for r in self.rels)} pages of {len(self.rels)} relation(s)")
             if self.pgdata is None or not self.files_phase(heaps + others):
                 self.pgdata = None
                 self.raw_phase(heaps + others)
+            tails = self.vm_tails(heaps)
             for rel in heaps:
                 rel.lines = None  # memory: only the index batches needed it
-                self.file_checks(rel)
+                self.file_checks(rel, tails.get(rel.oid))
             for index in others:
                 self.index_refs(index)
             self.progress("verify_heapam on TOAST tables")

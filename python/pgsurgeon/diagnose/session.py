@@ -102,6 +102,13 @@ class Session:
         assert self._conn is not None
         return self._conn
 
+    def cancel(self) -> None:
+        """Ask the server to cancel the statement running on this session (from another thread)."""
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            with contextlib.suppress(db.Error):
+                conn.cancel_safe(timeout=5.0)
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
