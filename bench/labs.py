@@ -19,7 +19,10 @@ def run_measured(
     """Run ``cmd`` (as the server's OS user with ``as_server``): seconds, its peak RSS in MB (wait4), exit code and
     stdout; an exit code not in ``ok`` ends the benchmark with the command's stderr."""
     kwargs: dict[str, object] = {}
-    env = dict(os.environ)
+    # pip install compiles the package's bytecode; a development install (maturin develop) under
+    # PYTHONDONTWRITEBYTECODE compiles every module again on each run (~0.06 s): let the warm-up run leave the
+    # bytecode an installed pgsurgeon has.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if as_server is not None:
         env = as_server.tool_env()
         user = server_user()
