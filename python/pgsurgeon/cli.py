@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pgsurgeon import __version__, core
-from pgsurgeon.commands import COMMANDS, options
+from pgsurgeon.commands import modules, options
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 
@@ -40,7 +40,9 @@ class Parser(argparse.ArgumentParser):
         self.exit(Exit.USAGE, err.render() + "\n")
 
 
-def get_parser() -> argparse.ArgumentParser:
+def get_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command line, with only the command it names (the top level has no option that
+    takes a value, so the first word that is not an option is the command)."""
     parser = Parser(
         prog="pgsurgeon",
         description="PostgreSQL corruption lab and rescue kit: simulate, detect, explain, save and fix damaged pages.",
@@ -48,7 +50,8 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("-h", action="help", help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"pgsurgeon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
+    command = None if argv is None else next((a for a in argv if not a.startswith("-")), None)
+    for module in modules(command):
         module.register(sub)
     return parser
 
@@ -108,8 +111,9 @@ def _stdout_gone() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = get_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = get_parser(words)
+    args = parser.parse_args(words)
     try:
         options.resolve(args)
         code: int = args.func(args)

@@ -2,36 +2,29 @@
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from pgsurgeon.commands import (
-    control,
-    corrupt,
-    diagnose,
-    dump_tables,
-    explain,
-    files,
-    inspect,
-    lab,
-    repair,
-    salvage,
-    scan,
-    undo,
-    unload,
-)
+NAMES: dict[str, str] = {
+    "scan": "scan",
+    "inspect": "inspect",
+    "control": "control",
+    "files": "files",
+    "lab": "lab",
+    "corrupt": "corrupt",
+    "undo": "undo",
+    "diagnose": "diagnose",
+    "explain": "explain",
+    "salvage": "salvage",
+    "dump-tables": "dump_tables",
+    "repair": "repair",
+    "unload": "unload",
+}
+"""Each command's name and its module, in the order ``pgsurgeon --help`` lists them."""
 
-COMMANDS: tuple[ModuleType, ...] = (
-    scan,
-    inspect,
-    control,
-    files,
-    lab,
-    corrupt,
-    undo,
-    diagnose,
-    explain,
-    salvage,
-    dump_tables,
-    repair,
-    unload,
-)
+
+def modules(command: str | None = None) -> list[ModuleType]:
+    """The modules to register: only ``command``'s when it names one (a run imports one command, not thirteen:
+    ~15 ms of every start), all of them otherwise (the top-level help, a mistyped command)."""
+    names = [NAMES[command]] if command in NAMES else list(NAMES.values())
+    return [importlib.import_module(f"pgsurgeon.commands.{name}") for name in names]
