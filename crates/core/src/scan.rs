@@ -80,19 +80,18 @@ impl LpRun {
 
     pub(crate) fn page(&mut self, block: u64, page: &Page<'_>) {
         let n = page.readable_item_count();
-        let mut used = vec![0u8; usize::from(n).div_ceil(8)];
-        let mut holes = false;
-        for (off, id) in page.item_ids() {
-            let i = usize::from(off - 1);
-            if id.lp_flags() != crate::itemid::LP_UNUSED {
-                used[i / 8] |= 1 << (i % 8);
-            } else {
-                holes = true;
-            }
-        }
+        // Most pages have no unused line pointer: their bitmap is never built.
+        let holes = page.item_ids().any(|(_, id)| id.lp_flags() == crate::itemid::LP_UNUSED);
         if let Some(s) = self.slot(block) {
             *s = n.min(LP_ZERO - 1);
             if holes {
+                let mut used = vec![0u8; usize::from(n).div_ceil(8)];
+                for (off, id) in page.item_ids() {
+                    if id.lp_flags() != crate::itemid::LP_UNUSED {
+                        let i = usize::from(off - 1);
+                        used[i / 8] |= 1 << (i % 8);
+                    }
+                }
                 self.holes.push((block, used.into_boxed_slice()));
             }
         }
@@ -104,6 +103,8 @@ pub(crate) struct HeapMap {
     pub(crate) nblocks: u64,
     counts: Vec<u16>,
     holes: HashMap<u64, Box<[u8]>>,
+    /// A bit per block: it is in `holes` (every index entry asks; a bit test spares the hash lookup).
+    has_holes: Vec<u64>,
 }
 
 /// Where an index entry's heap TID lands.
@@ -123,7 +124,19 @@ pub(crate) enum TidTarget {
 
 impl HeapMap {
     pub(crate) fn new(nblocks: u64) -> Self {
-        HeapMap { nblocks, counts: vec![LP_UNKNOWN; nblocks as usize], holes: HashMap::new() }
+        let words = usize::try_from(nblocks.div_ceil(64)).unwrap_or(0);
+        HeapMap { nblocks, counts: vec![LP_UNKNOWN; nblocks as usize], holes: HashMap::new(), has_holes: vec![0; words] }
+    }
+
+    fn mark_holes(&mut self, block: u64, on: bool) {
+        if let Some(w) = self.has_holes.get_mut((block / 64) as usize) {
+            let bit = 1u64 << (block % 64);
+            if on {
+                *w |= bit;
+            } else {
+                *w &= !bit;
+            }
+        }
     }
 
     /// Take what a run of pages recorded (later runs win).
@@ -135,12 +148,15 @@ impl HeapMap {
             }
             if let Some(slot) = self.counts.get_mut(block as usize) {
                 *slot = n;
-                self.holes.remove(&block);
+                if self.holes.remove(&block).is_some() {
+                    self.mark_holes(block, false);
+                }
             }
         }
-        for (block, used) in run.holes.drain(..) {
+        for (block, used) in std::mem::take(&mut run.holes) {
             if (block as usize) < self.counts.len() {
                 self.holes.insert(block, used);
+                self.mark_holes(block, true);
             }
         }
         run.counts = Vec::new();
@@ -156,6 +172,7 @@ impl HeapMap {
             LP_UNKNOWN => TidTarget::Unknown,
             LP_ZERO => TidTarget::Zero,
             _ if tid.offset == 0 || tid.offset > n => TidTarget::Unused,
+            _ if self.has_holes.get((hb / 64) as usize).is_none_or(|w| w & (1 << (hb % 64)) == 0) => TidTarget::Used,
             _ => {
                 let i = usize::from(tid.offset - 1);
                 let in_use = self.holes.get(&hb).map(|used| used.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0));
