@@ -388,6 +388,34 @@ def test_lost_backend_is_survived(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> 
     assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings)
 
 
+def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With -j 2 and no --heapallindexed, bt_index_check starts while the pages are read. A real crash under it
+    (SIGSEGV) restarts every backend, the one the page checks talk to included: their catalog and raw-page
+    statements run again on a new connection, the crash is recorded against the index, and the pages are still
+    checked."""
+    import os
+    import signal
+
+    original = Session.run
+    crashed: list[int] = []
+
+    def crashing(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
+        text = query if isinstance(query, str) else query.as_string(None)
+        if "bt_index_check" in text and not crashed:
+            crashed.append(self.conn.info.backend_pid)
+            os.kill(crashed[0], signal.SIGSEGV)
+        return original(self, query, params, **kw)
+
+    monkeypatch.setattr(Session, "run", crashing)
+    tables = [lab.relnames[HEALTHY]["table"], lab.relnames["m_item_ids"]["table"]]
+    out = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=tables, jobs=2, limits=Limits(reconnect_timeout_s=60)))
+    assert crashed
+    assert out.summary["crashes"] >= 1 and out.summary["reconnects"] >= 1, out.summary
+    crash = [f for f in out.findings if f["code"] == "server.crash"]
+    assert crash and all(f["relation"] in {lab.relnames[t]["index"] for t in (HEALTHY, "m_item_ids")} for f in crash)
+    assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings)
+
+
 def test_a_locked_table_is_skipped_not_waited_for(lab: Lab) -> None:
     """Another session holds ACCESS EXCLUSIVE (ALTER TABLE, VACUUM FULL): diagnose gives up on that table after
     lock_timeout instead of queueing behind it (and making everyone else queue behind diagnose)."""
@@ -512,7 +540,8 @@ def test_pgbench_sees_no_errors_while_diagnose_runs(pg: LabCluster) -> None:
     try:
         time.sleep(1.0)
         while runs < 2 or time.monotonic() - started < 8:
-            out = run_diagnose(DiagnoseRequest(dsn=pg.dsn(dbname), jobs=2, heapallindexed=True))
+            # in turn: heapallindexed in the core, and bt_index_check beside the page checks
+            out = run_diagnose(DiagnoseRequest(dsn=pg.dsn(dbname), jobs=2, heapallindexed=runs % 2 == 0))
             runs += 1
             assert out.findings == [], [
                 (f["code"], f["source"], f["relation"], f["block"], f["message"]) for f in out.findings[:5]

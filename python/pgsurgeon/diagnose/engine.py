@@ -206,7 +206,7 @@ class Diagnosis:
     # ------------------------------------------------------------------ setup
 
     def _one(self, session: Session, name: str, params: dict[str, Any] | None = None) -> list[Any]:
-        rows = session.run(db.load_sql(name), params)
+        rows = session.run(db.load_sql(name), params, again=True)
         if isinstance(rows, ServerError):
             raise PgSurgeonError(f"{name.replace('_', ' ')} query failed: {rows.message}")
         result: list[Any] = rows
@@ -384,7 +384,7 @@ class Diagnosis:
     def session(self) -> Session:
         s: Session | None = getattr(self.local, "session", None)
         if s is None:
-            s = Session(self.req.dsn, self.req.limits)
+            s = Session(self.req.dsn, self.req.limits, wait=True)
             self.local.session = s
             with self.sessions_lock:
                 self.sessions.append(s)
@@ -468,12 +468,7 @@ class Diagnosis:
             if rel.locked is not None:
                 raise NotChecked(rel.locked)
             params = {"rel": rel.oid, "fork": fork, "a": a, "b": b}
-            try:
-                rows = self._run_locked(session, query, params, binary=True)
-            except BackendLost:
-                # A crash anywhere restarts every backend; copying raw bytes out is not what crashes one, so a check
-                # running on another session was: ask again, once.
-                rows = self._run_locked(session, query, params, binary=True)
+            rows = self._run_locked(session, query, params, binary=True, again=True)
             if not isinstance(rows, ServerError):
                 if rows and rows[0][0]:
                     yield a, bytes(rows[0][0])
@@ -714,7 +709,7 @@ class Diagnosis:
 
     def _rewritten(self, rel: Rel) -> bool:
         """Whether the relation has other files now than when diagnose started (or is gone)."""
-        rows = self.main.run(db.load_sql("diagnose_relfilenode"), {"oid": rel.oid})
+        rows = self.main.run(db.load_sql("diagnose_relfilenode"), {"oid": rel.oid}, again=True)
         if isinstance(rows, ServerError):
             return False
         return not rows or rows[0][0] is None or int(rows[0][0]) != rel.relfilenode
@@ -771,7 +766,7 @@ class Diagnosis:
             "lasts": [b for _r, _a, b in wanted],
         }
         try:
-            rows = self.main.run(query, params, binary=True)
+            rows = self.main.run(query, params, binary=True, again=True)
         except BackendLost:
             return {}
         if isinstance(rows, ServerError):
@@ -879,7 +874,7 @@ class Diagnosis:
         ]
 
     def _fresh_nblocks(self, rel: Rel) -> int | None:
-        rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": rel.oid})
+        rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": rel.oid}, again=True)
         if isinstance(rows, ServerError) or not rows:
             return None
         return int(rows[0][0]) // rel.block_size
@@ -952,7 +947,7 @@ class Diagnosis:
         self.add(out)
 
     def recheck(self, index: Rel, heap: Rel, candidates: list[Crossref]) -> list[Crossref]:
-        size_rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": heap.oid})
+        size_rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": heap.oid}, again=True)
         nblocks = heap.nblocks if isinstance(size_rows, ServerError) else int(size_rows[0][0]) // heap.block_size
         fresh: dict[int, bytes | None] = {}
         confirmed: list[Crossref] = []
@@ -1076,10 +1071,12 @@ class Diagnosis:
                 stack.extend([(mid + 1, b), (a, mid)])
         return out
 
-    def _run_locked(self, session: Session, query: Any, params: dict[str, Any], *, binary: bool = False) -> Any:
+    def _run_locked(
+        self, session: Session, query: Any, params: dict[str, Any], *, binary: bool = False, again: bool = False
+    ) -> Any:
         """Run, retrying a few times when lock_timeout fired (someone holds a conflicting lock briefly)."""
         for attempt in range(LOCK_RETRIES):
-            rows = session.run(query, params, binary=binary) if binary else session.run(query, params)
+            rows = session.run(query, params, binary=binary, again=again)
             if not (isinstance(rows, ServerError) and rows.sqlstate == "55P03") or attempt == LOCK_RETRIES - 1:
                 return rows
             time.sleep(0.5 * (attempt + 1))

@@ -65,13 +65,18 @@ class Session:
     a dead backend raises :class:`BackendLost` after reconnecting (or :class:`PgSurgeonError` when the server
     does not come back)."""
 
-    def __init__(self, dsn: str, limits: Limits) -> None:
+    def __init__(self, dsn: str, limits: Limits, *, wait: bool = False) -> None:
+        """``wait``: the dsn is known to work (another session of the run connected with it), so a refused
+        connection is a server restarting after a crash: wait for it as a reconnect does."""
         self.dsn = dsn
         self.limits = limits
         self.reconnects = 0
         self._notices: list[str] = []
         self._conn: Connection[tuple[Any, ...]] | None = None
-        self._connect()
+        if wait:
+            self._connect_waiting()
+        else:
+            self._connect()
 
     def _connect(self) -> None:
         conn = db.connect(self.dsn, autocommit=True)
@@ -119,12 +124,15 @@ class Session:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        self._connect_waiting()
+        self.reconnects += 1
+
+    def _connect_waiting(self) -> None:
         deadline = time.monotonic() + self.limits.reconnect_timeout_s
         delay = 0.2
         while True:
             try:
                 self._connect()
-                self.reconnects += 1
                 return
             except db.ConnectError as exc:
                 if time.monotonic() > deadline:
@@ -137,10 +145,25 @@ class Session:
                 delay = min(delay * 2, 2.0)
 
     def run(
-        self, query: str | Composable, params: Sequence[Any] | dict[str, Any] | None = None, *, binary: bool = False
+        self,
+        query: str | Composable,
+        params: Sequence[Any] | dict[str, Any] | None = None,
+        *,
+        binary: bool = False,
+        again: bool = False,
     ) -> Any:
         """Rows of ``query``, or the :class:`ServerError` it raised; ``binary``: results in binary format (a bytea
-        arrives as its bytes, not as hex text twice its size)."""
+        arrives as its bytes, not as hex text twice its size). ``again``: for a statement that cannot crash a backend
+        itself (a catalog query, raw page bytes), a lost backend means a crash elsewhere restarted them all: run it
+        once more on the new connection instead of raising :class:`BackendLost`."""
+        try:
+            return self._run(query, params, binary)
+        except BackendLost:
+            if not again:
+                raise
+            return self._run(query, params, binary)
+
+    def _run(self, query: str | Composable, params: Sequence[Any] | dict[str, Any] | None, binary: bool) -> Any:
         self._notices.clear()
         conn = self.conn
         try:
