@@ -125,7 +125,12 @@ pub(crate) enum TidTarget {
 impl HeapMap {
     pub(crate) fn new(nblocks: u64) -> Self {
         let words = usize::try_from(nblocks.div_ceil(64)).unwrap_or(0);
-        HeapMap { nblocks, counts: vec![LP_UNKNOWN; nblocks as usize], holes: HashMap::new(), has_holes: vec![0; words] }
+        HeapMap {
+            nblocks,
+            counts: vec![LP_UNKNOWN; nblocks as usize],
+            holes: HashMap::new(),
+            has_holes: vec![0; words],
+        }
     }
 
     fn mark_holes(&mut self, block: u64, on: bool) {
