@@ -1,5 +1,5 @@
 import sys
 
-from pgsurgeon.cli import main
+from pgsurgeon.cli import run
 
-sys.exit(main())
+sys.exit(run())
