@@ -874,7 +874,7 @@ class Diagnosis:
         ]
 
     def _fresh_nblocks(self, rel: Rel) -> int | None:
-        rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": rel.oid}, again=True)
+        rows = self.main.run(db.load_sql("relation_size"), {"oid": rel.oid}, again=True)
         if isinstance(rows, ServerError) or not rows:
             return None
         return int(rows[0][0]) // rel.block_size
@@ -947,7 +947,7 @@ class Diagnosis:
         self.add(out)
 
     def recheck(self, index: Rel, heap: Rel, candidates: list[Crossref]) -> list[Crossref]:
-        size_rows = self.main.run(db.load_sql("diagnose_relation_size"), {"oid": heap.oid}, again=True)
+        size_rows = self.main.run(db.load_sql("relation_size"), {"oid": heap.oid}, again=True)
         nblocks = heap.nblocks if isinstance(size_rows, ServerError) else int(size_rows[0][0]) // heap.block_size
         fresh: dict[int, bytes | None] = {}
         confirmed: list[Crossref] = []

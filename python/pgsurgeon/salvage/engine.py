@@ -485,7 +485,7 @@ class Salvage:
                 if self.stop.is_set():
                     return
                 b = min(nblocks, a + CLASSIFY_REGION)
-                res = pages.classify({**self.classify_cfg, "first": a, "nblocks": b})
+                res = pages.classify({**self.classify_cfg, "first": a, "nblocks": b, "rel_nblocks": nblocks})
                 found = {int(x["block"]): x for x in res["blocks"]}
                 with self.lock:
                     self.classes.update(found)

@@ -116,6 +116,11 @@ class RemotePages:
         data = bytes(row[0]) if row and row[0] is not None else b""
         return data
 
+    def _nblocks_now(self) -> int:
+        query = db.load_sql("relation_size")
+        row = self.session.run(lambda c: c.execute(query, {"oid": self.table.oid}).fetchone())
+        return int(row[0]) // self.table.block_size if row and row[0] is not None else 0
+
     def classify(self, config: dict[str, Any]) -> dict[str, Any]:
         nblocks = self.table.nblocks
         blocks: list[dict[str, Any]] = []
@@ -125,8 +130,10 @@ class RemotePages:
             count = min(REMOTE_BATCH, nblocks - first, self.relseg_size - first % self.relseg_size)
             data = self._read(first, count)
             read += len(data)
-            data = data + bytes(0)
-            res = core.classify_pages(data, first, {**config, "nblocks": nblocks})
+            # read after the pages: on a running server an updated row's t_ctid may name a block added since
+            # the table's length was taken, and it exists by the time the row was written out
+            grown = self._nblocks_now()
+            res = core.classify_pages(data, first, {**config, "nblocks": nblocks, "rel_nblocks": max(nblocks, grown)})
             blocks.extend(res["blocks"])
             # blocks the file did not have
             have = len(data) // self.table.block_size

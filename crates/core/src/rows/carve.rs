@@ -116,6 +116,19 @@ impl BlockReader {
         out.truncate(filled);
         Ok(())
     }
+
+    /// The relation's length in blocks as its files are now (the highest segment's size counts; a segment that
+    /// cannot be read counts as empty).
+    pub fn nblocks_now(&self) -> u64 {
+        self.segments
+            .keys()
+            .filter_map(|&segno| {
+                let size = self.file(segno).ok().flatten()?.size().ok()?;
+                Some(u64::from(segno) * self.relseg_size + size / self.blcksz as u64)
+            })
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// `MaxHeapTuplesPerPage` for a block size.
@@ -135,6 +148,11 @@ pub struct ClassifyConfig {
     #[serde(default)]
     pub first: u64,
     pub nblocks: u64,
+    /// The relation's length in blocks, which no t_ctid may reach (default: `nblocks`; a region ends before the
+    /// table does). Read from files, the bound is also the files' length after each page was read: on a running
+    /// server an update's new version may land in a block added since.
+    #[serde(default)]
+    pub rel_nblocks: Option<u64>,
     #[serde(default = "default_blcksz")]
     pub blcksz: u32,
     #[serde(default = "default_relseg")]
@@ -194,6 +212,10 @@ pub struct ClassifyResult {
 
 /// Judge one heap page: None when it is safe to read through SQL.
 pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<BlockClass> {
+    classify_page_within(bytes, block, cfg, cfg.rel_nblocks.unwrap_or(cfg.nblocks))
+}
+
+fn classify_page_within(bytes: &[u8], block: u64, cfg: &ClassifyConfig, rel_nblocks: u64) -> Option<BlockClass> {
     let blcksz = cfg.blcksz as usize;
     if bytes.len() < blcksz {
         return Some(BlockClass {
@@ -208,7 +230,7 @@ pub fn classify_page(bytes: &[u8], block: u64, cfg: &ClassifyConfig) -> Option<B
         return Some(BlockClass { block, state: "zero", codes: vec![], message: "all-zero page".into() });
     }
     let ctx = HeapContext {
-        nblocks: Some(cfg.nblocks),
+        nblocks: Some(rel_nblocks),
         horizons: cfg.horizons.as_ref(),
         relnatts: cfg.desc.as_ref().map(|d| d.natts),
     };
@@ -317,7 +339,9 @@ pub fn classify_relation(cfg: &ClassifyConfig) -> Result<ClassifyResult> {
                 let first = start + u * unit;
                 let count = unit.min(cfg.nblocks - first);
                 let data = reader.read(first, count)?;
-                Ok((data.len() as u64, classify_buffer(&data, first, count, cfg)))
+                // after the read: a block a row's t_ctid names was added before that row was written out
+                let bound = reader.nblocks_now().max(cfg.rel_nblocks.unwrap_or(cfg.nblocks));
+                Ok((data.len() as u64, classify_buffer_within(&data, first, count, cfg, bound)))
             })
             .collect()
     };
@@ -342,12 +366,23 @@ pub fn classify_relation(cfg: &ClassifyConfig) -> Result<ClassifyResult> {
 
 /// Classify `count` consecutive blocks from `first` held in `data` (which may be short).
 pub fn classify_buffer(data: &[u8], first: u64, count: u64, cfg: &ClassifyConfig) -> Vec<BlockClass> {
+    classify_buffer_within(data, first, count, cfg, cfg.rel_nblocks.unwrap_or(cfg.nblocks))
+}
+
+/// [`classify_buffer`] with `rel_nblocks` as the relation's length (the bound of t_ctid).
+fn classify_buffer_within(
+    data: &[u8],
+    first: u64,
+    count: u64,
+    cfg: &ClassifyConfig,
+    rel_nblocks: u64,
+) -> Vec<BlockClass> {
     let blcksz = cfg.blcksz as usize;
     let mut out = Vec::new();
     for i in 0..count {
         let start = i as usize * blcksz;
         let bytes = data.get(start..(start + blcksz).min(data.len())).unwrap_or(&[]);
-        if let Some(c) = classify_page(bytes, first + i, cfg) {
+        if let Some(c) = classify_page_within(bytes, first + i, cfg, rel_nblocks) {
             out.push(c);
         }
     }
@@ -2260,6 +2295,7 @@ mod tests {
             jobs: None,
             unit_blocks: 256,
             columns: vec![],
+            rel_nblocks: None,
         };
         assert!(classify_page(&page(1, &[(1, "x")]), 1, &c).is_none());
         assert_eq!(classify_page(&[0u8; 8192], 2, &c).unwrap().state, "zero");
@@ -2297,6 +2333,7 @@ mod tests {
             jobs: Some(1),
             unit_blocks: 1,
             columns: vec![],
+            rel_nblocks: None,
         };
         let whole = classify_relation(&cfg(0)).unwrap();
         let states: Vec<_> = whole.blocks.iter().map(|b| (b.block, b.state)).collect();
@@ -2304,6 +2341,63 @@ mod tests {
         let region = classify_relation(&cfg(1)).unwrap();
         let states: Vec<_> = region.blocks.iter().map(|b| (b.block, b.state)).collect();
         assert_eq!((states, region.nblocks, region.healthy), (vec![(2, "zero")], 3, 2));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An updated row's t_ctid names its new version's block. Classified region by region, that block lies past
+    /// the region but inside the table; on a running server it may lie in a block added after the table's length
+    /// was read, and the file holds it by the time the row is read. Neither is damage; past the file's end is.
+    #[test]
+    fn a_ctid_past_the_region_or_into_a_block_added_since_is_no_damage() {
+        let dir = std::env::temp_dir().join(format!("pgs-classify-ctid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("16384");
+        let updated = |b: u32, to: u32| {
+            let mut p = page(b, &[(1, "x")]);
+            let lp = u32::from_le_bytes(p[24..28].try_into().unwrap());
+            let t = (lp & 0x7FFF) as usize;
+            p[t + 4..t + 8].copy_from_slice(&900u32.to_le_bytes()); // t_xmax: the updater
+            p[t + 12..t + 14].copy_from_slice(&((to >> 16) as u16).to_le_bytes()); // t_ctid: (to, 1)
+            p[t + 14..t + 16].copy_from_slice(&(to as u16).to_le_bytes());
+            p[t + 16..t + 18].copy_from_slice(&1u16.to_le_bytes());
+            p
+        };
+        let mut file = Vec::new();
+        for b in 0..4u32 {
+            file.extend_from_slice(&if b == 0 {
+                updated(0, 3)
+            } else if b == 1 {
+                updated(1, 5)
+            } else {
+                page(b, &[(1, "x")])
+            });
+        }
+        std::fs::write(&path, &file).unwrap();
+        let cfg = |nblocks: u64, rel_nblocks: Option<u64>| ClassifyConfig {
+            files: vec![SegFile { segno: 0, path: path.clone() }],
+            first: 0,
+            nblocks,
+            blcksz: 8192,
+            relseg_size: 131072,
+            checksums: false,
+            desc: Some(desc()),
+            horizons: None,
+            jobs: Some(1),
+            unit_blocks: 1,
+            columns: vec![],
+            rel_nblocks,
+        };
+        let damaged = |cfg: &ClassifyConfig| -> Vec<u64> {
+            classify_relation(cfg).unwrap().blocks.iter().filter(|b| b.state == "damaged").map(|b| b.block).collect()
+        };
+        // the first region, blocks 0..2, of a 4-block table: block 0's row points into block 3
+        assert_eq!(damaged(&cfg(2, Some(4))), vec![1], "block 1's row points past the file's end");
+        // the table grows while it is read: block 5 exists by the time block 1 is read
+        file.extend(std::iter::repeat_n(0u8, 2 * 8192));
+        std::fs::write(&path, &file).unwrap();
+        assert_eq!(damaged(&cfg(2, Some(4))), Vec::<u64>::new());
+        // a page handed over on its own (no files) is judged against the length given
+        assert_eq!(classify_page(&updated(1, 5), 1, &cfg(4, None)).map(|c| c.state), Some("damaged"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
