@@ -169,6 +169,7 @@ fn damaged_pages_never_panic() {
         jobs: None,
         unit_blocks: 256,
         columns: cols,
+        rel_nblocks: None,
     };
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let healthy = page(3, 25);
