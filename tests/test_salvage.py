@@ -518,3 +518,34 @@ def test_survives_a_crashing_page_without_precheck(labs: CorruptLabs, tmp_path: 
     assert set(by_id) == set(truth.rows) - {"40"}
     apart = read_output(Path(r["outputs"]["carved_file"]))
     assert any("\t40\t" in ln and "jsonb" in ln for ln in apart)
+
+
+@pytest.mark.parametrize(
+    ("blocks", "gap"),
+    [
+        ([2, 2, 1], False),  # full segments, then the last one: the server counts them all
+        ([2, 1], False),
+        ([2, 2], False),
+        ([2, None, 1], True),  # .1 missing: the server stops at block 2
+        ([None, 2], True),  # the first file missing
+        ([2, 1, 2], True),  # .1 short: the server stops at block 3
+    ],
+)
+def test_a_gap_in_the_segment_files_is_where_the_server_stops_counting(
+    tmp_path: Path, blocks: list[int | None], gap: bool
+) -> None:
+    """Only a missing or short segment before the last one hides blocks from the server; files longer than its
+    count without such a gap are a table that grew after it was sized (its new blocks hold no row the snapshot
+    sees, and must not be carved as if a segment were lost)."""
+    from types import SimpleNamespace
+
+    from pgsurgeon.salvage.engine import _has_gap
+    from pgsurgeon.salvage.pages import LocalPages
+
+    (tmp_path / "base" / "5").mkdir(parents=True)
+    for segno, n in enumerate(blocks):
+        if n is not None:
+            name = "16384" if segno == 0 else f"16384.{segno}"
+            (tmp_path / "base" / "5" / name).write_bytes(bytes(n * 8192))
+    table: Any = SimpleNamespace(filepath="base/5/16384", block_size=8192)
+    assert _has_gap(LocalPages(tmp_path, table, 2), table) is gap

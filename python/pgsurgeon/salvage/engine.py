@@ -245,6 +245,16 @@ def _files_size(pages: LocalPages, t: catalog.TableInfo) -> int:
     return size
 
 
+def _has_gap(pages: LocalPages, t: catalog.TableInfo) -> bool:
+    """Whether a segment file is missing, or one before the last is short: where the server stops counting blocks
+    (md.c's mdnblocks)."""
+    segs = sorted((int(s["segno"]), Path(s["path"])) for s in pages.segments)
+    full = pages.relseg_size * t.block_size
+    return any(segno != i for i, (segno, _) in enumerate(segs)) or any(
+        path.stat().st_size < full for _, path in segs[:-1]
+    )
+
+
 class _Oracle:
     """What the files do not say, asked of the server for the row engine (crates/core/src/rows/engine.rs)."""
 
@@ -339,8 +349,10 @@ class Salvage:
                 )
             t.size = _files_size(self.pages, t)
             self.notes.append("the server could not size the table (a segment file is missing); sized from its files")
-        elif isinstance(self.pages, LocalPages):
-            # segments after a missing one are invisible to the server (it stops counting at the gap) but not to us
+        elif isinstance(self.pages, LocalPages) and _has_gap(self.pages, t):
+            # segments after a missing or short one are invisible to the server (it stops counting at the gap) but
+            # not to us. Without a gap, files longer than the server's count are the table growing since it was
+            # sized: blocks the snapshot (taken first) has no rows in.
             on_disk = _files_size(self.pages, t)
             if on_disk > t.size:
                 self.notes.append(
@@ -524,23 +536,13 @@ class Salvage:
         if not blocks or not isinstance(self.pages, LocalPages) or self.opts.carve_all:
             return set()
         cfg = {**self.classify_cfg, "checksums": False, "nblocks": self.table.nblocks, "jobs": 1}
-        fn = pageinspect_function(self.main.conn, "get_raw_page")
-        query = (
-            db.sql.SQL("SELECT {fn}(%s::oid::regclass::text, 'main', %s::bigint)").format(fn=fn)
-            if fn is not None
-            else None
-        )
+        query = self._raw_page_query()
         newer: set[int] = set()
         for b in blocks[:NEWER_CHECK_MAX_BLOCKS]:
             disk = self.pages.read_pages([b])
             if query is not None:
-
-                def fetch(conn: Connection[tuple[Any, ...]], b: int = b) -> bytes | None:
-                    row = conn.execute(query, (self.table.oid, b), binary=True).fetchone()
-                    return bytes(row[0]) if row and row[0] is not None else None
-
                 try:
-                    copy = self.main.run(fetch)
+                    copy = self._server_copy(query, b)
                 except (SqlFailed, BackendLost):
                     continue  # refused: the damage is in the server's view too
                 if copy is None or copy[:8] == disk[:8]:
@@ -559,6 +561,44 @@ class Salvage:
                 "read through SQL: " + ", ".join(str(b) for b in sorted(newer)[:20]) + (" …" if len(newer) > 20 else "")
             )
         return newer
+
+    def _raw_page_query(self) -> db.sql.Composed | None:
+        """pageinspect's get_raw_page, which reads a page through the buffer manager without looking at its tuples
+        (None when pageinspect is not installed)."""
+        fn = pageinspect_function(self.main.conn, "get_raw_page")
+        if fn is None:
+            return None
+        return db.sql.SQL("SELECT {fn}(%s::oid::regclass::text, 'main', %s::bigint)").format(fn=fn)
+
+    def _server_copy(self, query: db.sql.Composed, block: int) -> bytes | None:
+        """The server's current image of ``block``: from its buffers when it holds the page, else from the file."""
+
+        def fetch(conn: Connection[tuple[Any, ...]]) -> bytes | None:
+            row = conn.execute(query, (self.table.oid, block), binary=True).fetchone()
+            return bytes(row[0]) if row and row[0] is not None else None
+
+        return self.main.run(fetch)
+
+    def _not_zero_in_server(self, blocks: list[int]) -> set[int]:
+        """Of pages all zeroes in the file, those the server holds with contents: written since the file was last
+        written out (a block the table was extended by, filled after the shared snapshot was taken). Without
+        pageinspect, a page that returns rows as of now has contents."""
+        if not isinstance(self.pages, LocalPages):
+            return set()
+        query = self._raw_page_query()
+        out: set[int] = set()
+        for b in blocks[:NEWER_CHECK_MAX_BLOCKS]:
+            if query is None:
+                if self._rows_in_block(b, shared=False):
+                    out.add(b)
+                continue
+            try:
+                copy = self._server_copy(query, b)
+            except (SqlFailed, BackendLost):
+                continue
+            if copy is not None and any(copy):
+                out.add(b)
+        return out
 
     # ------------------------------------------------------------------ SQL phase
 
@@ -1122,6 +1162,21 @@ class Salvage:
                 f"{len(unflushed)} page(s) all zeroes in the file but holding rows in the server's buffers (not "
                 "written out yet): read through SQL"
             )
+        # Pages the table was extended by and filled after the snapshot: the server holds them, their rows are not
+        # in the snapshot, and the index points at those rows already.
+        # (--carve-all took a CHECKPOINT after the snapshot: a page the server holds that the file lacks then may
+        # be damage under a clean buffer, and its rows were not carved.)
+        later = set()
+        if not self.opts.carve_all:
+            later = self._not_zero_in_server([b for b in zero_blocks if b in evidence_on and b not in unflushed])
+        if later:
+            self.notes.append(
+                f"{len(later)} page(s) all zeroes in the file, filled in the server's buffers with rows the shared "
+                "snapshot does not see (added after it was taken): not lost: "
+                + ", ".join(str(b) for b in sorted(later)[:20])
+                + (" …" if len(later) > 20 else "")
+            )
+            unflushed |= later
         for b in zero_blocks:
             if b in unflushed:
                 continue
@@ -1159,14 +1214,15 @@ class Salvage:
         except (SqlFailed, BackendLost):
             return None
 
-    def _rows_in_block(self, block: int) -> bool:
-        """Whether the server, in the shared snapshot, returns rows from ``block`` (a TID range scan of one page)."""
+    def _rows_in_block(self, block: int, shared: bool = True) -> bool:
+        """Whether the server returns rows from ``block`` (a TID range scan of one page), in the shared snapshot or,
+        with ``shared=False``, as of now."""
         query = db.sql.SQL("SELECT EXISTS (SELECT FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid)").format(
             self.table.ident(), db.sql.Literal(f"({block},0)"), db.sql.Literal(f"({block + 1},0)")
         )
 
         def fn(conn: Connection[tuple[Any, ...]]) -> bool:
-            with reading(conn, self.snapshot):
+            with reading(conn, self.snapshot if shared else None):
                 row = conn.execute(query).fetchone()
             return bool(row and row[0])
 
