@@ -488,7 +488,8 @@ def test_last_toast_chunk_missing(version: str, labs: CorruptLabs, tmp_path: Pat
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_missing_second_segment_of_a_1gb_table(version: str, labs: CorruptLabs, tmp_path: Path) -> None:
     """Segment .1 removed: md.c stops counting blocks at the missing segment, so a sequential scan silently
-    returns only the rows of the first gigabyte; an index that points into the lost segment fails."""
+    returns only the rows of the first gigabyte; an index that points into the lost segment fails. Then segment 0
+    cut short: the server stops counting at the cut, and salvage carves the segment past it."""
     lab = labs.get(version)
     table = unique("big_")
     # one row per page (fillfactor 10, 800-byte rows): 131072 + 40 pages = segment 0 full and 40 blocks in .1;
@@ -514,4 +515,23 @@ def test_missing_second_segment_of_a_1gb_table(version: str, labs: CorruptLabs, 
     assert code == 0, err
     assert digest([seg1]) == saved
     assert observe(lab, f"SELECT count(*) FROM {table}").rows == [(131112,)]
+    # segment 0 cut short at block 131000: the server stops counting there, and .1 is past the gap. salvage
+    # saves what SQL returns, carves .1 from its file, and names the 72 cut blocks the index points into.
+    sql(lab, "CHECKPOINT")
+    manifest = tmp_path / "truncate.json"
+    _corrupt(lab, table, manifest, "truncate", "--block", "131000")
+    assert observe(lab, f"SELECT count(*) FROM {table}").rows == [(131000,)]
+    out = tmp_path / "saved"
+    code, stdout, err = cli(
+        "salvage", "--dsn", lab.dsn(), "--table", table, "--out", str(out), "--report-format", "json", "-j", "2"
+    )
+    report = json.loads(stdout)
+    assert any("segment file is missing before them" in n for n in report["notes"]), report["notes"]
+    ids = {int(ln.split("\t", 1)[0]) for ln in Path(report["outputs"]["rows_file"]).read_text().splitlines()}
+    assert ids == set(range(1, 131001)) | set(range(131073, 131113)), (len(ids), report["rows"])
+    assert report["rows"]["carved"] == 40, report["rows"]
+    assert sorted({x["block"] for x in report["lost"]}) == list(range(131000, 131072)), report["lost"][:3]
+    assert code != 0, err
+    code, _, err = cli("undo", str(manifest))
+    assert code == 0, err
     sql(lab, f"DROP TABLE {table}", "CHECKPOINT")
