@@ -2053,6 +2053,7 @@ mod tests {
     use super::*;
     use crate::heap::{ItemPointerData, HEAP_XMIN_COMMITTED};
     use crate::tuple::AttrDesc;
+    use std::path::Path;
 
     fn desc() -> RelDesc {
         let a = |attnum, attlen, attalign, typname: &str| AttrDesc {
@@ -2281,22 +2282,27 @@ mod tests {
         }
     }
 
-    #[test]
-    fn classify_zero_and_damaged() {
-        let c = ClassifyConfig {
-            files: vec![],
-            first: 0,
-            nblocks: 10,
+    /// A classification of one segment file (or of pages handed over, without one), one block per unit.
+    fn classify_cfg(file: Option<&Path>, first: u64, nblocks: u64, rel_nblocks: Option<u64>) -> ClassifyConfig {
+        ClassifyConfig {
+            files: file.map(|p| vec![SegFile { segno: 0, path: p.to_path_buf() }]).unwrap_or_default(),
+            first,
+            nblocks,
             blcksz: 8192,
             relseg_size: 131072,
             checksums: false,
             desc: Some(desc()),
             horizons: None,
-            jobs: None,
-            unit_blocks: 256,
+            jobs: Some(1),
+            unit_blocks: 1,
             columns: vec![],
-            rel_nblocks: None,
-        };
+            rel_nblocks,
+        }
+    }
+
+    #[test]
+    fn classify_zero_and_damaged() {
+        let c = classify_cfg(None, 0, 10, None);
         assert!(classify_page(&page(1, &[(1, "x")]), 1, &c).is_none());
         assert_eq!(classify_page(&[0u8; 8192], 2, &c).unwrap().state, "zero");
         let mut p = page(1, &[(1, "x")]);
@@ -2321,20 +2327,7 @@ mod tests {
         file[14] = 0x10; // block 0: pd_upper below pd_lower
         file[15] = 0;
         std::fs::write(&path, &file).unwrap();
-        let cfg = |first: u64| ClassifyConfig {
-            files: vec![SegFile { segno: 0, path: path.clone() }],
-            first,
-            nblocks: 4,
-            blcksz: 8192,
-            relseg_size: 131072,
-            checksums: false,
-            desc: Some(desc()),
-            horizons: None,
-            jobs: Some(1),
-            unit_blocks: 1,
-            columns: vec![],
-            rel_nblocks: None,
-        };
+        let cfg = |first: u64| classify_cfg(Some(&path), first, 4, None);
         let whole = classify_relation(&cfg(0)).unwrap();
         let states: Vec<_> = whole.blocks.iter().map(|b| (b.block, b.state)).collect();
         assert_eq!(states, vec![(0, "damaged"), (2, "zero")]);
@@ -2373,20 +2366,7 @@ mod tests {
             });
         }
         std::fs::write(&path, &file).unwrap();
-        let cfg = |nblocks: u64, rel_nblocks: Option<u64>| ClassifyConfig {
-            files: vec![SegFile { segno: 0, path: path.clone() }],
-            first: 0,
-            nblocks,
-            blcksz: 8192,
-            relseg_size: 131072,
-            checksums: false,
-            desc: Some(desc()),
-            horizons: None,
-            jobs: Some(1),
-            unit_blocks: 1,
-            columns: vec![],
-            rel_nblocks,
-        };
+        let cfg = |nblocks: u64, rel_nblocks: Option<u64>| classify_cfg(Some(&path), 0, nblocks, rel_nblocks);
         let damaged = |cfg: &ClassifyConfig| -> Vec<u64> {
             classify_relation(cfg).unwrap().blocks.iter().filter(|b| b.state == "damaged").map(|b| b.block).collect()
         };
