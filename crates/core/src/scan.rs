@@ -453,6 +453,23 @@ thread_local! {
     static CHUNK_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
+/// This thread's read buffer, taken for one chunk and put back when dropped (on every return). Taken, not borrowed:
+/// a nested call on this thread (rayon may run another chunk while this one waits) gets an empty buffer instead of a
+/// conflict.
+struct ChunkBuf(Vec<u8>);
+
+impl ChunkBuf {
+    fn take() -> Self {
+        ChunkBuf(CHUNK_BUF.take())
+    }
+}
+
+impl Drop for ChunkBuf {
+    fn drop(&mut self) {
+        CHUNK_BUF.set(std::mem::take(&mut self.0));
+    }
+}
+
 fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
     let mut buf = Vec::new();
     match read_chunk(path, offset, blcksz, &mut buf) {
@@ -469,23 +486,8 @@ fn scan_unit(
     collect_lp: bool,
     heap: Option<&HeapMap>,
 ) -> ChunkSummary {
-    // Taken, not borrowed: a nested call on this thread (rayon may run another chunk while this one waits) gets an
-    // empty buffer instead of a conflict.
-    let mut buf = CHUNK_BUF.take();
-    let out = scan_unit_with(ctx, rel_index, unit, rel_nblocks, collect_lp, heap, &mut buf);
-    CHUNK_BUF.set(buf);
-    out
-}
-
-fn scan_unit_with(
-    ctx: &Ctx<'_>,
-    rel_index: usize,
-    unit: &Unit<'_>,
-    rel_nblocks: u64,
-    collect_lp: bool,
-    heap: Option<&HeapMap>,
-    buf: &mut Vec<u8>,
-) -> ChunkSummary {
+    let mut chunk = ChunkBuf::take();
+    let buf = &mut chunk.0;
     let opts = ctx.opts;
     let blcksz = opts.blcksz as usize;
     let seg = &unit.rel.segments[unit.seg_index];
