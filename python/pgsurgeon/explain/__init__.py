@@ -2024,7 +2024,3 @@ def markdown() -> str:
                     out += [f"{i}. {s.what}", "", f"   ```{fence}", f"   {s.command}", "   ```"]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
-
-
-if __name__ == "__main__":  # pragma: no cover
-    print(markdown(), end="")
