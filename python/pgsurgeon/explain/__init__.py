@@ -21,11 +21,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgsurgeon import db, exitcodes
-from pgsurgeon.diagnose import amcheck as amcheck_map
 from pgsurgeon.errors import PgSurgeonError
-
-XIDS_PER_XACT_FILE = 1_048_576  # 32768 XIDs per 8 KB page, 32 pages per SLRU segment
-RELSEG_BLOCKS = 131_072  # 1 GB segments of 8 KB blocks
+from pgsurgeon.explain.derive import (
+    derive_am,
+    derive_amcheck,
+    derive_checksum,
+    derive_file,
+    derive_pg_checksums,
+    derive_relpath,
+    derive_xid,
+    relpath,
+    sql_ident,
+)
 
 
 @dataclass(frozen=True)
@@ -120,107 +127,6 @@ def _fill(template: str, values: dict[str, str]) -> str | None:
     if any(n not in values for n in names):
         return None
     return template.format(**values)
-
-
-# ------------------------------------------------------------------------------------------ derived values
-
-_RELPATH = re.compile(
-    r"(?:^|/)(?P<rel>(?:base/(?P<dboid>\d+)|global|pg_tblspc/(?P<spc>\d+)/[^/]+/(?P<spcdb>\d+))/(?:t\d+_)?(?P<filenode>\d+)"
-    r"(?:_(?P<fork>fsm|vm|init))?(?:\.(?P<segment>\d+))?)$"
-)
-
-
-def _relpath(values: dict[str, str], key: str = "relpath") -> None:
-    """From a relation path (base/5/16384, global/1262, pg_tblspc/…, with _vm or .1): database OID, filenode,
-    fork, segment, and the segment-0 file to give ``pgsurgeon inspect``."""
-    m = _RELPATH.search(values.get(key, "").strip('"'))
-    if not m:
-        return
-    path = m.group("rel")  # pg_checksums prints absolute paths
-    dboid = m.group("dboid") or m.group("spcdb")
-    values["filenode"] = m.group("filenode")
-    values["fork"] = m.group("fork") or "main"
-    if m.group("fork") in ("vm", "fsm"):
-        values["fork_note"] = (
-            f"The page is in the {m.group('fork')} fork, a map the server can rebuild (VACUUM rebuilds the free space "
-            "map; pg_visibility's pg_truncate_visibility_map() clears the visibility map): the table's rows are not "
-            "in it."
-        )
-    values["relfile"] = path.rsplit(".", 1)[0] if m.group("segment") else path
-    if m.group("segment"):
-        values["segment"] = m.group("segment")
-    if dboid:
-        values["dboid"] = dboid
-        values["where_db"] = f"in the database with OID {dboid} (SELECT datname FROM pg_database WHERE oid = {dboid})"
-        values["scan_db"] = f" --database {dboid}"
-    else:
-        values["dboid"] = "0"
-        values["where_db"] = "in any database (global/ holds the shared catalogs)"
-        values["scan_db"] = ""
-
-
-def _derive_relpath(values: dict[str, str]) -> None:
-    _relpath(values)
-
-
-def _derive_file(values: dict[str, str]) -> None:
-    values["relpath"] = values.get("file", "")
-    _relpath(values)
-
-
-def _derive_pg_checksums(values: dict[str, str]) -> None:
-    _derive_file(values)
-    seg = int(values.get("segment") or 0)
-    values["block"] = str(seg * RELSEG_BLOCKS + int(values["segblock"]))
-
-
-def _derive_xid(values: dict[str, str]) -> None:
-    xid = int(values["xid"])
-    values["xact_file"] = f"pg_xact/{xid // XIDS_PER_XACT_FILE:04X}"
-
-
-def _derive_checksum(values: dict[str, str]) -> None:
-    diff = abs(int(values["calc"]) - int(values["stored"]))
-    if 0 < diff < 64:
-        values["close"] = str(diff)
-
-
-def _derive_amcheck(values: dict[str, str]) -> None:
-    if values.get("table", "").count(".") >= 2:  # pg_amcheck prints database.schema.table
-        values["table"] = values["table"].split(".", 1)[1]
-    code, _area = amcheck_map.classify_heap(values["msg"])
-    values["code"] = code
-    values["family"] = _AMCHECK_FAMILY.get(code.split(".")[0], "")
-    if values.get("table") and values.get("block"):
-        where = f"block {values['block']}" + (f", line pointer {values['offset']}" if values.get("offset") else "")
-        values["where"] = where
-
-
-def _derive_am(values: dict[str, str]) -> None:
-    """The access method a message is about, from its words, when it names no index."""
-    if "index" in values:
-        return
-    msg = values.get("msg", "").lower()
-    for word, am in (("brin", "brin"), ("spgist", "spgist"), ("gin", "gin"), ("gist", "gist"), ("hash", "hash")):
-        if word in msg.replace("-", "").replace(" ", ""):
-            values["am"] = am
-            return
-    values["am"] = "gist"  # 'failed to re-find parent of a page' without a name: GiST's wording
-
-
-_AMCHECK_FAMILY = {
-    "line_pointer": "the page's line pointer (item ID) array holds values that cannot be right: the array is "
-    "overwritten, so the rows on this page are read from wrong places (garbage values, allocation errors or a "
-    "crashed backend when a query reads them)",
-    "tuple_header": "a tuple header (xmin/xmax, infomask bits, t_hoff) is inconsistent: the row's visibility or "
-    "layout is wrong, queries may hide it, fail on it (could not access status of transaction, MultiXactId errors) "
-    "or crash",
-    "tuple_data": "a column value's length or the attribute count does not fit the tuple: reading the row returns "
-    "wrong values, fails with invalid memory alloc request size, or crashes the backend",
-    "toast": "a TOAST pointer or the TOAST chunks of a value are wrong: reading that column fails (missing chunk "
-    "number, unexpected chunk number/size, invalid compression method)",
-    "amcheck": "amcheck found the tuple inconsistent",
-}
 
 
 # ------------------------------------------------------------------------------------------ the catalogue
@@ -353,7 +259,7 @@ PATTERNS: tuple[Pattern, ...] = (
             ),
             ("fork_note", "{fork_note}"),
         ),
-        derive=_derive_relpath,
+        derive=derive_relpath,
     ),
     _p(
         "invalid_pages",
@@ -370,7 +276,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _DIAGNOSE_REL,
             _NO_ZERO,
         ),
-        derive=_derive_relpath,
+        derive=derive_relpath,
     ),
     _p(
         "checksum_failed",
@@ -399,7 +305,7 @@ PATTERNS: tuple[Pattern, ...] = (
                 "block (the checksum includes the block number), i.e. a misdirected write or swapped blocks.",
             ),
         ),
-        derive=_derive_checksum,
+        derive=derive_checksum,
     ),
     _p(
         "checksum_ignored",
@@ -420,7 +326,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _SCAN_REL,
             _FIND_REL,
         ),
-        derive=_derive_relpath,
+        derive=derive_relpath,
     ),
     _p(
         "pg_checksums",
@@ -431,7 +337,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "counted across segments, as the server counts it). The page changed after it was written.",
         _CHECKSUM_MODES,
         (_INSPECT, _SCAN_REL, _FIND_REL),
-        derive=_derive_pg_checksums,
+        derive=derive_pg_checksums,
     ),
     _p(
         "xact_status",
@@ -458,7 +364,7 @@ PATTERNS: tuple[Pattern, ...] = (
             ),
         ),
         extras=(("slru", "The DETAIL names the file it wanted: {slru}."),),
-        derive=_derive_xid,
+        derive=derive_xid,
     ),
     _p(
         "multixact_future",
@@ -572,7 +478,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _FIND_REL,
             _DIAGNOSE_REL,
         ),
-        derive=_derive_file,
+        derive=derive_file,
     ),
     _p(
         "missing_segment",
@@ -589,7 +495,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _DIAGNOSE_REL,
         ),
         extras=(("block", "It was looking for block {block}."),),
-        derive=_derive_file,
+        derive=derive_file,
     ),
     _p(
         "read_io_error",
@@ -603,7 +509,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _SCAN_REL,
             _FIND_REL,
         ),
-        derive=_derive_file,
+        derive=derive_file,
     ),
     _p(
         "index_zero_page",
@@ -817,7 +723,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "the server ran).",
         (),
         (_INSPECT, _SCAN_REL, _FIND_REL),
-        derive=_derive_relpath,
+        derive=derive_relpath,
     ),
     _p(
         "relmapper",
@@ -882,7 +788,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _DIAGNOSE,
         ),
         extras=(("where", "The damage is at {where} of {table}."),),
-        derive=_derive_amcheck,
+        derive=derive_amcheck,
     ),
     # ---- sequences: one row that is not carved but recreated
     _p(
@@ -1006,7 +912,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _FIND_REL,
             _SCAN_ALL,
         ),
-        derive=_derive_relpath,
+        derive=derive_relpath,
     ),
     # ---- storage manager and file access
     _p(
@@ -1021,7 +927,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _SCAN_REL,
             _FIND_REL,
         ),
-        derive=_derive_file,
+        derive=derive_file,
     ),
     _p(
         "write_failed",
@@ -1032,7 +938,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "permissions. The data already in the file is not damaged by this message itself.",
         (),
         (Step("look for disk errors and free space", "dmesg | tail -50; df -h {pgdata}"), _FIND_REL),
-        derive=_derive_file,
+        derive=derive_file,
     ),
     _p(
         "catalog_duplicate",
@@ -1111,7 +1017,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "instead of 131072: a segment was truncated, so the blocks after its end are gone.",
         (ModeRef("truncate"), ModeRef("missing-segment")),
         (Step("see which segments exist", "ls -l {pgdata}/{relfile}*"), _SCAN_REL, _FIND_REL, _DIAGNOSE_REL),
-        derive=_derive_file,
+        derive=derive_file,
     ),
     _p(
         "slru_read",
@@ -1281,7 +1187,7 @@ PATTERNS: tuple[Pattern, ...] = (
                 "sql",
             ),
         ),
-        derive=_derive_am,
+        derive=derive_am,
         tail="",
     ),
     # ---- client tools and amcheck's own lines
@@ -1568,8 +1474,8 @@ def _finish(values: dict[str, str], where: Where) -> None:
         values.pop("xid", None)
     if "seq" in values:
         seq = values["seq"]
-        values["seq_lit"] = "'" + _sh_dq(_sql_ident(seq).replace("'", "''")) + "'"
-        values["seq_recreate"] = _SEQ_RECREATE.replace("{seq_lit}", "'" + _sql_ident(seq).replace("'", "''") + "'")
+        values["seq_lit"] = "'" + _sh_dq(sql_ident(seq).replace("'", "''")) + "'"
+        values["seq_recreate"] = _SEQ_RECREATE.replace("{seq_lit}", "'" + sql_ident(seq).replace("'", "''") + "'")
     if "index" in values:
         values["index_sh"] = shlex.quote(values["index_sql"])
 
@@ -1625,12 +1531,6 @@ _CONTEXT_VALUES = (
     re.compile(r"COPY (?P<table>[\w.\"]+) (?:\([^)]*\) )?TO stdout"),
     re.compile(r"query was: SELECT .* FROM (?P<seqrel>[\w.\"]+)"),
 )  # fmt: skip
-_IDENT = re.compile(r"^[a-z_][a-z0-9_$]*$")
-
-
-def _sql_ident(name: str) -> str:
-    """An index or table name from a message as SQL text (messages print names unquoted and unqualified)."""
-    return name if _IDENT.match(name) or "." in name else db.quote_ident(name)
 
 
 def _csv_message(line: str) -> str | None:
@@ -1763,12 +1663,12 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
         if k2 in values:
             values.setdefault(k, values.pop(k2))
     if "index" in values:
-        values["index_sql"] = _sql_ident(values["index"])
+        values["index_sql"] = sql_ident(values["index"])
     if pattern.derive is not None:
         with contextlib.suppress(KeyError, ValueError):  # a line cut off before the values it needs
             pattern.derive(values)
     if "relpath" in values and "filenode" not in values:
-        _relpath(values)
+        relpath(values)
     if pattern.id == "amcheck_heap":
         family = values.get("code", "").split(".")[0]
         pattern = dataclasses.replace(pattern, modes=_AMCHECK_MODES.get(family, ()))
