@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from pgsurgeon.explain import markdown
+from pgsurgeon.explain.docs import markdown
 
 print(markdown(), end="")
