@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 from pgsurgeon import db
+from pgsurgeon.datadir import DEFAULT_BLCKSZ, DEFAULT_RELSEG_SIZE
 from pgsurgeon.diagnose import amcheck as amcheck_map
 
-XIDS_PER_XACT_FILE = 1_048_576  # 32768 XIDs per 8 KB page, 32 pages per SLRU segment
-RELSEG_BLOCKS = 131_072  # 1 GB segments of 8 KB blocks
+# A message carries no block or segment size: the defaults of a standard build (1 GB segments of 8 KB blocks).
+XIDS_PER_XACT_FILE = DEFAULT_BLCKSZ * 4 * 32  # 4 XIDs a byte (2 status bits each), 32 pages per SLRU segment
 
 
 _RELPATH = re.compile(
@@ -60,7 +61,7 @@ def derive_file(values: dict[str, str]) -> None:
 def derive_pg_checksums(values: dict[str, str]) -> None:
     derive_file(values)
     seg = int(values.get("segment") or 0)
-    values["block"] = str(seg * RELSEG_BLOCKS + int(values["segblock"]))
+    values["block"] = str(seg * DEFAULT_RELSEG_SIZE + int(values["segblock"]))
 
 
 def derive_xid(values: dict[str, str]) -> None:
