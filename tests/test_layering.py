@@ -78,3 +78,25 @@ def test_the_walk_sees_every_form_of_import() -> None:
     }
     for source, front in cases.items():
         assert any(map(is_front, imported(probe, source))) == front, source
+
+
+def _imports_of_package(package: str) -> dict[str, set[str]]:
+    return {module_name(p): imported(p) for p in sorted((PACKAGE / package).rglob("*.py"))}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == f"pgsurgeon.{package}" or name.startswith(f"pgsurgeon.{package}.")
+
+
+def test_repair_and_the_simulator_share_the_journal_not_each_other() -> None:
+    """Repair writes through the byte-undo journal (pgsurgeon.journal) as the simulator does; it never reaches into
+    the simulator for it, and the journal depends on neither."""
+    rules = {"repair": ("simulate",), "simulate": ("repair",), "journal": ("simulate", "repair")}
+    offenders = {
+        module: sorted(n for n in names if any(_within(n, f) for f in forbidden))
+        for package, forbidden in rules.items()
+        for module, names in _imports_of_package(package).items()
+    }
+    assert _imports_of_package("repair") and _imports_of_package("journal")  # the walk found them
+    assert not {m: n for m, n in offenders.items() if n}, "forbidden imports"
+    assert any(_within(n, "journal") for names in _imports_of_package("repair").values() for n in names)

@@ -13,7 +13,7 @@ from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker
 
 if TYPE_CHECKING:
-    from pgsurgeon.simulate.manifest import Manifest
+    from pgsurgeon.journal.manifest import Manifest
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,9 +60,9 @@ def _check_cluster(manifest: Manifest, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pgsurgeon.simulate import apply as applying
-    from pgsurgeon.simulate.manifest import Manifest
-    from pgsurgeon.simulate.server import server_stopped
+    from pgsurgeon.journal import apply as applying
+    from pgsurgeon.journal.manifest import Manifest
+    from pgsurgeon.journal.server import server_stopped
 
     out = sys.stderr if args.format == "json" else sys.stdout
 

@@ -185,7 +185,7 @@ class Executor:
         out.mkdir(parents=True, exist_ok=True)
         index: list[dict[str, Any]] = []
         by_name = {r.regclass: r for r in self.ctx.rels}
-        from pgsurgeon.simulate.manifest import sha256, write_durably
+        from pgsurgeon.journal.manifest import sha256, write_durably
 
         for relname, blocks in self.plan.touched.items():
             rel = by_name[relname]
@@ -293,9 +293,9 @@ class Executor:
     # ------------------------------------------------------------------ file steps
 
     def write_pages(self, step: Step) -> dict[str, Any]:
-        from pgsurgeon.simulate import apply as applying
-        from pgsurgeon.simulate.manifest import Manifest
-        from pgsurgeon.simulate.server import postmaster_pid, server_stopped
+        from pgsurgeon.journal import apply as applying
+        from pgsurgeon.journal.manifest import Manifest
+        from pgsurgeon.journal.server import postmaster_pid, server_stopped
 
         pgdata = self.ctx.server.pgdata
         assert pgdata is not None
@@ -377,7 +377,7 @@ class Executor:
         }
 
     def page_changes(self, writes: list[PageWrite], pgdata: Path) -> tuple[list[Any], list[Any]]:
-        from pgsurgeon.simulate.manifest import FileChange, PageRecord, sha256
+        from pgsurgeon.journal.manifest import FileChange, PageRecord, sha256
 
         bs = self.ctx.server.block_size
         checksums = self.ctx.server.checksums

@@ -240,8 +240,8 @@ def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
 def _lab(server: Server) -> LabCluster | None:
     if server.pgdata is None:
         return None
+    from pgsurgeon.journal.server import lab_cluster_for
     from pgsurgeon.lab.marker import is_lab_cluster
-    from pgsurgeon.simulate.server import lab_cluster_for
 
     if not is_lab_cluster(server.pgdata):  # the marker says "made to be broken"; without it, no restarts
         return None
@@ -1174,7 +1174,7 @@ class Planner:
         return out
 
     def page_write(self, d: HeapDamage, blk: int, action: str, lps: list[int] | None = None) -> PageWrite:
-        from pgsurgeon.simulate.manifest import sha256
+        from pgsurgeon.journal.manifest import sha256
 
         rel = d.rel
         bs = self.server.block_size

@@ -2,8 +2,8 @@
 
 ``run(SimulateRequest(...))`` is the entry point for every caller (the corrupt command, the lab, tests). Under it
 ``modes`` lists what can be damaged, ``target`` finds the files, ``plan`` computes the bytes (through the
-Rust injectors), ``apply`` writes them after recording them in a ``manifest`` and undoes them, ``runner`` runs a
-request, and ``server`` keeps the server out of the way meanwhile.
+Rust injectors) and ``runner`` runs a request. Writing the bytes, recording them in a manifest, undoing them and
+keeping the server out of the way belong to :mod:`pgsurgeon.journal`, which repair writes through too.
 
 The names below are imported when first used (PEP 562): every command of the CLI lists the modes for its help, and
 importing the whole simulator for that cost each of them 70 ms.
@@ -15,13 +15,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pgsurgeon.simulate.manifest import Manifest
+    from pgsurgeon.journal.manifest import Manifest
     from pgsurgeon.simulate.modes import MODES, TARGETS, Mode
     from pgsurgeon.simulate.plan import CorruptRequest, Plan, make_plan
     from pgsurgeon.simulate.runner import SimulateRequest, SimulateResult, run
 
 _WHERE = {
-    "Manifest": "manifest",
     "MODES": "modes",
     "TARGETS": "modes",
     "Mode": "modes",
@@ -48,8 +47,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
+    if name == "Manifest":
+        module = "pgsurgeon.journal.manifest"
+    elif name in _WHERE:
+        module = f"{__name__}.{_WHERE[name]}"
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

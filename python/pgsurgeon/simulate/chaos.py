@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import db
-from pgsurgeon.simulate.manifest import Manifest
+from pgsurgeon.journal.manifest import Manifest
 from pgsurgeon.simulate.runner import SimulateRequest, run
 
 HEAP_XMAX_KEYSHR_LOCK = 0x0010

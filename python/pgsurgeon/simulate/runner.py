@@ -14,12 +14,12 @@ from typing import Any
 
 from pgsurgeon import paths
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.journal import apply as applying
+from pgsurgeon.journal.manifest import Manifest, default_path
+from pgsurgeon.journal.server import lab_cluster_for, postmaster_pid, server_stopped
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
-from pgsurgeon.simulate import apply as applying
-from pgsurgeon.simulate.manifest import Manifest, default_path
 from pgsurgeon.simulate.modes import MODES, UNIT_FILE, UNIT_ITEM, UNIT_PAGE, UNIT_RELATION
 from pgsurgeon.simulate.plan import CorruptRequest, Plan, make_plan
-from pgsurgeon.simulate.server import lab_cluster_for, postmaster_pid, server_stopped
 from pgsurgeon.simulate.target import Resolved, checkpoint, from_dsn, from_file, nblocks
 
 MAX_SEED = 2**64 - 1

@@ -188,7 +188,7 @@ def _hex(doc: dict[str, Any], key: str, where: str) -> bytes:
 
 def _relpath(doc: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     """A relative path that stays where it is anchored: no absolute path, no ``..``. Symbolic links are
-    judged where the path is used (:func:`pgsurgeon.simulate.apply.confine`), against the real directories."""
+    judged where the path is used (:func:`pgsurgeon.journal.apply.confine`), against the real directories."""
     if optional and doc.get(key) is None:
         return None
     value = _field(doc, key, str, where)

@@ -3,7 +3,7 @@
 Order when corrupting: side files (old bytes of cut tails and removed segments) are written and fsynced,
 then the manifest (state ``applying``), then the data files (each checked to still hold the old bytes,
 written, fsynced), then the manifest again (state ``applied``). The server must be down meanwhile
-(:func:`pgsurgeon.simulate.server.server_stopped`).
+(:func:`pgsurgeon.journal.server.server_stopped`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.lab.marker import utc_now
-from pgsurgeon.simulate.manifest import (
+from pgsurgeon.journal.manifest import (
     KIND_BYTES,
     KIND_REMOVE,
     KIND_TRUNCATE,
@@ -28,6 +27,7 @@ from pgsurgeon.simulate.manifest import (
     sha256,
     write_durably,
 )
+from pgsurgeon.lab.marker import utc_now
 
 _COPY_CHUNK = 1 << 20
 
