@@ -1,18 +1,35 @@
-"""Typed Python face of the Rust core (``pgsurgeon._pgsurgeon``).
+"""Typed Python face of the Rust core (``pgsurgeon._pgsurgeon``): the only importer of the extension module.
 
-The binding returns JSON documents; this module decodes them so the rest of the package never
-touches the extension module directly.
+Configs cross as the TypedDicts of :mod:`pgsurgeon.boundary`, deserialised by the binding straight into the core's
+structs (unknown keys refused); results come back as the dicts those modules type.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import _pgsurgeon as _ext
+from pgsurgeon.boundary import (
+    AllIndexedConfig,
+    AllIndexedResult,
+    CarveConfig,
+    CarveResult,
+    ClassifyConfig,
+    ClassifyResult,
+    ClusterOptions,
+    DamageSpec,
+    Finding,
+    IndexEvidenceConfig,
+    IndexTid,
+    Injection,
+    ModeInfo,
+    RelationFork,
+    TypeDesc,
+    UnloadSummary,
+)
 
 FormatError = _ext.FormatError
 Scanner = _ext.Scanner
@@ -35,8 +52,7 @@ PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "b
 
 def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None = None) -> dict[str, Any]:
     """Decode one page: header, line pointers, tuple headers or btree items, findings."""
-    result: dict[str, Any] = json.loads(_ext.inspect_page(data, block, checksums, kind))
-    return result
+    return _ext.inspect_page(data, block, checksums, kind)
 
 
 def finding_codes() -> list[str]:
@@ -55,76 +71,60 @@ def page_checksum(data: bytes, block: int) -> int | None:
 
 
 def parse_control(data: bytes) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(_ext.parse_control(data))
-    return result
+    """A pg_control image decoded for its PostgreSQL version."""
+    return _ext.parse_control(data)
 
 
 def read_control(pgdata: str | Path) -> dict[str, Any]:
     """``global/pg_control`` of a data directory, decoded for its PostgreSQL version."""
-    result: dict[str, Any] = json.loads(_ext.read_control(str(pgdata)))
-    return result
+    return _ext.read_control(str(pgdata))
 
 
-def discover_relations(pgdata: str | Path) -> list[dict[str, Any]]:
+def discover_relations(pgdata: str | Path) -> list[RelationFork]:
     """Every relation fork under ``pgdata`` with its segment files."""
-    result: list[dict[str, Any]] = json.loads(_ext.discover_relations(str(pgdata)))
-    return result
+    return _ext.discover_relations(str(pgdata))
 
 
 def inject_page(
     data: bytes,
     block: int,
-    damages: list[dict[str, Any]],
+    damages: list[DamageSpec],
     *,
     seed: int,
     keep_checksum: bool = False,
     source: bytes | None = None,
-) -> dict[str, Any]:
-    """Damage one page image (never a file): ``damages`` are DamageSpec dicts (crates/core/src/inject.rs).
-
-    Returns ``{"changes": [{"offset", "old", "new"}…] (hex), "notes": [...], "checksum_before",
-    "checksum_after", "checksum_recomputed"}``; offsets are from the page start.
-    """
-    result: dict[str, Any] = json.loads(_ext.inject_page(data, block, json.dumps(damages), seed, keep_checksum, source))
-    return result
+) -> Injection:
+    """Damage one page image (never a file): the changed byte runs (hex, offsets from the page start) and notes."""
+    return _ext.inject_page(data, block, damages, seed, keep_checksum, source)
 
 
-def inject_modes() -> list[dict[str, Any]]:
-    """The page damage modes of the core: ``{"mode", "fields", "needs_item", "needs_source"}``."""
-    result: list[dict[str, Any]] = json.loads(_ext.inject_modes())
-    return result
+def inject_modes() -> list[ModeInfo]:
+    """The page damage modes of the core."""
+    return _ext.inject_modes()
 
 
-def classify_relation(config: dict[str, Any]) -> dict[str, Any]:
-    """Classify every block of a heap relation from its files (crates/core/src/carve.rs ClassifyConfig):
-    ``{"nblocks", "healthy", "zero", "damaged", "missing", "bytes_read", "blocks": [{"block", "state", "codes",
-    "message"}…]}`` listing only the blocks that are not healthy."""
-    result: dict[str, Any] = json.loads(_ext.classify_relation(json.dumps(config)))
-    return result
+def classify_relation(config: ClassifyConfig) -> ClassifyResult:
+    """Classify every block of a heap relation from its files; ``blocks`` lists only those that are not healthy."""
+    return _ext.classify_relation(config)
 
 
-def classify_pages(data: bytes, first: int, config: dict[str, Any]) -> dict[str, Any]:
+def classify_pages(data: bytes, first: int, config: ClassifyConfig) -> ClassifyResult:
     """Like :func:`classify_relation` for consecutive pages held in ``data`` from block ``first``."""
-    result: dict[str, Any] = json.loads(_ext.classify_pages(data, first, json.dumps(config)))
-    return result
+    return _ext.classify_pages(data, first, config)
 
 
-def carve_pages(
-    data: bytes, blocks: list[int], config: dict[str, Any], blob: bytes = b""
-) -> tuple[dict[str, Any], bytes]:
-    """Carve rows out of heap pages (crates/core/src/carve.rs CarveConfig): the result (rows with provenance,
-    lost items, what to ask the server) and the formatted rows, each ``rows[i]["data_start"]:["data_end"]``."""
-    doc, out = _ext.carve_pages(data, blocks, blob, json.dumps(config))
-    result: dict[str, Any] = json.loads(doc)
-    return result, out
+def carve_pages(data: bytes, blocks: list[int], config: CarveConfig, blob: bytes = b"") -> tuple[CarveResult, bytes]:
+    """Carve rows out of heap pages: the result (rows with provenance, lost items, what to ask the server) and the
+    formatted rows, each ``out[row["data_start"]:row["data_end"]]``."""
+    return _ext.carve_pages(data, blocks, blob, config)
 
 
 class RowCarver:
     """The row engine over one heap relation (crates/core/src/rows): carves block ranges in parallel and streams
     the rows to files or to a callable; no row crosses into Python one by one."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
-        self._c = _ext.RowCarver(json.dumps(config))
+    def __init__(self, config: CarveConfig) -> None:
+        self._c = _ext.RowCarver(config)
 
     def progress(self) -> tuple[int, int, int]:
         """(blocks done, rows to the main output, rows kept apart)."""
@@ -144,12 +144,12 @@ class RowCarver:
         prov: str | None = None,
         write: Callable[[bytes, bytes, bytes], None] | None = None,
         read: Callable[[int, int], bytes] | None = None,
-        oracle: Any = None,
-    ) -> dict[str, Any]:
+        oracle: object | None = None,
+    ) -> UnloadSummary:
         """Carve the half-open block ``ranges``; rows are appended to the files ``main``/``apart`` (and ``prov``)
         or passed to ``write(main, apart, prov)``. ``oracle`` answers ``xid_status``, ``multi_updaters`` and
         ``toast_chunks``. Returns the summary: counts, lost items, pages that need accounting."""
-        doc = self._c.run(
+        return self._c.run(
             ranges,
             jobs,
             unit_blocks=unit_blocks,
@@ -160,26 +160,22 @@ class RowCarver:
             read=read,
             oracle=oracle,
         )
-        result: dict[str, Any] = json.loads(doc)
-        return result
 
 
-def index_evidence(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Heap TIDs inside the given blocks that btree leaf entries point to: ``[{"block", "lp", "index"}…]``."""
-    result: list[dict[str, Any]] = json.loads(_ext.index_evidence(json.dumps(config)))
-    return result
+def index_evidence(config: IndexEvidenceConfig) -> list[IndexTid]:
+    """Heap TIDs inside the given blocks that btree leaf entries point to."""
+    return _ext.index_evidence(config)
 
 
-def all_indexed(config: dict[str, Any]) -> dict[str, Any]:
+def all_indexed(config: AllIndexedConfig) -> AllIndexedResult:
     """amcheck's heapallindexed from the relation files (crates/core/src/diagnose/allindexed.rs): per index the
     entries fingerprinted, the live rows not found and the doubts, and ``proven`` per index."""
-    result: dict[str, Any] = json.loads(_ext.all_indexed(json.dumps(config)))
-    return result
+    return _ext.all_indexed(config)
 
 
-def files_catalog(pgdata: Path, options: dict[str, Any]) -> _ext.FilesCatalog:
+def files_catalog(pgdata: Path, options: ClusterOptions) -> _ext.FilesCatalog:
     """A data directory read as a catalog, with no server (crates/core/src/catalog)."""
-    return _ext.FilesCatalog(str(pgdata), json.dumps(options))
+    return _ext.FilesCatalog(str(pgdata), options)
 
 
 def open_backup(path: Path) -> _ext.Backup:
@@ -192,14 +188,14 @@ def is_backup(path: Path) -> bool:
     return _ext.is_backup(str(path))
 
 
-def missing_value(payload: bytes, type_desc: dict[str, Any], server_version_num: int) -> str | None:
+def missing_value(payload: bytes, type_desc: TypeDesc, server_version_num: int) -> str | None:
     """attmissingval's one element (its array bytes after the varlena header) printed as ``type_desc``."""
-    return _ext.missing_value(payload, json.dumps(type_desc), server_version_num)
+    return _ext.missing_value(payload, type_desc, server_version_num)
 
 
-def format_datum(raw: bytes, type_desc: dict[str, Any], server_version_num: int) -> str:
+def format_datum(raw: bytes, type_desc: TypeDesc, server_version_num: int) -> str:
     """A stored datum (varlena with its header, or fixed bytes) printed as ``type_desc``."""
-    return _ext.format_datum(raw, json.dumps(type_desc), server_version_num)
+    return _ext.format_datum(raw, type_desc, server_version_num)
 
 
 LineMap = _ext.LineMap
@@ -209,7 +205,7 @@ LineMap = _ext.LineMap
 class PageBatch:
     """What the core found in a batch of consecutive pages (diagnose)."""
 
-    findings: list[dict[str, Any]]
+    findings: list[Finding]
     suspect: list[int]
     """Blocks with structural damage: no SQL that reads their tuples goes to them."""
     zero: list[int]
@@ -234,7 +230,7 @@ def check_pages(
     findings, suspect, zero, candidates, pages = _ext.check_pages(
         data, first, kind=kind, checksums=checksums, blcksz=blcksz, relnatts=relnatts, record=record, against=against
     )
-    return PageBatch(json.loads(findings), suspect, zero, candidates, pages)
+    return PageBatch(findings, suspect, zero, candidates, pages)
 
 
 def leaf_tids(data: bytes) -> list[tuple[int, int, int]]:

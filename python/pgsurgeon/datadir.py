@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import SegFile
 from pgsurgeon.errors import PgSurgeonError
 
 # Defaults when no pg_control is at hand (BLCKSZ and RELSEG_SIZE in pg_config.h).
@@ -81,9 +82,9 @@ def segment_path(base: Path, segno: int) -> Path:
     return base if segno == 0 else base.with_name(f"{base.name}.{segno}")
 
 
-def segments_of(base: Path) -> list[dict[str, Any]]:
+def segments_of(base: Path) -> list[SegFile]:
     """The segment files of a relation fork that exist: ``[{"segno", "path"}]`` (a gap is a missing segment)."""
-    out = [{"segno": 0, "path": str(base)}] if base.exists() else []
+    out: list[SegFile] = [{"segno": 0, "path": str(base)}] if base.exists() else []
     for p in base.parent.glob(f"{base.name}.*"):
         suffix = p.name[len(base.name) + 1 :]
         if suffix.isdigit() and not suffix.startswith("0"):

@@ -3,7 +3,6 @@ thread, progress while it runs. The command module renders what this returns."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -13,6 +12,7 @@ from typing import Any
 
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
+from pgsurgeon.boundary import Horizons, ScannerConfig, ScanOptions
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.relnames import RelKey, RelName, name_map
@@ -55,10 +55,10 @@ class ScanOutcome:
     """Scanning a base backup: its form, backup_label and the manifest check."""
 
 
-def _control_options(control: dict[str, Any], checksums: str, live: bool) -> dict[str, Any]:
+def _control_options(control: dict[str, Any], checksums: str, live: bool) -> ScanOptions:
     enabled = int(control["data_checksum_version"]) > 0 if checksums == "auto" else checksums == "on"
     epoch_xid = str(control["next_xid"]).split(":")
-    horizons = {
+    horizons: Horizons = {
         "next_xid": int(epoch_xid[-1]),
         "oldest_xid": int(control["oldest_xid"]),
         "next_multi": int(control["next_multi"]),
@@ -90,11 +90,11 @@ def _server_next_xid(dsn: str) -> int:
 
 
 def _scan_once(
-    req: ScanRequest, config: dict[str, Any], on_progress: Callable[[int, int, int], None] | None
+    req: ScanRequest, config: ScannerConfig, on_progress: Callable[[int, int, int], None] | None
 ) -> dict[str, Any]:
     """One pass of the core's scanner over what ``config`` selects."""
     try:
-        scanner = core.Scanner(str(req.pgdata), json.dumps(config))
+        scanner = core.Scanner(str(req.pgdata), config)
     except PermissionError as exc:
         raise _not_allowed(exc) from None
     except (ValueError, OSError) as exc:
@@ -105,7 +105,7 @@ def _scan_once(
 
     def work() -> None:
         try:
-            result.update(json.loads(scanner.run()))
+            result.update(scanner.run())
         except BaseException as exc:  # handed to the calling thread
             failure.append(exc)
 
@@ -256,8 +256,14 @@ def _run_scan(
         if why:
             warnings.append(why)
     db_oids, nodes = _resolve_filters(req, names, databases_by_name)
-    config = {"options": options, "files": [str(f) for f in req.files], "databases": db_oids, "relfilenodes": nodes}
-    live = req.live and pid is not None and req.dsn is not None and options["horizons"] is not None
+    config: ScannerConfig = {
+        "options": options,
+        "files": [str(f) for f in req.files],
+        "databases": db_oids,
+        "relfilenodes": nodes,
+    }
+    horizons = options.get("horizons")
+    live = req.live and pid is not None and req.dsn is not None and horizons is not None
     if req.live and pid is not None and req.dsn is None:
         warnings.append(
             "without a connection, pages never WAL-logged (unlogged tables, a table filled in the transaction that "
@@ -271,11 +277,12 @@ def _run_scan(
             # pg_control's next XID is its last checkpoint's: pages never WAL-logged (unlogged tables, a table
             # created and filled in one transaction under wal_level minimal) keep LSN 0 however new their rows,
             # so the redo point does not skip them. They are judged against the server's own next XID instead.
-            options["horizons"]["next_xid"] = next_xid()
+            assert horizons is not None
+            horizons["next_xid"] = next_xid()
         result = _scan_once(req, config, on_progress)
         future = [f for f in result["findings"] if f["code"] in _XID_FUTURE]
         # An XID assigned while the files were read is not from the future: scan again against the new horizon.
-        if not (live and future and next_xid() != options["horizons"]["next_xid"]):
+        if not (live and future and horizons is not None and next_xid() != horizons["next_xid"]):
             break
     summary = result["summary"]
     summary["seconds"] = round(time.monotonic() - started, 3)

@@ -443,6 +443,7 @@ fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links
 /// The transaction horizons a tuple's XIDs must respect, from pg_control (and, with a DSN, the
 /// relation's relfrozenxid/relminmxid later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Horizons {
     /// 32-bit part of `nextXid`: XIDs at or past it were never assigned.
     pub next_xid: u32,

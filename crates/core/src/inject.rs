@@ -142,6 +142,7 @@ pub fn diff(old: &[u8], new: &[u8]) -> Vec<Change> {
 
 /// Column layout for walking a heap tuple's data (`pg_attribute.attlen`, `attalign`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AttrLayout {
     pub attlen: i16,
     /// `c`, `s`, `i` or `d`.

@@ -26,6 +26,7 @@ pub const DEFAULT_CHUNK_BLOCKS: u32 = 256;
 
 /// What the caller knows about a relation beyond its files (from the catalog, via a DSN).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RelMeta {
     /// Page kind of the main fork (from pg_am): "heap", "btree", …; guessed per page when absent.
     pub kind: Option<String>,
@@ -218,6 +219,7 @@ pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::
 pub type RelKey = (u32, u32, u32);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScanOptions {
     /// Whether the cluster has data checksums (resolved by the caller from pg_control or a flag).
     pub checksums: bool,

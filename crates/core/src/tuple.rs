@@ -49,6 +49,7 @@ pub const TOAST_INVALID_COMPRESSION_ID: u8 = 2;
 /// In JSON, `attalign` and `attstorage` may be one-character strings (`"i"`, as SQL returns
 /// them) or byte values (`105`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AttrDesc {
     pub attnum: i16,
     /// > 0 fixed length, -1 varlena, -2 cstring.
@@ -106,6 +107,7 @@ fn de_oid<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 
 /// A relation's tuple descriptor: `attrs` in attnum order (1..=natts, dropped columns included).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RelDesc {
     /// pg_class.relnatts.
     pub natts: u16,

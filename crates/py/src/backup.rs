@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use pgsurgeon_core::backup::{vfs, Backup as CoreBackup};
 
-use crate::{to_json, to_pyerr};
+use crate::{to_py, to_pyerr};
 
 #[pyclass(frozen, module = "pgsurgeon._pgsurgeon")]
 pub struct Backup {
@@ -39,16 +39,16 @@ impl Backup {
         self.root.clone()
     }
 
-    /// Format, archives and compression, backup_label; JSON.
-    fn info(&self) -> PyResult<String> {
-        self.with(|b| to_json(&b.info()))
+    /// Format, archives and compression, backup_label.
+    fn info(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| to_py(py, &b.info()))
     }
 
-    /// Every file against backup_manifest; JSON report (`present: false` without a manifest).
-    fn verify(&self, py: Python<'_>) -> PyResult<String> {
+    /// Every file against backup_manifest (`present: false` without a manifest).
+    fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.with(|b| {
             let rep = py.detach(|| b.verify()).map_err(to_pyerr)?;
-            to_json(&rep)
+            to_py(py, &rep)
         })
     }
 

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pgsurgeon_core::catalog::{ClusterFiles, ClusterOptions, RelFile};
 use pgsurgeon_core::datum::{array_first_item, format_value, varlena_any, OutputOptions, TypeDesc};
 
-use crate::{to_json, to_pyerr};
+use crate::{from_py, to_py, to_pyerr};
 
 /// A data directory read as a catalog: `read` returns catalog rows as text, like SQL's `::text`.
 #[pyclass(frozen, module = "pgsurgeon._pgsurgeon")]
@@ -23,17 +23,19 @@ type Located = (u32, u32, u32, String, u64);
 #[pymethods]
 impl FilesCatalog {
     #[new]
-    #[pyo3(signature = (pgdata, options="{}"))]
-    fn new(py: Python<'_>, pgdata: std::path::PathBuf, options: &str) -> PyResult<Self> {
-        let opts: ClusterOptions =
-            serde_json::from_str(options).map_err(|e| PyValueError::new_err(format!("bad cluster options: {e}")))?;
+    #[pyo3(signature = (pgdata, options=None))]
+    fn new(py: Python<'_>, pgdata: std::path::PathBuf, options: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let opts: ClusterOptions = match options {
+            Some(o) => from_py(o, "cluster options")?,
+            None => ClusterOptions::default(),
+        };
         let inner = py.detach(|| ClusterFiles::open(&pgdata, &opts)).map_err(to_pyerr)?;
         Ok(FilesCatalog { inner })
     }
 
-    /// The cluster's shape (version, block and segment size, checksums) and doubts about it; JSON.
-    fn facts(&self) -> PyResult<String> {
-        to_json(&self.inner.facts)
+    /// The cluster's shape (version, block and segment size, checksums) and doubts about it.
+    fn facts(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(py, &self.inner.facts)
     }
 
     /// Visible rows of catalog `relid` (columns by name) seen from database `db` (0: any, for shared catalogs).
@@ -42,10 +44,10 @@ impl FilesCatalog {
         Ok((r.rows, r.absent, r.doubtful))
     }
 
-    /// pg_attribute's description of relation `relid`; JSON list.
-    fn attributes(&self, py: Python<'_>, db: u32, relid: u32) -> PyResult<String> {
+    /// pg_attribute's description of relation `relid`.
+    fn attributes(&self, py: Python<'_>, db: u32, relid: u32) -> PyResult<Py<PyAny>> {
         let r = py.detach(|| self.inner.attributes(db, relid)).map_err(to_pyerr)?;
-        to_json(&r)
+        to_py(py, &r)
     }
 
     /// Where relation `oid` keeps its files: (relfilenode, reltablespace, database, path of segment 0 relative to
@@ -59,12 +61,11 @@ impl FilesCatalog {
     }
 }
 
-/// The one value of an `attmissingval` array (its bytes after the varlena header) printed as type `type_json`
-/// (a TypeDesc); None when it is NULL.
+/// The one value of an `attmissingval` array (its bytes after the varlena header) printed as type `type_desc`;
+/// None when it is NULL.
 #[pyfunction]
-pub fn missing_value(payload: &[u8], type_json: &str, server_version_num: u32) -> PyResult<Option<String>> {
-    let t: TypeDesc =
-        serde_json::from_str(type_json).map_err(|e| PyValueError::new_err(format!("bad type description: {e}")))?;
+pub fn missing_value(payload: &[u8], type_desc: &Bound<'_, PyAny>, server_version_num: u32) -> PyResult<Option<String>> {
+    let t: TypeDesc = from_py(type_desc, "type description")?;
     // OutputOptions grows fields with the types it learns; the update keeps this call right when it does.
     #[allow(clippy::needless_update)]
     let opts = OutputOptions { server_version_num, ..Default::default() };
@@ -73,11 +74,10 @@ pub fn missing_value(payload: &[u8], type_json: &str, server_version_num: u32) -
 }
 
 /// A datum as stored (a varlena with its header, or the fixed-length bytes; a node tree's `constvalue`) printed as
-/// type `type_json` (a TypeDesc).
+/// type `type_desc`.
 #[pyfunction]
-pub fn format_datum(raw: &[u8], type_json: &str, server_version_num: u32) -> PyResult<String> {
-    let t: TypeDesc =
-        serde_json::from_str(type_json).map_err(|e| PyValueError::new_err(format!("bad type description: {e}")))?;
+pub fn format_datum(raw: &[u8], type_desc: &Bound<'_, PyAny>, server_version_num: u32) -> PyResult<String> {
+    let t: TypeDesc = from_py(type_desc, "type description")?;
     let payload = match t.typlen {
         -1 => varlena_any(raw).map(|(p, _)| p).ok_or_else(|| PyValueError::new_err("bad varlena header"))?,
         -2 => &raw[..raw.iter().position(|b| *b == 0).unwrap_or(raw.len())],

@@ -1,5 +1,5 @@
-//! diagnose's batch calls: pages fetched from the server go in as one buffer per batch, findings come out as one
-//! JSON document, block lists and candidate tuples; the line pointer map of a heap stays on the Rust side.
+//! diagnose's batch calls: pages fetched from the server go in as one buffer per batch, findings come out as a
+//! list, with block lists and candidate tuples; the line pointer map of a heap stays on the Rust side.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -26,10 +26,10 @@ impl LineMap {
 }
 
 type Candidates = Vec<(u64, u16, u32, u16, bool)>;
-/// (findings as JSON, suspect blocks, all-zero blocks, candidates, pages checked).
-type BatchAnswer = (String, Vec<u64>, Vec<u64>, Candidates, u64);
+/// (findings, suspect blocks, all-zero blocks, candidates, pages checked).
+type BatchAnswer = (Py<PyAny>, Vec<u64>, Vec<u64>, Candidates, u64);
 
-/// Check consecutive pages (block `first` onwards) with the GIL released. Returns (findings as JSON, suspect
+/// Check consecutive pages (block `first` onwards) with the GIL released. Returns (findings, suspect
 /// blocks, all-zero blocks, candidates (index block, index item, heap block, heap item, past end), pages).
 #[pyfunction]
 #[pyo3(signature = (data, first, *, kind, checksums, blcksz, relnatts=None, record=None, against=None))]
@@ -66,7 +66,7 @@ fn check_pages(
     });
     let candidates =
         rep.candidates.iter().map(|c| (c.index_block, c.index_item, c.heap_block, c.heap_item, c.past_end)).collect();
-    let findings = super::to_json(&rep.findings)?;
+    let findings = crate::to_py(py, &rep.findings)?;
     Ok((findings, std::mem::take(&mut rep.suspect), std::mem::take(&mut rep.zero), candidates, rep.pages))
 }
 
@@ -82,17 +82,16 @@ fn lp_flags<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, pyo3::types::PyByte
     pyo3::types::PyBytes::new(py, &core_diag::lp_flags(data))
 }
 
-/// amcheck's heapallindexed from the relation files (see `pgsurgeon_core::diagnose::allindexed`): configuration
-/// and answer as JSON, the GIL released while the files are read.
+/// amcheck's heapallindexed from the relation files (see `pgsurgeon_core::diagnose::allindexed`), the GIL
+/// released while the files are read. The answer carries `proven`, one flag per index.
 #[pyfunction]
-fn all_indexed(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: core_diag::allindexed::AllIndexedConfig = serde_json::from_str(config)
-        .map_err(|e| PyValueError::new_err(format!("bad all-indexed configuration: {e}")))?;
+fn all_indexed(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let cfg: core_diag::allindexed::AllIndexedConfig = crate::from_py(config, "all-indexed configuration")?;
     let res = py.detach(|| core_diag::allindexed::all_indexed(&cfg)).map_err(crate::to_pyerr)?;
     let mut doc = serde_json::to_value(&res).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let proven: Vec<bool> = (0..res.indexes.len()).map(|i| res.proven(i)).collect();
     doc["proven"] = serde_json::json!(proven);
-    Ok(doc.to_string())
+    crate::to_py(py, &doc)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,5 +1,5 @@
-//! The Python binding: coarse calls (paths and buffers in, JSON documents out) over
-//! pgsurgeon-core. All error mapping happens in `to_pyerr`.
+//! The Python binding: coarse calls (paths, buffers and typed configs in, Python objects out) over
+//! pgsurgeon-core. All error mapping happens in `to_pyerr`; values cross through `boundary`.
 
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
@@ -8,8 +8,11 @@ use pgsurgeon_core::page::PageKind;
 use pgsurgeon_core::CoreError;
 
 mod backup;
+mod boundary;
 mod catalog;
 mod diagnose;
+
+use boundary::{from_py, to_py};
 
 pyo3::create_exception!(_pgsurgeon, FormatError, PyValueError, "A file is not in a format pgsurgeon knows.");
 
@@ -27,21 +30,17 @@ pub(crate) fn to_pyerr(err: CoreError) -> PyErr {
     }
 }
 
-pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> PyResult<String> {
-    serde_json::to_string(value).map_err(|e| PyValueError::new_err(format!("cannot serialise result: {e}")))
-}
-
-/// Decode one page; returns the report as a JSON document.
+/// Decode one page; returns the report.
 #[pyfunction]
 #[pyo3(signature = (data, block, checksums, kind=None))]
-fn inspect_page(data: &[u8], block: u64, checksums: bool, kind: Option<&str>) -> PyResult<String> {
+fn inspect_page(py: Python<'_>, data: &[u8], block: u64, checksums: bool, kind: Option<&str>) -> PyResult<Py<PyAny>> {
     let kind = match kind {
         None => None,
         Some(k) => Some(PageKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?),
     };
     let report = pgsurgeon_core::inspect::inspect_page(data, block, checksums, kind)
         .ok_or_else(|| PyValueError::new_err(format!("a page needs at least 24 bytes, got {}", data.len())))?;
-    to_json(&report)
+    to_py(py, &report)
 }
 
 /// pg_checksum_page for `data` at `block` (counted across segments); None for odd lengths.
@@ -72,24 +71,24 @@ fn finding_codes() -> Vec<&'static str> {
     pgsurgeon_core::finding::Code::ALL.iter().map(|c| c.as_str()).collect()
 }
 
-/// Parse a pg_control image; JSON document.
+/// Parse a pg_control image.
 #[pyfunction]
-fn parse_control(data: &[u8]) -> PyResult<String> {
-    to_json(&pgsurgeon_core::control::parse_control(data).map_err(to_pyerr)?)
+fn parse_control(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyAny>> {
+    to_py(py, &pgsurgeon_core::control::parse_control(data).map_err(to_pyerr)?)
 }
 
-/// Read and parse `<pgdata>/global/pg_control`; JSON document.
+/// Read and parse `<pgdata>/global/pg_control`.
 #[pyfunction]
-fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
+fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
     let control = py.detach(|| pgsurgeon_core::control::read_control_file(&pgdata)).map_err(to_pyerr)?;
-    to_json(&control)
+    to_py(py, &control)
 }
 
-/// Every relation file under a data directory, grouped by relation and fork; JSON document.
+/// Every relation file under a data directory, grouped by relation and fork.
 #[pyfunction]
-fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
+fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
     let rels = py.detach(|| pgsurgeon_core::relfile::discover(&pgdata)).map_err(to_pyerr)?;
-    to_json(&rels)
+    to_py(py, &rels)
 }
 
 /// A scan set up over a data directory (or some of its files), run once; `progress()` may be called
@@ -103,7 +102,8 @@ struct Scanner {
 }
 
 #[derive(serde::Deserialize)]
-struct ScannerConfig {
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScannerConfig {
     options: pgsurgeon_core::scan::ScanOptions,
     #[serde(default)]
     files: Vec<std::path::PathBuf>,
@@ -115,12 +115,10 @@ struct ScannerConfig {
 
 #[pymethods]
 impl Scanner {
-    /// `config` is a JSON document: {"options": ScanOptions, "files": [...], "databases": [...],
-    /// "relfilenodes": [...]}.
+    /// `config`: {"options": ScanOptions, "files": [...], "databases": [...], "relfilenodes": [...]}.
     #[new]
-    fn new(py: Python<'_>, root: std::path::PathBuf, config: &str) -> PyResult<Self> {
-        let cfg: ScannerConfig =
-            serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad scan configuration: {e}")))?;
+    fn new(py: Python<'_>, root: std::path::PathBuf, config: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let cfg: ScannerConfig = from_py(config, "scan configuration")?;
         let relations = py
             .detach(|| {
                 if cfg.files.is_empty() {
@@ -140,9 +138,9 @@ impl Scanner {
         self.relations.iter().map(|r| r.total_size()).sum()
     }
 
-    /// The relation forks selected, as JSON.
-    fn relations(&self) -> PyResult<String> {
-        to_json(&self.relations)
+    /// The relation forks selected.
+    fn relations(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(py, &self.relations)
     }
 
     /// (bytes read, pages checked) so far.
@@ -156,55 +154,53 @@ impl Scanner {
         self.progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Run the scan with the GIL released; the result as JSON.
-    fn run(&self, py: Python<'_>) -> PyResult<String> {
+    /// Run the scan with the GIL released.
+    fn run(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let result = py
             .detach(|| pgsurgeon_core::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
             .map_err(to_pyerr)?;
-        to_json(&result)
+        to_py(py, &result)
     }
 }
 
-/// Damage one page image: `damages` is a JSON list of pgsurgeon_core::inject::DamageSpec; returns
-/// the changed byte runs and notes as JSON. Never touches a file.
+/// Damage one page image: `damages` is a list of pgsurgeon_core::inject::DamageSpec; returns the changed byte
+/// runs and notes. Never touches a file.
 #[pyfunction]
 #[pyo3(signature = (data, block, damages, seed, keep_checksum=false, source=None))]
 fn inject_page(
+    py: Python<'_>,
     data: &[u8],
     block: u32,
-    damages: &str,
+    damages: &Bound<'_, PyAny>,
     seed: u64,
     keep_checksum: bool,
     source: Option<&[u8]>,
-) -> PyResult<String> {
-    let specs: Vec<pgsurgeon_core::inject::DamageSpec> =
-        serde_json::from_str(damages).map_err(|e| PyValueError::new_err(format!("bad damage specification: {e}")))?;
+) -> PyResult<Py<PyAny>> {
+    let specs: Vec<pgsurgeon_core::inject::DamageSpec> = from_py(damages, "damage specification")?;
     let result =
         pgsurgeon_core::inject::inject_page(data, block, &specs, seed, keep_checksum, source).map_err(to_pyerr)?;
-    to_json(&result)
+    to_py(py, &result)
 }
 
-/// The page damage modes the core knows, with their fields; JSON.
+/// The page damage modes the core knows, with their fields.
 #[pyfunction]
-fn inject_modes() -> PyResult<String> {
-    to_json(&pgsurgeon_core::inject::MODES)
+fn inject_modes(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    to_py(py, &pgsurgeon_core::inject::MODES)
 }
 
-/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::carve::ClassifyConfig as
-/// JSON): which blocks are all zeroes, which are damaged and must be carved; JSON.
+/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::carve::ClassifyConfig):
+/// which blocks are all zeroes, which are damaged and must be carved.
 #[pyfunction]
-fn classify_relation(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::carve::ClassifyConfig =
-        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
+fn classify_relation(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let cfg: pgsurgeon_core::carve::ClassifyConfig = from_py(config, "classify configuration")?;
     let res = py.detach(|| pgsurgeon_core::carve::classify_relation(&cfg)).map_err(to_pyerr)?;
-    to_json(&res)
+    to_py(py, &res)
 }
 
-/// Classify consecutive heap pages held in `data` (block `first` onwards); JSON like classify_relation.
+/// Classify consecutive heap pages held in `data` (block `first` onwards), answered like classify_relation.
 #[pyfunction]
-fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::carve::ClassifyConfig =
-        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
+fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let cfg: pgsurgeon_core::carve::ClassifyConfig = from_py(config, "classify configuration")?;
     let count = (data.len() as u64).div_ceil(u64::from(cfg.blcksz.max(1)));
     let blocks = py.detach(|| pgsurgeon_core::carve::classify_buffer(data, first, count, &cfg));
     let mut res = pgsurgeon_core::carve::ClassifyResult {
@@ -214,23 +210,22 @@ fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &str) -> PyRe
         ..Default::default()
     };
     pgsurgeon_core::carve::tally(&mut res);
-    to_json(&res)
+    to_py(py, &res)
 }
 
 /// Carve heap pages: `data` holds the pages of `blocks` one after another, `blob` the TOAST chunk bytes the
-/// configuration's `toast_chunks` refer to. Returns (result JSON, formatted rows).
+/// configuration's `toast_chunks` refer to. Returns (the result, formatted rows).
 #[pyfunction]
 fn carve_pages(
     py: Python<'_>,
     data: &[u8],
     blocks: Vec<u64>,
     blob: &[u8],
-    config: &str,
-) -> PyResult<(String, Py<pyo3::types::PyBytes>)> {
-    let cfg: pgsurgeon_core::carve::CarveConfig =
-        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad carve configuration: {e}")))?;
+    config: &Bound<'_, PyAny>,
+) -> PyResult<(Py<PyAny>, Py<pyo3::types::PyBytes>)> {
+    let cfg: pgsurgeon_core::carve::CarveConfig = from_py(config, "carve configuration")?;
     let (res, out) = py.detach(|| pgsurgeon_core::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
-    Ok((to_json(&res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
+    Ok((to_py(py, &res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
 }
 
 /// A Python error raised inside a callback, carried through the core as an error and raised again as itself.
@@ -322,7 +317,7 @@ impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
     }
 }
 
-/// The row engine over one heap relation (`config`: pgsurgeon_core::carve::CarveConfig as JSON). `run()` carves
+/// The row engine over one heap relation (`config`: pgsurgeon_core::carve::CarveConfig). `run()` carves
 /// block ranges with the GIL released, writing rows as it goes; `progress()` and `cancel()` may be called from
 /// another thread meanwhile.
 #[pyclass(frozen)]
@@ -334,9 +329,8 @@ struct RowCarver {
 #[pymethods]
 impl RowCarver {
     #[new]
-    fn new(config: &str) -> PyResult<Self> {
-        let cfg: pgsurgeon_core::carve::CarveConfig =
-            serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad carve configuration: {e}")))?;
+    fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let cfg: pgsurgeon_core::carve::CarveConfig = from_py(config, "carve configuration")?;
         Ok(RowCarver {
             carver: std::sync::Mutex::new(pgsurgeon_core::carve::Carver::new(cfg)),
             progress: Default::default(),
@@ -357,7 +351,7 @@ impl RowCarver {
 
     /// Carve the half-open block `ranges`. Rows go to files (`main`, `apart`, optional `prov`: appended to) or to
     /// `write(main, apart, prov)`; pages come from the configured files or from `read(first, count)`; `oracle`
-    /// answers what the files do not say. Returns the summary as JSON.
+    /// answers what the files do not say. Returns the summary.
     #[pyo3(signature = (ranges, jobs, *, unit_blocks=128, main=None, apart=None, prov=None, write=None, read=None, oracle=None))]
     #[allow(clippy::too_many_arguments)]
     fn run(
@@ -372,7 +366,7 @@ impl RowCarver {
         write: Option<Py<PyAny>>,
         read: Option<Py<PyAny>>,
         oracle: Option<Py<PyAny>>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Py<PyAny>> {
         use pgsurgeon_core::rows::engine::{unload, FileSink, Oracle, PageSource, RowSink, UnloadOptions};
         let raised = Raised(std::sync::Mutex::new(None));
         let opts = UnloadOptions { jobs: jobs.max(1), unit_blocks, provenance: prov.is_some() || write.is_some() };
@@ -405,17 +399,16 @@ impl RowCarver {
         if let Some(e) = raised.take() {
             return Err(e);
         }
-        to_json(&result.map_err(to_pyerr)?)
+        to_py(py, &result.map_err(to_pyerr)?)
     }
 }
 
-/// Heap TIDs in the given blocks that btree index entries point to; JSON list.
+/// Heap TIDs in the given blocks that btree index entries point to.
 #[pyfunction]
-fn index_evidence(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::carve::IndexEvidenceConfig =
-        serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad index configuration: {e}")))?;
+fn index_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let cfg: pgsurgeon_core::carve::IndexEvidenceConfig = from_py(config, "index configuration")?;
     let res = py.detach(|| pgsurgeon_core::carve::index_evidence(&cfg)).map_err(to_pyerr)?;
-    to_json(&res)
+    to_py(py, &res)
 }
 
 #[pymodule]
@@ -441,6 +434,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_pages, m)?)?;
     m.add_function(wrap_pyfunction!(carve_pages, m)?)?;
     m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(boundary::config_fields, m)?)?;
     diagnose::register(m)?;
     Ok(())
 }

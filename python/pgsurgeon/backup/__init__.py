@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import SegFile
 from pgsurgeon.errors import PgSurgeonError
 
 
@@ -34,7 +34,7 @@ class BackupSource:
             message, _, hint = str(exc).partition("\nhint: ")
             raise PgSurgeonError(message, hint=hint or None) from None
         self.root: Path = self.handle.root
-        self.info: dict[str, Any] = json.loads(self.handle.info())
+        self.info: dict[str, Any] = self.handle.info()
 
     @property
     def start_lsn(self) -> int | None:
@@ -58,16 +58,15 @@ class BackupSource:
 
     def verify(self) -> dict[str, Any]:
         """Every file against backup_manifest (``present`` is false without one)."""
-        result: dict[str, Any] = json.loads(self.handle.verify())
-        return result
+        return self.handle.verify()
 
     def read_order(self, relpath: str) -> int | None:
         """Where a file comes in a compressed archive's stream (read in this order), None when order is free."""
         return self.handle.read_order(relpath)
 
-    def segments(self, relpath: str) -> list[dict[str, Any]]:
+    def segments(self, relpath: str) -> list[SegFile]:
         """The segment files of a relation fork, as :func:`pgsurgeon.datadir.segments_of` gives them."""
-        return [{"segno": s, "path": str(p)} for s, p in self.handle.segments(relpath)]
+        return [SegFile(segno=s, path=str(p)) for s, p in self.handle.segments(relpath)]
 
     def hold(self, relpath: str) -> None:
         """Keep a file in memory until :meth:`release` (a TOAST table read at random while its table streams)."""

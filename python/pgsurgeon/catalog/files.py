@@ -5,13 +5,13 @@ or later ALTER/DROP left behind is ignored."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import ClusterOptions, RelDesc, TypeDesc
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
 from pgsurgeon.relnames import RelKey, RelName
 
@@ -406,14 +406,14 @@ class DbCatalog:
             return None
         return core.missing_value(bytes.fromhex(a.missingval[2:]), desc, self.files.server_version_num)
 
-    def column_type(self, a: Attribute) -> dict[str, Any] | None:
+    def column_type(self, a: Attribute) -> TypeDesc | None:
         return type_desc(a.typid, self.type_rows({a.typid}))
 
     def schema_of(self, oid: int) -> str:
         r = self.relations.get(oid)
         return r.schema if r else ""
 
-    def rel_desc(self, rel: Relation) -> dict[str, Any]:
+    def rel_desc(self, rel: Relation) -> RelDesc:
         """RelDesc for the core (crates/core/src/tuple.rs): every attribute, dropped ones included."""
         attrs = self.attributes.get(rel.oid, [])
         return {
@@ -456,10 +456,10 @@ class DbCatalog:
 class FilesCatalog:
     """A data directory's catalog, read from its files (read-only)."""
 
-    def __init__(self, pgdata: Path, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, pgdata: Path, options: ClusterOptions | None = None) -> None:
         self.pgdata = pgdata
         self.handle = core.files_catalog(pgdata, options or {})
-        self.facts: dict[str, Any] = json.loads(self.handle.facts())
+        self.facts: dict[str, Any] = self.handle.facts()
         self._dbs: dict[int, DbCatalog] = {}
 
     @property

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgsurgeon.boundary import FieldDesc, TypeDesc
+
 # Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).
 NOT_ARRAYS = {22, 30}  # int2vector, oidvector
 # Types whose values are OIDs printed as catalog names (utils/adt/regproc.c, acl.c; OIDs from catalog/pg_type.dat):
@@ -30,7 +32,7 @@ class Types:
     names: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
-def type_desc(oid: int, types: Types, depth: int = 0) -> dict[str, Any] | None:
+def type_desc(oid: int, types: Types, depth: int = 0) -> TypeDesc | None:
     """The TypeDesc of type ``oid`` (domains resolved to their base type), None when it cannot be described."""
     if depth > MAX_DEPTH:
         return None
@@ -51,7 +53,7 @@ def type_desc(oid: int, types: Types, depth: int = 0) -> dict[str, Any] | None:
     printed_as = int(row[12])
     if printed_as in NAMED_TYPES:
         printed_as = oid
-    desc: dict[str, Any] = {
+    desc: TypeDesc = {
         "oid": printed_as,
         "name": typname,
         "typtype": typtype,
@@ -74,7 +76,7 @@ def type_desc(oid: int, types: Types, depth: int = 0) -> dict[str, Any] | None:
             return None
         desc["subtype"] = sub
     if typtype == "c":
-        fields: list[dict[str, Any]] = []
+        fields: list[FieldDesc] = []
         for _relid, _attnum, attname, attlen, attalign, dropped, atttypid, missing in types.attrs.get(typrelid, []):
             ftype = None if dropped else type_desc(int(atttypid), types, depth + 1)
             if not dropped and ftype is None:

@@ -40,16 +40,22 @@ def collect(pgdata: Path, dsn: str | None) -> list[dict[str, Any]]:
     control = core.read_control(pgdata)
     relations = core.discover_relations(pgdata)
     names = name_map(dsn) if dsn else names_from_files(pgdata)
+    out: list[dict[str, Any]] = []
     for rel in relations:
         key = (rel["tablespace_oid"], rel["database_oid"], rel["relfilenode"])
         name = names.get(key)
-        rel["name"] = name.qualified if name else None
-        rel["database"] = name.database if name else None
-        rel["relkind"] = name.relkind if name else None
         size = sum(int(s["size"]) for s in rel["segments"])
-        rel["size"] = size
-        rel["blocks"] = size // int(control["blcksz"])
-    return relations
+        out.append(
+            {
+                **rel,
+                "name": name.qualified if name else None,
+                "database": name.database if name else None,
+                "relkind": name.relkind if name else None,
+                "size": size,
+                "blocks": size // int(control["blcksz"]),
+            }
+        )
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import AllIndexedConfig
 from pgsurgeon.catalog.sql import lookup_relation, not_found
 from pgsurgeon.datadir import Geometry, read_block, segments_of
 from pgsurgeon.diagnose import amcheck
@@ -1294,7 +1295,7 @@ class Diagnosis:
     ) -> dict[int, tuple[bool, str]]:
         assert self.geometry is not None and self.pgdata is not None
         table_attrs = max((p[3] for p in plan), key=len)
-        config = {
+        config: AllIndexedConfig = {
             "heap": {"name": heap.relname, "files": segments_of(self.pgdata / heap.path), "nblocks": heap.nblocks},
             "heap_attrs": table_attrs,
             "indexes": [

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import Finding
 from pgsurgeon.render.findings import FINDING_FIELDS
 
 FINDING_KEYS = (*FINDING_FIELDS, "observed_error", "source", "attnum")
@@ -86,7 +87,7 @@ def make(
     }
 
 
-def from_core(f: dict[str, Any], rel: RelContext, *, source: str, observed_error: str | None = None) -> dict[str, Any]:
+def from_core(f: Finding, rel: RelContext, *, source: str, observed_error: str | None = None) -> dict[str, Any]:
     """A finding of core.inspect_page (no file context) in the diagnose model."""
     return {
         "code": f["code"],

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import CarveConfig, ChunkRef, Horizons
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.repair.model import Tid
 from pgsurgeon.salvage import catalog
@@ -32,7 +33,7 @@ def _table_info(ctx: Context) -> Any:
         raise CarveUnavailable(f"the table's columns could not be described for the carver ({exc})") from None
 
 
-def _horizons(ctx: Context) -> dict[str, Any] | None:
+def _horizons(ctx: Context) -> Horizons | None:
     if ctx.server.pgdata is None:
         return None
     try:
@@ -79,7 +80,7 @@ def _multis(ctx: Context, multis: list[int]) -> dict[str, int | None]:
     return out
 
 
-def _toast_chunks(ctx: Context, info: Any, values: list[int], base: int) -> tuple[list[dict[str, Any]], bytes]:
+def _toast_chunks(ctx: Context, info: Any, values: list[int], base: int) -> tuple[list[ChunkRef], bytes]:
     ident = info.toast_ident()
     if ident is None or not values:
         return [], b""
@@ -90,7 +91,7 @@ def _toast_chunks(ctx: Context, info: Any, values: list[int], base: int) -> tupl
         rows = ctx.conn.execute(query, (values,)).fetchall()
     except db.DatabaseError:
         return [], b""
-    refs: list[dict[str, Any]] = []
+    refs: list[ChunkRef] = []
     blob = bytearray()
     for valueid, seq, data in rows:
         raw = bytes(data)
@@ -144,7 +145,7 @@ def carve(
     with contextlib.suppress(db.DatabaseError):
         row = ctx.conn.execute("SELECT current_setting('server_encoding')").fetchone()
         encoding = str(row[0]) if row else encoding
-    cfg: dict[str, Any] = {
+    cfg: CarveConfig = {
         "blcksz": ctx.server.block_size,
         "relseg_size": ctx.server.segment_blocks,
         "nblocks": ctx.table.nblocks,
@@ -194,7 +195,7 @@ def carve(
     for r in result["rows"]:
         if r.get("lp") is None:
             continue
-        tid = (int(r["block"]), int(r["lp"]))
+        tid = (r["block"], r["lp"])
         if tid not in wanted:
             continue
         notes = [str(n) for n in r.get("notes") or []]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.boundary import ColumnOut, RelDesc, TypeDesc
 from pgsurgeon.catalog.types import MAX_DEPTH, NAMED_TYPES, Types, type_desc
 from pgsurgeon.errors import PgSurgeonError
 
@@ -30,7 +31,7 @@ class Column:
     missing: str | None
     generated: str = ""
     """pg_attribute.attgenerated: 's' stored, 'v' virtual (PostgreSQL 18), '' for an ordinary column."""
-    type: dict[str, Any] | None = None
+    type: TypeDesc | None = None
     """TypeDesc for the core (crates/core/src/datum/mod.rs), None when the carver cannot print this type."""
 
 
@@ -103,7 +104,7 @@ class TableInfo:
         """The live columns as a SQL select list (what reading rows through SQL must use instead of ``*``)."""
         return db.sql.SQL(", ").join(db.sql.Identifier(c.name) for c in self.live_columns)
 
-    def rel_desc(self) -> dict[str, Any]:
+    def rel_desc(self) -> RelDesc:
         """RelDesc for the core (crates/core/src/tuple.rs)."""
         return {
             "natts": self.natts,
@@ -123,7 +124,7 @@ class TableInfo:
             ],
         }
 
-    def columns_out(self, generated: bool = False) -> list[dict[str, Any]]:
+    def columns_out(self, generated: bool = False) -> list[ColumnOut]:
         """ColumnOut list for the carver: the live columns, and with ``generated`` the generated ones too (in attnum
         order; a virtual one carves as NULL, its value is not on disk, so only for callers that recompute it)."""
         cols = [c for c in self.columns if not c.dropped and (generated or not c.generated)]

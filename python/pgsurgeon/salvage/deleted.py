@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import CarveConfig
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.salvage.pages import pageinspect_function
 
@@ -22,7 +23,7 @@ DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "de
 _BATCH = 64
 
 
-def undelete(s: Salvage, cfg: dict[str, Any], oracle: Any, out_dir: Path, base: str, ext: str) -> dict[str, Any]:
+def undelete(s: Salvage, cfg: CarveConfig, oracle: Any, out_dir: Path, base: str, ext: str) -> dict[str, Any]:
     """Carve the removed row versions of the whole table into ``<base>.deleted.<ext>`` (``oracle`` answers what
     the files cannot: transaction status, MultiXact members, TOAST chunks); returns what was written."""
     t = s.table
@@ -58,7 +59,7 @@ def undelete(s: Salvage, cfg: dict[str, Any], oracle: Any, out_dir: Path, base: 
     path = out_dir / f"{base}.deleted.{ext}"
     apart = out_dir / f"{base}.deleted.kept_apart.{ext}"
     path.write_bytes(b"")
-    dcfg = {**cfg, "deleted": True, "deleted_by": s.opts.deleted_by}
+    dcfg: CarveConfig = {**cfg, "deleted": True, "deleted_by": s.opts.deleted_by}
     dcfg.pop("files", None)  # pages come from read(), not the files
     dcfg["only"] = {}
     # a page in shared buffers carries the checksum of its last write, if any: only pages from disk have one to check

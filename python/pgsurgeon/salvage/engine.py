@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import BlockClass, CarveConfig, ClassifyConfig, Horizons, IndexTid, PageInfo, UnloadSummary
 from pgsurgeon.catalog.sql import resolve_relation
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage import catalog
@@ -155,9 +156,9 @@ class Failure:
 class _Background:
     """A call run in a thread of its own; ``result()`` waits for it and raises what it raised."""
 
-    def __init__(self, blocks: set[int], fn: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, blocks: set[int], fn: Callable[[], list[IndexTid]]) -> None:
         self.blocks = blocks
-        self._out: list[list[dict[str, Any]]] = []
+        self._out: list[list[IndexTid]] = []
         self._err: list[BaseException] = []
 
         def run() -> None:
@@ -169,7 +170,7 @@ class _Background:
         self._thread = threading.Thread(target=run, name="salvage-evidence", daemon=True)
         self._thread.start()
 
-    def result(self) -> list[dict[str, Any]]:
+    def result(self) -> list[IndexTid]:
         self._thread.join()
         if self._err:
             raise self._err[0]
@@ -210,7 +211,7 @@ def plan_chunks(
     return out
 
 
-def _horizons(table: catalog.TableInfo, facts: catalog.ServerFacts, pgdata: Path | None) -> dict[str, Any] | None:
+def _horizons(table: catalog.TableInfo, facts: catalog.ServerFacts, pgdata: Path | None) -> Horizons | None:
     control: dict[str, Any] | None = None
     if pgdata is not None:
         with contextlib.suppress(Exception):
@@ -387,11 +388,11 @@ class Salvage:
         # 1. classify
         nblocks = t.nblocks
         self.stats.blocks_total = nblocks
-        self.classes: dict[int, dict[str, Any]] = {}
+        self.classes: dict[int, BlockClass] = {}
         self.classify_seconds = 0.0
         if self.pages is None and o.carve_all:
             raise PgSurgeonError("--carve-all needs raw pages", hint="use --files local or remote")
-        self.classify_cfg: dict[str, Any] = {
+        self.classify_cfg: ClassifyConfig = {
             "nblocks": nblocks,
             "blcksz": t.block_size,
             "checksums": t.checksums,
@@ -535,7 +536,7 @@ class Salvage:
         was being written reads differently a moment later."""
         if not blocks or not isinstance(self.pages, LocalPages) or self.opts.carve_all:
             return set()
-        cfg = {**self.classify_cfg, "checksums": False, "nblocks": self.table.nblocks, "jobs": 1}
+        cfg: ClassifyConfig = {**self.classify_cfg, "checksums": False, "nblocks": self.table.nblocks, "jobs": 1}
         query = self._raw_page_query()
         newer: set[int] = set()
         for b in blocks[:NEWER_CHECK_MAX_BLOCKS]:
@@ -880,7 +881,7 @@ class Salvage:
         core into the sink; only counters, losses and the pages that need accounting come back."""
         ranges = _merge(self.carve_ranges + [(b, b + 1) for b in self.carve_blocks | set(self.carve_items)])
         zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
-        summary: dict[str, Any] = {"counts": {}, "lost": [], "pages": []}
+        summary: UnloadSummary | None = None
         if ranges and self.pages is not None:
             summary = self._run_carver(self._carve_config(), ranges)
         elif ranges:
@@ -891,21 +892,27 @@ class Salvage:
                 )
         self._account(summary, ranges, zero_blocks)
 
-    def _account(self, summary: dict[str, Any], ranges: list[tuple[int, int]], zero_blocks: list[int]) -> None:
-        counts = summary["counts"]
-        self.lost.extend(summary["lost"])
-        self.carved["rows"] = int(counts.get("main_rows", 0))
-        self.carved["uncertain"] = int(counts.get("apart_rows", 0))
-        self.carved["invisible"] = int(counts.get("invisible", 0))
-        self.carved["checksum_failures"] = int(counts.get("checksum_failures", 0))
+    def _account(self, summary: UnloadSummary | None, ranges: list[tuple[int, int]], zero_blocks: list[int]) -> None:
+        """Counters, losses and page evidence of a carve (``summary`` None: nothing was carved)."""
+        pages = summary["pages"] if summary is not None else []
+        if summary is not None:
+            counts = summary["counts"]
+            self.lost.extend(dict(x) for x in summary["lost"])
+            self.carved["rows"] = counts["main_rows"]
+            self.carved["uncertain"] = counts["apart_rows"]
+            self.carved["invisible"] = counts["invisible"]
+            self.carved["checksum_failures"] = counts["checksum_failures"]
+        else:
+            self.carved.update(rows=0, uncertain=0, invisible=0, checksum_failures=0)
         self.carved["pages"] = sum(b - a for a, b in ranges)
         if self.opts.carve_all:
             # no classify pass ran: the carve saw every page
-            for p in summary["pages"]:
-                if p.get("all_zero"):
-                    self.classes[int(p["block"])] = {"state": "zero", "codes": [], "message": "all zeroes"}
+            for p in pages:
+                if p["all_zero"]:
+                    b = p["block"]
+                    self.classes[b] = {"block": b, "state": "zero", "codes": [], "message": "all zeroes"}
             zero_blocks = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
-        self._evidence(zero_blocks, summary["pages"])
+        self._evidence(zero_blocks, pages)
 
     def _apart_by_key(self) -> None:
         """Carved rows whose key SQL read in another row are copies of that row (a spliced or misdirected page, an
@@ -930,7 +937,7 @@ class Salvage:
         if not all(k in names for k in t.key):
             return
         positions = [names.index(k) for k in t.key]
-        cfg = {**self._carve_config(), "format": "text", "can_ask": False, "can_fetch_toast": False}
+        cfg: CarveConfig = {**self._carve_config(), "format": "text", "can_ask": False, "can_fetch_toast": False}
         found: dict[tuple[str, ...], list[tuple[int, int]]] = {}
         for i in range(0, len(blocks), 256):
             chunk = blocks[i : i + 256]
@@ -996,11 +1003,11 @@ class Salvage:
                 out.setdefault(tuple(str(v) for v in vals), str(ctid))
         return out
 
-    def _carve_config(self) -> dict[str, Any]:
+    def _carve_config(self) -> CarveConfig:
         """The row engine's configuration for this table (crates/core/src/rows/carve.rs CarveConfig)."""
         t = self.table
         assert self.pages is not None
-        return {
+        cfg: CarveConfig = {
             "blcksz": t.block_size,
             "nblocks": t.nblocks,
             "desc": t.rel_desc(),
@@ -1016,16 +1023,20 @@ class Salvage:
             "toast_relid": t.toast_oid,
             "only": {str(b): sorted(lps) for b, lps in self.carve_items.items() if b not in self.carve_blocks},
             "apart_rows": self.apart_rows,
-            **self.pages.carve_extras(),
         }
+        extras = self.pages.carve_extras()
+        for key in ("xact_dir", "relseg_size", "files", "toast_files", "toast_nblocks"):
+            if key in extras:
+                cfg[key] = extras[key]
+        return cfg
 
-    def _run_carver(self, cfg: dict[str, Any], ranges: list[tuple[int, int]]) -> dict[str, Any]:
+    def _run_carver(self, cfg: CarveConfig, ranges: list[tuple[int, int]]) -> UnloadSummary:
         """Run the row engine over ``ranges`` in a worker thread, reporting progress meanwhile."""
         assert self.pages is not None
         carver = core.RowCarver(cfg)
         read = None if "files" in cfg else self.pages.read_range
         oracle = _Oracle(self)
-        result: list[dict[str, Any]] = []
+        result: list[UnloadSummary] = []
         errors: list[BaseException] = []
         done_before = self.stats.blocks_done
 
@@ -1054,20 +1065,20 @@ class Salvage:
                 raise errors[0]
         return result[0]
 
-    def _index_evidence(self, blocks: list[int], beyond: int | None) -> list[dict[str, Any]]:
+    def _index_evidence(self, blocks: list[int], beyond: int | None) -> list[IndexTid]:
         """The TIDs the table's btree indexes hold into ``blocks`` (and at or past ``beyond``), from their files."""
         assert isinstance(self.pages, LocalPages)
         return core.index_evidence(
             {"indexes": self.pages.index_files(), "blocks": blocks, "beyond": beyond, "blcksz": self.table.block_size}
         )
 
-    def _evidence(self, zero_blocks: list[int], page_infos: list[dict[str, Any]]) -> None:
+    def _evidence(self, zero_blocks: list[int], page_infos: list[PageInfo]) -> None:
         """All-zero pages, and damaged pages whose line pointer array is destroyed: which rows index entries say
         were there and were not found."""
         pages = {int(p["block"]): p for p in page_infos}
         destroyed = [b for b, p in pages.items() if p.get("lp_array_destroyed") or p.get("copies_at") == 0]
         targets = sorted(set(zero_blocks) | set(destroyed))
-        tids: list[dict[str, Any]] = []
+        tids: list[IndexTid] = []
         nblocks = self.table.nblocks
         early = self._early_evidence
         if early is not None and set(zero_blocks) <= early.blocks:

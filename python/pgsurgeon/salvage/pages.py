@@ -5,9 +5,10 @@ way a backup would, never through shared buffers, so damaged pages cannot crash 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import BlockClass, ChunkRef, ClassifyConfig, ClassifyResult, IndexFiles, SegFile
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.salvage.catalog import TableInfo
 from pgsurgeon.salvage.session import Session
@@ -15,14 +16,24 @@ from pgsurgeon.salvage.session import Session
 REMOTE_BATCH = 128  # blocks per pg_read_binary_file call (1 MB)
 
 
+class CarveExtras(TypedDict, total=False):
+    """The part of a CarveConfig a page source fills in (boundary.CarveConfig)."""
+
+    xact_dir: str
+    relseg_size: int
+    files: list[SegFile]
+    toast_files: list[SegFile]
+    toast_nblocks: int
+
+
 class PageSource(Protocol):
     kind: str
 
-    def classify(self, config: dict[str, Any]) -> dict[str, Any]: ...
+    def classify(self, config: ClassifyConfig) -> ClassifyResult: ...
 
     def read_pages(self, blocks: list[int]) -> bytes: ...
 
-    def carve_extras(self) -> dict[str, Any]:
+    def carve_extras(self) -> CarveExtras:
         """Carve configuration this source can provide (the heap's files, TOAST files, pg_xact)."""
         ...
 
@@ -30,7 +41,7 @@ class PageSource(Protocol):
         """Blocks first..first+count (fewer bytes where the relation ends)."""
         ...
 
-    def index_files(self) -> list[dict[str, Any]]: ...
+    def index_files(self) -> list[IndexFiles]: ...
 
 
 class LocalPages:
@@ -45,7 +56,7 @@ class LocalPages:
         self.base = pgdata / table.filepath
         self.segments = segments_of(self.base)
 
-    def classify(self, config: dict[str, Any]) -> dict[str, Any]:
+    def classify(self, config: ClassifyConfig) -> ClassifyResult:
         return core.classify_relation({**config, "files": self.segments, "relseg_size": self.relseg_size})
 
     def read_pages(self, blocks: list[int]) -> bytes:
@@ -71,8 +82,8 @@ class LocalPages:
                 fh.close()
         return bytes(out)
 
-    def carve_extras(self) -> dict[str, Any]:
-        extras: dict[str, Any] = {
+    def carve_extras(self) -> CarveExtras:
+        extras: CarveExtras = {
             "xact_dir": str(self.pgdata / "pg_xact"),
             "relseg_size": self.relseg_size,
             "files": self.segments,
@@ -85,7 +96,7 @@ class LocalPages:
     def read_range(self, first: int, count: int) -> bytes:
         return self.read_pages(list(range(first, first + count)))
 
-    def index_files(self) -> list[dict[str, Any]]:
+    def index_files(self) -> list[IndexFiles]:
         return [
             {
                 "name": ix.name,
@@ -121,9 +132,9 @@ class RemotePages:
         row = self.session.run(lambda c: c.execute(query, {"oid": self.table.oid}).fetchone())
         return int(row[0]) // self.table.block_size if row and row[0] is not None else 0
 
-    def classify(self, config: dict[str, Any]) -> dict[str, Any]:
+    def classify(self, config: ClassifyConfig) -> ClassifyResult:
         nblocks = self.table.nblocks
-        blocks: list[dict[str, Any]] = []
+        blocks: list[BlockClass] = []
         read = 0
         first = 0
         while first < nblocks:
@@ -163,7 +174,7 @@ class RemotePages:
             out += data + bytes(bs - len(data))
         return bytes(out)
 
-    def carve_extras(self) -> dict[str, Any]:
+    def carve_extras(self) -> CarveExtras:
         return {"relseg_size": self.relseg_size}
 
     def read_range(self, first: int, count: int) -> bytes:
@@ -178,7 +189,7 @@ class RemotePages:
             first += n
         return bytes(out)
 
-    def index_files(self) -> list[dict[str, Any]]:
+    def index_files(self) -> list[IndexFiles]:
         return []
 
 
@@ -192,7 +203,7 @@ def can_read_remote(table: TableInfo) -> bool:
     return table.superuser or table.read_server_files
 
 
-def fetch_toast(session: Session, table: TableInfo, valueids: list[int]) -> tuple[list[dict[str, Any]], bytes]:
+def fetch_toast(session: Session, table: TableInfo, valueids: list[int]) -> tuple[list[ChunkRef], bytes]:
     """The chunks of these TOAST values read through SQL (the TOAST table's index): chunk refs and their blob."""
     ident = table.toast_ident()
     if ident is None or not valueids:
@@ -201,7 +212,7 @@ def fetch_toast(session: Session, table: TableInfo, valueids: list[int]) -> tupl
         "SELECT chunk_id::bigint, chunk_seq, chunk_data FROM {} WHERE chunk_id = ANY(%s::oid[]) ORDER BY 1, 2"
     ).format(ident)
     rows = session.run(lambda c: c.execute(query, (valueids,)).fetchall())
-    refs: list[dict[str, Any]] = []
+    refs: list[ChunkRef] = []
     blob = bytearray()
     for valueid, seq, data in rows:
         data = bytes(data)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import DamageSpec
 from pgsurgeon.datadir import read_block, segment_path
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.simulate.manifest import KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
+from pgsurgeon.journal.manifest import KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
 from pgsurgeon.simulate.modes import (
     MODES,
     UNIT_FILE,
@@ -172,19 +173,30 @@ def _item_candidates(mode: Mode, fieldname: str | None, report: dict[str, Any], 
     return out
 
 
-def _spec(req: CorruptRequest, mode: Mode, fieldname: str | None, stream: int, **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"mode": mode.name, "stream": stream}
+def _spec(req: CorruptRequest, mode: Mode, fieldname: str | None, stream: int, **extra: Any) -> DamageSpec:
+    spec: DamageSpec = {"mode": mode.name, "stream": stream}
     if fieldname is not None:
         spec["field"] = fieldname
-    for key in ("value", "length", "flips", "tear_at", "attnum"):
-        v = getattr(req, key)
-        if v is not None:
-            spec[key] = v
+    if req.value is not None:
+        spec["value"] = req.value
+    if req.length is not None:
+        spec["length"] = req.length
+    if req.flips is not None:
+        spec["flips"] = req.flips
+    if req.tear_at is not None:
+        spec["tear_at"] = req.tear_at
+    if req.attnum is not None:
+        spec["attnum"] = req.attnum
     if req.tid is not None:
-        spec["tid"] = list(req.tid)
+        spec["tid"] = (req.tid[0], req.tid[1])
     if req.clear_hints:
         spec["clear_hints"] = True
-    spec.update({k: v for k, v in extra.items() if v is not None})
+    if extra.get("item") is not None:
+        spec["item"] = extra["item"]
+    if extra.get("nblocks") is not None:
+        spec["nblocks"] = extra["nblocks"]
+    if extra.get("attrs") is not None:
+        spec["attrs"] = extra["attrs"]
     return spec
 
 
@@ -204,7 +216,7 @@ class _Injector:
         self.req = req
         self.stream = 0
 
-    def try_inject(self, block: int, spec: dict[str, Any], source: bytes | None = None) -> str:
+    def try_inject(self, block: int, spec: DamageSpec, source: bytes | None = None) -> str:
         """Apply one damage to the image of ``block``; ``ValueError`` when it does not fit the page."""
         image = self.pages.current(block)
         result = core.inject_page(bytes(image), block, [spec], seed=self.req.seed, source=source)
@@ -401,7 +413,7 @@ def _plan_bitflips(plan: Plan, req: CorruptRequest, pages: _Pages, inj: _Injecto
         block = req.block if req.block is not None else rng.randrange(plan.nblocks)
         per_block[block] = per_block.get(block, 0) + 1
     for block, flips in per_block.items():
-        spec = {"mode": plan.mode.name, "flips": flips, "stream": inj.stream}
+        spec: DamageSpec = {"mode": plan.mode.name, "flips": flips, "stream": inj.stream}
         try:
             inj.try_inject(block, spec)
         except ValueError as exc:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import AttrDesc, CarveConfig, ColumnOut, LostItem
 from pgsurgeon.catalog.files import FilesCatalog, file_key
 from pgsurgeon.catalog.types import Types, type_desc
 from pgsurgeon.datadir import find_pgdata, segments_of
@@ -47,7 +48,7 @@ class LayoutResult:
     rows: int
     kept_apart: int
     columns: list[str]
-    lost: list[dict[str, Any]] = field(default_factory=list)
+    lost: list[LostItem] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -102,8 +103,8 @@ def run_layout(
                 types = cat.type_rows(set(by_name.values()))
         except (ValueError, OSError):
             pass  # the built-in facts stand in
-    attrs: list[dict[str, Any]] = []
-    columns: list[dict[str, Any]] = []
+    attrs: list[AttrDesc] = []
+    columns: list[ColumnOut] = []
     for attnum, (name, base, depth) in enumerate(cols, start=1):
         found = by_name.get(base)
         if found is None:
@@ -125,7 +126,7 @@ def run_layout(
         if segs
         else 0
     )
-    cfg: dict[str, Any] = {
+    cfg: CarveConfig = {
         "blcksz": blcksz,
         "relseg_size": int(facts["relseg_size"]),
         "nblocks": nblocks,
@@ -147,14 +148,14 @@ def run_layout(
     summary = core.RowCarver(cfg).run([(0, nblocks)], jobs, main=str(main), apart=str(apart))
     if apart.exists() and apart.stat().st_size == 0:
         apart.unlink()
-    counts = summary.get("counts", {})
+    counts = summary["counts"]
     res = LayoutResult(
         out,
         main.name,
-        int(counts.get("main_rows", 0)),
-        int(counts.get("apart_rows", 0)),
+        counts["main_rows"],
+        counts["apart_rows"],
         [c[0] for c in cols],
-        list(summary.get("lost", [])),
+        summary["lost"],
         round(time.monotonic() - started, 3),
     )
     (out / "report.json").write_text(

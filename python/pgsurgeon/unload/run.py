@@ -15,6 +15,15 @@ from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.backup import BackupSource, is_backup
+from pgsurgeon.boundary import (
+    CarveConfig,
+    ClusterOptions,
+    ColumnOut,
+    LostItem,
+    RelationFork,
+    SegFile,
+    UnloadSummary,
+)
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog, Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
@@ -70,7 +79,7 @@ class TableResult:
     kept_apart: int = 0
     blocks: int = 0
     checksum_failures: int = 0
-    lost: list[dict[str, Any]] = field(default_factory=list)
+    lost: list[LostItem] = field(default_factory=list)
     uncertain: list[str] = field(default_factory=list)
     skipped: str | None = None
     deleted_file: str | None = None
@@ -120,7 +129,7 @@ class _Job:
         self.req = req
         self.backup = backup
         self.on_progress = on_progress
-        options: dict[str, Any] = {}
+        options: ClusterOptions = {}
         if req.pg_version:
             options["pg_version"] = req.pg_version
         if req.block_size:
@@ -135,7 +144,7 @@ class _Job:
         self.notes: list[str] = list(self.files.facts.get("warnings", []))
         self.blocks_done = 0
         self.blocks_total = 0
-        self._relfiles: list[dict[str, Any]] | None = None
+        self._relfiles: list[RelationFork] | None = None
         self.damaged: list[str] = []
 
     def databases(self) -> list[Database]:
@@ -165,13 +174,13 @@ class _Job:
                 t.skipped = f"its file {relpath} (named by the catalog copy) is not in {self.req.pgdata}"
                 return t
         cols = live_columns(cat, rel)
-        columns = []
+        columns: list[ColumnOut] = []
         for a in cols:
             desc = cat.column_type(a)
             if desc is None:
                 t.uncertain.append(f"column {a.name}: its type cannot be printed offline; rows are kept apart")
             columns.append({"attnum": a.attnum, "name": a.name, "type": desc, "missing": cat.missing_text(a)})
-        cfg: dict[str, Any] = {
+        cfg: CarveConfig = {
             "blcksz": self.files.block_size,
             "relseg_size": int(self.files.facts["relseg_size"]),
             "nblocks": nblocks,
@@ -251,7 +260,7 @@ class _Job:
             out.append({"database": cat.db.name, "path": rel["path"], "blocks": size // self.files.block_size})
         return out
 
-    def undelete(self, cfg: dict[str, Any], nblocks: int, target: Path, t: TableResult) -> None:
+    def undelete(self, cfg: CarveConfig, nblocks: int, target: Path, t: TableResult) -> None:
         """The removed row versions of one table, into ``<stem>.deleted.<ext>``: each line starts with
         DELETED_COLUMNS, then the table's columns."""
         ext = target.suffix
@@ -266,7 +275,7 @@ class _Job:
         if apart.exists() and apart.stat().st_size == 0:
             apart.unlink()
 
-    def _segments(self, relpath: str) -> list[dict[str, Any]]:
+    def _segments(self, relpath: str) -> list[SegFile]:
         if self.backup is not None:
             return self.backup.segments(relpath)
         return segments_of(self.req.pgdata / relpath)
@@ -285,10 +294,8 @@ class _Job:
 
         return sorted(tables, key=key)
 
-    def _run(
-        self, carver: core.RowCarver, nblocks: int, main: str, apart: str, *, count: bool = True
-    ) -> dict[str, Any]:
-        result: list[dict[str, Any]] = []
+    def _run(self, carver: core.RowCarver, nblocks: int, main: str, apart: str, *, count: bool = True) -> UnloadSummary:
+        result: list[UnloadSummary] = []
         errors: list[BaseException] = []
 
         def work() -> None:

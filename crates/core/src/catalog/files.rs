@@ -32,6 +32,7 @@ pub mod oids {
 
 /// What the caller may say about the cluster when pg_control cannot (its CRC is damaged, or it is gone).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClusterOptions {
     #[serde(default)]
     pub block_size: Option<u32>,

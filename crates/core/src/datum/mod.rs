@@ -106,6 +106,7 @@ pub mod oid {
 
 /// A column's type, as the salvage SQL describes it (domains resolved to their base type).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct TypeDesc {
     /// Base type OID.
     pub oid: u32,
@@ -145,6 +146,7 @@ pub struct TypeDesc {
 
 /// One attribute of a composite type.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct FieldDesc {
     #[serde(default)]
     pub name: String,

@@ -59,6 +59,7 @@ pub struct IndexSpec {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AllIndexedConfig {
     pub heap: RelFiles,
     /// The heap's pg_attribute rows 1..=n, at least up to the highest attnum any index uses.

@@ -42,6 +42,7 @@ use crate::xact::{judge, Clog, StatusSources, Verdict, XidStatus};
 
 /// One segment file of a relation fork.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SegFile {
     pub segno: u32,
     pub path: PathBuf,
@@ -141,6 +142,7 @@ pub fn max_heap_tuples(blcksz: usize) -> u16 {
 // =============================================================================================
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClassifyConfig {
     #[serde(default)]
     pub files: Vec<SegFile>,
@@ -842,6 +844,7 @@ pub enum OutFormat {
 
 /// One output column.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ColumnOut {
     pub attnum: i16,
     pub name: String,
@@ -856,6 +859,7 @@ pub struct ColumnOut {
 /// One TOAST chunk handed in by the caller (fetched through SQL): its bytes are
 /// `blob[start..start + len]`.
 #[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChunkRef {
     pub valueid: u32,
     pub seq: i32,
@@ -864,6 +868,7 @@ pub struct ChunkRef {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CarveConfig {
     #[serde(default = "default_blcksz")]
     pub blcksz: u32,
@@ -1969,6 +1974,7 @@ pub fn carve_pages(data: &[u8], blocks: &[u64], blob: &[u8], cfg: &CarveConfig) 
 // =============================================================================================
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IndexFiles {
     pub name: String,
     pub files: Vec<SegFile>,
@@ -1976,6 +1982,7 @@ pub struct IndexFiles {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IndexEvidenceConfig {
     pub indexes: Vec<IndexFiles>,
     pub blocks: Vec<u64>,

@@ -1,0 +1,581 @@
+"""The shapes that cross the binding (``pgsurgeon._pgsurgeon``), one TypedDict per serde struct of the core.
+
+Configs go in as these dicts and are deserialised straight into the Rust structs named in each docstring, which
+refuse unknown keys: a misspelled key fails at the call with the struct's expected keys, and mypy refuses it
+before that. ``tests/test_boundary.py`` holds every config here to the keys its Rust struct accepts
+(``_pgsurgeon.config_fields``). Results come back as the dicts the core's serde output makes; the ones the
+library reads are typed here too, so a key read in Python is a key the core writes.
+
+Keys marked ``NotRequired`` have a serde default on the Rust side.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
+
+# ---------------------------------------------------------------------------------------------- shared parts
+
+
+class SegFile(TypedDict):
+    """crates/core/src/rows/carve.rs ``SegFile``: one segment file of a relation fork."""
+
+    segno: int
+    path: str
+
+
+class Horizons(TypedDict):
+    """crates/core/src/checks.rs ``Horizons``: pg_control's XID and MultiXact horizons."""
+
+    next_xid: int
+    oldest_xid: int
+    next_multi: int
+    oldest_multi: int
+
+
+class AttrDesc(TypedDict):
+    """crates/core/src/tuple.rs ``AttrDesc``: one pg_attribute row, as much as the tuple walk needs."""
+
+    attnum: int
+    attlen: int
+    attalign: str | int
+    attbyval: NotRequired[bool]
+    attisdropped: NotRequired[bool]
+    typname: NotRequired[str]
+    attstorage: NotRequired[str | int]
+
+
+class RelDesc(TypedDict):
+    """crates/core/src/tuple.rs ``RelDesc``: a relation's tuple descriptor."""
+
+    natts: int
+    attrs: list[AttrDesc]
+    has_toast: NotRequired[bool]
+    toast_relid: NotRequired[int | str]
+
+
+class FieldDesc(TypedDict):
+    """crates/core/src/datum/mod.rs ``FieldDesc``: one attribute of a composite type."""
+
+    name: NotRequired[str]
+    attlen: int
+    attalign: NotRequired[str | int]
+    dropped: NotRequired[bool]
+    type: NotRequired[TypeDesc | None]
+    missing: NotRequired[str | None]
+
+
+class TypeDesc(TypedDict):
+    """crates/core/src/datum/mod.rs ``TypeDesc``: a column's type, domains resolved to their base type."""
+
+    oid: int
+    name: NotRequired[str]
+    typtype: NotRequired[str | int]
+    typlen: NotRequired[int]
+    typalign: NotRequired[str | int]
+    typbyval: NotRequired[bool]
+    typdelim: NotRequired[str | int]
+    elem: NotRequired[TypeDesc | None]
+    enum_labels: NotRequired[dict[str, str]]
+    fields: NotRequired[list[FieldDesc]]
+    subtype: NotRequired[TypeDesc | None]
+    names: NotRequired[dict[str, str]]
+
+
+class ColumnOut(TypedDict):
+    """crates/core/src/rows/carve.rs ``ColumnOut``: one output column of the row engine."""
+
+    attnum: int
+    name: str
+    type: NotRequired[TypeDesc | None]
+    missing: NotRequired[str | None]
+
+
+class ChunkRef(TypedDict):
+    """crates/core/src/rows/carve.rs ``ChunkRef``: a TOAST chunk fetched through SQL, at ``blob[start:start+len]``."""
+
+    valueid: int
+    seq: int
+    start: int
+    len: int
+
+
+# ----------------------------------------------------------------------------------------------------- configs
+
+
+class ClassifyConfig(TypedDict):
+    """crates/core/src/rows/carve.rs ``ClassifyConfig``: which heap blocks are healthy, all-zero, damaged, missing."""
+
+    files: NotRequired[list[SegFile]]
+    first: NotRequired[int]
+    nblocks: int
+    rel_nblocks: NotRequired[int | None]
+    blcksz: NotRequired[int]
+    relseg_size: NotRequired[int]
+    checksums: NotRequired[bool]
+    desc: NotRequired[RelDesc | None]
+    horizons: NotRequired[Horizons | None]
+    jobs: NotRequired[int | None]
+    unit_blocks: NotRequired[int]
+    columns: NotRequired[list[ColumnOut]]
+
+
+class CarveConfig(TypedDict):
+    """crates/core/src/rows/carve.rs ``CarveConfig``: the row engine over one heap relation."""
+
+    blcksz: NotRequired[int]
+    relseg_size: NotRequired[int]
+    nblocks: int
+    files: NotRequired[list[SegFile]]
+    desc: RelDesc
+    columns: list[ColumnOut]
+    format: NotRequired[Literal["text", "csv"]]
+    server_version_num: NotRequired[int]
+    encoding: NotRequired[str]
+    checksums: NotRequired[bool]
+    horizons: NotRequired[Horizons | None]
+    xact_dir: NotRequired[str | None]
+    snapshot: NotRequired[str | None]
+    can_ask: NotRequired[bool]
+    xid_status: NotRequired[dict[str, str]]
+    multis: NotRequired[dict[str, int | None]]
+    toast_files: NotRequired[list[SegFile]]
+    toast_nblocks: NotRequired[int]
+    toast_relid: NotRequired[int]
+    toast_chunks: NotRequired[list[ChunkRef]]
+    can_fetch_toast: NotRequired[bool]
+    only: NotRequired[dict[str, list[int]]]
+    apart_rows: NotRequired[dict[str, list[tuple[int, str]]]]
+    keep_invisible: NotRequired[bool]
+    deleted: NotRequired[bool]
+    deleted_by: NotRequired[int | None]
+
+
+class IndexFiles(TypedDict):
+    """crates/core/src/rows/carve.rs ``IndexFiles``: a btree index's files, for index evidence."""
+
+    name: str
+    files: list[SegFile]
+    nblocks: int
+
+
+class IndexEvidenceConfig(TypedDict):
+    """crates/core/src/rows/carve.rs ``IndexEvidenceConfig``: which heap TIDs in ``blocks`` index entries name."""
+
+    indexes: list[IndexFiles]
+    blocks: list[int]
+    beyond: NotRequired[int | None]
+    blcksz: NotRequired[int]
+    relseg_size: NotRequired[int]
+
+
+class RelFiles(TypedDict):
+    """crates/core/src/diagnose/allindexed.rs ``RelFiles``."""
+
+    name: str
+    files: list[SegFile]
+    nblocks: int
+
+
+class IndexSpec(RelFiles):
+    """crates/core/src/diagnose/allindexed.rs ``IndexSpec`` (its ``RelFiles`` flattened in)."""
+
+    keys: list[int]
+    attrs: list[AttrDesc]
+
+
+class AllIndexedConfig(TypedDict):
+    """crates/core/src/diagnose/allindexed.rs ``AllIndexedConfig``: amcheck's heapallindexed from the files."""
+
+    heap: RelFiles
+    heap_attrs: list[AttrDesc]
+    indexes: list[IndexSpec]
+    expected_rows: int
+    bloom_bytes: int
+    seed: NotRequired[int]
+    live_redo_lsn: NotRequired[int | None]
+    jobs: NotRequired[int | None]
+    blcksz: NotRequired[int]
+    relseg_size: NotRequired[int]
+
+
+RelKey = tuple[int, int, int]
+"""(tablespace oid, database oid or 0 for shared catalogs, relfilenode), as in the file path."""
+
+
+class RelMeta(TypedDict):
+    """crates/core/src/scan.rs ``RelMeta``: what the catalog says about a relation beyond its files."""
+
+    kind: NotRequired[str | None]
+    natts: NotRequired[int | None]
+    heap: NotRequired[RelKey | None]
+    desc: NotRequired[RelDesc | None]
+    toast: NotRequired[RelKey | None]
+    toast_name: NotRequired[str | None]
+
+
+class ScanOptions(TypedDict):
+    """crates/core/src/scan.rs ``ScanOptions``."""
+
+    checksums: bool
+    blcksz: int
+    relseg_size: int
+    horizons: NotRequired[Horizons | None]
+    clean_shutdown_lsn: NotRequired[int | None]
+    live_redo_lsn: NotRequired[int | None]
+    relations: NotRequired[list[tuple[RelKey, RelMeta]]]
+    chunk_blocks: int
+    jobs: NotRequired[int | None]
+    toast_max_chunk_size: NotRequired[int]
+    backup_start_lsn: NotRequired[int | None]
+
+
+class ScannerConfig(TypedDict):
+    """crates/py/src/lib.rs ``ScannerConfig``: a scan's options and which files it reads."""
+
+    options: ScanOptions
+    files: NotRequired[list[str]]
+    databases: NotRequired[list[int]]
+    relfilenodes: NotRequired[list[int]]
+
+
+class ClusterOptions(TypedDict, total=False):
+    """crates/core/src/catalog/files.rs ``ClusterOptions``: what pg_control cannot say when it is damaged."""
+
+    block_size: int | None
+    pg_version: int | None
+    segment_blocks: int | None
+
+
+class AttrLayout(TypedDict):
+    """crates/core/src/inject.rs ``AttrLayout``."""
+
+    attlen: int
+    attalign: str
+
+
+class DamageSpec(TypedDict, total=False):
+    """crates/core/src/inject.rs ``DamageSpec``: one damage to apply to a page image (``mode`` is required)."""
+
+    mode: str
+    field: str | None
+    item: int | None
+    value: int | None
+    tid: tuple[int, int] | None
+    length: int | None
+    flips: int | None
+    tear_at: int | None
+    attrs: list[AttrLayout] | None
+    attnum: int | None
+    clear_hints: bool
+    nblocks: int | None
+    stream: int
+
+
+CONFIGS: dict[str, type] = {
+    t.__name__: t
+    for t in (
+        SegFile,
+        Horizons,
+        AttrDesc,
+        RelDesc,
+        FieldDesc,
+        TypeDesc,
+        ColumnOut,
+        ChunkRef,
+        ClassifyConfig,
+        CarveConfig,
+        IndexFiles,
+        IndexEvidenceConfig,
+        RelFiles,
+        AllIndexedConfig,
+        RelMeta,
+        ScanOptions,
+        ScannerConfig,
+        ClusterOptions,
+        AttrLayout,
+        DamageSpec,
+    )
+}
+"""Every config shape, by the name ``_pgsurgeon.config_fields`` knows its Rust struct under."""
+
+
+# ----------------------------------------------------------------------------------------------------- results
+
+Severity = Literal["warning", "error"]
+
+
+class Finding(TypedDict):
+    """crates/core/src/finding.rs ``Finding``: one observation about one page (and line pointer)."""
+
+    code: str
+    area: str
+    severity: Severity
+    block: int | None
+    item: int | None
+    message: str
+    pg_error: str
+    remedy: str
+
+
+class FileFinding(Finding):
+    """crates/core/src/scan.rs ``FileFinding``: a finding with the file it was found in."""
+
+    path: str
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    fork: str
+
+
+class ScanSummary(TypedDict):
+    """crates/core/src/scan.rs ``ScanSummary``."""
+
+    files: int
+    relations: int
+    blocks: int
+    bytes: int
+    zero_pages: int
+    zero_pages_inside: int
+    skipped_live: int
+    after_backup_start: int
+    findings: int
+    errors: int
+    warnings: int
+
+
+class SkippedRange(TypedDict):
+    """crates/core/src/scan.rs ``SkippedRange``: blocks of one fork a live scan did not check."""
+
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    fork: str
+    first: int
+    last: int
+
+
+class PageNote(TypedDict):
+    """crates/core/src/scan.rs ``PageNote``."""
+
+    path: str
+    block: int
+    lsn: str
+
+
+class ScanResult(TypedDict):
+    """crates/core/src/scan.rs ``ScanResult``."""
+
+    summary: ScanSummary
+    findings: list[FileFinding]
+    skipped: NotRequired[list[SkippedRange]]
+    after_backup_start: NotRequired[list[PageNote]]
+
+
+class RelationFile(TypedDict):
+    """crates/core/src/relfile.rs ``RelationFile``: one segment file."""
+
+    path: str
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    fork: str
+    segno: int
+    size: int
+
+
+class RelationFork(TypedDict):
+    """crates/core/src/relfile.rs ``Relation``: one relation fork and its segment files."""
+
+    path: str
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    fork: str
+    temp: bool
+    temp_backend: int | None
+    segments: list[RelationFile]
+
+
+class BlockClass(TypedDict):
+    """crates/core/src/rows/carve.rs ``BlockClass``: a block that is not plainly healthy."""
+
+    block: int
+    state: Literal["zero", "damaged", "missing"]
+    codes: list[str]
+    message: str
+
+
+class ClassifyResult(TypedDict):
+    """crates/core/src/rows/carve.rs ``ClassifyResult``."""
+
+    nblocks: int
+    healthy: int
+    zero: int
+    damaged: int
+    missing: int
+    bytes_read: int
+    blocks: list[BlockClass]
+
+
+class CarveCounts(TypedDict):
+    """crates/core/src/rows/carve.rs ``CarveCounts``."""
+
+    pages: int
+    tuples_found: int
+    live: int
+    invisible: int
+    uncertain: int
+    duplicates: int
+    main_rows: int
+    apart_rows: int
+    checksum_failures: int
+
+
+class LostItem(TypedDict):
+    """crates/core/src/rows/carve.rs ``LostItem``: a row known to have been there that could not be carved."""
+
+    block: int
+    lp: int | None
+    reason: str
+
+
+class PageInfo(TypedDict):
+    """crates/core/src/rows/carve.rs ``PageInfo``: what the carver saw of one page."""
+
+    block: int
+    all_zero: bool
+    header_sane: bool
+    line_pointers: int
+    lp_count_trusted: bool
+    lp_valid: int
+    lp_bad: list[int]
+    lp_redirect: int
+    lp_dead: int
+    lp_unused: int
+    body_scanned: bool
+    found_in_body: int
+    lp_array_destroyed: bool
+    claimed_lps: list[int]
+    unnumbered: int
+    copies_from: int | None
+    copies_at: int | None
+
+
+Certainty = Literal["sure", "likely", "uncertain"]
+
+
+class CarvedRow(TypedDict):
+    """crates/core/src/rows/carve.rs ``CarvedRow``: a carved row and where its formatted line is in the blob."""
+
+    block: int
+    lp: int | None
+    offset: int
+    len: int
+    via: Literal["line_pointer", "page_body"]
+    placement: str
+    certainty: Certainty
+    verdict: str
+    reason: str
+    notes: list[str]
+    xmin: int
+    xmax: int
+    infomask: int
+    infomask2: int
+    checksum_failed: bool
+    certainty_besides_checksum: Certainty
+    data_start: int
+    data_end: int
+
+
+class CarveResult(TypedDict):
+    """crates/core/src/rows/carve.rs ``CarveResult``."""
+
+    rows: list[CarvedRow]
+    pages: list[PageInfo]
+    lost: list[LostItem]
+    counts: CarveCounts
+    need_xids: list[int]
+    need_multis: list[int]
+    need_toast: list[int]
+
+
+class UnloadSummary(TypedDict):
+    """crates/core/src/rows/engine.rs ``UnloadSummary``: the account of a row engine run."""
+
+    counts: CarveCounts
+    blocks: int
+    bytes_read: int
+    lost: list[LostItem]
+    pages: list[PageInfo]
+    missing_blocks: int
+    asked_xids: int
+    asked_multis: int
+    asked_toast: int
+    cancelled: bool
+
+
+class IndexTid(TypedDict):
+    """crates/core/src/rows/carve.rs ``IndexTid``: a heap TID a btree leaf entry points to."""
+
+    block: int
+    lp: int
+    index: str
+
+
+class IndexVerdict(TypedDict):
+    """crates/core/src/diagnose/allindexed.rs ``IndexVerdict``."""
+
+    name: str
+    entries: int
+    unreadable_entries: int
+    unreadable_pages: int
+    newer_pages: int
+    bloom_bytes: int
+    false_positive_rate: float
+    missing: int
+    first_missing: list[tuple[int, int]]
+    toasted: int
+    short_rows: int
+
+
+class AllIndexedResult(TypedDict):
+    """crates/core/src/diagnose/allindexed.rs ``AllIndexedResult``, with ``proven`` per index from the binding."""
+
+    indexes: list[IndexVerdict]
+    heap_pages: int
+    unreadable_pages: int
+    newer_pages: int
+    rows: int
+    unhinted: int
+    orphans: int
+    proven: list[bool]
+
+
+class Change(TypedDict):
+    """crates/core/src/inject.rs ``Change``: one run of changed bytes (hex), from the page start."""
+
+    offset: int
+    old: str
+    new: str
+
+
+class Injection(TypedDict):
+    """crates/core/src/inject.rs ``Injection``."""
+
+    changes: list[Change]
+    notes: list[str]
+    checksum_before: int
+    checksum_after: int
+    checksum_recomputed: bool
+
+
+class ModeInfo(TypedDict):
+    """crates/core/src/inject.rs ``ModeInfo``: a page damage mode and its fields (the first is the default)."""
+
+    mode: str
+    fields: list[str]
+    needs_item: bool
+    needs_source: bool
