@@ -334,9 +334,9 @@ CASES: list[Case] = [
     ),
     Case(
         "repair-run-dir-file",
-        ("repair", "--dsn", "{dsn}", "--table", "t", "--run-dir", "{tmp}/plain-file"),
+        ("repair", "--dsn", "{dsn}", "--table", "t", "--backup-dir", "{tmp}/plain-file"),
         USAGE,
-        said="--run-dir",
+        said="--backup-dir",
     ),
 ]
 

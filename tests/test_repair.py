@@ -301,9 +301,12 @@ def test_dry_run_changes_nothing(
     table = make_table(lab, kind)
     corrupt(lab, table, args, f"pg{version}", tmp_path / "corrupt.json")
     lsn, files = _wal_and_files(lab, table)
-    code, out, err = cli("repair", "--dsn", lab.dsn(), "--table", table, "--reinsert", "--run-dir", str(tmp_path / "r"))
+    code, out, err = cli(
+        "repair", "--dsn", lab.dsn(), "--table", table, "--reinsert", "--backup-dir", str(tmp_path / "r")
+    )
     assert code == 0, err
     assert "DRY RUN" in out and "ledger:" in out and "rows removed from their place" in out
+    assert f"backups: {tmp_path / 'r'} " in out, "the plan names where backups go before anything is written"
     assert re.search(r"heap_force_kill|zero the page", out), out
     code, doc, err = repair(lab, table)
     assert code == 0, err
@@ -489,3 +492,21 @@ def test_force_file_writes_waits_for_the_dba(pg: LabCluster, make_lab: Any, tmp_
     assert code == 0, err
     assert doc["plan"]["method"] == "file" and doc["execution"]["manifest"] == str(manifest)
     assert_repaired(lab, table, truth, doc, exact=True)
+
+
+def test_backups_default_to_the_state_home_never_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pgsurgeon.commands.repair import default_run_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    path = default_run_dir(None, 'public."Orders"')
+    assert path.parent == tmp_path / "state" / "pgsurgeon" / "repairs"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")  # the spec says relative paths are invalid
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = default_run_dir(None, "t")
+    assert path.parent == tmp_path / "home" / ".local" / "state" / "pgsurgeon" / "repairs"
+    assert tmp_path not in (path, *path.parents[:3]) and not path.exists(), "nothing is written to choose it"
+    lab = default_run_dir(tmp_path / "lab", "t")
+    assert lab.parent == tmp_path / "lab" / "repairs"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,20 +64,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="auto",
         help="REINDEX TABLE CONCURRENTLY when possible (auto), always, or never",
     )
-    p.add_argument("--run-dir", type=Path, help="where the plan, saved pages, carved rows and report go")
+    p.add_argument(
+        "--backup-dir",
+        "--run-dir",
+        dest="run_dir",
+        type=Path,
+        metavar="DIR",
+        help="where the saved pages, the undo manifest, carved rows, the plan and the report go (default: "
+        "<lab>/repairs/… for a lab cluster, else $XDG_STATE_HOME/pgsurgeon/repairs/…, never the current directory)",
+    )
     options.add_pgdata(p, env_default=False, help="the server's data directory as mounted here, if not at its own path")
     options.add_format(p)
     options.add_progress(p, help="say on stderr what is being done")
     p.set_defaults(func=run)
 
 
+def state_home() -> Path:
+    """$XDG_STATE_HOME, or ~/.local/state (the XDG base directory default): the user's, not the current directory,
+    which may be a source checkout or the data directory's parent."""
+    env = os.environ.get("XDG_STATE_HOME", "")
+    return Path(env) if os.path.isabs(env) else Path.home() / ".local" / "state"
+
+
 def default_run_dir(lab_dir: Path | None, table: str) -> Path:
+    """``<lab>/repairs/<stamp>-<table>`` for a lab cluster, else ``<state home>/pgsurgeon/repairs/<stamp>-<table>``."""
     from pgsurgeon.lab.marker import utc_now
     from pgsurgeon.repair.planner import safe_name
 
     stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
-    base = lab_dir / "repairs" if lab_dir is not None else Path.cwd()
-    stem = f"{stamp}-{safe_name(table)}" if lab_dir is not None else f"pgsurgeon-repair-{stamp}-{safe_name(table)}"
+    base = lab_dir / "repairs" if lab_dir is not None else state_home() / "pgsurgeon" / "repairs"
+    stem = f"{stamp}-{safe_name(table)}"
     path = base / stem
     n = 1
     while path.exists():
@@ -104,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--yes goes with --execute")
     if args.pgdata is not None:
         paths.existing_dir(args.pgdata, "--pgdata")
-    for option, path in (("--run-dir", args.run_dir), ("--salvage-out", args.salvage_out)):
+    for option, path in (("--backup-dir", args.run_dir), ("--salvage-out", args.salvage_out)):
         if path is not None:
             paths.output_dir(path, option)
     out = sys.stderr if args.format == "json" else sys.stdout

@@ -43,6 +43,8 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
         f"diagnosis: {d.get('errors', 0)} error(s), {d.get('warnings', 0)} warning(s) in {d.get('relations', 0)} "
         f"relation(s)" + (f"; pages refused by the server: {d.get('pages_refused')}" if d.get("pages_refused") else "")
     )
+    if run_dir is not None and plan.steps:
+        out.append(f"backups: {run_dir} (saved pages, undo manifest, carved rows, report; --backup-dir to choose)")
     codes = Counter(f"{f['relation']}: {f['code']}" for f in plan.findings)
     for code, n in sorted(codes.items()):
         out.append(f"  {n:5} x {code}")
