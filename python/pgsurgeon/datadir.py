@@ -47,19 +47,37 @@ def find_pgdata(start: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class Geometry:
-    """Block and segment sizes, and whether checksums are on, from pg_control when available."""
+    """Block and segment sizes, and whether checksums are on, from pg_control when available: the one place
+    block numbers (counted across segments, as server errors count them) become segment files and offsets."""
 
-    blcksz: int
-    relseg_size: int
-    checksums: bool | None
-    pgdata: Path | None
-    control: dict[str, Any] | None
+    blcksz: int = DEFAULT_BLCKSZ
+    relseg_size: int = DEFAULT_RELSEG_SIZE
+    """RELSEG_SIZE: blocks per segment file."""
+    checksums: bool | None = None
+    pgdata: Path | None = None
+    control: dict[str, Any] | None = None
+
+    def locate(self, block: int) -> tuple[int, int]:
+        """(segment number, byte offset in that segment file) of ``block``."""
+        segno, in_file = divmod(block, self.relseg_size)
+        return segno, in_file * self.blcksz
+
+    def first_block(self, segno: int) -> int:
+        return segno * self.relseg_size
+
+    def block_at(self, segno: int, offset: int) -> int:
+        """The block holding byte ``offset`` of segment ``segno``."""
+        return self.first_block(segno) + offset // self.blcksz
+
+    def blocks_to(self, segno: int, size: int) -> int:
+        """Blocks of a relation whose last segment is ``segno`` and ``size`` bytes long (a partial page counts)."""
+        return self.first_block(segno) + (size + self.blcksz - 1) // self.blcksz
 
     @classmethod
     def for_path(cls, path: Path) -> Geometry:
         pgdata = find_pgdata(path.resolve().parent)
         if pgdata is None:
-            return cls(DEFAULT_BLCKSZ, DEFAULT_RELSEG_SIZE, None, None, None)
+            return cls()
         control = core.read_control(pgdata)
         return cls(
             blcksz=int(control["blcksz"]),
@@ -80,6 +98,12 @@ def split_segment(path: Path) -> tuple[Path, int]:
 
 def segment_path(base: Path, segno: int) -> Path:
     return base if segno == 0 else base.with_name(f"{base.name}.{segno}")
+
+
+def segment_name(filepath: str, segno: int, fork: str = "main") -> str:
+    """A segment file's path as the server names it: ``base/5/16384``, ``base/5/16384_vm.1``."""
+    stem = filepath if fork == "main" else f"{filepath}_{fork}"
+    return stem if segno == 0 else f"{stem}.{segno}"
 
 
 def segments_of(base: Path) -> list[SegFile]:
@@ -108,9 +132,9 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
     ``path`` may name segment 0 or the segment that holds the block.
     """
     base, given_segno = split_segment(path)
-    segno, in_file = divmod(block, geometry.relseg_size)
+    segno, offset = geometry.locate(block)
     if given_segno and given_segno != segno:
-        first = given_segno * geometry.relseg_size
+        first = geometry.first_block(given_segno)
         last = first + geometry.relseg_size - 1
         raise PgSurgeonError(
             f"block {block} is not in segment file {path.name} (it holds blocks {first}..{last})",
@@ -120,9 +144,8 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
     try:
         with file.open("rb") as fh:
             size = fh.seek(0, 2)
-            offset = in_file * geometry.blcksz
             if offset >= size:
-                nblocks = (segno * geometry.relseg_size) + (size + geometry.blcksz - 1) // geometry.blcksz
+                nblocks = geometry.blocks_to(segno, size)
                 raise PgSurgeonError(
                     f"block {block} is beyond the end of {file} ({size} bytes, blocks end at {nblocks - 1})",
                     hint="server errors count blocks across segments; check the block number and the file",
@@ -138,4 +161,4 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
         raise PgSurgeonError(
             f"cannot read {file}: permission denied", hint="run as the cluster's owner or root"
         ) from None
-    return Block(data, file, segno, in_file, partial=len(data) < geometry.blcksz)
+    return Block(data, file, segno, offset // geometry.blcksz, partial=len(data) < geometry.blcksz)

@@ -13,9 +13,10 @@ from typing import Any
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
 from pgsurgeon.boundary import Horizons, ScannerConfig, ScanOptions
+from pgsurgeon.catalog.names import RelKey, keys_named, name_map
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.relnames import RelKey, RelName, name_map
 
 
 def parse_lsn(text: str) -> int:
@@ -46,7 +47,7 @@ class ScanOutcome:
     control: dict[str, Any]
     summary: dict[str, Any]
     findings: list[dict[str, Any]]
-    names: dict[RelKey, RelName]
+    names: dict[RelKey, Relation]
     warnings: list[str] = field(default_factory=list)
     """What makes the verdict less certain (said once, not as findings)."""
     skipped: list[dict[str, Any]] = field(default_factory=list)
@@ -128,7 +129,7 @@ def _scan_once(
     return result
 
 
-def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, RelName], list[Any]]:
+def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, Relation], list[Any]]:
     """Names and metadata of the relations of every database, or of those ``only`` names (by name or OID)."""
     with db.connect(dsn) as conn:
         dbs = conn.execute(db.load_sql("databases")).fetchall()
@@ -160,7 +161,7 @@ def scan_metas(rows: Iterable[Sequence[Any]]) -> list[Any]:
 
 def _files_catalog(
     pgdata: Path, in_backup: bool = False
-) -> tuple[dict[RelKey, RelName], list[Any], dict[str, int], str | None]:
+) -> tuple[dict[RelKey, Relation], list[Any], dict[str, int], str | None]:
     """Names and relation descriptions from the catalog in the data files, when no server is given; a warning
     instead when the catalog cannot be read there (the scan then goes on without names)."""
     if not in_backup and not (pgdata / "global" / "pg_filenode.map").is_file():
@@ -177,7 +178,7 @@ def _files_catalog(
 
 
 def _resolve_filters(
-    req: ScanRequest, names: dict[RelKey, RelName], databases_by_name: dict[str, int]
+    req: ScanRequest, names: dict[RelKey, Relation], databases_by_name: dict[str, int]
 ) -> tuple[list[int], list[int]]:
     db_oids: list[int] = []
     for d in req.databases:
@@ -192,7 +193,7 @@ def _resolve_filters(
         if r.isdigit():
             nodes.append(int(r))
             continue
-        hits = [k[2] for k, n in names.items() if r in (n.name, n.qualified)]
+        hits = [k[2] for k in keys_named(names, r)]
         if not hits:
             raise PgSurgeonError(
                 f"unknown relation {r!r}", hint="give its relfilenode, or --dsn so names can be looked up"
@@ -241,7 +242,7 @@ def _run_scan(
     options["jobs"] = req.jobs
     if backup is not None:
         options["backup_start_lsn"] = backup.start_lsn
-    names: dict[RelKey, RelName] = {}
+    names: dict[RelKey, Relation] = {}
     databases_by_name: dict[str, int] = {}
     if req.metadata is not None:
         options["relations"] = req.metadata

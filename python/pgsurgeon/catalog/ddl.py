@@ -10,7 +10,8 @@ from psycopg import sql
 
 from pgsurgeon import core
 from pgsurgeon.catalog import nodetree
-from pgsurgeon.catalog.files import FIRST_NORMAL_OID, Attribute, DbCatalog, Relation
+from pgsurgeon.catalog.files import FIRST_NORMAL_OID, Attribute, DbCatalog
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import type_desc
 from pgsurgeon.db import quote_ident
 
@@ -397,7 +398,7 @@ def _post_data(cat: DbCatalog, chosen: set[int], ddl: Ddl) -> None:
         unique = "UNIQUE " if ix.unique else ""
         # on a partitioned table the index is made on every partition too, as when it was first created
         ddl.post.append(
-            f"CREATE {unique}INDEX {quote_ident(irel.name)} ON {table_name(rel)} USING {irel.am or 'btree'} "
+            f"CREATE {unique}INDEX {quote_ident(irel.name)} ON {table_name(rel)} USING {irel.amname or 'btree'} "
             f"({', '.join(parts)});"
         )
     for c in cat.constraints:

@@ -5,15 +5,16 @@ or later ALTER/DROP left behind is ignored."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.boundary import ClusterOptions, RelDesc, TypeDesc
+from pgsurgeon.catalog.names import RelKey
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
-from pgsurgeon.relnames import RelKey, RelName
 
 # FirstNormalObjectId (access/transam.h): OIDs below it were assigned by initdb.
 FIRST_NORMAL_OID = 16384
@@ -68,20 +69,9 @@ class Database:
     allow_connections: bool
 
 
-@dataclass
-class Relation:
-    oid: int
-    name: str
-    nspoid: int
-    schema: str
-    relkind: str
-    persistence: str
-    natts: int
-    toast_oid: int
-    reltype: int
-    is_partition: bool
-    partbound: str | None
-    am: str
+def _implied_am(relkind: str) -> str | None:
+    """What pg_am leaves unsaid: heap for relations without relam (before 12), "sequence" for sequences."""
+    return "heap" if relkind in ("r", "t", "m") else "sequence" if relkind == "S" else None
 
 
 @dataclass
@@ -210,7 +200,8 @@ class DbCatalog:
                 reltype=_i(r["reltype"]),
                 is_partition=_b(r["relispartition"]),
                 partbound=r["relpartbound"],
-                am=ams.get(_i(r["relam"]), ""),
+                amname=ams.get(_i(r["relam"])) or _implied_am(r["relkind"] or ""),
+                database=self.db.name,
             )
         cols = ["attrelid", "attnum", "attname", "atttypid", "attlen", "attalign", "attbyval", "attstorage",
                 "attisdropped", "attnotnull", "atthasdef", "atthasmissing", "attmissingval", "attgenerated",
@@ -509,10 +500,10 @@ PG_INDEX = 2610
 _STORAGE_KINDS = ("r", "i", "S", "t", "m")
 
 
-def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, RelName], list[list[Any]]]:
+def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, Relation], list[list[Any]]]:
     """Names of every relation file, and what a scan needs to check each (the files source of what
     relation_names.sql and scan_metadata.sql ask a server)."""
-    names: dict[RelKey, RelName] = {}
+    names: dict[RelKey, Relation] = {}
     metas: list[list[Any]] = []
     for d in fc.databases():
         if not d.allow_connections:
@@ -535,8 +526,8 @@ def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, RelName], list[list[A
             k = key(oid)
             if k is None:
                 continue
-            amname = r.am or ("heap" if r.relkind in ("r", "t", "m") else "sequence" if r.relkind == "S" else None)
-            names[k] = RelName(oid, r.schema, r.name, r.relkind, amname, "" if k[1] == 0 else d.name)
+            amname = r.amname
+            names[k] = replace(r, database="" if k[1] == 0 else d.name, relfilenode=k[2])
             heap = key(heap_of[oid]) if amname == "btree" and oid in heap_of else None
             toast = key(r.toast_oid) if r.toast_oid else None
             desc = cat.rel_desc(r) if r.relkind in ("r", "m") else None
@@ -552,7 +543,7 @@ def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, RelName], list[list[A
     return names, metas
 
 
-def names_from_files(pgdata: Path) -> dict[RelKey, RelName]:
+def names_from_files(pgdata: Path) -> dict[RelKey, Relation]:
     """Relation names from the catalog in the data files; empty when it cannot be read there."""
     try:
         return relation_index(FilesCatalog(pgdata))[0]

@@ -1,12 +1,15 @@
-"""The catalog through SQL: how every command that takes ``--table`` finds the relation the user means (diagnose,
-repair and salvage share it). The files source (catalog.files) answers the same questions with no server."""
+"""The catalog through SQL, the one layer every command asks: how a ``--table`` argument names a relation (the one
+resolver), its relatives, their sizes, the server's facts and a relation's columns, each from one query in sql/.
+The files source (catalog.files) answers the same questions with no server."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog.relation import Column, Relation
 from pgsurgeon.errors import UsageError
 
 if TYPE_CHECKING:
@@ -38,8 +41,8 @@ def not_found(text: str, database: str) -> UsageError:
     )
 
 
-def resolve_relation(conn: Connection[tuple[Any, ...]], text: str) -> tuple[int, str]:
-    """:func:`lookup_relation` on a connection; a usage error when nothing matches."""
+def query_on(conn: Connection[tuple[Any, ...]]) -> Query:
+    """A :data:`Query` on a plain connection: each statement in a savepoint, a refused one answering None."""
 
     def query(sql_text: str, params: dict[str, Any]) -> list[tuple[Any, ...]] | None:
         try:
@@ -48,7 +51,192 @@ def resolve_relation(conn: Connection[tuple[Any, ...]], text: str) -> tuple[int,
         except db.DatabaseError:
             return None
 
-    found = lookup_relation(query, text)
+    return query
+
+
+def resolve_relation(conn: Connection[tuple[Any, ...]], text: str) -> tuple[int, str]:
+    """:func:`lookup_relation` on a connection; a usage error when nothing matches."""
+    found = lookup_relation(query_on(conn), text)
     if found is None:
         raise not_found(text, conn.info.dbname)
     return found
+
+
+# ------------------------------------------------------------------------------------------- relatives, sizes
+
+_RELATIVE_COLUMNS = (
+    "role",
+    "oid",
+    "table_oid",
+    "regclass",
+    "schema",
+    "name",
+    "relkind",
+    "persistence",
+    "amname",
+    "filepath",
+    "relfilenode",
+    "natts",
+    "toast_oid",
+    "primary_key",
+    "exclusion",
+    "valid",
+    "usable",
+    "partial",
+    "system",
+)
+
+
+def relatives_params(tables: list[int] | None, indexes: list[int] | None = None) -> dict[str, Any]:
+    """catalog_relatives.sql's parameters: the chosen tables and indexes (both None: every table)."""
+    return {"tables": tables, "indexes": indexes}
+
+
+def relatives_from_rows(rows: list[tuple[Any, ...]], *, database: str, block_size: int) -> list[Relation]:
+    """The relations catalog_relatives.sql returned, in its order (table, then its relatives, table by table)."""
+    return [
+        Relation.from_row(dict(zip(_RELATIVE_COLUMNS, row, strict=True)), database=database, block_size=block_size)
+        for row in rows
+    ]
+
+
+def relatives(
+    conn: Connection[tuple[Any, ...]],
+    tables: list[int] | None,
+    indexes: list[int] | None = None,
+    *,
+    database: str,
+    block_size: int,
+) -> list[Relation]:
+    """The chosen relations and their relatives (TOAST table and index, indexes, an index's table)."""
+    rows = conn.execute(db.load_sql("catalog_relatives"), relatives_params(tables, indexes)).fetchall()
+    return relatives_from_rows(rows, database=database, block_size=block_size)
+
+
+def find(conn: Connection[tuple[Any, ...]], text: str, facts: ServerFacts) -> Relation | None:
+    """The relation a ``--table`` argument names (any relkind), read like its relatives; None when none matches."""
+    found = lookup_relation(query_on(conn), text)
+    if found is None:
+        return None
+    rels = relatives(conn, [found[0]], database=facts.database, block_size=facts.block_size)
+    return next((r for r in rels if r.role == "table"), None)
+
+
+def read_sizes(conn: Connection[tuple[Any, ...]], rels: list[Relation]) -> None:
+    """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
+    by_oid = {r.oid: r for r in rels}
+    for oid, main, vm in conn.execute(db.load_sql("catalog_sizes"), {"oids": list(by_oid)}).fetchall():
+        by_oid[int(oid)].size = int(main or 0)
+        by_oid[int(oid)].vm_size = int(vm or 0)
+
+
+# ---------------------------------------------------------------------------------------------- server facts
+
+
+@dataclass
+class ServerFacts:
+    """What every command asks of the server first (catalog_server.sql); NULL there is None here."""
+
+    version_num: int
+    version: str
+    database: str
+    database_oid: int
+    usename: str
+    superuser: bool
+    read_server_files: bool
+    in_recovery: bool
+    data_directory: str | None
+    """None when the role may not read the setting."""
+    system_identifier: str | None
+    checksums: bool
+    block_size: int
+    segment_blocks: int
+    encoding: str
+    next_xid: int
+    """The next transaction ID now, its low 32 bits."""
+    schemas: dict[str, str | None]
+    """Schema of each extension pgsurgeon calls (amcheck, pageinspect, pg_surgery); None when not installed."""
+    pg_surgery_available: bool
+
+    @property
+    def segment_bytes(self) -> int:
+        return self.segment_blocks * self.block_size
+
+
+def server_facts_from_row(row: tuple[Any, ...]) -> ServerFacts:
+    (
+        version_num,
+        version,
+        database,
+        database_oid,
+        usename,
+        superuser,
+        read_server_files,
+        in_recovery,
+        data_directory,
+        sysid,
+        checksums,
+        block_size,
+        segment_blocks,
+        encoding,
+        next_xid,
+        amcheck,
+        pageinspect,
+        pg_surgery,
+        surgery_available,
+    ) = row
+    return ServerFacts(
+        version_num=int(version_num),
+        version=str(version),
+        database=str(database),
+        database_oid=int(database_oid),
+        usename=str(usename),
+        superuser=bool(superuser),
+        read_server_files=bool(read_server_files),
+        in_recovery=bool(in_recovery),
+        data_directory=data_directory,
+        system_identifier=None if sysid is None else str(sysid),
+        checksums=bool(checksums),
+        block_size=int(block_size),
+        segment_blocks=int(segment_blocks),
+        encoding=str(encoding),
+        next_xid=int(next_xid or 0),
+        schemas={"amcheck": amcheck, "pageinspect": pageinspect, "pg_surgery": pg_surgery},
+        pg_surgery_available=bool(surgery_available),
+    )
+
+
+def server_facts(conn: Connection[tuple[Any, ...]]) -> ServerFacts:
+    row = conn.execute(db.load_sql("catalog_server")).fetchone()
+    assert row is not None  # a SELECT without FROM returns one row
+    return server_facts_from_row(row)
+
+
+# --------------------------------------------------------------------------------------------------- columns
+
+
+def columns_from_rows(rows: list[tuple[Any, ...]]) -> list[Column]:
+    """catalog_columns.sql's rows, in attnum order."""
+    out = []
+    for attnum, name, attlen, attalign, attbyval, dropped, storage, typid, typname, missing, generated, ident in rows:
+        out.append(
+            Column(
+                attnum=int(attnum),
+                name=str(name),
+                attlen=int(attlen),
+                attalign=str(attalign),
+                attbyval=bool(attbyval),
+                dropped=bool(dropped),
+                storage=str(storage),
+                typid=int(typid),
+                typname=str(typname),
+                missing=missing,
+                generated=str(generated or ""),
+                identity=str(ident or ""),
+            )
+        )
+    return out
+
+
+def columns(conn: Connection[tuple[Any, ...]], oid: int) -> list[Column]:
+    return columns_from_rows(conn.execute(db.load_sql("catalog_columns"), {"oid": oid}).fetchall())

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.catalog.files import names_from_files
+from pgsurgeon.catalog.names import name_map
 from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
-from pgsurgeon.relnames import name_map
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.files import file_key, names_from_files
 from pgsurgeon.commands import options
-from pgsurgeon.datadir import Geometry, read_block
+from pgsurgeon.datadir import Geometry, read_block, segment_name
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
@@ -69,17 +70,15 @@ def _from_file(path: Path, block: int) -> Target:
 
 def _from_dsn(dsn: str, table: str, fork: str, block: int) -> Target:
     with db.connect(dsn) as conn:
-        row = conn.execute(db.load_sql("relation_file"), {"table": table}).fetchone()
-        if row is None:
+        facts = catalog.server_facts(conn)
+        rel = catalog.find(conn, table, facts)
+        if rel is None:
             raise PgSurgeonError(f"relation {table!r} does not exist", hint="qualify it with its schema, e.g. public.t")
-        filepath, data_directory, amname, _relkind, relname, checksums = row
+        relname, filepath, data_directory, kind = rel.regclass, rel.filepath, facts.data_directory, rel.kind
         if filepath is None:
             raise PgSurgeonError(f"relation {relname} has no storage (a view or a partitioned table?)")
-        kind = core.AM_PAGE_KIND.get(amname or "")
-        rel_file = Path(data_directory) / filepath
-        if fork != "main":
-            rel_file = rel_file.with_name(f"{rel_file.name}_{fork}")
-        if os.access(rel_file, os.R_OK):
+        rel_file = Path(data_directory) / segment_name(filepath, 0, fork) if data_directory else None
+        if rel_file is not None and os.access(rel_file, os.R_OK):
             # Reading the file works for pages the buffer manager refuses, and never crashes a backend.
             target = _from_file(rel_file, block)
             target.kind = kind
@@ -96,7 +95,7 @@ def _from_dsn(dsn: str, table: str, fork: str, block: int) -> Target:
             ) from None
         assert page is not None
         data = bytes(page[0])
-        return Target(data, block, f"{relname} (via get_raw_page)", 0, block, False, bool(checksums), kind)
+        return Target(data, block, f"{relname} (via get_raw_page)", 0, block, False, facts.checksums, kind)
 
 
 def run(args: argparse.Namespace) -> int:

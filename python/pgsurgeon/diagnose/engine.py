@@ -329,7 +329,7 @@ class Diagnosis:
     def load_sizes(self) -> None:
         """Sizes for all relations in one statement; when another session's lock makes it time out, one by one,
         and a relation that stays locked is marked so (and not checked)."""
-        query = db.load_sql("diagnose_sizes")
+        query = db.load_sql("catalog_sizes")
         rows = self.main.run(query, {"oids": [r.oid for r in self.rels]})
         if isinstance(rows, ServerError) and rows.sqlstate != "55P03":
             raise PgSurgeonError(f"reading relation sizes failed: {rows.message}")

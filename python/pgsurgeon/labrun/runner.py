@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
+from pgsurgeon.catalog.relation import ROLE_INDEX, ROLE_TABLE, ROLE_TOAST
+from pgsurgeon.datadir import Geometry
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.labrun import observe as obs
 from pgsurgeon.labrun import steps
@@ -113,22 +116,21 @@ def _prepare(cluster: LabCluster, table: str) -> tuple[dict[int, str], dict[int,
 
 
 def _relation_for_map(cluster: LabCluster, table: str, shows: str) -> tuple[str, str, int]:
-    """(name, relation file path, nblocks) of the relation the scenario damages."""
+    """(name, relation file path, nblocks) of the relation the scenario damages: the table, its TOAST table or its
+    primary key."""
     with cluster.connect() as conn:
+        facts = catalog.server_facts(conn)
+        oid, _ = catalog.resolve_relation(conn, f"public.{table}")
+        rels = catalog.relatives(conn, [oid], database=facts.database, block_size=facts.block_size)
         if shows == "toast":
-            row = conn.execute(
-                "SELECT reltoastrelid::regclass::text, pg_relation_filepath(reltoastrelid), "
-                "pg_relation_size(reltoastrelid) / 8192 FROM pg_class WHERE oid = %s::regclass",
-                [f"public.{table}"],
-            ).fetchone()
+            rel = next(r for r in rels if r.role == ROLE_TOAST)
+        elif shows == "index":
+            rel = next(r for r in rels if r.role == ROLE_INDEX and r.name == f"{table}_pkey")
         else:
-            name = f"public.{table}_pkey" if shows == "index" else f"public.{table}"
-            row = conn.execute(
-                "SELECT %s, pg_relation_filepath(%s::regclass), pg_relation_size(%s::regclass) / 8192",
-                [name, name, name],
-            ).fetchone()
-    assert row is not None
-    return str(row[0]), str(row[1]), int(row[2])
+            rel = next(r for r in rels if r.role == ROLE_TABLE)
+        catalog.read_sizes(conn, [rel])
+    assert rel.filepath is not None
+    return rel.qualified, rel.filepath, rel.nblocks
 
 
 _AREA_RANK = {
@@ -144,15 +146,16 @@ _AREA_RANK = {
 
 
 def _block_map(name: str, path: str, nblocks: int, manifest: Any, findings: list[dict[str, Any]]) -> BlockMap:
+    geo = Geometry()  # lab clusters are built with the default block and segment sizes
     damaged = sorted({p.block for p in manifest.pages if p.file == path})
     missing: list[int] = []
     for change in manifest.changes:
         if change.kind != "bytes" and change.file.split(".")[0] == path:
             damaged.append(max(0, nblocks - 1))
             segno = int(change.file.split(".")[1]) if "." in change.file else 0
-            first = segno * 131072 + (change.offset if change.kind == "truncate" else 0) // 8192
+            first = geo.block_at(segno, change.offset if change.kind == "truncate" else 0)
             size = (change.old_size or 0) if change.kind == "truncate" else change.length
-            missing += range(first, segno * 131072 + (size + 8191) // 8192)
+            missing += range(first, geo.blocks_to(segno, size))
     node = int(path.rsplit("/", 1)[-1])
     flagged: dict[int, str] = {}
     checksum: set[int] = set()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.datadir import Geometry, segment_name
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair.facts import Column, Server, ext_fn
 from pgsurgeon.repair.model import RelInfo, Tid
@@ -100,19 +101,19 @@ class PageReader:
         """Block ``block`` from the relation's files (None when it cannot be read from here)."""
         if rel.filepath is None:
             return None
-        segno, in_seg = divmod(block, self.server.segment_blocks)
-        name = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
+        segno, offset = Geometry(self.bs, self.server.segment_blocks).locate(block)
+        name = segment_name(rel.filepath, segno)
         if self.server.pgdata is not None:
             try:
                 with (self.server.pgdata / name).open("rb") as fh:
-                    fh.seek(in_seg * self.bs)
+                    fh.seek(offset)
                     data = fh.read(self.bs)
             except OSError:
                 return None
             return data if len(data) == self.bs else None
         try:
             row = self.conn.execute(
-                db.load_sql("repair_read_file"), {"path": name, "offset": in_seg * self.bs, "length": self.bs}
+                db.load_sql("repair_read_file"), {"path": name, "offset": offset, "length": self.bs}
             ).fetchone()
         except db.DatabaseError:
             return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import DamageSpec
+from pgsurgeon.boundary import AttrLayout, DamageSpec
 from pgsurgeon.datadir import read_block, segment_path
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.journal.manifest import KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
@@ -352,9 +352,9 @@ def _plan_items(
         raise UsageError(
             "the varlena field needs the table's column layout", hint="name the table with --dsn and --table"
         )
-    attrs = None
+    attrs: list[AttrLayout] | None = None
     if rel.attrs is not None and mode.name == "tuple-data" and fieldname == "varlena":
-        attrs = [{"attlen": a["attlen"], "attalign": a["attalign"]} for a in rel.attrs]
+        attrs = [{"attlen": a.attlen, "attalign": a.attalign} for a in rel.attrs]
     chosen: set[tuple[int, int]] = set()
     last_error: str | None = None
 
@@ -439,10 +439,9 @@ def _finish_pages(plan: Plan, req: CorruptRequest, pages: _Pages) -> None:
         new_page = bytes(image)
         if old == new_page:
             continue
-        segno, in_file = divmod(block, geo.relseg_size)
+        segno, page_off = geo.locate(block)
         path = segment_path(res.relation.path, segno)
         file = res.relpath(path)
-        page_off = in_file * geo.blcksz
         for offset, o, nw in _diff(old, new_page):
             plan.changes.append(FileChange.replace_bytes(file, page_off + offset, o, nw, block=block))
         plan.pages.append(PageRecord(file, block, page_off, geo.blcksz, sha256(old), sha256(new_page), original=old))
@@ -463,10 +462,10 @@ def _plan_file(plan: Plan, req: CorruptRequest) -> None:
         tear = req.tear_at or 0
         if tear and (tear % SECTOR or tear >= geo.blcksz):
             raise UsageError(f"--tear-at must be a multiple of {SECTOR} below {geo.blcksz}")
-        segno, in_file = divmod(block, geo.relseg_size)
+        segno, at = geo.locate(block)
         path = segment_path(rel.path, segno)
         size = path.stat().st_size
-        new_size = in_file * geo.blcksz + tear
+        new_size = at + tear
         if new_size >= size:
             raise PgSurgeonError(f"{res.relpath(path)} is {size} bytes: nothing to cut at {new_size}")
         lost = size - new_size
@@ -493,7 +492,7 @@ def _plan_file(plan: Plan, req: CorruptRequest) -> None:
         )
     path = segment_path(rel.path, segno)
     st = path.stat()
-    first = segno * geo.relseg_size
+    first = geo.first_block(segno)
     note = f"segment {segno} removed ({st.st_size} bytes, blocks from {first})"
     plan.changes.append(
         FileChange(

@@ -240,7 +240,7 @@ def _refuse_non_lab(pgdata: Path, force: bool) -> dict[str, Any] | None:
 def _corrupt_request(req: SimulateRequest, res: Resolved, seed: int) -> CorruptRequest:
     attnum = None
     if req.column is not None:
-        cols = {a["attname"]: a["attnum"] for a in res.relation.attrs or [] if not a["attisdropped"]}
+        cols = {a.name: a.attnum for a in res.relation.attrs or [] if not a.dropped}
         if req.column not in cols:
             raise UsageError(
                 f"{res.relation.name} has no column {req.column}", hint="columns: " + ", ".join(cols) or "none"

@@ -7,9 +7,10 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog import sql as catalog
+from pgsurgeon.catalog.relation import ROLE_HEAP_OF_INDEX, ROLE_INDEX, ROLE_TABLE, ROLE_TOAST, Column, Relation
 from pgsurgeon.datadir import Geometry, read_block, segment_path, split_segment
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.simulate.modes import (
@@ -19,21 +20,25 @@ from pgsurgeon.simulate.modes import (
     TARGET_TOAST_INDEX,
 )
 
-_AM_KIND = {"heap": "heap", "btree": "btree"}
+# The page kinds the injectors decode; other access methods' pages are damaged as bytes.
+_INJECTED_KINDS = ("heap", "btree")
 
 
 @dataclass
-class Relation:
-    """One relation fork's files (main fork; segment 0 path) and what is known about it."""
+class Target:
+    """What a damage is aimed at: one relation's main fork (segment 0 path) and what is known about it. The
+    relation itself is the catalog's (``rel``); given by path there is none."""
 
     name: str
+    """The relation as the server prints it, or the file's path relative to the data directory."""
     role: str
     """table, toast, toast-index, index, or file (given by path)."""
     kind: str | None
     """Page kind: heap, btree, or None for access methods the injectors do not decode."""
     path: Path
-    attrs: list[dict[str, Any]] | None = None
-    """Columns (attnum, attname, attlen, attalign, attisdropped) when known through SQL."""
+    rel: Relation | None = None
+    attrs: list[Column] | None = None
+    """Its columns, when known through SQL (heaps)."""
     heap_path: Path | None = None
     """For an index: its table's file, so random TIDs can point inside the table."""
 
@@ -41,7 +46,7 @@ class Relation:
 @dataclass
 class Resolved:
     pgdata: Path
-    relation: Relation
+    relation: Target
     geometry: Geometry
     dsn: str | None = None
     relatives: dict[str, list[str]] = field(default_factory=dict)
@@ -116,79 +121,80 @@ def from_file(pgdata: Path, file: Path, kind: str | None) -> Resolved:
         raise PgSurgeonError(f"no such relation file: {base}", hint="check the path (pg_relation_filepath gives it)")
     geometry = Geometry.for_path(base)
     page_kind = kind or guess_kind(base, geometry)
-    rel = Relation(name=str(base.relative_to(pgdata)), role="file", kind=page_kind, path=base)
-    return Resolved(pgdata, rel, geometry)
+    target = Target(name=str(base.relative_to(pgdata)), role="file", kind=page_kind, path=base)
+    return Resolved(pgdata, target, geometry)
 
 
-def _pick(rows: list[dict[str, Any]], role: str, index: str | None) -> dict[str, Any] | None:
-    candidates = [r for r in rows if r["role"] == role]
+def _pick(rels: list[Relation], role: str, index: str | None) -> Relation | None:
+    candidates = [r for r in rels if r.role == role]
     if index is not None:
-        candidates = [r for r in candidates if r["relname"] == index or r["relname"].split(".")[-1] == index]
-    if role == "index":  # primary key first, then btrees by name (the query orders them)
-        btrees = [r for r in candidates if r["amname"] == "btree"]
+        candidates = [r for r in candidates if index in (r.regclass, r.regclass.split(".")[-1])]
+    if role == ROLE_INDEX:  # the primary key first, then btrees by name
+        candidates.sort(key=lambda r: (not r.primary_key, r.name))
+        btrees = [r for r in candidates if r.amname == "btree"]
         candidates = btrees or candidates
     return candidates[0] if candidates else None
 
 
+def _choose(rels: list[Relation], me: Relation, target: str, index: str | None) -> Relation:
+    """The relation ``--target`` (and ``--index``) names among ``me`` and its relatives."""
+    if target == TARGET_TABLE or (me.is_index and target == TARGET_INDEX):
+        return me
+    if target == TARGET_INDEX:
+        chosen = _pick(rels, ROLE_INDEX, index)
+        if chosen is None:
+            which = f"no index named {index}" if index else "no index"
+            raise PgSurgeonError(f"{me.regclass} has {which}", hint="create one, or pass --index NAME")
+        return chosen
+    if target in (TARGET_TOAST, TARGET_TOAST_INDEX):
+        found = me if me.relkind == "t" and target == TARGET_TOAST else _pick(rels, target, None)
+        if found is None:
+            raise PgSurgeonError(
+                f"{me.regclass} has no TOAST table", hint="only tables with long variable-length columns have one"
+            )
+        return found
+    raise UsageError(f"unknown target {target}")  # pragma: no cover - argparse restricts the choices
+
+
 def from_dsn(dsn: str, table: str, target: str, index: str | None) -> Resolved:
     with db.connect(dsn) as conn:
-        server = conn.execute(db.load_sql("corrupt_server")).fetchone()
-        assert server is not None
-        data_directory, _checksums, _version = server
-        cur = conn.execute(db.load_sql("corrupt_relatives"), {"table": table})
-        names = [d.name for d in cur.description or []]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-        if not rows:
+        facts = catalog.server_facts(conn)
+        if facts.data_directory is None:
+            raise PgSurgeonError(
+                "the server does not show this role its data directory",
+                hint="connect as a superuser or a member of pg_read_all_settings, or pass --pgdata and --file",
+            )
+        found = catalog.lookup_relation(catalog.query_on(conn), table)
+        if found is None:
             raise PgSurgeonError(f"relation {table!r} does not exist", hint="qualify it with its schema, e.g. public.t")
-        me = rows[0] if rows[0]["role"] == "table" else _pick(rows, "table", None)
-        assert me is not None
-        is_index = me["relkind"] in ("i", "I")
-        if index is not None and target in (TARGET_TABLE, TARGET_INDEX) and not is_index:
+        rels = catalog.relatives(conn, [found[0]], database=facts.database, block_size=facts.block_size)
+        me = next(r for r in rels if r.role == ROLE_TABLE)
+        if index is not None and target in (TARGET_TABLE, TARGET_INDEX) and not me.is_index:
             target = TARGET_INDEX
-        chosen: dict[str, Any] | None
-        if target == TARGET_TABLE or (is_index and target == TARGET_INDEX):
-            chosen = me
-        elif target == TARGET_INDEX:
-            chosen = _pick(rows, "index", index)
-            if chosen is None:
-                which = f"no index named {index}" if index else "no index"
-                raise PgSurgeonError(f"{me['relname']} has {which}", hint="create one, or pass --index NAME")
-        elif target in (TARGET_TOAST, TARGET_TOAST_INDEX):
-            chosen = me if me["relkind"] == "t" and target == TARGET_TOAST else _pick(rows, target, None)
-            if chosen is None:
-                raise PgSurgeonError(
-                    f"{me['relname']} has no TOAST table",
-                    hint="only tables with long variable-length columns have one",
-                )
-        else:  # pragma: no cover - argparse restricts the choices
-            raise UsageError(f"unknown target {target}")
-        assert chosen is not None
-        if chosen["filepath"] is None:
-            raise PgSurgeonError(f"relation {chosen['relname']} has no storage (a view or a partitioned table?)")
-        attrs = None
-        if chosen["amname"] == "heap":
-            cur = conn.execute(db.load_sql("corrupt_columns"), {"relname": chosen["relname"]})
-            names = [d.name for d in cur.description or []]
-            attrs = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-        heap_row = None
-        if chosen["amname"] not in (None, "heap"):
-            heap_row = _pick(rows, "heap-of-index", None) if chosen is me else me
-            if chosen["role"] == "toast-index":
-                heap_row = _pick(rows, "toast", None)
-    pgdata = Path(data_directory)
-    path = pgdata / chosen["filepath"]
-    rel = Relation(
-        name=chosen["relname"],
-        role=target if chosen is not me else ("index" if is_index else "table"),
-        kind=_AM_KIND.get(chosen["amname"] or ""),
+        chosen = _choose(rels, me, target, index)
+        if chosen.filepath is None:
+            raise PgSurgeonError(f"relation {chosen.regclass} has no storage (a view or a partitioned table?)")
+        attrs = catalog.columns(conn, chosen.oid) if chosen.amname == "heap" else None
+        heap = None
+        if chosen.amname not in (None, "heap"):
+            heap = _pick(rels, ROLE_HEAP_OF_INDEX, None) if chosen is me else me
+            if chosen.role == TARGET_TOAST_INDEX:
+                heap = _pick(rels, ROLE_TOAST, None)
+    pgdata = Path(facts.data_directory)
+    path = pgdata / chosen.filepath
+    aimed = Target(
+        name=chosen.regclass,
+        role=target if chosen is not me else (ROLE_INDEX if me.is_index else ROLE_TABLE),
+        kind=chosen.kind if chosen.kind in _INJECTED_KINDS else None,
         path=path,
+        rel=chosen,
         attrs=attrs,
-        heap_path=pgdata / heap_row["filepath"] if heap_row and heap_row["filepath"] else None,
+        heap_path=pgdata / heap.filepath if heap is not None and heap.filepath else None,
     )
     relatives: dict[str, list[str]] = {}
-    for r in rows:
-        relatives.setdefault(r["role"], []).append(r["relname"])
-    return Resolved(pgdata, rel, Geometry.for_path(path), dsn=dsn, relatives=relatives)
+    for r in sorted(rels, key=lambda r: (r.role, not r.primary_key, r.name)):
+        relatives.setdefault(r.role, []).append(r.regclass)
+    return Resolved(pgdata, aimed, Geometry.for_path(path), dsn=dsn, relatives=relatives)
 
 
 def checkpoint(dsn: str) -> None:

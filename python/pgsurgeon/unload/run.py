@@ -25,7 +25,8 @@ from pgsurgeon.boundary import (
     UnloadSummary,
 )
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
-from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog, Relation
+from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
