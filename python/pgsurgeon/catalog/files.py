@@ -400,10 +400,6 @@ class DbCatalog:
     def column_type(self, a: Attribute) -> TypeDesc | None:
         return type_desc(a.typid, self.type_rows({a.typid}))
 
-    def schema_of(self, oid: int) -> str:
-        r = self.relations.get(oid)
-        return r.schema if r else ""
-
     def rel_desc(self, rel: Relation) -> RelDesc:
         """RelDesc for the core (crates/core/src/tuple.rs): every attribute, dropped ones included."""
         attrs = self.attributes.get(rel.oid, [])

@@ -122,6 +122,13 @@ def find(conn: Connection[tuple[Any, ...]], text: str, facts: ServerFacts) -> Re
     return next((r for r in rels if r.role == "table"), None)
 
 
+def user_tables(conn: Connection[tuple[Any, ...]]) -> list[tuple[str, str, str, int]]:
+    """(schema, name, relkind, total size) of every table and materialized view that holds user data, biggest
+    first (catalog_tables.sql)."""
+    rows = conn.execute(db.load_sql("catalog_tables")).fetchall()
+    return [(str(s), str(n), str(k), int(size)) for s, n, k, size in rows]
+
+
 def read_sizes(conn: Connection[tuple[Any, ...]], rels: list[Relation]) -> None:
     """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
     by_oid = {r.oid: r for r in rels}

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog import sql as catalog
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.repair import facts, ledger, pages
@@ -272,7 +274,12 @@ class Executor:
         """REINDEX; a failed CONCURRENTLY build leaves an invalid new index behind, which is dropped again."""
         conn = self.ctx.conn
         oids = [r.oid for r in self.ctx.rels if r.role in ("table", "toast")]
-        before = {int(r[0]) for r in conn.execute(db.load_sql("repair_indexes_of"), {"oids": oids}).fetchall()}
+
+        def indexes() -> list[Relation]:
+            rels = catalog.relatives(conn, oids, database="", block_size=self.ctx.server.block_size)
+            return [r for r in rels if r.role in ("index", "toast-index")]
+
+        before = {r.oid for r in indexes()}
         try:
             return self.plain_sql(
                 step,
@@ -281,13 +288,11 @@ class Executor:
                 "one with heap_force_kill",
             )
         except PgSurgeonError:
-            for oid, name, valid in conn.execute(db.load_sql("repair_indexes_of"), {"oids": oids}).fetchall():
-                if int(oid) not in before and not valid:
+            for index in indexes():
+                if index.oid not in before and not index.valid:
                     with contextlib.suppress(db.Error):
-                        conn.execute(
-                            db.sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(db.sql.Identifier(*name))
-                        )
-                        self.say(f"  dropped the invalid index {'.'.join(name)} the failed build left behind")
+                        conn.execute(db.sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(index.ident()))
+                        self.say(f"  dropped the invalid index {index.qualified} the failed build left behind")
             raise
 
     # ------------------------------------------------------------------ file steps

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 Tid = tuple[int, int]
 
-IN_PLACE = "in-place"
 REINSERTED = "reinserted"
 KEPT_APART = "kept-apart"
 LOST = "lost"

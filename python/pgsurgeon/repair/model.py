@@ -244,10 +244,6 @@ class Plan:
     def recoverable(self) -> list[Tid]:
         return sorted({loss.tid for loss in self.lost if loss.carved})
 
-    @property
-    def is_empty(self) -> bool:
-        return not any(s.kind not in (SALVAGE, SAVE_PAGES, CARVE, VERIFY, CHECK) for s in self.steps)
-
     def step(self, kind: str) -> Step | None:
         return next((s for s in self.steps if s.kind == kind), None)
 

@@ -80,11 +80,6 @@ class TableInfo:
         """schema.name for people."""
         return f"{self.schema}.{self.name}"
 
-    @property
-    def sql_name(self) -> str:
-        """The table as quoted SQL text."""
-        return db.quote_ident(self.schema, self.name)
-
     def ident(self) -> Composed:
         return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.schema), db.sql.Identifier(self.name))
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.salvage.sinks import safe_name
 
@@ -244,8 +245,8 @@ class Dumper:
         o = self.opts
         started = time.time()
         with db.connect(o.dsn) as conn:
-            major = int(conn.execute("SELECT current_setting('server_version_num')::int / 10000").fetchone()[0])  # type: ignore[index]
-            rows = conn.execute(db.load_sql("salvage_tables")).fetchall()
+            major = catalog.server_facts(conn).version_num // 10000
+            rows = catalog.user_tables(conn)
             dbname = conn.info.dbname
         self.pg_dump = find_pg_dump(major, o.pg_dump)
         o.out.mkdir(parents=True, exist_ok=True)
