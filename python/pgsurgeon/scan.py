@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,10 +13,12 @@ from typing import Any
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
 from pgsurgeon.boundary import Horizons, ScannerConfig, ScanOptions
-from pgsurgeon.catalog.names import RelKey, keys_named, name_map
+from pgsurgeon.catalog import names as catalog_names
+from pgsurgeon.catalog.names import RelKey, keys_named
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.findings import Finding, from_file
 
 
 def parse_lsn(text: str) -> int:
@@ -46,7 +48,7 @@ class ScanOutcome:
     pgdata: Path
     control: dict[str, Any]
     summary: dict[str, Any]
-    findings: list[dict[str, Any]]
+    findings: list[Finding]
     names: dict[RelKey, Relation]
     warnings: list[str] = field(default_factory=list)
     """What makes the verdict less certain (said once, not as findings)."""
@@ -127,36 +129,6 @@ def _scan_once(
             raise _not_allowed(failure[0])
         raise PgSurgeonError(f"scan failed: {failure[0]}")
     return result
-
-
-def _catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, Relation], list[Any]]:
-    """Names and metadata of the relations of every database, or of those ``only`` names (by name or OID)."""
-    with db.connect(dsn) as conn:
-        dbs = conn.execute(db.load_sql("databases")).fetchall()
-    if only:
-        dbs = [(n, o) for n, o in dbs if n in only or str(o) in only]
-    names = name_map(dsn, [str(n) for n, _o in dbs] if only else None)
-    metas: list[Any] = []
-    for datname, _oid in dbs:
-        with db.connect(db.dsn_for_database(dsn, datname)) as conn:
-            metas.extend(scan_metas(conn.execute(db.load_sql("scan_metadata")).fetchall()))
-    return names, metas
-
-
-def scan_metas(rows: Iterable[Sequence[Any]]) -> list[Any]:
-    """The scanner's relation descriptions from rows of scan_metadata.sql (run in one database)."""
-    metas: list[Any] = []
-    for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name in rows:
-        meta = {
-            "kind": core.AM_PAGE_KIND.get(amname or ""),
-            "natts": natts,
-            "heap": [int(hspc), int(hdb), int(hnode)] if hnode is not None else None,
-            "desc": desc,
-            "toast": [int(tspc), int(dboid), int(tnode)] if tnode is not None else None,
-            "toast_name": toast_name,
-        }
-        metas.append([[int(spc), int(dboid), int(node)], meta])
-    return metas
 
 
 def _files_catalog(
@@ -247,7 +219,7 @@ def _run_scan(
     if req.metadata is not None:
         options["relations"] = req.metadata
     elif req.dsn:
-        names, metas = _catalog(req.dsn, req.databases)
+        names, metas = catalog_names.scan_catalog(req.dsn, req.databases)
         options["relations"] = metas
         with db.connect(req.dsn) as conn:
             databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
@@ -287,12 +259,9 @@ def _run_scan(
             break
     summary = result["summary"]
     summary["seconds"] = round(time.monotonic() - started, 3)
-    findings = result["findings"]
-    for f in findings:
-        key = (f["tablespace_oid"], f["database_oid"], f["relfilenode"])
-        name = names.get(key)
-        f["relation"] = name.qualified if name else None
-        f["database"] = name.database if name else None
+    findings = [
+        from_file(f, names.get((f["tablespace_oid"], f["database_oid"], f["relfilenode"]))) for f in result["findings"]
+    ]
     backup_doc = None
     if backup is not None:
         manifest = backup.verify()

@@ -12,6 +12,7 @@ from typing import Any
 from pgsurgeon import core
 from pgsurgeon.boundary import SegFile
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.findings import SOURCE_SCAN, Finding
 
 
 def is_backup(path: Path) -> bool:
@@ -85,9 +86,9 @@ class BackupSource:
         self.close()
 
 
-def manifest_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The manifest's problems as findings, shaped like the scanner's (no relation, no block)."""
-    out = []
+def manifest_findings(report: dict[str, Any]) -> list[Finding]:
+    """The manifest's problems as findings (no relation, no block)."""
+    out: list[Finding] = []
     for p in report.get("problems", []):
         area, severity, pg_error, remedy = core.describe_code(p["code"])
         out.append(
@@ -96,8 +97,6 @@ def manifest_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
                 "area": area,
                 "severity": severity,
                 "path": p["path"],
-                "tablespace_oid": None,
-                "database_oid": None,
                 "relfilenode": None,
                 "fork": None,
                 "block": None,
@@ -105,6 +104,11 @@ def manifest_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
                 "message": p["message"],
                 "pg_error": pg_error,
                 "remedy": remedy,
+                "relation": None,
+                "database": None,
+                "observed_error": None,
+                "source": SOURCE_SCAN,
+                "attnum": None,
             }
         )
     return out

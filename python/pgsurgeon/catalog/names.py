@@ -3,8 +3,11 @@ the same from the data files: ``names_from_files``)."""
 
 from __future__ import annotations
 
-from pgsurgeon import db
+from typing import Any
+
+from pgsurgeon import core, db
 from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.sql import Source, rows_of
 
 RelKey = tuple[int, int, int]
 """(tablespace oid, database oid or 0 for shared catalogs, relfilenode), as in the file path."""
@@ -20,7 +23,7 @@ def name_map(dsn: str, databases: list[str] | None = None) -> dict[RelKey, Relat
             continue
         with db.connect(db.dsn_for_database(dsn, datname)) as conn:
             for spc, dboid, filenode, oid, schema, name, relkind, amname, persistence, toast in conn.execute(
-                db.load_sql("relation_names")
+                db.load_sql("catalog_relation_names")
             ):
                 names[(int(spc), int(dboid), int(filenode))] = Relation(
                     oid=int(oid),
@@ -40,3 +43,34 @@ def keys_named(names: dict[RelKey, Relation], text: str) -> list[RelKey]:
     """The files a ``--table`` argument names in a name map (from a server or the data files): the relation whose
     stored name or schema.name it is, in every database that has one."""
     return [k for k, n in names.items() if text in (n.name, n.qualified)]
+
+
+def scan_catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, Relation], list[Any]]:
+    """Names and metadata of the relations of every database, or of those ``only`` names (by name or OID)."""
+    with db.connect(dsn) as conn:
+        dbs = conn.execute(db.load_sql("databases")).fetchall()
+    if only:
+        dbs = [(n, o) for n, o in dbs if n in only or str(o) in only]
+    names = name_map(dsn, [str(n) for n, _o in dbs] if only else None)
+    metas: list[Any] = []
+    for datname, _oid in dbs:
+        with db.connect(db.dsn_for_database(dsn, datname)) as conn:
+            metas.extend(scan_metas(conn))
+    return names, metas
+
+
+def scan_metas(src: Source) -> list[Any]:
+    """The scanner's relation descriptions (boundary.RelMeta by file key) of the connected database."""
+    metas: list[Any] = []
+    rows = rows_of(src, "catalog_scan_metadata")
+    for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name in rows:
+        meta = {
+            "kind": core.AM_PAGE_KIND.get(amname or ""),
+            "natts": natts,
+            "heap": [int(hspc), int(hdb), int(hnode)] if hnode is not None else None,
+            "desc": desc,
+            "toast": [int(tspc), int(dboid), int(tnode)] if tnode is not None else None,
+            "toast_name": toast_name,
+        }
+        metas.append([[int(spc), int(dboid), int(node)], meta])
+    return metas

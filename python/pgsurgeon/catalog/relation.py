@@ -151,5 +151,7 @@ class Column:
     generated: str = ""
     """pg_attribute.attgenerated: 's' stored, 'v' virtual (PostgreSQL 18), '' for an ordinary column."""
     identity: str = ""
+    type_sql: str = ""
+    """The column's type as SQL text, typmod included (format_type: ``numeric(10,2)``)."""
     type: TypeDesc | None = None
     """How the row engine prints it (crates/core/src/datum/mod.rs), None when it cannot (filled by salvage)."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pgsurgeon import db
 from pgsurgeon.catalog.relation import Column, Relation
+from pgsurgeon.datadir import DEFAULT_BLCKSZ
 from pgsurgeon.errors import UsageError
 
 if TYPE_CHECKING:
@@ -17,6 +18,20 @@ if TYPE_CHECKING:
 
 Query = Callable[[str, dict[str, Any]], "list[tuple[Any, ...]] | None"]
 """Runs one catalog query: its rows, or None when the server refused it."""
+
+Runner = Callable[[str, dict[str, Any]], "list[tuple[Any, ...]]"]
+"""Runs one catalog query and returns its rows (raising what the server raised): how a command with sessions of
+its own (diagnose's survive a crashed backend) has the catalog queries run on them."""
+Source: TypeAlias = "Connection[tuple[Any, ...]] | Runner"
+"""Where catalog queries run: a connection, or a command's :data:`Runner`."""
+
+
+def rows_of(src: Source, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of sql/``name``.sql run on ``src``."""
+    text = db.load_sql(name)
+    if callable(src):
+        return src(text, params or {})
+    return src.execute(text, params).fetchall()
 
 
 def lookup_relation(query: Query, text: str) -> tuple[int, str] | None:
@@ -101,15 +116,15 @@ def relatives_from_rows(rows: list[tuple[Any, ...]], *, database: str, block_siz
 
 
 def relatives(
-    conn: Connection[tuple[Any, ...]],
+    conn: Source,
     tables: list[int] | None,
     indexes: list[int] | None = None,
     *,
-    database: str,
-    block_size: int,
+    database: str = "",
+    block_size: int = DEFAULT_BLCKSZ,
 ) -> list[Relation]:
     """The chosen relations and their relatives (TOAST table and index, indexes, an index's table)."""
-    rows = conn.execute(db.load_sql("catalog_relatives"), relatives_params(tables, indexes)).fetchall()
+    rows = rows_of(conn, "catalog_relatives", relatives_params(tables, indexes))
     return relatives_from_rows(rows, database=database, block_size=block_size)
 
 
@@ -122,17 +137,42 @@ def find(conn: Connection[tuple[Any, ...]], text: str, facts: ServerFacts) -> Re
     return next((r for r in rels if r.role == "table"), None)
 
 
-def user_tables(conn: Connection[tuple[Any, ...]]) -> list[tuple[str, str, str, int]]:
+def user_tables(conn: Source) -> list[tuple[str, str, str, int]]:
     """(schema, name, relkind, total size) of every table and materialized view that holds user data, biggest
     first (catalog_tables.sql)."""
-    rows = conn.execute(db.load_sql("catalog_tables")).fetchall()
+    rows = rows_of(conn, "catalog_tables")
     return [(str(s), str(n), str(k), int(size)) for s, n, k, size in rows]
 
 
-def read_sizes(conn: Connection[tuple[Any, ...]], rels: list[Relation]) -> None:
+@dataclass(frozen=True)
+class Key:
+    """A table's unique key (catalog_key.sql)."""
+
+    index_oid: int
+    columns: list[str]
+    typids: list[int]
+    attnums: list[int]
+
+
+def unique_key(conn: Source, oid: int) -> Key | None:
+    """The primary key, else a unique btree index over plain NOT NULL columns; None when the table has neither."""
+    found = rows_of(conn, "catalog_key", {"oid": oid})
+    if not found:
+        return None
+    row = found[0]
+    return Key(int(row[0]), [str(c) for c in row[1]], [int(t) for t in row[2]], [int(n) for n in row[3]])
+
+
+def extension_schema(conn: Source, name: str) -> str | None:
+    """The schema extension ``name`` is installed in (its functions are called schema-qualified), or None."""
+    found = rows_of(conn, "catalog_extension", {"name": name})
+    return str(found[0][0]) if found else None
+
+
+def read_sizes(conn: Source, rels: list[Relation]) -> None:
     """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
     by_oid = {r.oid: r for r in rels}
-    for oid, main, vm in conn.execute(db.load_sql("catalog_sizes"), {"oids": list(by_oid)}).fetchall():
+    for oid, main, vm in rows_of(conn, "catalog_sizes", {"oids": list(by_oid)}):
         by_oid[int(oid)].size = int(main or 0)
         by_oid[int(oid)].vm_size = int(vm or 0)
 
@@ -213,9 +253,8 @@ def server_facts_from_row(row: tuple[Any, ...]) -> ServerFacts:
     )
 
 
-def server_facts(conn: Connection[tuple[Any, ...]]) -> ServerFacts:
-    row = conn.execute(db.load_sql("catalog_server")).fetchone()
-    assert row is not None  # a SELECT without FROM returns one row
+def server_facts(conn: Source) -> ServerFacts:
+    (row,) = rows_of(conn, "catalog_server")  # a SELECT without FROM returns one row
     return server_facts_from_row(row)
 
 
@@ -225,7 +264,7 @@ def server_facts(conn: Connection[tuple[Any, ...]]) -> ServerFacts:
 def columns_from_rows(rows: list[tuple[Any, ...]]) -> list[Column]:
     """catalog_columns.sql's rows, in attnum order."""
     out = []
-    for attnum, name, attlen, attalign, attbyval, dropped, storage, typid, typname, missing, generated, ident in rows:
+    for attnum, name, attlen, attalign, attbyval, dropped, storage, typid, typname, missing, gen, ident, tsql in rows:
         out.append(
             Column(
                 attnum=int(attnum),
@@ -238,12 +277,13 @@ def columns_from_rows(rows: list[tuple[Any, ...]]) -> list[Column]:
                 typid=int(typid),
                 typname=str(typname),
                 missing=missing,
-                generated=str(generated or ""),
+                generated=str(gen or ""),
                 identity=str(ident or ""),
+                type_sql=str(tsql or ""),
             )
         )
     return out
 
 
-def columns(conn: Connection[tuple[Any, ...]], oid: int) -> list[Column]:
-    return columns_from_rows(conn.execute(db.load_sql("catalog_columns"), {"oid": oid}).fetchall())
+def columns(conn: Source, oid: int) -> list[Column]:
+    return columns_from_rows(rows_of(conn, "catalog_columns", {"oid": oid}))

@@ -12,6 +12,7 @@ from pgsurgeon.commands import options
 from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
+from pgsurgeon.findings import Finding
 from pgsurgeon.render import findings, term
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 
@@ -113,7 +114,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "control": {k: outcome.control.get(k) for k in CONTROL_FIELDS},
         "summary": outcome.summary,
         "warnings": outcome.warnings,
-        "findings": [{k: f.get(k) for k in findings.FINDING_FIELDS} for f in outcome.findings],
+        "findings": outcome.findings,
         **({"backup": outcome.backup} if outcome.backup is not None else {}),
     }
 
@@ -153,7 +154,7 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
         console.print("[green]no damage found[/]")
         return
 
-    def title(path: str, fs: list[dict[str, Any]]) -> str:
+    def title(path: str, fs: list[Finding]) -> str:
         rel = fs[0].get("relation")
         return f"{path} ({rel})" if rel else path
 

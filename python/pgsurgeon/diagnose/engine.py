@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from pgsurgeon import core, db
 from pgsurgeon.boundary import AllIndexedConfig
-from pgsurgeon.catalog.sql import lookup_relation, not_found
+from pgsurgeon.catalog.sql import Runner, lookup_relation, not_found
 from pgsurgeon.datadir import Geometry, read_block, segments_of
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
@@ -212,6 +212,18 @@ class Diagnosis:
             raise PgSurgeonError(f"{name.replace('_', ' ')} query failed: {rows.message}")
         result: list[Any] = rows
         return result
+
+    def _runner(self, session: Session) -> Runner:
+        """The catalog layer's queries run on ``session`` (again after a lost backend; an ERROR ends the run)."""
+
+        def run(text: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+            rows = session.run(text, params, again=True)
+            if isinstance(rows, ServerError):
+                raise PgSurgeonError(f"catalog query failed: {rows.message}")
+            result: list[tuple[Any, ...]] = rows
+            return result
+
+        return run
 
     def _server_info(self) -> dict[str, Any]:
         (row,) = self._one(self.main, "diagnose_server")
@@ -636,7 +648,8 @@ class Diagnosis:
         compared with the server's copy: the server refusing it confirms it, a different copy (written since) is
         checked instead. Index entries without their row are re-read through the server later. False when the
         files could not be read (the caller reads every page through the server)."""
-        from pgsurgeon.scan import ScanRequest, run_scan, scan_metas
+        from pgsurgeon.catalog.names import scan_metas
+        from pgsurgeon.scan import ScanRequest, run_scan
 
         assert self.pgdata is not None
         by_node = {r.relfilenode: r for r in rels}
@@ -654,7 +667,7 @@ class Diagnosis:
                     relations=[str(n) for n in by_node],
                     live=True,
                     jobs=self.req.jobs,
-                    metadata=scan_metas(self._one(self.main, "scan_metadata")),
+                    metadata=scan_metas(self._runner(self.main)),
                     next_xid=next_xid,
                 )
             )
@@ -663,7 +676,7 @@ class Diagnosis:
             return False
         pending: dict[tuple[int, int], list[dict[str, Any]]] = {}
         for f in outcome.findings:
-            rel = by_node.get(int(f["relfilenode"]))
+            rel = by_node.get(f["relfilenode"] or 0)
             if rel is None or f["code"] in SCAN_RECHECKED:
                 continue
             if f["code"] == "file.unreadable" and self._rewritten(rel):

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgsurgeon import core
+from pgsurgeon import findings as _record
 from pgsurgeon.boundary import Finding
-from pgsurgeon.render.findings import FINDING_FIELDS
 
-FINDING_KEYS = (*FINDING_FIELDS, "observed_error", "source", "attnum")
+FINDING_KEYS = _record.FIELDS
+"""The keys of a diagnose finding: the one record of pgsurgeon.findings."""
 
 # Where a finding comes from.
 SOURCE_PAGE = "page"

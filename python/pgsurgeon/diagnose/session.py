@@ -93,7 +93,7 @@ class Session:
         ):
             # superuser-only settings fail on a non-superuser session: they are off by default there
             with contextlib.suppress(db.DatabaseError):
-                conn.execute(db.load_sql("diagnose_settings"), {"name": setting, "value": value})
+                conn.execute(db.load_sql("session_setting"), {"name": setting, "value": value})
         self._conn = conn
 
     def _on_notice(self, diag: Any) -> None:

@@ -6,6 +6,8 @@ from collections import Counter
 from typing import Any
 
 from pgsurgeon import simulate
+from pgsurgeon.catalog import sql as catalog
+from pgsurgeon.findings import Finding
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.labrun.scenarios import Scenario
 from pgsurgeon.simulate import Manifest, SimulateRequest
@@ -51,14 +53,12 @@ def _chaos(cluster: LabCluster, table: str, seed: int) -> Manifest:
 
 def _toast_name(cluster: LabCluster, table: str) -> str | None:
     with cluster.connect() as conn:
-        row = conn.execute(
-            "SELECT c.relname FROM pg_class t JOIN pg_class c ON c.oid = t.reltoastrelid WHERE t.oid = %s::regclass",
-            [f"public.{table}"],
-        ).fetchone()
-    return str(row[0]) if row else None
+        oid, _ = catalog.resolve_relation(conn, f"public.{table}")
+        rels = catalog.relatives(conn, [oid])
+    return next((r.name for r in rels if r.role == "toast"), None)
 
 
-def scan(cluster: LabCluster, table: str) -> list[dict[str, Any]]:
+def scan(cluster: LabCluster, table: str) -> list[Finding]:
     """The offline scan of the table, its TOAST table and its indexes (live: the lab server keeps running)."""
     from pgsurgeon.scan import ScanRequest, run_scan
 
@@ -116,14 +116,8 @@ def salvage(cluster: LabCluster, table: str, truth: dict[int, str]) -> dict[str,
     correct = sum(1 for k, d in seen.items() if truth.get(k) == d)
     # rows kept apart (after their provenance columns) that hold a row's true values
     with cluster.connect() as conn:
-        cols = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
-                "ORDER BY attnum",
-                (db.sql.Identifier(into).as_string(conn),),
-            )
-        ]
+        oid, _ = catalog.resolve_relation(conn, db.sql.Identifier(into).as_string(conn))
+        cols = [c.name for c in catalog.columns(conn, oid) if not c.dropped]
         query = db.sql.SQL("SELECT id, md5(ROW({})::text) FROM {}").format(
             db.sql.SQL(", ").join(db.sql.Identifier(c) for c in cols), db.sql.Identifier(into + "_carved")
         )

@@ -5,34 +5,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-# The fields every finding carries in JSON output (scan; diagnose adds observed_error, source, attnum).
-FINDING_FIELDS = (
-    "code",
-    "area",
-    "severity",
-    "path",
-    "relfilenode",
-    "fork",
-    "block",
-    "item",
-    "message",
-    "pg_error",
-    "remedy",
-    "relation",
-    "database",
-)
+
+F = TypeVar("F", bound=Mapping[str, Any])
+"""A finding: the record of pgsurgeon.findings, or a diagnose finding on its way to it."""
 
 # At most this many findings are printed per group; JSON output has all of them.
 PER_GROUP = 200
 
 
-def where(f: dict[str, Any]) -> str:
+def where(f: Mapping[str, Any]) -> str:
     """``block 3 lp 7 att 2``, or ``file`` for findings about a whole file."""
     if f.get("block") is None:
         return "file"
@@ -46,11 +33,11 @@ def where(f: dict[str, Any]) -> str:
 
 def print_groups(
     console: Console,
-    groups: dict[str, list[dict[str, Any]]],
+    groups: dict[str, list[F]],
     *,
-    title: Callable[[str, list[dict[str, Any]]], str],
-    note: Callable[[dict[str, Any]], str | None] | None = None,
-    steps: Callable[[str, list[dict[str, Any]]], list[str]] | None = None,
+    title: Callable[[str, list[F]], str],
+    note: Callable[[F], str | None] | None = None,
+    steps: Callable[[str, list[F]], list[str]] | None = None,
 ) -> None:
     """Each group under its title, one line per finding; ``note`` adds a dim line under a finding, ``steps`` the
     commands to run next under the group (once per damaged structure, not per finding)."""
@@ -102,19 +89,19 @@ _CAUSE_RANK = {
 _PAGE_LEVEL = ("file", "page_header", "line_pointer")
 
 
-def root_causes(fs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def root_causes(fs: list[F]) -> list[tuple[F, list[F]]]:
     """One entry per damaged structure: its root-cause finding and the findings that follow from it. On a page
     whose header or item-ID array is damaged, everything else on that page is a consequence; otherwise each tuple
     (block, line pointer) is its own structure, and page-wide symptoms (a checksum failure) go with the first."""
-    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    by_block: dict[Any, list[dict[str, Any]]] = {}
+    out: list[tuple[F, list[F]]] = []
+    by_block: dict[Any, list[F]] = {}
     for f in fs:
         if f.get("block") is None:
             out.append((f, []))
         else:
             by_block.setdefault((f.get("path"), f.get("fork"), f["block"]), []).append(f)
 
-    def rank(f: dict[str, Any]) -> int:
+    def rank(f: F) -> int:
         if str(f.get("code", "")).startswith("server."):  # what the server said: a symptom, never the cause
             return -1
         return _CAUSE_RANK.get(str(f.get("area")), 0) * 2 + (f.get("severity") == "error")
@@ -125,7 +112,7 @@ def root_causes(fs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dic
         if str(top.get("area")) in _PAGE_LEVEL and (top.get("item") is None or top.get("area") != "line_pointer"):
             out.append((top, ordered[1:]))
             continue
-        by_item: dict[Any, list[dict[str, Any]]] = {}
+        by_item: dict[Any, list[F]] = {}
         for f in ordered:
             by_item.setdefault(f.get("item"), []).append(f)
         page_wide = by_item.pop(None, [])
@@ -138,7 +125,7 @@ def root_causes(fs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dic
     return out
 
 
-def print_code_summary(console: Console, findings: Iterable[dict[str, Any]], errors: int, warnings: int) -> None:
+def print_code_summary(console: Console, findings: Iterable[Mapping[str, Any]], errors: int, warnings: int) -> None:
     """How many of each code, with the server's error and the remedy once per code."""
     found = list(findings)
     console.print(f"\n[bold]{errors} error(s), {warnings} warning(s)[/]")
@@ -150,8 +137,8 @@ def print_code_summary(console: Console, findings: Iterable[dict[str, Any]], err
         console.print(f"         what to do: {example['remedy']}", style="dim", markup=False)
 
 
-def group_by(findings: Iterable[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = {}
+def group_by(findings: Iterable[F], key: str) -> dict[str, list[F]]:
+    groups: dict[str, list[F]] = {}
     for f in findings:
         groups.setdefault(str(f.get(key) or ""), []).append(f)
     return groups
@@ -177,7 +164,7 @@ _VISIBILITY_ONLY = frozenset(
 
 
 def next_steps(
-    relation: str, fs: list[dict[str, Any]], conn: str = "", everything: Iterable[dict[str, Any]] = ()
+    relation: str, fs: Sequence[Mapping[str, Any]], conn: str = "", everything: Iterable[Mapping[str, Any]] = ()
 ) -> list[str]:
     """Runnable commands for one damaged relation, with its real name, ctids and the connection options given
     (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables). ``everything``: all findings of the
@@ -255,12 +242,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
 
 
-def offline_steps(pgdata: str, path: str, fs: list[dict[str, Any]], conn: str = "") -> list[str]:
+def offline_steps(pgdata: str, path: str, fs: Sequence[Mapping[str, Any]], conn: str = "") -> list[str]:
     """Runnable commands for one damaged file found offline: decode the first damaged page, then (when the
     relation is named) the same commands as for a live table. ``conn``: the connection options given, if any."""
     import shlex
 
-    causes = root_causes(fs)
+    causes = root_causes(list(fs))
     blocks = [root["block"] for root, _ in causes if root.get("block") is not None]
     out = []
     if blocks and path:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 
@@ -115,35 +116,19 @@ class KeyInfo:
 
 
 def unique_key(conn: Connection[tuple[Any, ...]], oid: int) -> KeyInfo | None:
-    """A unique, non-partial index on plain NOT NULL columns (the primary key first), or None."""
-    row = conn.execute(
-        """SELECT i.indexrelid::bigint, array_agg(a.attname::text ORDER BY k.n), array_agg(a.atttypid::bigint),
-                  array_agg(a.attnum::int)
-             FROM pg_index i
-             CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
-             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-            WHERE i.indrelid = %s AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
-            GROUP BY i.indexrelid, i.indisprimary
-           HAVING bool_and(a.attnotnull) AND min(k.attnum) > 0
-            ORDER BY i.indisprimary DESC, count(*), i.indexrelid
-            LIMIT 1""",
-        (oid,),
-    ).fetchone()
-    if not row:
+    """The table's unique key (catalog.sql.unique_key) and how its btree entries read, or None."""
+    key = catalog.unique_key(conn, oid)
+    if key is None:
         return None
-    cols, types, attnums = [str(c) for c in row[1]], [int(t) for t in row[2]], [int(n) for n in row[3]]
+    cols, types, attnums = key.columns, key.typids, key.attnums
     position = None
     if len(cols) == 1:
-        stored = conn.execute(
-            "SELECT attnum::int FROM pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped "
-            "AND attgenerated = '' ORDER BY attnum",
-            (oid,),
-        ).fetchall()
-        order = [int(r[0]) for r in stored]
+        # its place among the carved columns: the stored ones, in attnum order
+        order = [c.attnum for c in catalog.columns(conn, oid) if not c.dropped and not c.generated]
         position = order.index(attnums[0]) if attnums[0] in order else None
     # int2, int4, int8 (pg_type.dat)
     width = {21: 2, 23: 4, 20: 8}.get(types[0], 0) if len(cols) == 1 else 0
-    return KeyInfo(cols, int(row[0]), width, position)
+    return KeyInfo(cols, key.index_oid, width, position)
 
 
 def decode_key(info: KeyInfo, raw: bytes) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.boundary import ColumnOut, RelDesc, TypeDesc
+from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.catalog.types import MAX_DEPTH, NAMED_TYPES, Types, type_desc
 from pgsurgeon.errors import PgSurgeonError
 
@@ -235,8 +236,8 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> TableInfo:
             c.type = type_desc(c.typid, types)
     for name, filepath, size in conn.execute(db.load_sql("salvage_indexes"), {"oid": oid}).fetchall():
         t.indexes.append(IndexInfo(name, filepath, int(size)))
-    key = conn.execute(db.load_sql("salvage_key"), {"oid": oid}).fetchone()
-    t.key = list(key[0]) if key and key[0] else []
+    key = catalog_sql.unique_key(conn, oid)
+    t.key = key.columns if key is not None else []
     return t
 
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypedDict
 
 from pgsurgeon import core, db
 from pgsurgeon.boundary import BlockClass, ChunkRef, ClassifyConfig, ClassifyResult, IndexFiles, SegFile
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.salvage.catalog import TableInfo
 from pgsurgeon.salvage.session import Session
@@ -195,8 +196,8 @@ class RemotePages:
 
 def pageinspect_function(conn: Any, name: str) -> db.sql.Composable | None:
     """A pageinspect function, schema-qualified (None when the extension is not installed)."""
-    row = conn.execute(db.load_sql("extension_schema"), {"name": "pageinspect"}).fetchone()
-    return db.sql.Identifier(str(row[0]), name) if row else None
+    schema = catalog.extension_schema(conn, "pageinspect")
+    return db.sql.Identifier(schema, name) if schema else None
 
 
 def can_read_remote(table: TableInfo) -> bool:

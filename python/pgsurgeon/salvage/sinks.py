@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.salvage.catalog import TableInfo
 from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
@@ -524,12 +525,8 @@ class TableSink:
         return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.schema), db.sql.Identifier(name))
 
     def _column_defs(self, src_conn: Connection[tuple[Any, ...]]) -> list[tuple[str, str]]:
-        rows = src_conn.execute(
-            "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
-            (self.table.oid,),
-        ).fetchall()
-        return [(str(a), str(t)) for a, t in rows]
+        cols = catalog.columns(src_conn, self.table.oid)
+        return [(c.name, c.type_sql) for c in cols if not c.dropped and not c.generated]
 
     def _setup(self, src_conn: Connection[tuple[Any, ...]]) -> None:
         cols = self._column_defs(src_conn)

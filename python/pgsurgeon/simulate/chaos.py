@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.journal.manifest import Manifest
 from pgsurgeon.simulate.runner import SimulateRequest, run
 
@@ -134,15 +135,14 @@ def build_database(conn: Any, rows: int, seed: int, prefix: str = "chaos_") -> l
     for name in names:
         ident = db.sql.Identifier(name)
         conn.execute(db.sql.SQL("SELECT count(*) FROM (SELECT md5(t::text) FROM {} t) s").format(ident))
-        row = conn.execute(
-            "SELECT reltoastrelid <> 0 AND pg_relation_size(reltoastrelid) > 0, "
-            "(SELECT array_agg(indexrelid::regclass::text ORDER BY indexrelid) FROM pg_index WHERE indrelid = c.oid) "
-            "FROM pg_class c WHERE oid = %s::regclass",
-            (name,),
-        ).fetchone()
+        oid, _ = catalog.resolve_relation(conn, name)
+        rels = catalog.relatives(conn, [oid])
+        toast = [r for r in rels if r.role == "toast"]
+        catalog.read_sizes(conn, toast)
+        indexes = tuple(r.regclass for r in sorted((r for r in rels if r.role == "index"), key=lambda r: r.oid))
         count = conn.execute(db.sql.SQL("SELECT count(*) FROM {}").format(ident)).fetchone()
         short = {"wide": "t", "hot": "note", "doc": "tag"}[name.removeprefix(prefix)]
-        out.append(Table(name, int(count[0]) if count else 0, bool(row[0]), tuple(row[1] or ()), short))
+        out.append(Table(name, int(count[0]) if count else 0, any(t.size > 0 for t in toast), indexes, short))
     conn.execute("CHECKPOINT")
     return out
 
