@@ -25,41 +25,27 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.catalog.sql import resolve_relation
-from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.errors import UsageError
 from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.facts import Column, Server
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, DEAD, KEPT_APART, LOST, REINSERTED
 from pgsurgeon.repair.model import (
-    CARVE,
     CAUSE_CLEARED,
     CAUSE_GONE,
     CAUSE_KILLED,
     CAUSE_TOAST,
     CAUSE_ZEROED,
-    CHECK,
-    CLEAR_LPS,
-    FREEZE,
-    KILL,
     METHOD_FILE,
     METHOD_SQL,
-    REINDEX,
-    REINSERT,
-    REWRITE_SQL,
-    SALVAGE,
-    SAVE_PAGES,
-    VACUUM,
-    VERIFY,
-    ZERO_FILE,
     Loss,
-    PageWrite,
     Plan,
     RelInfo,
-    Step,
     Tid,
     tid_ranges,
     tid_text,
 )
 from pgsurgeon.repair.pages import LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, PageReader
+from pgsurgeon.repair.steps import plan_steps
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -109,7 +95,6 @@ UNREPAIRED_CODES = {
     "page_header.lsn_future": "a page LSN in the future (checkpoints fail once the page is written): the rows are "
     "intact, so repair leaves the page; restore it from a backup or rewrite its pd_lsn by hand",
 }
-KILL_BATCH = 500
 # MaxHeapTuplesPerPage (src/include/access/htup_details.h): no page holds more line pointers to tuples
 PAGE_HEADER, HEAP_TUPLE_HEADER, ITEM_ID = 24, 24, 4
 
@@ -367,7 +352,7 @@ class Planner:
             for t, why in sorted(d.freeze.items())
         ]
         self.count_in_place(plan, main)
-        self.steps(plan, main, tdmg, index_findings, evidence)
+        plan_steps(self, plan, main, tdmg, index_findings, evidence)
         if ctx.req.reinsert and table.relkind == "m" and plan.carved_rows:
             self.blockers.append(
                 (
@@ -877,339 +862,6 @@ class Planner:
                     "repair again",
                 )
             )
-
-    # ------------------------------------------------------------------ steps
-
-    def steps(
-        self,
-        plan: Plan,
-        main: HeapDamage,
-        tdmg: HeapDamage | None,
-        index_findings: list[dict[str, Any]],
-        evidence: dict[Tid, list[str]],
-    ) -> None:
-        ctx, req = self.ctx, self.ctx.req
-        steps: list[Step] = []
-        heaps = [d for d in (main, tdmg) if d is not None]
-        pagework = any(d.zero or d.clear for d in heaps)
-        tuplework = any(d.kill or d.freeze for d in heaps)
-        gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
-        reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
-        if not (pagework or tuplework or reindex):
-            plan.steps = []
-            return
-        rewrite = plan.method == METHOD_SQL and pagework
-
-        def add(step: Step) -> Step:
-            step.id = str(len(steps) + 1)
-            steps.append(step)
-            return step
-
-        if not req.skip_salvage:
-            dest = req.salvage_into or str(req.salvage_out or "<run directory>/salvage")
-            add(
-                Step(
-                    "",
-                    SALVAGE,
-                    f"salvage {plan.table} into {dest} (every readable row, the damaged blocks carved)",
-                    relation=plan.table,
-                    wal_logged=req.salvage_into is not None,
-                    cost="reads the whole table through SQL in TID ranges; "
-                    + ("creates tables in this database" if req.salvage_into else "writes files only"),
-                )
-            )
-        plan.touched = {d.rel.regclass: sorted(d.touched) for d in heaps if d.touched}
-        touched = sum(len(d.touched) for d in heaps)
-        if touched:
-            add(
-                Step(
-                    "",
-                    SAVE_PAGES,
-                    f"save the {touched} page(s) the repair touches, as they are now, to <run directory>/pages",
-                    cost="reads pages; writes files only",
-                )
-            )
-        if plan.carved_rows or plan.apart_rows:
-            add(
-                Step(
-                    "",
-                    CARVE,
-                    f"save the {len(plan.carved_rows)} row(s) carved with certainty to <run directory>/{CARVED_FILE}"
-                    + (
-                        f" and the {len(plan.apart_rows)} uncertain one(s) to <run directory>/{APART_FILE}"
-                        if plan.apart_rows
-                        else ""
-                    ),
-                    cost="writes files only",
-                )
-            )
-        surgery = facts.ext_fn
-        for d in heaps:
-            if d.freeze:
-                step = add(
-                    Step(
-                        "",
-                        FREEZE,
-                        f"heap_force_freeze {len(d.freeze)} tuple(s) of {d.rel.regclass}: their damaged visibility "
-                        "fields are reset, the rows stay",
-                        relation=d.rel.regclass,
-                        tids=sorted(d.freeze),
-                        irreversible=True,
-                        wal_logged=True,
-                        cost="no row lost; the tuples become visible (frozen) whatever their old xmin/xmax said",
-                    )
-                )
-                step.sql = self.surgery_sql(surgery(self.server, "pg_surgery", "heap_force_freeze"), d.rel, step.tids)
-        for d in heaps:
-            kills = dict(d.kill)
-            if rewrite:
-                for blk in d.zero:
-                    if blk in d.refused:
-                        continue
-                    for it in d.items.get(blk, []):
-                        if it.flags == LP_NORMAL:
-                            kills.setdefault((blk, it.lp), f"on block {blk}, whose page goes in the rewrite")
-            if not kills:
-                continue
-            is_main = d is main
-            lost_here = [t for t in kills if is_main]
-            step = add(
-                Step(
-                    "",
-                    KILL,
-                    f"heap_force_kill {len(kills)} tuple(s) of {d.rel.regclass} (ctids from block and line pointer)",
-                    relation=d.rel.regclass,
-                    tids=sorted(kills),
-                    irreversible=True,
-                    wal_logged=True,
-                    cost=f"{len(lost_here)} row(s) lost: {tid_ranges(lost_here, 12)}"
-                    if is_main
-                    else f"{len(kills)} TOAST chunk(s) removed (the rows that used them are killed too)",
-                )
-            )
-            step.sql = self.surgery_sql(surgery(self.server, "pg_surgery", "heap_force_kill"), d.rel, step.tids)
-            if is_main:
-                for loss in plan.lost:
-                    if loss.tid in kills:
-                        loss.step = step.id
-        if pagework and not rewrite:
-            writes: list[PageWrite] = []
-            for d in heaps:
-                for blk in sorted(d.zero):
-                    writes.append(self.page_write(d, blk, "zero"))
-                for blk, lps in sorted(d.clear.items()):
-                    if blk not in d.zero:
-                        writes.append(self.page_write(d, blk, "clear", sorted(lps)))
-            lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
-            kinds = {w.action for w in writes}
-            kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS
-            stop = (
-                f"lab cluster {ctx.lab.name} is stopped and started again around it"
-                if ctx.lab is not None
-                else "the server must be stopped by you (repair waits for it, then for it to start again)"
-            )
-            step = add(
-                Step(
-                    "",
-                    kind,
-                    f"write {len(writes)} page(s) in the relation files: "
-                    + ", ".join(
-                        f"{w.relation} block {w.block} " + ("zeroed" if w.action == "zero" else f"lps {w.lps} cleared")
-                        for w in writes[:6]
-                    )
-                    + (" …" if len(writes) > 6 else ""),
-                    relation=plan.table,
-                    writes=writes,
-                    server_stopped=True,
-                    cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; reversible: the old pages go "
-                    "into an undo manifest ('pgsurgeon undo MANIFEST')",
-                    notes=[stop],
-                )
-            )
-            for loss in plan.lost:
-                if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
-                    loss.step = step.id
-        if rewrite:
-            refused = sorted(b for d in heaps for b in d.refused if b in d.zero)
-            zdp = db.sql.SQL("SET zero_damaged_pages = on")
-            vf = db.sql.SQL("VACUUM FULL {}").format(facts.qualified(ctx.table))
-            reset = db.sql.SQL("RESET zero_damaged_pages")
-            sql = [ctx.sql_text(vf)]
-            if refused:
-                sql = [ctx.sql_text(zdp), *sql, ctx.sql_text(reset)]
-            lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
-            step = add(
-                Step(
-                    "",
-                    REWRITE_SQL,
-                    f"rewrite {plan.table} and its TOAST table"
-                    + (" with zero_damaged_pages on (the pages the server refuses read as empty)" if refused else "")
-                    + ": only readable tuples are copied, the indexes are rebuilt",
-                    relation=plan.table,
-                    sql=sql,
-                    irreversible=True,
-                    wal_logged=True,
-                    cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; takes an ACCESS EXCLUSIVE "
-                    "lock and room for a second copy of the table; the old files (with the damaged pages) are removed",
-                    notes=[
-                        "plain VACUUM does not write a page zero_damaged_pages zeroed in memory back to disk "
-                        "(an all-zero page is never dirtied): the rewrite is what makes it stick"
-                    ],
-                )
-            )
-            for loss in plan.lost:
-                if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
-                    loss.step = step.id
-        if reindex and not rewrite:
-            concurrently = self.reindex_concurrently()
-            q = db.sql.SQL("REINDEX TABLE {}{}").format(
-                db.sql.SQL("CONCURRENTLY ") if concurrently else db.sql.SQL(""), facts.qualified(ctx.table)
-            )
-            ixnames = [r.regclass for r in ctx.rels if r.relkind == "i"]
-            add(
-                Step(
-                    "",
-                    REINDEX,
-                    f"rebuild the {len(ixnames)} index(es) of {plan.table} and its TOAST table (entries that point at "
-                    "removed or missing rows go)",
-                    relation=plan.table,
-                    sql=[ctx.sql_text(q)],
-                    wal_logged=True,
-                    cost="no row lost; "
-                    + (
-                        "builds new indexes next to the old ones, then swaps them (writes go on)"
-                        if concurrently
-                        else "blocks writes to the table while it runs"
-                    ),
-                )
-            )
-        # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
-        # stay, and once rows land on the page index-only scans would trust it. Reset the table's map (pg_visibility)
-        # and let the VACUUM below rebuild it.
-        stale_vm = any(
-            f.get("code")
-            in (
-                "page_header.zeroed_all_visible",
-                "page_header.zeroed_referenced",
-                "file.vm_beyond_end",
-                "file.heap_truncated",
-            )
-            for f in plan.findings
-        )
-        if stale_vm and not rewrite:
-            target = db.sql.Literal(ctx.table.regclass)
-            add(
-                Step(
-                    "",
-                    VACUUM,
-                    f"reset the visibility map of {plan.table}: it marks all-zero or missing pages all-visible",
-                    relation=plan.table,
-                    sql=[
-                        "CREATE EXTENSION IF NOT EXISTS pg_visibility",
-                        ctx.sql_text(db.sql.SQL("SELECT pg_truncate_visibility_map({}::regclass)").format(target)),
-                    ],
-                    wal_logged=True,
-                    cost="no row lost; index-only scans read the heap until VACUUM sets the bits again",
-                )
-            )
-        if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
-            q = db.sql.SQL("VACUUM {}").format(facts.qualified(ctx.table))
-            add(
-                Step(
-                    "",
-                    VACUUM,
-                    f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up",
-                    relation=plan.table,
-                    sql=[ctx.sql_text(q)],
-                    wal_logged=True,
-                    cost="no row lost",
-                )
-            )
-        if req.reinsert and not plan.carved_rows and plan.lost:
-            self.notes.append("--reinsert: carving recovers none of the removed rows with certainty")
-        if req.reinsert and plan.carved_rows:
-            n = len(plan.carved_rows)
-            add(
-                Step(
-                    "",
-                    REINSERT,
-                    f"insert the {n} carved row(s) back into {plan.table} (original values, keys included; ON "
-                    "CONFLICT DO NOTHING)",
-                    relation=plan.table,
-                    tids=sorted(plan.carved_rows),
-                    wal_logged=True,
-                    cost=f"{n} of the {len(plan.lost_tids)} removed row(s) come back: "
-                    + tid_ranges(list(plan.carved_rows), 12)
-                    + f"; a row the table refuses goes to <run directory>/{APART_FILE}",
-                )
-            )
-        elif plan.carved_rows:
-            self.notes.append(
-                f"carving recovers {len(plan.carved_rows)} of the removed rows: --reinsert puts them back"
-            )
-        add(Step("", VERIFY, f"diagnose {plan.table} again (amcheck, heapallindexed) and report clean or not"))
-        led = plan.ledger
-        add(
-            Step(
-                "",
-                CHECK,
-                f"check {plan.table} against the ledger: {led.in_place + len(led.reinsert)} row(s) ("
-                f"{led.in_place} in place, {len(led.reinsert)} reinserted)"
-                + (f", keys ({', '.join(led.key)}) by digest" if led.key else "")
-                + "; any difference fails the repair",
-                relation=plan.table,
-                cost="reads the table once",
-            )
-        )
-        plan.steps = steps
-
-    def surgery_sql(self, fn: Any, rel: RelInfo, tids: list[Tid]) -> list[str]:
-        out = []
-        for i in range(0, len(tids), KILL_BATCH):
-            chunk = tids[i : i + KILL_BATCH]
-            q = db.sql.SQL("SELECT {}({}::regclass, {}::tid[])").format(
-                fn, db.sql.Literal(rel.regclass), db.sql.Literal([tid_text(t) for t in chunk])
-            )
-            out.append(self.ctx.sql_text(q))
-        return out
-
-    def page_write(self, d: HeapDamage, blk: int, action: str, lps: list[int] | None = None) -> PageWrite:
-        from pgsurgeon.journal.manifest import sha256
-
-        rel = d.rel
-        bs = self.server.block_size
-        segno, in_seg = divmod(blk, self.server.segment_blocks)
-        assert rel.filepath is not None
-        file = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
-        disk = self.reader.file_page(rel, blk)
-        return PageWrite(
-            relation=rel.regclass,
-            file=file,
-            block=blk,
-            offset=in_seg * bs,
-            action=action,
-            lps=lps or [],
-            sha256_before=sha256(disk) if disk is not None else None,
-        )
-
-    def reindex_concurrently(self) -> bool:
-        mode = self.ctx.req.reindex
-        if mode == "plain":
-            return False
-        problems = []
-        if any(r.exclusion for r in self.ctx.rels if r.relkind == "i"):
-            problems.append("an exclusion constraint's index cannot be rebuilt concurrently")
-        if any(not r.valid for r in self.ctx.rels if r.relkind == "i"):
-            problems.append("an index is invalid (a failed concurrent build?)")
-        if problems:
-            if mode == "concurrently":
-                raise PgSurgeonError(
-                    f"REINDEX CONCURRENTLY is not possible on {self.ctx.table.regclass}: {problems[0]}",
-                    hint="use --reindex plain",
-                )
-            self.notes.append(f"REINDEX without CONCURRENTLY: {problems[0]}")
-            return False
-        return True
 
 
 def _runs(blocks: list[int]) -> list[tuple[int, int]]:
