@@ -12,7 +12,7 @@ For each heap relation (the table and its TOAST table) every damaged block is ju
 
 TOAST chunks that go take the rows whose values they held (found by the TOAST pointers in the table's tuples); index
 entries that point at nothing are rows already gone. Everything lost is listed by ctid, built from the block and line
-pointer number.
+pointer number. Where each removed row ends is settled in placement.py, the steps are built in steps.py.
 """
 
 from __future__ import annotations
@@ -25,41 +25,25 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.catalog.sql import resolve_relation
-from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.repair import facts, ledger, pages
+from pgsurgeon.errors import UsageError
+from pgsurgeon.repair import facts, ledger, pages, placement
 from pgsurgeon.repair.facts import Column, Server
-from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, DEAD, KEPT_APART, LOST, REINSERTED
 from pgsurgeon.repair.model import (
-    CARVE,
     CAUSE_CLEARED,
     CAUSE_GONE,
     CAUSE_KILLED,
     CAUSE_TOAST,
     CAUSE_ZEROED,
-    CHECK,
-    CLEAR_LPS,
-    FREEZE,
-    KILL,
     METHOD_FILE,
     METHOD_SQL,
-    REINDEX,
-    REINSERT,
-    REWRITE_SQL,
-    SALVAGE,
-    SAVE_PAGES,
-    VACUUM,
-    VERIFY,
-    ZERO_FILE,
     Loss,
-    PageWrite,
     Plan,
     RelInfo,
-    Step,
     Tid,
-    tid_ranges,
     tid_text,
 )
 from pgsurgeon.repair.pages import LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, PageReader
+from pgsurgeon.repair.steps import plan_steps
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -109,7 +93,6 @@ UNREPAIRED_CODES = {
     "page_header.lsn_future": "a page LSN in the future (checkpoints fail once the page is written): the rows are "
     "intact, so repair leaves the page; restore it from a backup or rewrite its pd_lsn by hand",
 }
-KILL_BATCH = 500
 # MaxHeapTuplesPerPage (src/include/access/htup_details.h): no page holds more line pointers to tuples
 PAGE_HEADER, HEAP_TUPLE_HEADER, ITEM_ID = 24, 24, 4
 
@@ -358,7 +341,7 @@ class Planner:
             if f["code"] in UNREPAIRED_CODES:
                 self.unrepaired.append(f"{f['relation']} block {f['block']}: {UNREPAIRED_CODES[f['code']]}")
         # what carving recovers, then where every row ends
-        self.carve(plan, main, losses, lose)
+        placement.carve(self, plan, main, losses, lose)
         plan.lost = sorted(losses.values(), key=lambda x: x.tid)
         plan.kept = [
             {"ctid": tid_text(t), "relation": r.regclass, "reason": why}
@@ -366,8 +349,8 @@ class Planner:
             if r is not None and d is not None
             for t, why in sorted(d.freeze.items())
         ]
-        self.count_in_place(plan, main)
-        self.steps(plan, main, tdmg, index_findings, evidence)
+        placement.count_in_place(self, plan, main)
+        plan_steps(self, plan, main, tdmg, index_findings, evidence)
         if ctx.req.reinsert and table.relkind == "m" and plan.carved_rows:
             self.blockers.append(
                 (
@@ -666,7 +649,7 @@ class Planner:
             self.notes.append(f"{unreadable} block(s) of {rel.regclass} could not be read for TOAST pointers")
         return out
 
-    # ------------------------------------------------------------------ method and carving
+    # ------------------------------------------------------------------ method
 
     def choose_method(self, main: HeapDamage, tdmg: HeapDamage | None) -> str:
         req, server = self.ctx.req, self.server
@@ -693,523 +676,6 @@ class Planner:
         if req.method == METHOD_SQL or not can_file:
             return METHOD_SQL
         return METHOD_FILE
-
-    def carve(
-        self, plan: Plan, main: HeapDamage, losses: dict[Tid, Loss], lose: Callable[[Tid, str, str], None]
-    ) -> None:
-        """Carve the tuples the repair removes or freezes, and put each removed row in its place in the ledger:
-        reinserted (certain, with ``--reinsert``), kept apart (certain without it, or uncertain), lost (not carved).
-
-        A tuple planned for heap_force_freeze whose data does not decode whole is killed instead (and kept apart
-        with what could be read); one the carver judges dead is no row: it is killed, not frozen back to life."""
-        from pgsurgeon.repair import carving
-
-        led = plan.ledger
-        wanted = set(losses) | set(main.freeze)
-        images: dict[int, bytes] = {}
-        for b in sorted({b for b, _ in wanted}):
-            if b not in main.images:
-                page, _source = self.reader.page(main.rel, b)
-                if page is None:
-                    continue
-                main.images[b] = page
-            images[b] = main.images[b]
-        found: dict[Tid, list[carving.Carved]] = {}
-        if images:
-            try:
-                found = carving.carve(self.ctx, images, wanted, main.damaged_items, main.freezable_items)
-            except carving.CarveUnavailable as exc:
-                self.notes.append(f"rows on the damaged pages were not carved: {exc}")
-                if self.ctx.req.reinsert:
-                    self.blockers.append((f"--reinsert needs carving, which cannot run here: {exc}", "drop --reinsert"))
-                found = {}
-                images = {}
-        if images:
-            for tid in sorted(main.freeze):
-                got = found.get(tid, [])
-                if got and all(c.live and c.whole for c in got):
-                    continue
-                if got and not any(c.live for c in got):
-                    why = "the carver judges it dead (deleted or updated before the damage): no row to freeze back"
-                elif got:
-                    why = "its data does not decode whole: " + "; ".join(c.why for c in got if c.why)[:200]
-                else:
-                    why = "the carver cannot read it: freezing could bring back a row that is not whole"
-                del main.freeze[tid]
-                main.kill[tid] = why
-                lose(tid, CAUSE_KILLED, why)
-        reinsert = self.ctx.req.reinsert
-        for tid, loss in sorted(losses.items()):
-            got = found.get(tid, [])
-            live = [c for c in got if c.live and not c.foreign]
-            copies = [c for c in got if c.live and c.foreign]
-            if copies:
-                # saved for people to look at, but not as the row at this ctid: that one's bytes are gone
-                plan.apart_rows.setdefault(tid, []).extend((c.line, c.why) for c in copies)
-            if copies and not live:
-                if self.key_of and tid not in self.key_of:
-                    loss.place = DEAD
-                    loss.reason += "; its page holds another block's rows and no index entry names this ctid"
-                else:
-                    loss.place = LOST
-                    led.lost[tid] = (
-                        f"{loss.reason}; another block's row was written over it (the copy is in {APART_FILE})"
-                    )
-            elif got and not live:
-                loss.place = DEAD
-            elif len(live) == 1 and live[0].trusted:
-                plan.carved_rows[tid] = live[0].line
-                loss.carved = True
-                if reinsert:
-                    loss.place = REINSERTED
-                    led.reinsert.append(tid)
-                else:
-                    loss.place = KEPT_APART
-                    led.apart[tid] = f"carved with certainty, saved in {CARVED_FILE} (--reinsert puts it back)"
-            elif live:
-                loss.place = KEPT_APART
-                why = "; ".join(sorted({c.why or "carved with certainty" for c in live}))
-                if len(live) > 1:
-                    why = f"{len(live)} tuples claim this ctid: {why}"
-                plan.apart_rows.setdefault(tid, []).extend((c.line, c.why or why) for c in live)
-                led.apart[tid] = f"{why}; saved in {APART_FILE}"
-            elif self.key_of and tid not in self.key_of and tid[0] in main.zero and loss.cause == CAUSE_ZEROED:
-                # With a unique index every row has an entry (a HOT chain's at its root, listed on its own): a ctid
-                # no entry names where nothing could be read is no row, only a line pointer the damage made up.
-                loss.place = DEAD
-                loss.reason += "; nothing could be read there and no index entry names it"
-            else:
-                loss.place = LOST
-                why = loss.reason if images else f"{loss.reason} (not carved)"
-                led.lost[tid] = why if tid[0] in images else f"{why}; its page could not be read"
-        self.resolve_versions(plan, main, losses)
-        failed = sum(1 for t in plan.carved_rows for c in found.get(t, []) if c.checksum_failed)
-        if failed:
-            self.notes.append(
-                f"{failed} carved row(s) come from pages that failed their checksum, certain besides it: their values "
-                "may be altered, compare them with a backup"
-            )
-
-    def resolve_versions(self, plan: Plan, main: HeapDamage, losses: dict[Tid, Loss]) -> None:
-        """Index entries name versions, not rows: an entry into a lost page may lead to a dead version (an update's
-        old tuple, a HOT chain's root) whose row is in place elsewhere or was carved, and several entries may name
-        versions of one row. With a unique key, such ctids are no lost rows of their own; a row lost with several
-        versions is listed once, under its key."""
-        info, led = self.keyinfo, plan.ledger
-        if info is None or not self.key_of or not led.lost:
-            return
-        groups: dict[str, list[Tid]] = {}
-        for tid in sorted(led.lost):
-            raw = self.key_of.get(tid)
-            if raw is not None:
-                groups.setdefault(ledger.decode_key(info, raw), []).append(tid)
-        if not groups:
-            return
-        carved: dict[str, Tid] = {}
-        for tid in [*led.reinsert, *led.apart]:
-            lines = [plan.carved_rows[tid]] if tid in plan.carved_rows else [x for x, _ in plan.apart_rows.get(tid, [])]
-            for line in lines:
-                k = ledger.line_key(info, line)
-                if k is not None:
-                    carved.setdefault(k, tid)
-        zeroed = set(main.zero) | main.zero_blocks_present
-        unsafe = set(losses) | set(main.freeze) | main.damaged_items
-        others: dict[str, list[Tid]] = {}
-        for tid, raw in self.key_of.items():
-            if tid in losses or tid[0] in zeroed or tid[0] >= main.rel.nblocks:
-                continue
-            k = ledger.decode_key(info, raw)
-            if k in groups:
-                others.setdefault(k, []).append(tid)
-        for k, tids in groups.items():
-            where = None
-            if k in carved:
-                where = f"carved at {tid_text(carved[k])}"
-            elif any(t in main.freeze for t in others.get(k, [])):
-                where = "frozen in place"
-            else:
-                safe = sorted(t for t in others.get(k, []) if t not in unsafe)
-                if safe and ledger.count_tids(self.ctx.conn, main.rel, None, safe)[0]:
-                    where = f"in place ({tid_ranges(safe, 3)})"
-            first = tids[0]
-            for t in tids if where is not None else tids[1:]:
-                del led.lost[t]
-                losses[t].place = DEAD
-                losses[t].reason += (
-                    f"; an old version: the row with key {k} is {where}"
-                    if where is not None
-                    else f"; another version of the row with key {k}, lost at {tid_text(first)}"
-                )
-            if where is None:
-                led.lost_keys[first] = k
-
-    def count_in_place(self, plan: Plan, main: HeapDamage) -> None:
-        """Count the rows the repair leaves in place, through SQL, without reading a damaged tuple: blocks left
-        alone by TID ranges, the sound tuples of the blocks it changes by ctid. With a unique key, a digest of their
-        keys too."""
-        ctx, led = self.ctx, plan.ledger
-        removed = {loss.tid for loss in plan.lost}
-        led.frozen = sorted(main.freeze)
-        zeroed = set(main.zero) | main.zero_blocks_present
-        touched = main.touched | {b for b, _ in removed} | {b for b, _ in main.gone_items}
-        beside: list[Tid] = []
-        skip = removed | set(main.freeze) | main.damaged_items | set(main.gone_items)
-        for b in sorted(touched - zeroed):
-            items = main.items.get(b)
-            if items is None:
-                page = main.images.get(b) or self.reader.page(main.rel, b)[0]
-                items = pages.heap_items(page, b) if page is not None else []
-            beside += [(b, it.lp) for it in items if it.flags == LP_NORMAL and (b, it.lp) not in skip]
-        try:
-            led.key = self.keyinfo.columns if self.keyinfo is not None else None
-            runs = ledger.untouched_runs(ctx.table.nblocks, touched | zeroed)
-            ctx.progress(f"counting the rows left in place ({len(runs)} block range(s), {len(beside)} ctid(s))")
-            led.untouched, d1 = ledger.count_ranges(ctx.conn, ctx.table, led.key, runs)
-            led.beside, d2 = ledger.count_tids(ctx.conn, ctx.table, led.key, beside)
-            led.digest = d1 + d2
-            led.counted = True
-        except db.Error as exc:
-            self.blockers.append(
-                (
-                    "the rows the repair leaves in place could not be counted: "
-                    + (str(exc).strip().splitlines() or ["error"])[0],
-                    "a page the diagnosis did not flag fails to read; run 'pgsurgeon diagnose' on the table and "
-                    "repair again",
-                )
-            )
-
-    # ------------------------------------------------------------------ steps
-
-    def steps(
-        self,
-        plan: Plan,
-        main: HeapDamage,
-        tdmg: HeapDamage | None,
-        index_findings: list[dict[str, Any]],
-        evidence: dict[Tid, list[str]],
-    ) -> None:
-        ctx, req = self.ctx, self.ctx.req
-        steps: list[Step] = []
-        heaps = [d for d in (main, tdmg) if d is not None]
-        pagework = any(d.zero or d.clear for d in heaps)
-        tuplework = any(d.kill or d.freeze for d in heaps)
-        gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
-        reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
-        if not (pagework or tuplework or reindex):
-            plan.steps = []
-            return
-        rewrite = plan.method == METHOD_SQL and pagework
-
-        def add(step: Step) -> Step:
-            step.id = str(len(steps) + 1)
-            steps.append(step)
-            return step
-
-        if not req.skip_salvage:
-            dest = req.salvage_into or str(req.salvage_out or "<run directory>/salvage")
-            add(
-                Step(
-                    "",
-                    SALVAGE,
-                    f"salvage {plan.table} into {dest} (every readable row, the damaged blocks carved)",
-                    relation=plan.table,
-                    wal_logged=req.salvage_into is not None,
-                    cost="reads the whole table through SQL in TID ranges; "
-                    + ("creates tables in this database" if req.salvage_into else "writes files only"),
-                )
-            )
-        plan.touched = {d.rel.regclass: sorted(d.touched) for d in heaps if d.touched}
-        touched = sum(len(d.touched) for d in heaps)
-        if touched:
-            add(
-                Step(
-                    "",
-                    SAVE_PAGES,
-                    f"save the {touched} page(s) the repair touches, as they are now, to <run directory>/pages",
-                    cost="reads pages; writes files only",
-                )
-            )
-        if plan.carved_rows or plan.apart_rows:
-            add(
-                Step(
-                    "",
-                    CARVE,
-                    f"save the {len(plan.carved_rows)} row(s) carved with certainty to <run directory>/{CARVED_FILE}"
-                    + (
-                        f" and the {len(plan.apart_rows)} uncertain one(s) to <run directory>/{APART_FILE}"
-                        if plan.apart_rows
-                        else ""
-                    ),
-                    cost="writes files only",
-                )
-            )
-        surgery = facts.ext_fn
-        for d in heaps:
-            if d.freeze:
-                step = add(
-                    Step(
-                        "",
-                        FREEZE,
-                        f"heap_force_freeze {len(d.freeze)} tuple(s) of {d.rel.regclass}: their damaged visibility "
-                        "fields are reset, the rows stay",
-                        relation=d.rel.regclass,
-                        tids=sorted(d.freeze),
-                        irreversible=True,
-                        wal_logged=True,
-                        cost="no row lost; the tuples become visible (frozen) whatever their old xmin/xmax said",
-                    )
-                )
-                step.sql = self.surgery_sql(surgery(self.server, "pg_surgery", "heap_force_freeze"), d.rel, step.tids)
-        for d in heaps:
-            kills = dict(d.kill)
-            if rewrite:
-                for blk in d.zero:
-                    if blk in d.refused:
-                        continue
-                    for it in d.items.get(blk, []):
-                        if it.flags == LP_NORMAL:
-                            kills.setdefault((blk, it.lp), f"on block {blk}, whose page goes in the rewrite")
-            if not kills:
-                continue
-            is_main = d is main
-            lost_here = [t for t in kills if is_main]
-            step = add(
-                Step(
-                    "",
-                    KILL,
-                    f"heap_force_kill {len(kills)} tuple(s) of {d.rel.regclass} (ctids from block and line pointer)",
-                    relation=d.rel.regclass,
-                    tids=sorted(kills),
-                    irreversible=True,
-                    wal_logged=True,
-                    cost=f"{len(lost_here)} row(s) lost: {tid_ranges(lost_here, 12)}"
-                    if is_main
-                    else f"{len(kills)} TOAST chunk(s) removed (the rows that used them are killed too)",
-                )
-            )
-            step.sql = self.surgery_sql(surgery(self.server, "pg_surgery", "heap_force_kill"), d.rel, step.tids)
-            if is_main:
-                for loss in plan.lost:
-                    if loss.tid in kills:
-                        loss.step = step.id
-        if pagework and not rewrite:
-            writes: list[PageWrite] = []
-            for d in heaps:
-                for blk in sorted(d.zero):
-                    writes.append(self.page_write(d, blk, "zero"))
-                for blk, lps in sorted(d.clear.items()):
-                    if blk not in d.zero:
-                        writes.append(self.page_write(d, blk, "clear", sorted(lps)))
-            lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
-            kinds = {w.action for w in writes}
-            kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS
-            stop = (
-                f"lab cluster {ctx.lab.name} is stopped and started again around it"
-                if ctx.lab is not None
-                else "the server must be stopped by you (repair waits for it, then for it to start again)"
-            )
-            step = add(
-                Step(
-                    "",
-                    kind,
-                    f"write {len(writes)} page(s) in the relation files: "
-                    + ", ".join(
-                        f"{w.relation} block {w.block} " + ("zeroed" if w.action == "zero" else f"lps {w.lps} cleared")
-                        for w in writes[:6]
-                    )
-                    + (" …" if len(writes) > 6 else ""),
-                    relation=plan.table,
-                    writes=writes,
-                    server_stopped=True,
-                    cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; reversible: the old pages go "
-                    "into an undo manifest ('pgsurgeon undo MANIFEST')",
-                    notes=[stop],
-                )
-            )
-            for loss in plan.lost:
-                if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
-                    loss.step = step.id
-        if rewrite:
-            refused = sorted(b for d in heaps for b in d.refused if b in d.zero)
-            zdp = db.sql.SQL("SET zero_damaged_pages = on")
-            vf = db.sql.SQL("VACUUM FULL {}").format(facts.qualified(ctx.table))
-            reset = db.sql.SQL("RESET zero_damaged_pages")
-            sql = [ctx.sql_text(vf)]
-            if refused:
-                sql = [ctx.sql_text(zdp), *sql, ctx.sql_text(reset)]
-            lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
-            step = add(
-                Step(
-                    "",
-                    REWRITE_SQL,
-                    f"rewrite {plan.table} and its TOAST table"
-                    + (" with zero_damaged_pages on (the pages the server refuses read as empty)" if refused else "")
-                    + ": only readable tuples are copied, the indexes are rebuilt",
-                    relation=plan.table,
-                    sql=sql,
-                    irreversible=True,
-                    wal_logged=True,
-                    cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; takes an ACCESS EXCLUSIVE "
-                    "lock and room for a second copy of the table; the old files (with the damaged pages) are removed",
-                    notes=[
-                        "plain VACUUM does not write a page zero_damaged_pages zeroed in memory back to disk "
-                        "(an all-zero page is never dirtied): the rewrite is what makes it stick"
-                    ],
-                )
-            )
-            for loss in plan.lost:
-                if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
-                    loss.step = step.id
-        if reindex and not rewrite:
-            concurrently = self.reindex_concurrently()
-            q = db.sql.SQL("REINDEX TABLE {}{}").format(
-                db.sql.SQL("CONCURRENTLY ") if concurrently else db.sql.SQL(""), facts.qualified(ctx.table)
-            )
-            ixnames = [r.regclass for r in ctx.rels if r.relkind == "i"]
-            add(
-                Step(
-                    "",
-                    REINDEX,
-                    f"rebuild the {len(ixnames)} index(es) of {plan.table} and its TOAST table (entries that point at "
-                    "removed or missing rows go)",
-                    relation=plan.table,
-                    sql=[ctx.sql_text(q)],
-                    wal_logged=True,
-                    cost="no row lost; "
-                    + (
-                        "builds new indexes next to the old ones, then swaps them (writes go on)"
-                        if concurrently
-                        else "blocks writes to the table while it runs"
-                    ),
-                )
-            )
-        # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
-        # stay, and once rows land on the page index-only scans would trust it. Reset the table's map (pg_visibility)
-        # and let the VACUUM below rebuild it.
-        stale_vm = any(
-            f.get("code")
-            in (
-                "page_header.zeroed_all_visible",
-                "page_header.zeroed_referenced",
-                "file.vm_beyond_end",
-                "file.heap_truncated",
-            )
-            for f in plan.findings
-        )
-        if stale_vm and not rewrite:
-            target = db.sql.Literal(ctx.table.regclass)
-            add(
-                Step(
-                    "",
-                    VACUUM,
-                    f"reset the visibility map of {plan.table}: it marks all-zero or missing pages all-visible",
-                    relation=plan.table,
-                    sql=[
-                        "CREATE EXTENSION IF NOT EXISTS pg_visibility",
-                        ctx.sql_text(db.sql.SQL("SELECT pg_truncate_visibility_map({}::regclass)").format(target)),
-                    ],
-                    wal_logged=True,
-                    cost="no row lost; index-only scans read the heap until VACUUM sets the bits again",
-                )
-            )
-        if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
-            q = db.sql.SQL("VACUUM {}").format(facts.qualified(ctx.table))
-            add(
-                Step(
-                    "",
-                    VACUUM,
-                    f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up",
-                    relation=plan.table,
-                    sql=[ctx.sql_text(q)],
-                    wal_logged=True,
-                    cost="no row lost",
-                )
-            )
-        if req.reinsert and not plan.carved_rows and plan.lost:
-            self.notes.append("--reinsert: carving recovers none of the removed rows with certainty")
-        if req.reinsert and plan.carved_rows:
-            n = len(plan.carved_rows)
-            add(
-                Step(
-                    "",
-                    REINSERT,
-                    f"insert the {n} carved row(s) back into {plan.table} (original values, keys included; ON "
-                    "CONFLICT DO NOTHING)",
-                    relation=plan.table,
-                    tids=sorted(plan.carved_rows),
-                    wal_logged=True,
-                    cost=f"{n} of the {len(plan.lost_tids)} removed row(s) come back: "
-                    + tid_ranges(list(plan.carved_rows), 12)
-                    + f"; a row the table refuses goes to <run directory>/{APART_FILE}",
-                )
-            )
-        elif plan.carved_rows:
-            self.notes.append(
-                f"carving recovers {len(plan.carved_rows)} of the removed rows: --reinsert puts them back"
-            )
-        add(Step("", VERIFY, f"diagnose {plan.table} again (amcheck, heapallindexed) and report clean or not"))
-        led = plan.ledger
-        add(
-            Step(
-                "",
-                CHECK,
-                f"check {plan.table} against the ledger: {led.in_place + len(led.reinsert)} row(s) ("
-                f"{led.in_place} in place, {len(led.reinsert)} reinserted)"
-                + (f", keys ({', '.join(led.key)}) by digest" if led.key else "")
-                + "; any difference fails the repair",
-                relation=plan.table,
-                cost="reads the table once",
-            )
-        )
-        plan.steps = steps
-
-    def surgery_sql(self, fn: Any, rel: RelInfo, tids: list[Tid]) -> list[str]:
-        out = []
-        for i in range(0, len(tids), KILL_BATCH):
-            chunk = tids[i : i + KILL_BATCH]
-            q = db.sql.SQL("SELECT {}({}::regclass, {}::tid[])").format(
-                fn, db.sql.Literal(rel.regclass), db.sql.Literal([tid_text(t) for t in chunk])
-            )
-            out.append(self.ctx.sql_text(q))
-        return out
-
-    def page_write(self, d: HeapDamage, blk: int, action: str, lps: list[int] | None = None) -> PageWrite:
-        from pgsurgeon.journal.manifest import sha256
-
-        rel = d.rel
-        bs = self.server.block_size
-        segno, in_seg = divmod(blk, self.server.segment_blocks)
-        assert rel.filepath is not None
-        file = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
-        disk = self.reader.file_page(rel, blk)
-        return PageWrite(
-            relation=rel.regclass,
-            file=file,
-            block=blk,
-            offset=in_seg * bs,
-            action=action,
-            lps=lps or [],
-            sha256_before=sha256(disk) if disk is not None else None,
-        )
-
-    def reindex_concurrently(self) -> bool:
-        mode = self.ctx.req.reindex
-        if mode == "plain":
-            return False
-        problems = []
-        if any(r.exclusion for r in self.ctx.rels if r.relkind == "i"):
-            problems.append("an exclusion constraint's index cannot be rebuilt concurrently")
-        if any(not r.valid for r in self.ctx.rels if r.relkind == "i"):
-            problems.append("an index is invalid (a failed concurrent build?)")
-        if problems:
-            if mode == "concurrently":
-                raise PgSurgeonError(
-                    f"REINDEX CONCURRENTLY is not possible on {self.ctx.table.regclass}: {problems[0]}",
-                    hint="use --reindex plain",
-                )
-            self.notes.append(f"REINDEX without CONCURRENTLY: {problems[0]}")
-            return False
-        return True
 
 
 def _runs(blocks: list[int]) -> list[tuple[int, int]]:

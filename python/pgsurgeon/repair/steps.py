@@ -1,0 +1,429 @@
+"""The steps of a repair plan, one function per kind, in the order they run: salvage, save the pages and the carved
+rows, heap_force_freeze, heap_force_kill, the page writes (``file``) or the rewrite (``sql``), REINDEX, the
+visibility map and VACUUM, the reinsert, then the diagnosis and the check against the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pgsurgeon import db
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.repair import facts
+from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE
+from pgsurgeon.repair.model import (
+    CARVE,
+    CAUSE_CLEARED,
+    CAUSE_GONE,
+    CAUSE_ZEROED,
+    CHECK,
+    CLEAR_LPS,
+    FREEZE,
+    KILL,
+    METHOD_SQL,
+    REINDEX,
+    REINSERT,
+    REWRITE_SQL,
+    SALVAGE,
+    SAVE_PAGES,
+    VACUUM,
+    VERIFY,
+    ZERO_FILE,
+    PageWrite,
+    Plan,
+    RelInfo,
+    Step,
+    Tid,
+    tid_ranges,
+    tid_text,
+)
+from pgsurgeon.repair.pages import LP_NORMAL
+
+if TYPE_CHECKING:
+    from pgsurgeon.repair.planner import HeapDamage, Planner, RepairRequest
+
+KILL_BATCH = 500
+
+_Add = Callable[[Step], Step]
+"""Appends a step to the plan, numbering it."""
+
+
+def plan_steps(
+    p: Planner,
+    plan: Plan,
+    main: HeapDamage,
+    tdmg: HeapDamage | None,
+    index_findings: list[dict[str, Any]],
+    evidence: dict[Tid, list[str]],
+) -> None:
+    req = p.ctx.req
+    steps: list[Step] = []
+    heaps = [d for d in (main, tdmg) if d is not None]
+    pagework = any(d.zero or d.clear for d in heaps)
+    tuplework = any(d.kill or d.freeze for d in heaps)
+    gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
+    reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
+    if not (pagework or tuplework or reindex):
+        plan.steps = []
+        return
+    rewrite = plan.method == METHOD_SQL and pagework
+
+    def add(step: Step) -> Step:
+        step.id = str(len(steps) + 1)
+        steps.append(step)
+        return step
+
+    _salvage_step(add, plan, req)
+    _save_steps(add, plan, heaps)
+    _freeze_steps(p, add, heaps)
+    _kill_steps(p, add, plan, main, heaps, rewrite)
+    if pagework and not rewrite:
+        _file_write_step(p, add, plan, heaps)
+    if rewrite:
+        _rewrite_step(p, add, plan, heaps)
+    if reindex and not rewrite:
+        _reindex_step(p, add, plan)
+    _visibility_steps(p, add, plan, heaps, pagework, rewrite)
+    _reinsert_step(p, add, plan)
+    _check_steps(add, plan)
+    plan.steps = steps
+
+
+def _salvage_step(add: _Add, plan: Plan, req: RepairRequest) -> None:
+    if not req.skip_salvage:
+        dest = req.salvage_into or str(req.salvage_out or "<run directory>/salvage")
+        add(
+            Step(
+                "",
+                SALVAGE,
+                f"salvage {plan.table} into {dest} (every readable row, the damaged blocks carved)",
+                relation=plan.table,
+                wal_logged=req.salvage_into is not None,
+                cost="reads the whole table through SQL in TID ranges; "
+                + ("creates tables in this database" if req.salvage_into else "writes files only"),
+            )
+        )
+
+
+def _save_steps(add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
+    plan.touched = {d.rel.regclass: sorted(d.touched) for d in heaps if d.touched}
+    touched = sum(len(d.touched) for d in heaps)
+    if touched:
+        add(
+            Step(
+                "",
+                SAVE_PAGES,
+                f"save the {touched} page(s) the repair touches, as they are now, to <run directory>/pages",
+                cost="reads pages; writes files only",
+            )
+        )
+    if plan.carved_rows or plan.apart_rows:
+        add(
+            Step(
+                "",
+                CARVE,
+                f"save the {len(plan.carved_rows)} row(s) carved with certainty to <run directory>/{CARVED_FILE}"
+                + (
+                    f" and the {len(plan.apart_rows)} uncertain one(s) to <run directory>/{APART_FILE}"
+                    if plan.apart_rows
+                    else ""
+                ),
+                cost="writes files only",
+            )
+        )
+
+
+def _freeze_steps(p: Planner, add: _Add, heaps: list[HeapDamage]) -> None:
+    surgery = facts.ext_fn
+    for d in heaps:
+        if d.freeze:
+            step = add(
+                Step(
+                    "",
+                    FREEZE,
+                    f"heap_force_freeze {len(d.freeze)} tuple(s) of {d.rel.regclass}: their damaged visibility "
+                    "fields are reset, the rows stay",
+                    relation=d.rel.regclass,
+                    tids=sorted(d.freeze),
+                    irreversible=True,
+                    wal_logged=True,
+                    cost="no row lost; the tuples become visible (frozen) whatever their old xmin/xmax said",
+                )
+            )
+            step.sql = surgery_sql(p, surgery(p.server, "pg_surgery", "heap_force_freeze"), d.rel, step.tids)
+
+
+def _kill_steps(p: Planner, add: _Add, plan: Plan, main: HeapDamage, heaps: list[HeapDamage], rewrite: bool) -> None:
+    surgery = facts.ext_fn
+    for d in heaps:
+        kills = dict(d.kill)
+        if rewrite:
+            for blk in d.zero:
+                if blk in d.refused:
+                    continue
+                for it in d.items.get(blk, []):
+                    if it.flags == LP_NORMAL:
+                        kills.setdefault((blk, it.lp), f"on block {blk}, whose page goes in the rewrite")
+        if not kills:
+            continue
+        is_main = d is main
+        lost_here = [t for t in kills if is_main]
+        step = add(
+            Step(
+                "",
+                KILL,
+                f"heap_force_kill {len(kills)} tuple(s) of {d.rel.regclass} (ctids from block and line pointer)",
+                relation=d.rel.regclass,
+                tids=sorted(kills),
+                irreversible=True,
+                wal_logged=True,
+                cost=f"{len(lost_here)} row(s) lost: {tid_ranges(lost_here, 12)}"
+                if is_main
+                else f"{len(kills)} TOAST chunk(s) removed (the rows that used them are killed too)",
+            )
+        )
+        step.sql = surgery_sql(p, surgery(p.server, "pg_surgery", "heap_force_kill"), d.rel, step.tids)
+        if is_main:
+            for loss in plan.lost:
+                if loss.tid in kills:
+                    loss.step = step.id
+
+
+def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
+    ctx = p.ctx
+    writes: list[PageWrite] = []
+    for d in heaps:
+        for blk in sorted(d.zero):
+            writes.append(page_write(p, d, blk, "zero"))
+        for blk, lps in sorted(d.clear.items()):
+            if blk not in d.zero:
+                writes.append(page_write(p, d, blk, "clear", sorted(lps)))
+    lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
+    kinds = {w.action for w in writes}
+    kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS
+    stop = (
+        f"lab cluster {ctx.lab.name} is stopped and started again around it"
+        if ctx.lab is not None
+        else "the server must be stopped by you (repair waits for it, then for it to start again)"
+    )
+    step = add(
+        Step(
+            "",
+            kind,
+            f"write {len(writes)} page(s) in the relation files: "
+            + ", ".join(
+                f"{w.relation} block {w.block} " + ("zeroed" if w.action == "zero" else f"lps {w.lps} cleared")
+                for w in writes[:6]
+            )
+            + (" …" if len(writes) > 6 else ""),
+            relation=plan.table,
+            writes=writes,
+            server_stopped=True,
+            cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; reversible: the old pages go "
+            "into an undo manifest ('pgsurgeon undo MANIFEST')",
+            notes=[stop],
+        )
+    )
+    for loss in plan.lost:
+        if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
+            loss.step = step.id
+
+
+def _rewrite_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
+    ctx = p.ctx
+    refused = sorted(b for d in heaps for b in d.refused if b in d.zero)
+    zdp = db.sql.SQL("SET zero_damaged_pages = on")
+    vf = db.sql.SQL("VACUUM FULL {}").format(facts.qualified(ctx.table))
+    reset = db.sql.SQL("RESET zero_damaged_pages")
+    sql = [ctx.sql_text(vf)]
+    if refused:
+        sql = [ctx.sql_text(zdp), *sql, ctx.sql_text(reset)]
+    lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
+    step = add(
+        Step(
+            "",
+            REWRITE_SQL,
+            f"rewrite {plan.table} and its TOAST table"
+            + (" with zero_damaged_pages on (the pages the server refuses read as empty)" if refused else "")
+            + ": only readable tuples are copied, the indexes are rebuilt",
+            relation=plan.table,
+            sql=sql,
+            irreversible=True,
+            wal_logged=True,
+            cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; takes an ACCESS EXCLUSIVE "
+            "lock and room for a second copy of the table; the old files (with the damaged pages) are removed",
+            notes=[
+                "plain VACUUM does not write a page zero_damaged_pages zeroed in memory back to disk "
+                "(an all-zero page is never dirtied): the rewrite is what makes it stick"
+            ],
+        )
+    )
+    for loss in plan.lost:
+        if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
+            loss.step = step.id
+
+
+def _reindex_step(p: Planner, add: _Add, plan: Plan) -> None:
+    ctx = p.ctx
+    concurrently = reindex_concurrently(p)
+    q = db.sql.SQL("REINDEX TABLE {}{}").format(
+        db.sql.SQL("CONCURRENTLY ") if concurrently else db.sql.SQL(""), facts.qualified(ctx.table)
+    )
+    ixnames = [r.regclass for r in ctx.rels if r.relkind == "i"]
+    add(
+        Step(
+            "",
+            REINDEX,
+            f"rebuild the {len(ixnames)} index(es) of {plan.table} and its TOAST table (entries that point at "
+            "removed or missing rows go)",
+            relation=plan.table,
+            sql=[ctx.sql_text(q)],
+            wal_logged=True,
+            cost="no row lost; "
+            + (
+                "builds new indexes next to the old ones, then swaps them (writes go on)"
+                if concurrently
+                else "blocks writes to the table while it runs"
+            ),
+        )
+    )
+
+
+def _visibility_steps(
+    p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], pagework: bool, rewrite: bool
+) -> None:
+    ctx = p.ctx
+    # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
+    # stay, and once rows land on the page index-only scans would trust it. Reset the table's map (pg_visibility)
+    # and let the VACUUM below rebuild it.
+    stale_vm = any(
+        f.get("code")
+        in (
+            "page_header.zeroed_all_visible",
+            "page_header.zeroed_referenced",
+            "file.vm_beyond_end",
+            "file.heap_truncated",
+        )
+        for f in plan.findings
+    )
+    if stale_vm and not rewrite:
+        target = db.sql.Literal(ctx.table.regclass)
+        add(
+            Step(
+                "",
+                VACUUM,
+                f"reset the visibility map of {plan.table}: it marks all-zero or missing pages all-visible",
+                relation=plan.table,
+                sql=[
+                    "CREATE EXTENSION IF NOT EXISTS pg_visibility",
+                    ctx.sql_text(db.sql.SQL("SELECT pg_truncate_visibility_map({}::regclass)").format(target)),
+                ],
+                wal_logged=True,
+                cost="no row lost; index-only scans read the heap until VACUUM sets the bits again",
+            )
+        )
+    if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
+        q = db.sql.SQL("VACUUM {}").format(facts.qualified(ctx.table))
+        add(
+            Step(
+                "",
+                VACUUM,
+                f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up",
+                relation=plan.table,
+                sql=[ctx.sql_text(q)],
+                wal_logged=True,
+                cost="no row lost",
+            )
+        )
+
+
+def _reinsert_step(p: Planner, add: _Add, plan: Plan) -> None:
+    req = p.ctx.req
+    if req.reinsert and not plan.carved_rows and plan.lost:
+        p.notes.append("--reinsert: carving recovers none of the removed rows with certainty")
+    if req.reinsert and plan.carved_rows:
+        n = len(plan.carved_rows)
+        add(
+            Step(
+                "",
+                REINSERT,
+                f"insert the {n} carved row(s) back into {plan.table} (original values, keys included; ON "
+                "CONFLICT DO NOTHING)",
+                relation=plan.table,
+                tids=sorted(plan.carved_rows),
+                wal_logged=True,
+                cost=f"{n} of the {len(plan.lost_tids)} removed row(s) come back: "
+                + tid_ranges(list(plan.carved_rows), 12)
+                + f"; a row the table refuses goes to <run directory>/{APART_FILE}",
+            )
+        )
+    elif plan.carved_rows:
+        p.notes.append(f"carving recovers {len(plan.carved_rows)} of the removed rows: --reinsert puts them back")
+
+
+def _check_steps(add: _Add, plan: Plan) -> None:
+    add(Step("", VERIFY, f"diagnose {plan.table} again (amcheck, heapallindexed) and report clean or not"))
+    led = plan.ledger
+    add(
+        Step(
+            "",
+            CHECK,
+            f"check {plan.table} against the ledger: {led.in_place + len(led.reinsert)} row(s) ("
+            f"{led.in_place} in place, {len(led.reinsert)} reinserted)"
+            + (f", keys ({', '.join(led.key)}) by digest" if led.key else "")
+            + "; any difference fails the repair",
+            relation=plan.table,
+            cost="reads the table once",
+        )
+    )
+
+
+def surgery_sql(p: Planner, fn: Any, rel: RelInfo, tids: list[Tid]) -> list[str]:
+    out = []
+    for i in range(0, len(tids), KILL_BATCH):
+        chunk = tids[i : i + KILL_BATCH]
+        q = db.sql.SQL("SELECT {}({}::regclass, {}::tid[])").format(
+            fn, db.sql.Literal(rel.regclass), db.sql.Literal([tid_text(t) for t in chunk])
+        )
+        out.append(p.ctx.sql_text(q))
+    return out
+
+
+def page_write(p: Planner, d: HeapDamage, blk: int, action: str, lps: list[int] | None = None) -> PageWrite:
+    from pgsurgeon.journal.manifest import sha256
+
+    rel = d.rel
+    bs = p.server.block_size
+    segno, in_seg = divmod(blk, p.server.segment_blocks)
+    assert rel.filepath is not None
+    file = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
+    disk = p.reader.file_page(rel, blk)
+    return PageWrite(
+        relation=rel.regclass,
+        file=file,
+        block=blk,
+        offset=in_seg * bs,
+        action=action,
+        lps=lps or [],
+        sha256_before=sha256(disk) if disk is not None else None,
+    )
+
+
+def reindex_concurrently(p: Planner) -> bool:
+    mode = p.ctx.req.reindex
+    if mode == "plain":
+        return False
+    problems = []
+    if any(r.exclusion for r in p.ctx.rels if r.relkind == "i"):
+        problems.append("an exclusion constraint's index cannot be rebuilt concurrently")
+    if any(not r.valid for r in p.ctx.rels if r.relkind == "i"):
+        problems.append("an index is invalid (a failed concurrent build?)")
+    if problems:
+        if mode == "concurrently":
+            raise PgSurgeonError(
+                f"REINDEX CONCURRENTLY is not possible on {p.ctx.table.regclass}: {problems[0]}",
+                hint="use --reindex plain",
+            )
+        p.notes.append(f"REINDEX without CONCURRENTLY: {problems[0]}")
+        return False
+    return True

@@ -1,0 +1,81 @@
+"""The result of a salvage as data (report.py renders it for people): blocks by class, rows saved through SQL and
+carved, what is lost or may be, the failures SQL met, the notes, and the time each phase took."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pgsurgeon.salvage.engine import Salvage
+
+
+def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
+    t = s.table
+    if already:
+        return {
+            "table": t.display,
+            "complete": True,
+            "already_complete": True,
+            "outputs": s.sink.finish(),
+            "seconds": round(time.time() - started, 3),
+        }
+    classes = getattr(s, "classes", {})
+    everything = sorted(s.lost, key=lambda x: (x["block"], x["lp"] or 0))
+    for item in everything:
+        item["ctid"] = f"({item['block']},{item['lp'] if item['lp'] is not None else '?'})"
+    lost = [x for x in everything if x.get("certain", True)]
+    maybe = [x for x in everything if not x.get("certain", True)]
+    rows_sql = s.stats.rows_sql
+    snap = getattr(s, "snapshot", None)
+    if snap is not None and snap.renewed:
+        s.notes.append(
+            f"the shared snapshot was lost {snap.renewed} time(s) with a crashed backend: rows read after that "
+            "come from a later moment (a row changed meanwhile may be missing or saved twice)"
+        )
+    out = {
+        "table": t.display,
+        "oid": t.oid,
+        "file": t.filepath,
+        "pages_from": s.pages.kind if s.pages is not None else "none",
+        "output": s.sink.describe,
+        "outputs": getattr(s, "outputs", {}),
+        "blocks": {
+            "total": t.nblocks,
+            "healthy": t.nblocks - len(classes),
+            "zero": sum(1 for c in classes.values() if c["state"] == "zero"),
+            "damaged": sum(1 for c in classes.values() if c["state"] == "damaged"),
+            "missing": sum(1 for c in classes.values() if c["state"] == "missing"),
+            "carved": s.carved.get("pages", 0),
+        },
+        "damaged_blocks": [
+            {"block": b, "codes": c["codes"], "message": c["message"]}
+            for b, c in sorted(classes.items())
+            if c["state"] == "damaged"
+        ][:1000],
+        "rows": {
+            "sql": rows_sql,
+            "carved": s.carved.get("rows", 0),
+            "carved_kept_apart": s.carved.get("uncertain", 0),
+            "carved_invisible_skipped": s.carved.get("invisible", 0),
+            "carved_from_checksum_failures": s.carved.get("checksum_failures", 0),
+            "saved": rows_sql + s.carved.get("rows", 0),
+        },
+        "lost": lost,
+        "lost_count": len(lost),
+        "maybe_lost": maybe,
+        "maybe_lost_count": len(maybe),
+        "failures": [f.to_json() for f in s.failures],
+        "crashes": s.stats.crashes,
+        "notes": s.notes,
+        "seconds": {
+            "total": round(time.time() - started, 3),
+            "classify": round(getattr(s, "classify_seconds", 0.0), 3),
+            "sql": round(getattr(s, "sql_seconds", 0.0), 3),
+            "carve": round(getattr(s, "carve_seconds", 0.0), 3),
+        },
+    }
+    if s.deleted is not None:
+        out["deleted"] = s.deleted
+    out["complete"] = not lost and s.carved.get("uncertain", 0) == 0
+    return out
