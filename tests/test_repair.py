@@ -417,20 +417,25 @@ def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLa
 
 
 def test_refuses_old_servers() -> None:
-    from pgsurgeon.repair.facts import Server, preflight
+    from pgsurgeon.catalog.sql import ServerFacts
+    from pgsurgeon.repair.facts import preflight
 
-    server = Server(
+    server = ServerFacts(
         version_num=130015,
         version="13.15",
-        superuser=True,
+        database="postgres",
+        database_oid=5,
         usename="postgres",
+        superuser=True,
+        read_server_files=True,
+        in_recovery=False,
         data_directory=None,
         system_identifier="1",
         checksums=False,
         block_size=8192,
         segment_blocks=131072,
-        database="postgres",
-        in_recovery=False,
+        encoding="UTF8",
+        next_xid=1000,
         schemas={"amcheck": "public", "pageinspect": "public", "pg_surgery": None},
         pg_surgery_available=False,
     )

@@ -547,5 +547,5 @@ def test_a_gap_in_the_segment_files_is_where_the_server_stops_counting(
         if n is not None:
             name = "16384" if segno == 0 else f"16384.{segno}"
             (tmp_path / "base" / "5" / name).write_bytes(bytes(n * 8192))
-    table: Any = SimpleNamespace(filepath="base/5/16384", block_size=8192)
+    table: Any = SimpleNamespace(rel=SimpleNamespace(filepath="base/5/16384", block_size=8192))
     assert _has_gap(LocalPages(tmp_path, table, 2), table) is gap

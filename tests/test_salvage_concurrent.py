@@ -178,7 +178,7 @@ def test_blocks_added_after_the_snapshot_are_not_lost(
 
     def sized(conn: Any, oid: int) -> Any:
         info = load_table(conn, oid)
-        grow(info.size)
+        grow(info.rel.size)
         return info if when == "after" else load_table(conn, oid)  # before: the new blocks inside its length
 
     monkeypatch.setattr(salvage_engine.catalog, "load_table", sized)

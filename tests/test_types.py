@@ -471,7 +471,7 @@ def _write_fixture(cluster: LabCluster, columns: list[str], out: Path) -> None:
         texts_sql = "SELECT " + ", ".join(f"format('%%s', {c})" for c in columns) + " FROM t_types WHERE ctid = %s::tid"
         cases: list[dict[str, Any]] = []
         seen: set[tuple[str, bytes]] = set()
-        for blk in range(t.nblocks):
+        for blk in range(t.rel.nblocks):
             items = conn.execute(
                 "SELECT lp, tuple_data_split('t_types'::regclass, t_data, t_infomask, t_infomask2, t_bits) "
                 "FROM heap_page_items(get_raw_page('t_types', %s)) WHERE lp_flags = 1 ORDER BY lp",

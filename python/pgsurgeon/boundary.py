@@ -579,3 +579,287 @@ class ModeInfo(TypedDict):
     fields: list[str]
     needs_item: bool
     needs_source: bool
+
+
+class ControlFile(TypedDict):
+    """crates/core/src/format/control.rs ``ControlFile``: pg_control decoded for its layout (14 to 18). LSNs print as
+    ``X/X``, the next XID as ``epoch:xid``, the state and wal_level as pg_controldata prints them."""
+
+    major_version: int
+    layout: Literal["V1300", "V1700", "V1800"]
+    file_size: int
+    system_identifier: int
+    pg_control_version: int
+    catalog_version_no: int
+    state: str
+    state_code: int
+    time: int
+    checkpoint: str
+    redo: str
+    redo_wal_file: str | None
+    this_timeline_id: int
+    prev_timeline_id: int
+    full_page_writes: bool
+    checkpoint_wal_level: str | None
+    next_xid: str
+    next_oid: int
+    next_multi: int
+    next_multi_offset: int
+    oldest_xid: int
+    oldest_xid_db: int
+    oldest_active_xid: int
+    oldest_multi: int
+    oldest_multi_db: int
+    oldest_commit_ts_xid: int
+    newest_commit_ts_xid: int
+    checkpoint_time: int
+    unlogged_lsn: str
+    min_recovery_point: str
+    min_recovery_point_tli: int
+    backup_start_point: str
+    backup_end_point: str
+    backup_end_required: bool
+    wal_level: str
+    wal_log_hints: bool
+    max_connections: int
+    max_worker_processes: int
+    max_wal_senders: int
+    max_prepared_xacts: int
+    max_locks_per_xact: int
+    track_commit_timestamp: bool
+    max_align: int
+    float_format: float
+    blcksz: int
+    relseg_size: int
+    xlog_blcksz: int
+    xlog_seg_size: int
+    name_data_len: int
+    index_max_keys: int
+    toast_max_chunk_size: int
+    loblksize: int
+    float8_by_val: bool
+    data_checksum_version: int
+    default_char_signedness: bool | None
+    mock_authentication_nonce: str
+    crc_stored: int
+    crc_computed: int
+    crc_ok: bool
+    anomalies: list[str]
+
+
+class ItemPointerData(TypedDict):
+    """crates/core/src/format/heap.rs ``ItemPointerData`` (a TID)."""
+
+    block: int
+    offset: int
+
+
+class PageXLogRecPtr(TypedDict):
+    xlogid: int
+    xrecoff: int
+
+
+class HeaderView(TypedDict):
+    """crates/core/src/checks/inspect.rs ``HeaderView``: ``PageHeaderData`` with what is derived from it."""
+
+    pd_lsn: PageXLogRecPtr
+    pd_checksum: int
+    pd_flags: int
+    pd_lower: int
+    pd_upper: int
+    pd_special: int
+    pd_pagesize_version: int
+    pd_prune_xid: int
+    lsn: str
+    page_size: int
+    layout_version: int
+    flags: list[str]
+    max_offset: int
+    free_space: int
+
+
+class ChecksumView(TypedDict):
+    stored: int
+    computed: int | None
+    matches: bool
+
+
+class HeapTuple(TypedDict):
+    """crates/core/src/format/heap.rs ``HeapTuple``: ``HeapTupleHeaderData`` with its decoded flags."""
+
+    t_xmin: int
+    t_xmax: int
+    t_field3: int
+    t_ctid: ItemPointerData
+    t_infomask2: int
+    t_infomask: int
+    t_hoff: int
+    natts: int
+    infomask_flags: list[str]
+    infomask_combined: list[str]
+    t_bits: str | None
+    t_oid: int | None
+    data_len: int | None
+
+
+class BtItem(TypedDict):
+    """crates/core/src/format/btree.rs ``BtItem``: one index tuple of a btree page."""
+
+    itemoffset: int
+    ctid: ItemPointerData
+    itemlen: int
+    nulls: bool
+    vars: bool
+    data: str
+    dead: bool | None
+    htid: ItemPointerData | None
+    tids: list[ItemPointerData] | None
+    is_pivot: bool
+    is_posting: bool
+
+
+class ItemView(TypedDict):
+    """One line pointer (``LinePointer`` flattened in) and the tuple it points at."""
+
+    lp: int
+    lp_off: int
+    lp_flags: int
+    lp_len: int
+    lp_flags_name: str
+    heap: HeapTuple | None
+    btree: BtItem | None
+
+
+class BTPageOpaqueData(TypedDict):
+    btpo_prev: int
+    btpo_next: int
+    btpo_level: int
+    btpo_flags: int
+    btpo_cycleid: int
+
+
+class BTMetaPageData(TypedDict):
+    btm_magic: int
+    btm_version: int
+    btm_root: int
+    btm_level: int
+    btm_fastroot: int
+    btm_fastlevel: int
+    btm_last_cleanup_num_delpages: int
+    btm_last_cleanup_num_heap_tuples: float
+    btm_allequalimage: bool
+
+
+class BtreeView(TypedDict):
+    opaque: BTPageOpaqueData
+    flags: list[str]
+    meta: BTMetaPageData | None
+
+
+class Verification(TypedDict):
+    """crates/core/src/format/page.rs ``Verification``: what PageIsVerified decides (``valid``, ``all_zero`` or
+    ``invalid`` with why)."""
+
+    result: Literal["valid", "all_zero", "invalid"]
+    header_sane: NotRequired[bool]
+    checksum_failure: NotRequired[bool]
+
+
+class PageReport(TypedDict):
+    """crates/core/src/checks/inspect.rs ``PageReport``: one page decoded for people."""
+
+    block: int
+    length: int
+    kind: str
+    kind_guessed: bool
+    all_zero: bool
+    header: HeaderView
+    checksum: ChecksumView
+    verification: Verification
+    items: list[ItemView]
+    btree: BtreeView | None
+    findings: list[Finding]
+
+
+class ClusterFacts(TypedDict):
+    """crates/core/src/catalog/files.rs ``ClusterFacts``: the cluster's shape, read with no server, and doubts."""
+
+    major: int
+    server_version_num: int
+    blcksz: int
+    relseg_size: int
+    catversion: int
+    checksums: bool
+    control_ok: bool
+    clean_shutdown: bool
+    system_identifier: int
+    next_xid: int
+    oldest_xid: int
+    warnings: list[str]
+
+
+class CatAttr(TypedDict):
+    """crates/core/src/catalog/bootstrap.rs ``CatAttr``: a catalog's pg_attribute row, as the files hold it."""
+
+    attnum: int
+    name: str
+    typid: int
+    attlen: int
+    attalign: str
+    attbyval: bool
+    attstorage: str
+    dropped: bool
+
+
+class ArchiveFile(TypedDict):
+    """crates/core/src/sources/backup/archive.rs ``ArchiveFile``: one archive of a tar-format backup."""
+
+    path: str
+    compression: Literal["none", "gzip", "lz4", "zstd"]
+    prefix: str
+
+
+BackupLabel = TypedDict(
+    "BackupLabel",
+    {
+        "start_lsn": "int | None",
+        "checkpoint_lsn": "int | None",
+        "timeline": "int | None",
+        "method": "str | None",
+        "from": "str | None",
+        "start_time": "str | None",
+        "label": "str | None",
+        "incremental_from": "int | None",
+    },
+)
+"""crates/core/src/sources/backup/mod.rs ``BackupLabel``: what backup_label says (``from`` is a keyword, hence
+this form)."""
+
+
+class BackupInfo(TypedDict):
+    """crates/core/src/sources/backup/mod.rs ``BackupInfo``."""
+
+    root: str
+    format: Literal["plain", "tar"]
+    archives: list[ArchiveFile]
+    label: BackupLabel | None
+    manifest: bool
+    files: int
+
+
+class ManifestProblem(TypedDict):
+    code: str
+    path: str
+    message: str
+
+
+class ManifestReport(TypedDict):
+    """crates/core/src/sources/backup/manifest.rs ``ManifestReport``: every file against backup_manifest."""
+
+    present: bool
+    system_identifier: int | None
+    files_checked: int
+    bytes_checked: int
+    algorithms: list[str]
+    self_checksum_ok: bool
+    problems: list[ManifestProblem]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pgsurgeon import _pgsurgeon as _ext
 from pgsurgeon.boundary import (
@@ -20,12 +19,14 @@ from pgsurgeon.boundary import (
     ClassifyConfig,
     ClassifyResult,
     ClusterOptions,
+    ControlFile,
     DamageSpec,
     Finding,
     IndexEvidenceConfig,
     IndexTid,
     Injection,
     ModeInfo,
+    PageReport,
     RelationFork,
     TypeDesc,
     UnloadSummary,
@@ -50,7 +51,7 @@ AM_PAGE_KIND = {
 PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence", "map")
 
 
-def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None = None) -> dict[str, Any]:
+def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None = None) -> PageReport:
     """Decode one page: header, line pointers, tuple headers or btree items, findings."""
     return _ext.inspect_page(data, block, checksums, kind)
 
@@ -70,12 +71,12 @@ def page_checksum(data: bytes, block: int) -> int | None:
     return _ext.page_checksum(data, block)
 
 
-def parse_control(data: bytes) -> dict[str, Any]:
+def parse_control(data: bytes) -> ControlFile:
     """A pg_control image decoded for its PostgreSQL version."""
     return _ext.parse_control(data)
 
 
-def read_control(pgdata: str | Path) -> dict[str, Any]:
+def read_control(pgdata: str | Path) -> ControlFile:
     """``global/pg_control`` of a data directory, decoded for its PostgreSQL version."""
     return _ext.read_control(str(pgdata))
 

@@ -6,10 +6,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import SegFile
+from pgsurgeon.boundary import ControlFile, SegFile
 from pgsurgeon.errors import PgSurgeonError
 
 # Defaults when no pg_control is at hand (BLCKSZ and RELSEG_SIZE in pg_config.h).
@@ -55,7 +54,7 @@ class Geometry:
     """RELSEG_SIZE: blocks per segment file."""
     checksums: bool | None = None
     pgdata: Path | None = None
-    control: dict[str, Any] | None = None
+    control: ControlFile | None = None
 
     def locate(self, block: int) -> tuple[int, int]:
         """(segment number, byte offset in that segment file) of ``block``."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
-from pgsurgeon.boundary import Horizons, ScannerConfig, ScanOptions
+from pgsurgeon.boundary import ControlFile, Horizons, ScannerConfig, ScanOptions
 from pgsurgeon.catalog import names as catalog_names
 from pgsurgeon.catalog.names import RelKey, keys_named
 from pgsurgeon.catalog.relation import Relation
@@ -46,7 +46,7 @@ class ScanRequest:
 @dataclass
 class ScanOutcome:
     pgdata: Path
-    control: dict[str, Any]
+    control: ControlFile
     summary: dict[str, Any]
     findings: list[Finding]
     names: dict[RelKey, Relation]
@@ -58,7 +58,7 @@ class ScanOutcome:
     """Scanning a base backup: its form, backup_label and the manifest check."""
 
 
-def _control_options(control: dict[str, Any], checksums: str, live: bool) -> ScanOptions:
+def _control_options(control: ControlFile, checksums: str, live: bool) -> ScanOptions:
     enabled = int(control["data_checksum_version"]) > 0 if checksums == "auto" else checksums == "on"
     epoch_xid = str(control["next_xid"]).split(":")
     horizons: Horizons = {
@@ -297,7 +297,7 @@ def _not_allowed(exc: PermissionError) -> PgSurgeonError:
     )
 
 
-def _foreign_control(pgdata: Path, control: dict[str, Any]) -> str | None:
+def _foreign_control(pgdata: Path, control: ControlFile) -> str | None:
     """A warning when pg_control is of another major version than the data directory (PG_VERSION)."""
     try:
         major = int((pgdata / "PG_VERSION").read_text(encoding="utf-8").strip())

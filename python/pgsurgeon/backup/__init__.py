@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import SegFile
+from pgsurgeon.boundary import BackupInfo, ManifestReport, SegFile
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.findings import SOURCE_SCAN, Finding
 
@@ -35,14 +35,13 @@ class BackupSource:
             message, _, hint = str(exc).partition("\nhint: ")
             raise PgSurgeonError(message, hint=hint or None) from None
         self.root: Path = self.handle.root
-        self.info: dict[str, Any] = self.handle.info()
+        self.info: BackupInfo = self.handle.info()
 
     @property
     def start_lsn(self) -> int | None:
         """backup_label's START WAL LOCATION: pages newer than this are rewritten by WAL replay."""
-        label = self.info.get("label") or {}
-        lsn = label.get("start_lsn")
-        return int(lsn) if lsn is not None else None
+        label = self.info["label"]
+        return label["start_lsn"] if label is not None else None
 
     @property
     def form(self) -> str:
@@ -57,7 +56,7 @@ class BackupSource:
         """Extra passes over compressed archives so far (files read out of archive order)."""
         return self.handle.restarts()
 
-    def verify(self) -> dict[str, Any]:
+    def verify(self) -> ManifestReport:
         """Every file against backup_manifest (``present`` is false without one)."""
         return self.handle.verify()
 
@@ -86,7 +85,7 @@ class BackupSource:
         self.close()
 
 
-def manifest_findings(report: dict[str, Any]) -> list[Finding]:
+def manifest_findings(report: ManifestReport) -> list[Finding]:
     """The manifest's problems as findings (no relation, no block)."""
     out: list[Finding] = []
     for p in report.get("problems", []):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import ClusterOptions, RelDesc, TypeDesc
+from pgsurgeon.boundary import ClusterFacts, ClusterOptions, RelDesc, TypeDesc
 from pgsurgeon.catalog.names import RelKey
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
@@ -326,7 +326,7 @@ class DbCatalog:
         return out
 
     def _printed_as(self, t: TypeRow) -> int:
-        # As salvage_types.sql: a type made with CREATE TYPE over a built-in output routine prints like that type.
+        # As catalog_types.sql: a type made with CREATE TYPE over a built-in output routine prints like that type.
         if t.typtype != "b" or t.oid < FIRST_NORMAL_OID or t.typcategory == "A":
             return t.oid
         proc = self.procs.get(t.typoutput)
@@ -446,7 +446,7 @@ class FilesCatalog:
     def __init__(self, pgdata: Path, options: ClusterOptions | None = None) -> None:
         self.pgdata = pgdata
         self.handle = core.files_catalog(pgdata, options or {})
-        self.facts: dict[str, Any] = self.handle.facts()
+        self.facts: ClusterFacts = self.handle.facts()
         self._dbs: dict[int, DbCatalog] = {}
 
     @property

@@ -48,6 +48,8 @@ class Relation:
     relkind: str
     amname: str | None = None
     """pg_am.amname; "heap" for tables without one (before 12), "sequence" for sequences."""
+    amhandler: str = ""
+    """pg_am.amhandler as text, when read through SQL."""
     database: str = ""
     """The database it lives in; "" for shared catalogs (global/)."""
     role: str = ROLE_TABLE

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pgsurgeon import db
@@ -89,6 +90,7 @@ _RELATIVE_COLUMNS = (
     "relkind",
     "persistence",
     "amname",
+    "amhandler",
     "filepath",
     "relfilenode",
     "natts",
@@ -169,6 +171,16 @@ def extension_schema(conn: Source, name: str) -> str | None:
     return str(found[0][0]) if found else None
 
 
+def size_or_missing(conn: Connection[tuple[Any, ...]], oid: int) -> int:
+    """pg_relation_size, or -1 when the server cannot tell (one of its segment files is missing)."""
+    try:
+        with conn.transaction():
+            (row,) = rows_of(conn, "catalog_size", {"oid": oid})
+    except db.DatabaseError:
+        return -1
+    return int(row[0]) if row[0] is not None else -1
+
+
 def read_sizes(conn: Source, rels: list[Relation]) -> None:
     """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
     by_oid = {r.oid: r for r in rels}
@@ -204,10 +216,45 @@ class ServerFacts:
     schemas: dict[str, str | None]
     """Schema of each extension pgsurgeon calls (amcheck, pageinspect, pg_surgery); None when not installed."""
     pg_surgery_available: bool
+    pgdata: Path | None = None
+    """The data directory as readable on this host, once :func:`local_pgdata` found it (None: not here)."""
 
     @property
     def segment_bytes(self) -> int:
         return self.segment_blocks * self.block_size
+
+    def to_json(self) -> dict[str, Any]:
+        """What a report says about the server."""
+        return {
+            "version": self.version,
+            "version_num": self.version_num,
+            "database": self.database,
+            "checksums": self.checksums,
+            "block_size": self.block_size,
+            "data_directory": self.data_directory,
+            "data_directory_here": self.pgdata is not None,
+            "superuser": self.superuser,
+        }
+
+
+def local_pgdata(facts: ServerFacts, override: Path | None, probe: str | None = None) -> Path | None:
+    """The server's data directory when it is on this host and is this server's (same system identifier, checked
+    when the role may see it), and ``probe`` (a file relative to it) can be opened there; else None."""
+    from pgsurgeon import core
+
+    candidate = override or (Path(facts.data_directory) if facts.data_directory else None)
+    if candidate is None:
+        return None
+    try:
+        control = core.read_control(candidate)
+        if facts.system_identifier is not None and str(control.get("system_identifier")) != facts.system_identifier:
+            return None
+        if probe is not None:
+            with (candidate / probe).open("rb"):
+                pass
+    except (OSError, ValueError):
+        return None
+    return candidate
 
 
 def server_facts_from_row(row: tuple[Any, ...]) -> ServerFacts:

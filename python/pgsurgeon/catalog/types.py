@@ -1,5 +1,5 @@
 """Type descriptions for the row engine (TypeDesc, crates/core/src/datum/mod.rs), built from pg_type rows however
-they were read: through SQL (salvage_types.sql) or from the data files (catalog.files).
+they were read: through SQL (catalog_types.sql) or from the data files (catalog.files).
 
 A row of ``Types.rows`` is (oid, typname, typtype, typlen, typalign, typbyval, typdelim, typelem, typbasetype,
 typcategory, typrelid, subtype, printed_as); ``attrs`` maps a composite's pg_class OID to (attrelid, attnum, attname,
@@ -8,15 +8,18 @@ attlen, attalign, attisdropped, atttypid, missing) rows; ``labels`` and ``names`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.boundary import FieldDesc, TypeDesc
+
+if TYPE_CHECKING:
+    from pgsurgeon.catalog.sql import Source
 
 # Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).
 NOT_ARRAYS = {22, 30}  # int2vector, oidvector
 # Types whose values are OIDs printed as catalog names (utils/adt/regproc.c, acl.c; OIDs from catalog/pg_type.dat):
 # regproc, regprocedure, regoper, regoperator, regclass, regtype, regnamespace, regrole, regconfig, regdictionary,
-# regcollation, and aclitem (role names). salvage_reg_names.sql lists the names per type.
+# regcollation, and aclitem (role names). catalog_reg_names.sql lists the names per type.
 NAMED_TYPES = {24, 2202, 2203, 2204, 2205, 2206, 4089, 4096, 3734, 3769, 4191, 1033}
 # Nesting deeper than this (domains over arrays of composites of ranges…) is not followed.
 MAX_DEPTH = 32
@@ -48,7 +51,7 @@ def type_desc(oid: int, types: Types, depth: int = 0) -> TypeDesc | None:
             continue
         break
     # A type made with CREATE TYPE over a built-in output routine prints as the built-in type with that routine (see
-    # salvage_types.sql); the carver knows types by their built-in OID. Not for the reg* and aclitem types: their
+    # catalog_types.sql); the carver knows types by their built-in OID. Not for the reg* and aclitem types: their
     # values print names looked up per type, which are loaded for the built-in OIDs only.
     printed_as = int(row[12])
     if printed_as in NAMED_TYPES:
@@ -95,3 +98,41 @@ def type_desc(oid: int, types: Types, depth: int = 0) -> TypeDesc | None:
             return None
         desc["fields"] = fields
     return desc
+
+
+def load_types(src: Source, oids: set[int]) -> Types:
+    """Every type ``oids`` need to be printed, read through SQL: their base, element, sub and attribute types,
+    transitively, with enum labels and the names reg* values print."""
+    from pgsurgeon.catalog.sql import rows_of
+
+    types = Types()
+    want = set(oids)
+    for _ in range(MAX_DEPTH):
+        missing = sorted(o for o in want if o not in types.rows)
+        relids = sorted(
+            {int(r[10]) for r in types.rows.values() if r[2] == "c" and int(r[10])} - set(types.attrs.keys())
+        )
+        if not missing and not relids:
+            break
+        if missing:
+            for row in rows_of(src, "catalog_types", {"oids": missing}):
+                types.rows[int(row[0])] = row
+        if relids:
+            for relid in relids:
+                types.attrs[relid] = []
+            for arow in rows_of(src, "catalog_type_attrs", {"relids": relids}):
+                types.attrs[int(arow[0])].append(arow)
+        want = set(types.rows)
+        for row in types.rows.values():
+            want.update(int(x) for x in (row[7], row[8], row[11]) if int(x) != 0)
+        for attrs in types.attrs.values():
+            want.update(int(a[6]) for a in attrs if not a[5] and int(a[6]) != 0)
+    enums = [o for o, r in types.rows.items() if r[2] == "e"]
+    if enums:
+        for typid, label_oid, label in rows_of(src, "catalog_enums", {"oids": enums}):
+            types.labels.setdefault(int(typid), {})[str(int(label_oid))] = label
+    named = sorted(o for o in types.rows if o in NAMED_TYPES)
+    if named:
+        for typid, obj, text in rows_of(src, "catalog_reg_names", {"types": named}):
+            types.names.setdefault(int(typid), {})[str(int(obj))] = text
+    return types

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
+from pgsurgeon.boundary import ControlFile
 from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
@@ -105,7 +106,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> ControlFile:
     try:
         if path.is_file():
             return core.parse_control(path.read_bytes())

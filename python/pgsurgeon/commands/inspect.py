@@ -124,14 +124,17 @@ def run(args: argparse.Namespace) -> int:
     if checksums is None:
         # No pg_control and no server: a non-zero stored checksum suggests checksums are on.
         checksums = int.from_bytes(target.data[8:10], "little") != 0
-    report = core.inspect_page(target.data, target.block, checksums=checksums, kind=args.kind or target.kind)
-    report["source"] = target.source
-    report["segment"] = target.segno
-    report["block_in_file"] = target.block_in_file
-    report["partial"] = target.partial
-    report["checksums_enabled"] = checksums
-    report["checksums_guessed"] = guessed_checksums
-    report["relation"] = args.table or (offline[0] if offline else None)
+    page = core.inspect_page(target.data, target.block, checksums=checksums, kind=args.kind or target.kind)
+    report: dict[str, Any] = {
+        **page,
+        "source": target.source,
+        "segment": target.segno,
+        "block_in_file": target.block_in_file,
+        "partial": target.partial,
+        "checksums_enabled": checksums,
+        "checksums_guessed": guessed_checksums,
+        "relation": args.table or (offline[0] if offline else None),
+    }
     if args.format == "json":
         if args.raw:
             report["raw_hex"] = target.data.hex()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.boundary import CarveConfig, ChunkRef, Horizons
+from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.repair.model import Tid
 from pgsurgeon.salvage import catalog
@@ -44,9 +45,7 @@ def _horizons(ctx: Context) -> Horizons | None:
         return None
     next_xid = int(str(control["next_xid"]).split(":")[-1])
     with contextlib.suppress(db.DatabaseError):
-        row = ctx.conn.execute(db.load_sql("salvage_server")).fetchone()
-        if row and row[0]:
-            next_xid = int(row[0])
+        next_xid = catalog_sql.server_facts(ctx.conn).next_xid or next_xid  # the server's now, past the checkpoint's
     return {
         "next_xid": next_xid,
         "oldest_xid": int(control["oldest_xid"]),

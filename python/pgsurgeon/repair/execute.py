@@ -72,7 +72,7 @@ class Executor:
             "salvage": None,
         }
         self._watch(ctx.conn)
-        ctx.conn.execute(db.load_sql("repair_setting"), {"name": "default_transaction_read_only", "value": "off"})
+        ctx.conn.execute(db.load_sql("session_setting"), {"name": "default_transaction_read_only", "value": "off"})
 
     # ------------------------------------------------------------------ plumbing
 
@@ -442,11 +442,11 @@ class Executor:
 
         for name, value in OUTPUT_SETTINGS.items():
             if name != "client_encoding":
-                conn.execute(db.load_sql("repair_setting"), {"name": name, "value": value})
+                conn.execute(db.load_sql("session_setting"), {"name": name, "value": value})
         sq = db.sql
         tmp = sq.Identifier("pgsurgeon_reinsert")
         src = sq.Identifier("pgsurgeon repair ctid")
-        table = facts.qualified(self.ctx.table)
+        table = self.ctx.table.ident()
         live = [c for c in self.ctx.cols if not c.dropped]
         ins = [c for c in live if not c.generated]
         identity_always = any(c.identity == "a" for c in ins)
@@ -561,7 +561,7 @@ class Executor:
         read_error = None
         try:
             with db.connect(self.ctx.req.dsn) as conn:
-                conn.execute(db.sql.SQL("SELECT count(*) FROM {}").format(facts.qualified(self.ctx.table))).fetchone()
+                conn.execute(db.sql.SQL("SELECT count(*) FROM {}").format(self.ctx.table.ident())).fetchone()
         except db.Error as exc:
             readable = False
             read_error = (str(exc).strip().splitlines() or ["error"])[0]

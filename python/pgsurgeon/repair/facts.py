@@ -4,19 +4,21 @@ are), the table and its relatives, the columns; and the refusals when it cannot 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import core, db, versions
+from pgsurgeon import db, versions
+from pgsurgeon.catalog import sql as catalog
+from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.repair.model import RelInfo
 
 if TYPE_CHECKING:
     from psycopg import Connection
 
 APPLICATION_NAME = "pgsurgeon repair"
 EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery")
+_ROLE_ORDER = {"table": 0, "toast": 1, "toast-index": 2, "index": 3}
 
 
 def connect(dsn: str, *, read_only: bool = False) -> Connection[tuple[Any, ...]]:
@@ -32,90 +34,16 @@ def connect(dsn: str, *, read_only: bool = False) -> Connection[tuple[Any, ...]]
         ("default_transaction_read_only", "on" if read_only else "off"),
     ):
         with contextlib.suppress(db.DatabaseError):
-            conn.execute(db.load_sql("repair_setting"), {"name": name, "value": value})
+            conn.execute(db.load_sql("session_setting"), {"name": name, "value": value})
     return conn
 
 
-@dataclass
-class Server:
-    version_num: int
-    version: str
-    superuser: bool
-    usename: str
-    data_directory: str | None
-    system_identifier: str
-    checksums: bool
-    block_size: int
-    segment_blocks: int
-    database: str
-    in_recovery: bool
-    schemas: dict[str, str | None]
-    pg_surgery_available: bool
-    pgdata: Path | None = None
-    """The data directory when it is readable on this host and belongs to this server."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "version_num": self.version_num,
-            "database": self.database,
-            "checksums": self.checksums,
-            "block_size": self.block_size,
-            "data_directory": self.data_directory,
-            "data_directory_here": self.pgdata is not None,
-            "superuser": self.superuser,
-        }
-
-
-def _row(conn: Connection[tuple[Any, ...]], name: str) -> dict[str, Any]:
-    cur = conn.execute(db.load_sql(name))
-    names = [d.name for d in cur.description or []]
-    row = cur.fetchone()
-    assert row is not None
-    return dict(zip(names, row, strict=True))
-
-
-def server_facts(conn: Connection[tuple[Any, ...]], pgdata_override: Path | None) -> Server:
+def server_facts(conn: Connection[tuple[Any, ...]], pgdata_override: Path | None) -> ServerFacts:
     """The server, after the refusals that need nothing but the role (a version too old, a standby, no superuser)."""
-    info = _row(conn, "repair_role")
-    check_role(
-        int(info["version_num"]),
-        str(info["version"]),
-        bool(info["superuser"]),
-        str(info["usename"]),
-        bool(info["in_recovery"]),
-    )
-    info.update(_row(conn, "repair_server"))
-    server = Server(
-        version_num=int(info["version_num"]),
-        version=str(info["version"]),
-        superuser=bool(info["superuser"]),
-        usename=str(info["usename"]),
-        data_directory=info["data_directory"],
-        system_identifier=str(info["system_identifier"]),
-        checksums=bool(info["checksums"]),
-        block_size=int(info["block_size"]),
-        segment_blocks=int(info["segment_blocks"]),
-        database=str(info["database"]),
-        in_recovery=bool(info["in_recovery"]),
-        schemas={ext: info[f"{ext}_schema"] for ext in EXTENSIONS},
-        pg_surgery_available=bool(info["pg_surgery_available"]),
-    )
-    server.pgdata = _local_pgdata(server, pgdata_override)
+    server = catalog.server_facts(conn)
+    check_role(server.version_num, server.version, server.superuser, server.usename, server.in_recovery)
+    server.pgdata = catalog.local_pgdata(server, pgdata_override)
     return server
-
-
-def _local_pgdata(server: Server, override: Path | None) -> Path | None:
-    candidate = override or (Path(server.data_directory) if server.data_directory else None)
-    if candidate is None:
-        return None
-    try:
-        control = core.read_control(candidate)
-    except (OSError, ValueError):
-        return None
-    if str(control.get("system_identifier")) != server.system_identifier:
-        return None
-    return candidate
 
 
 def check_role(version_num: int, version: str, superuser: bool, usename: str, in_recovery: bool) -> None:
@@ -140,7 +68,7 @@ def check_role(version_num: int, version: str, superuser: bool, usename: str, in
         )
 
 
-def preflight(server: Server) -> None:
+def preflight(server: ServerFacts) -> None:
     """Refuse early: a server too old, a standby, a role without the privileges, missing extensions."""
     check_role(server.version_num, server.version, server.superuser, server.usename, server.in_recovery)
     missing = [ext for ext in EXTENSIONS if server.schemas.get(ext) is None]
@@ -156,57 +84,14 @@ def preflight(server: Server) -> None:
         )
 
 
-def relations(conn: Connection[tuple[Any, ...]], oid: int, block_size: int) -> list[RelInfo]:
-    cur = conn.execute(db.load_sql("repair_relations"), {"oid": oid})
-    names = [d.name for d in cur.description or []]
-    out: list[RelInfo] = []
-    for row in cur.fetchall():
-        r = dict(zip(names, row, strict=True))
-        out.append(
-            RelInfo(
-                role=str(r["role"]),
-                oid=int(r["oid"]),
-                schema=str(r["schema"]),
-                name=str(r["name"]),
-                regclass=str(r["regclass"]),
-                relkind=str(r["relkind"]),
-                amname=r["amname"],
-                filepath=r["filepath"],
-                size=int(r["size"] or 0),
-                exclusion=bool(r["exclusion"]),
-                valid=bool(r["valid"]),
-                system=bool(r["system"]),
-                block_size=block_size,
-                partial=bool(r["partial"]),
-            )
-        )
-    return out
+def relations(conn: Connection[tuple[Any, ...]], oid: int, block_size: int) -> list[Relation]:
+    """The table, its TOAST table, the TOAST table's index and the table's indexes, with their sizes (which take
+    AccessShareLock on each)."""
+    rels = catalog.relatives(conn, [oid], block_size=block_size)
+    catalog.read_sizes(conn, rels)
+    return sorted(rels, key=lambda r: (_ROLE_ORDER[r.role], r.name))
 
 
-@dataclass(frozen=True)
-class Column:
-    attnum: int
-    name: str
-    attlen: int
-    attalign: str
-    dropped: bool
-    generated: bool
-    identity: str
-
-
-def columns(conn: Connection[tuple[Any, ...]], oid: int) -> list[Column]:
-    rows = conn.execute(db.load_sql("repair_columns"), {"oid": oid}).fetchall()
-    return [
-        Column(int(n), str(name), int(ln), str(al), bool(dr), bool(gen), str(ident or ""))
-        for n, name, ln, al, dr, gen, ident in rows
-    ]
-
-
-def qualified(rel: RelInfo) -> Any:
-    """The relation as a quoted SQL identifier (any name works)."""
-    return db.sql.Identifier(rel.schema, rel.name)
-
-
-def ext_fn(server: Server, ext: str, name: str) -> Any:
+def ext_fn(server: ServerFacts, ext: str, name: str) -> Any:
     """An extension's function, schema-qualified (the extension may live outside the search_path)."""
     return db.sql.Identifier(str(server.schemas[ext]), name)

@@ -29,7 +29,7 @@ from pgsurgeon.exitcodes import Exit
 if TYPE_CHECKING:
     from psycopg import Connection
 
-    from pgsurgeon.repair.model import RelInfo
+    from pgsurgeon.catalog.relation import Relation
 
 Tid = tuple[int, int]
 
@@ -157,10 +157,10 @@ def key_hash(key: list[str] | None) -> Any:
 
 
 def _count(
-    conn: Connection[tuple[Any, ...]], rel: RelInfo, key: list[str] | None, where: Any, params: Any
+    conn: Connection[tuple[Any, ...]], rel: Relation, key: list[str] | None, where: Any, params: Any
 ) -> tuple[int, int]:
     q = db.sql.SQL("SELECT count(*), coalesce(sum({h}), 0)::text FROM {t} WHERE {w}").format(
-        h=key_hash(key), t=qualified(rel), w=where
+        h=key_hash(key), t=rel.ident(), w=where
     )
     with conn.transaction():
         # only the blocks named are read (TID range and TID scans): never a damaged page
@@ -172,7 +172,7 @@ def _count(
 
 
 def count_ranges(
-    conn: Connection[tuple[Any, ...]], rel: RelInfo, key: list[str] | None, runs: list[tuple[int, int]]
+    conn: Connection[tuple[Any, ...]], rel: Relation, key: list[str] | None, runs: list[tuple[int, int]]
 ) -> tuple[int, int]:
     """Rows (and their key digest) on blocks first..last of each run, by TID range scans."""
     n = digest = 0
@@ -184,7 +184,7 @@ def count_ranges(
 
 
 def count_tids(
-    conn: Connection[tuple[Any, ...]], rel: RelInfo, key: list[str] | None, tids: list[Tid]
+    conn: Connection[tuple[Any, ...]], rel: Relation, key: list[str] | None, tids: list[Tid]
 ) -> tuple[int, int]:
     """Visible rows among these ctids (and their key digest), by TID scan."""
     n = digest = 0
@@ -208,9 +208,9 @@ def untouched_runs(nblocks: int, touched: set[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def table_counts(conn: Connection[tuple[Any, ...]], rel: RelInfo, key: list[str] | None) -> tuple[int, int]:
+def table_counts(conn: Connection[tuple[Any, ...]], rel: Relation, key: list[str] | None) -> tuple[int, int]:
     """Every row of the (repaired) table and the digest of their keys."""
-    q = db.sql.SQL("SELECT count(*), coalesce(sum({h}), 0)::text FROM {t}").format(h=key_hash(key), t=qualified(rel))
+    q = db.sql.SQL("SELECT count(*), coalesce(sum({h}), 0)::text FROM {t}").format(h=key_hash(key), t=rel.ident())
     row = conn.execute(q).fetchone()
     assert row is not None
     return int(row[0]), int(row[1])
@@ -245,7 +245,3 @@ def check(ledger: Ledger, rows: int, digest: int, expected_digest: int, table: s
 
 def tid_text(tid: Tid) -> str:
     return f"({tid[0]},{tid[1]})"
-
-
-def qualified(rel: RelInfo) -> Any:
-    return db.sql.Identifier(rel.schema, rel.name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.repair.ledger import Ledger
 
 Tid = tuple[int, int]
@@ -158,48 +159,17 @@ class Step:
         }
 
 
-@dataclass
-class RelInfo:
-    """One relation of the repaired table (the table, its TOAST table and their indexes)."""
-
-    role: str
-    oid: int
-    schema: str
-    name: str
-    regclass: str
-    relkind: str
-    amname: str | None
-    filepath: str | None
-    size: int
-    exclusion: bool = False
-    valid: bool = True
-    system: bool = False
-    block_size: int = 8192
-    partial: bool = False
-    """An index with a WHERE clause: it has no entry for the rows outside it."""
-
-    @property
-    def nblocks(self) -> int:
-        return self.size // self.block_size
-
-    @property
-    def is_heap(self) -> bool:
-        return self.relkind in ("r", "m", "t")
-
-    @property
-    def is_btree(self) -> bool:
-        return self.relkind == "i" and self.amname == "btree"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "oid": self.oid,
-            "name": self.regclass,
-            "relkind": self.relkind,
-            "access_method": self.amname,
-            "file": self.filepath,
-            "blocks": self.nblocks,
-        }
+def relation_json(rel: Relation) -> dict[str, Any]:
+    """One relation of the repaired table (the table, its TOAST table and their indexes) in the plan's JSON."""
+    return {
+        "role": rel.role,
+        "oid": rel.oid,
+        "name": rel.regclass,
+        "relkind": rel.relkind,
+        "access_method": rel.amname,
+        "file": rel.filepath,
+        "blocks": rel.nblocks,
+    }
 
 
 @dataclass
@@ -207,7 +177,7 @@ class Plan:
     table: str
     oid: int
     server: dict[str, Any]
-    relations: list[RelInfo]
+    relations: list[Relation]
     method: str
     """How page-level damage is repaired: ``file`` (pages written with the server stopped) or ``sql``."""
     steps: list[Step] = field(default_factory=list)
@@ -252,7 +222,7 @@ class Plan:
             "table": self.table,
             "oid": self.oid,
             "server": self.server,
-            "relations": [r.to_json() for r in self.relations],
+            "relations": [relation_json(r) for r in self.relations],
             "method": self.method,
             "options": self.options,
             "run_dir": self.run_dir,

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import HeapTuple
+from pgsurgeon.catalog.relation import Column, Relation
+from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.datadir import Geometry, segment_name
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.repair.facts import Column, Server, ext_fn
-from pgsurgeon.repair.model import RelInfo, Tid
+from pgsurgeon.repair.facts import ext_fn
+from pgsurgeon.repair.model import Tid
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -42,11 +45,11 @@ class Item:
     flags: int
     off: int
     length: int
-    header: dict[str, Any] | None
+    header: HeapTuple | None
 
 
 class PageReader:
-    def __init__(self, conn: Connection[tuple[Any, ...]], server: Server) -> None:
+    def __init__(self, conn: Connection[tuple[Any, ...]], server: ServerFacts) -> None:
         self.conn = conn
         self.server = server
         self.bs = server.block_size
@@ -54,7 +57,7 @@ class PageReader:
             fn=ext_fn(server, "pageinspect", "get_raw_page")
         )
 
-    def _batch(self, rel: RelInfo, a: int, b: int, fork: str) -> list[tuple[int, bytes]] | str:
+    def _batch(self, rel: Relation, a: int, b: int, fork: str) -> list[tuple[int, bytes]] | str:
         try:
             rows = self.conn.execute(self._query, {"rel": rel.oid, "fork": fork, "a": a, "b": b}).fetchall()
         except (db.OperationalError, db.InterfaceError) as exc:
@@ -69,7 +72,7 @@ class PageReader:
         return [(int(blk), bytes(data)) for blk, data in rows]
 
     def server_pages(
-        self, rel: RelInfo, first: int, last: int, fork: str = "main"
+        self, rel: Relation, first: int, last: int, fork: str = "main"
     ) -> Iterator[tuple[int, bytes | str]]:
         """Each block of first..last as the buffer manager returns it, or the error it raises for that block."""
         stack = [(first, last)]
@@ -92,12 +95,12 @@ class PageReader:
                 mid = a + (b - a) // 2
                 stack.extend([(mid + 1, b), (a, mid)])
 
-    def all_pages(self, rel: RelInfo, fork: str = "main") -> Iterator[tuple[int, bytes | str]]:
+    def all_pages(self, rel: Relation, fork: str = "main") -> Iterator[tuple[int, bytes | str]]:
         n = rel.nblocks
         for a in range(0, n, BATCH):
             yield from self.server_pages(rel, a, min(a + BATCH, n) - 1, fork)
 
-    def file_page(self, rel: RelInfo, block: int) -> bytes | None:
+    def file_page(self, rel: Relation, block: int) -> bytes | None:
         """Block ``block`` from the relation's files (None when it cannot be read from here)."""
         if rel.filepath is None:
             return None
@@ -120,7 +123,7 @@ class PageReader:
         data = bytes(row[0]) if row and row[0] is not None else b""
         return data if len(data) == self.bs else None
 
-    def page(self, rel: RelInfo, block: int) -> tuple[bytes | None, str]:
+    def page(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
         """The page as the server has it, else from the files: (bytes or None, ``server``/``file``/error text)."""
         for _blk, got in self.server_pages(rel, block, block):
             if isinstance(got, bytes):

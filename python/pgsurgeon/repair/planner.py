@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
-from pgsurgeon.catalog.sql import resolve_relation
+from pgsurgeon.catalog import sql as catalog
+from pgsurgeon.catalog.relation import Column, Relation
+from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.repair import facts, ledger, pages, placement
-from pgsurgeon.repair.facts import Column, Server
 from pgsurgeon.repair.model import (
     CAUSE_CLEARED,
     CAUSE_GONE,
@@ -38,7 +39,6 @@ from pgsurgeon.repair.model import (
     METHOD_SQL,
     Loss,
     Plan,
-    RelInfo,
     Tid,
     tid_text,
 )
@@ -122,22 +122,22 @@ class Context:
 
     req: RepairRequest
     conn: Connection[tuple[Any, ...]]
-    server: Server
-    rels: list[RelInfo]
-    table: RelInfo
+    server: ServerFacts
+    rels: list[Relation]
+    table: Relation
     cols: list[Column]
     reader: PageReader
     lab: LabCluster | None
 
-    def rel(self, role: str) -> RelInfo | None:
+    def rel(self, role: str) -> Relation | None:
         return next((r for r in self.rels if r.role == role), None)
 
     @property
-    def toast(self) -> RelInfo | None:
+    def toast(self) -> Relation | None:
         return self.rel("toast")
 
     @property
-    def indexes(self) -> list[RelInfo]:
+    def indexes(self) -> list[Relation]:
         return [r for r in self.rels if r.role == "index"]
 
     def sql_text(self, query: Any) -> str:
@@ -151,7 +151,7 @@ class Context:
 
 @dataclass
 class HeapDamage:
-    rel: RelInfo
+    rel: Relation
     zero: dict[int, list[str]] = field(default_factory=dict)
     """block -> why the whole page goes."""
     clear: dict[int, dict[int, str]] = field(default_factory=dict)
@@ -209,7 +209,7 @@ def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
             server=server,
             rels=rels,
             table=table,
-            cols=facts.columns(conn, oid),
+            cols=catalog.columns(conn, oid),
             reader=PageReader(conn, server),
             lab=_lab(server),
         )
@@ -220,7 +220,7 @@ def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
     return plan, ctx
 
 
-def _lab(server: Server) -> LabCluster | None:
+def _lab(server: ServerFacts) -> LabCluster | None:
     if server.pgdata is None:
         return None
     from pgsurgeon.journal.server import lab_cluster_for
@@ -365,7 +365,7 @@ class Planner:
 
     # ------------------------------------------------------------------ blocks
 
-    def heap_damage(self, rel: RelInfo, found: list[dict[str, Any]]) -> HeapDamage:
+    def heap_damage(self, rel: Relation, found: list[dict[str, Any]]) -> HeapDamage:
         dmg = HeapDamage(rel)
         blocks: dict[int, list[dict[str, Any]]] = {}
         for f in found:
@@ -495,7 +495,7 @@ class Planner:
 
     # ------------------------------------------------------------------ rows
 
-    def index_evidence(self, rel: RelInfo, dmg: HeapDamage, errors: list[dict[str, Any]]) -> dict[Tid, list[str]]:
+    def index_evidence(self, rel: Relation, dmg: HeapDamage, errors: list[dict[str, Any]]) -> dict[Tid, list[str]]:
         """Heap TIDs the table's btree indexes point to, when rows may be gone or pages go (else empty)."""
         wanted = bool(dmg.zero or dmg.clear or dmg.zero_blocks_present) or any(f["code"] in GONE_CODES for f in errors)
         if not wanted:
@@ -529,7 +529,7 @@ class Planner:
         return sorted(tids)
 
     def gone(
-        self, rel: RelInfo, dmg: HeapDamage, evidence: dict[Tid, list[str]], index_findings: list[dict[str, Any]]
+        self, rel: Relation, dmg: HeapDamage, evidence: dict[Tid, list[str]], index_findings: list[dict[str, Any]]
     ) -> dict[Tid, str]:
         """Index entries whose heap line pointer is unused, missing, dead with storage, on an all-zero page or past
         the end of the table: those rows were already gone."""
@@ -629,7 +629,7 @@ class Planner:
         plan.toast_lost = toast_losses
         return values
 
-    def rows_with_toast(self, rel: RelInfo, dmg: HeapDamage, values: dict[int, str]) -> dict[Tid, int]:
+    def rows_with_toast(self, rel: Relation, dmg: HeapDamage, values: dict[int, str]) -> dict[Tid, int]:
         """Rows of the table whose TOAST pointers name one of ``values`` (raw pages, never the executor)."""
         out: dict[Tid, int] = {}
         unreadable = 0

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair import facts
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE
@@ -31,7 +32,6 @@ from pgsurgeon.repair.model import (
     ZERO_FILE,
     PageWrite,
     Plan,
-    RelInfo,
     Step,
     Tid,
     tid_ranges,
@@ -233,7 +233,7 @@ def _rewrite_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) ->
     ctx = p.ctx
     refused = sorted(b for d in heaps for b in d.refused if b in d.zero)
     zdp = db.sql.SQL("SET zero_damaged_pages = on")
-    vf = db.sql.SQL("VACUUM FULL {}").format(facts.qualified(ctx.table))
+    vf = db.sql.SQL("VACUUM FULL {}").format(ctx.table.ident())
     reset = db.sql.SQL("RESET zero_damaged_pages")
     sql = [ctx.sql_text(vf)]
     if refused:
@@ -267,7 +267,7 @@ def _reindex_step(p: Planner, add: _Add, plan: Plan) -> None:
     ctx = p.ctx
     concurrently = reindex_concurrently(p)
     q = db.sql.SQL("REINDEX TABLE {}{}").format(
-        db.sql.SQL("CONCURRENTLY ") if concurrently else db.sql.SQL(""), facts.qualified(ctx.table)
+        db.sql.SQL("CONCURRENTLY ") if concurrently else db.sql.SQL(""), ctx.table.ident()
     )
     ixnames = [r.regclass for r in ctx.rels if r.relkind == "i"]
     add(
@@ -323,7 +323,7 @@ def _visibility_steps(
             )
         )
     if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
-        q = db.sql.SQL("VACUUM {}").format(facts.qualified(ctx.table))
+        q = db.sql.SQL("VACUUM {}").format(ctx.table.ident())
         add(
             Step(
                 "",
@@ -378,7 +378,7 @@ def _check_steps(add: _Add, plan: Plan) -> None:
     )
 
 
-def surgery_sql(p: Planner, fn: Any, rel: RelInfo, tids: list[Tid]) -> list[str]:
+def surgery_sql(p: Planner, fn: Any, rel: Relation, tids: list[Tid]) -> list[str]:
     out = []
     for i in range(0, len(tids), KILL_BATCH):
         chunk = tids[i : i + KILL_BATCH]

@@ -13,8 +13,8 @@ from pgsurgeon.boundary import CarveConfig, UnloadSummary
 from pgsurgeon.salvage.evidence import evidence
 from pgsurgeon.salvage.pages import fetch_toast
 from pgsurgeon.salvage.ranges import _merge
-from pgsurgeon.salvage.session import BackendLost, SqlFailed
 from pgsurgeon.salvage.sinks import DirSink
+from pgsurgeon.session import BackendLost, SqlFailed
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -137,19 +137,19 @@ def carve_config(s: Salvage) -> CarveConfig:
     t = s.table
     assert s.pages is not None
     cfg: CarveConfig = {
-        "blcksz": t.block_size,
-        "nblocks": t.nblocks,
+        "blcksz": t.rel.block_size,
+        "nblocks": t.rel.nblocks,
         "desc": t.rel_desc(),
         "columns": t.columns_out(),
         "format": "csv" if isinstance(s.sink, DirSink) and s.sink.fmt == "csv" else "text",
-        "server_version_num": t.server_version_num,
+        "server_version_num": t.facts.version_num,
         "encoding": s.facts.encoding,
-        "checksums": t.checksums,
+        "checksums": t.facts.checksums,
         "horizons": s.horizons,
         "snapshot": s.snapshot.text,
         "can_ask": True,
-        "can_fetch_toast": t.toast_oid != 0,
-        "toast_relid": t.toast_oid,
+        "can_fetch_toast": t.rel.toast_oid != 0,
+        "toast_relid": t.rel.toast_oid,
         "only": {str(b): sorted(lps) for b, lps in s.carve_items.items() if b not in s.carve_blocks},
         "apart_rows": s.apart_rows,
     }

@@ -25,7 +25,7 @@ def classify(s: Salvage, region: int) -> tuple[list[tuple[int, int]], set[int]]:
     ``s.carve_ranges`` and ``s.lost`` take the rest)."""
     o = s.opts
     t = s.table
-    nblocks = t.nblocks
+    nblocks = t.rel.nblocks
     s.stats.blocks_total = nblocks
     s.classes = {}
     s.classify_seconds = 0.0
@@ -33,8 +33,8 @@ def classify(s: Salvage, region: int) -> tuple[list[tuple[int, int]], set[int]]:
         raise PgSurgeonError("--carve-all needs raw pages", hint="use --files local or remote")
     s.classify_cfg = {
         "nblocks": nblocks,
-        "blcksz": t.block_size,
-        "checksums": t.checksums,
+        "blcksz": t.rel.block_size,
+        "checksums": t.facts.checksums,
         "desc": t.rel_desc(),
         "horizons": s.horizons,
         "jobs": o.jobs,
@@ -53,7 +53,7 @@ def classify(s: Salvage, region: int) -> tuple[list[tuple[int, int]], set[int]]:
 
 def _settle(s: Salvage) -> tuple[list[tuple[int, int]], set[int]]:
     o = s.opts
-    nblocks = s.table.nblocks
+    nblocks = s.table.rel.nblocks
     damaged = {b for b, c in s.classes.items() if c["state"] in ("damaged", "missing")}
     # A page whose only fault is its checksum is never used by the server (it raises "invalid page"), so SQL
     # may try it: on a running server the page in shared buffers may be fine and the file mid-write. Alone,
@@ -97,7 +97,7 @@ def _classify_while_reading(s: Salvage, pages: LocalPages, region: int) -> None:
     """``--out``: the SQL sessions read each region's sound chunks while the next region's pages are checked
     here, instead of after every page was. Blocks that fail the checks stay out (the usual path reads, carves
     or reports them afterwards); after a missing segment nothing more is read this way."""
-    nblocks = s.table.nblocks
+    nblocks = s.table.rel.nblocks
     chunk = chunk_blocks(s)
     done = s.sink.done_ranges()
 

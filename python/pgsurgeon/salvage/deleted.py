@@ -38,7 +38,7 @@ def undelete(s: Salvage, cfg: CarveConfig, oracle: Any, out_dir: Path, base: str
         "SELECT string_agg({fn}(%(rel)s::oid::regclass::text, 'main', b), ''::bytea ORDER BY b) "
         "FROM generate_series(%(a)s::bigint, %(b)s::bigint) b"
     ).format(fn=fn)
-    bs = t.block_size
+    bs = t.rel.block_size
     rconn = db.connect(s.opts.dsn)
     lock = threading.Lock()  # the engine may ask from several threads; one connection answers in turn
 
@@ -48,7 +48,7 @@ def undelete(s: Salvage, cfg: CarveConfig, oracle: Any, out_dir: Path, base: str
             b = min(first + count, a + _BATCH) - 1
             try:
                 with lock, rconn.transaction():
-                    row = rconn.execute(query, {"rel": t.oid, "a": a, "b": b}, binary=True).fetchone()
+                    row = rconn.execute(query, {"rel": t.rel.oid, "a": a, "b": b}, binary=True).fetchone()
                 data = bytes(row[0]) if row and row[0] is not None else b""
             except db.DatabaseError:
                 # a page the server refuses ("invalid page"): the files, when at hand, else nothing
@@ -66,7 +66,7 @@ def undelete(s: Salvage, cfg: CarveConfig, oracle: Any, out_dir: Path, base: str
     dcfg["checksums"] = False
     try:
         summary = core.RowCarver(dcfg).run(
-            [(0, t.nblocks)], s.opts.jobs, main=str(path), apart=str(apart), read=read, oracle=oracle
+            [(0, t.rel.nblocks)], s.opts.jobs, main=str(path), apart=str(apart), read=read, oracle=oracle
         )
     finally:
         rconn.close()

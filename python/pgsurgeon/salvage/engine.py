@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon.boundary import BlockClass, ClassifyConfig, Horizons
-from pgsurgeon.catalog.sql import resolve_relation
+from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.carve import Oracle, carve, carve_config
@@ -40,9 +40,10 @@ from pgsurgeon.salvage.outcome import report
 from pgsurgeon.salvage.pages import LocalPages, PageSource
 from pgsurgeon.salvage.prepare import _has_gap, _horizons, open_pages
 from pgsurgeon.salvage.ranges import _complement, plan_chunks
-from pgsurgeon.salvage.session import Session, SharedSnapshot
+from pgsurgeon.salvage.session import SharedSnapshot, limits, profile
 from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink
 from pgsurgeon.salvage.sqlread import Failure, read_sound
+from pgsurgeon.session import Session
 
 __all__ = [
     "CLASSIFY_REGION",
@@ -127,8 +128,8 @@ class Salvage:
     # set as the run goes (outcome.py reads some with getattr: a run that stops early has not set them)
     main: Session
     snapshot: SharedSnapshot
-    table: catalog.TableInfo
-    facts: catalog.ServerFacts
+    table: catalog.Table
+    facts: ServerFacts
     pages: PageSource | None
     pgdata: Path | None
     horizons: Horizons | None
@@ -163,11 +164,7 @@ class Salvage:
 
     def session(self, read_only: bool = True, wait: bool = True) -> Session:
         return Session(
-            self.opts.dsn,
-            read_only=read_only,
-            statement_timeout_s=self.opts.statement_timeout_s,
-            stop=self.stop,
-            wait=wait,
+            self.opts.dsn, profile(read_only), limits(self.opts.statement_timeout_s), stop=self.stop, wait=wait
         )
 
     def run(self) -> dict[str, Any]:
@@ -180,9 +177,9 @@ class Salvage:
         conn = self.main.conn
         oid, _relkind = resolve_relation(conn, o.table)
         self.table = t = catalog.load_table(conn, oid)
-        facts = catalog.server_facts(conn)
-        if t.block_size != 8192:
-            self.notes.append(f"block size is {t.block_size}")
+        facts = t.facts
+        if t.rel.block_size != 8192:
+            self.notes.append(f"block size is {t.rel.block_size}")
         # where raw pages come from
         pgdata = open_pages(self, facts)
         self.facts = facts
@@ -203,7 +200,7 @@ class Salvage:
             self.deleted = undelete(self, carve_config(self), Oracle(self), sink.out_dir, sink.base, sink.ext)
         # The index entries into all-zero blocks and past the end, read from the index files beside the SQL phase.
         if isinstance(self.pages, LocalPages) and self.table.indexes and not o.carve_all:
-            nblocks = t.nblocks
+            nblocks = t.rel.nblocks
             zero_now = sorted(b for b, c in self.classes.items() if c["state"] == "zero")
             self.early_evidence = Background(set(zero_now), lambda: index_evidence(self, zero_now, nblocks))
         # 2. SQL

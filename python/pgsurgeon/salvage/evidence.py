@@ -45,7 +45,7 @@ def index_evidence(s: Salvage, blocks: list[int], beyond: int | None) -> list[In
     """The TIDs the table's btree indexes hold into ``blocks`` (and at or past ``beyond``), from their files."""
     assert isinstance(s.pages, LocalPages)
     return core.index_evidence(
-        {"indexes": s.pages.index_files(), "blocks": blocks, "beyond": beyond, "blcksz": s.table.block_size}
+        {"indexes": s.pages.index_files(), "blocks": blocks, "beyond": beyond, "blcksz": s.table.rel.block_size}
     )
 
 
@@ -56,7 +56,7 @@ def evidence(s: Salvage, zero_blocks: list[int], page_infos: list[PageInfo]) -> 
     destroyed = [b for b, p in pages.items() if p.get("lp_array_destroyed") or p.get("copies_at") == 0]
     targets = sorted(set(zero_blocks) | set(destroyed))
     tids: list[IndexTid] = []
-    nblocks = s.table.nblocks
+    nblocks = s.table.rel.nblocks
     early = s.early_evidence
     if early is not None and set(zero_blocks) <= early.blocks:
         # read while SQL copied the rows; only the destroyed pages the carve found are left to look up
@@ -82,7 +82,7 @@ def evidence(s: Salvage, zero_blocks: list[int], page_infos: list[PageInfo]) -> 
 
 def _beyond_end(s: Salvage, tids: list[IndexTid]) -> None:
     """Index entries past the table's end: a file cut short or a missing segment, unless the table grew since."""
-    nblocks = s.table.nblocks
+    nblocks = s.table.rel.nblocks
     beyond: dict[int, int] = {}
     for e in tids:
         if int(e["block"]) >= nblocks:

@@ -10,8 +10,8 @@ from pgsurgeon import core, db
 from pgsurgeon.boundary import CarveConfig
 from pgsurgeon.salvage.carve import carve_config
 from pgsurgeon.salvage.ranges import _complement, _merge
-from pgsurgeon.salvage.session import BackendLost, SqlFailed
 from pgsurgeon.salvage.sinks import reading
+from pgsurgeon.session import BackendLost, SqlFailed
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -72,7 +72,7 @@ def apart_by_key(s: Salvage) -> None:
         + [(b, b + 1) for b, c in s.classes.items() if c["state"] in ("damaged", "missing")]
         + [(f.first, f.end) for f in s.failures]
     )
-    elsewhere = _keys_in(s, list(found), _complement(t.nblocks, unsafe))
+    elsewhere = _keys_in(s, list(found), _complement(t.rel.nblocks, unsafe))
     cols = ", ".join(t.key)
     for key, ctid in elsewhere.items():
         why = (
@@ -118,7 +118,7 @@ def _keys_in(s: Salvage, keys: list[tuple[str, ...]], ranges: list[tuple[int, in
     query = sq(
         "SELECT ctid::text, {cols} FROM {t} WHERE ctid >= %s::tid AND ctid < %s::tid "
         "AND ({cols}) IN (SELECT * FROM unnest({arrays}))"
-    ).format(cols=cols, t=t.ident(), arrays=arrays)
+    ).format(cols=cols, t=t.rel.ident(), arrays=arrays)
     columns = [list(col) for col in zip(*keys, strict=True)]
     out: dict[tuple[str, ...], str] = {}
     for a, b in ranges:

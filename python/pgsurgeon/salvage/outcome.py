@@ -14,7 +14,7 @@ def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
     t = s.table
     if already:
         return {
-            "table": t.display,
+            "table": t.rel.qualified,
             "complete": True,
             "already_complete": True,
             "outputs": s.sink.finish(),
@@ -34,15 +34,15 @@ def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
             "come from a later moment (a row changed meanwhile may be missing or saved twice)"
         )
     out = {
-        "table": t.display,
-        "oid": t.oid,
-        "file": t.filepath,
+        "table": t.rel.qualified,
+        "oid": t.rel.oid,
+        "file": t.rel.filepath,
         "pages_from": s.pages.kind if s.pages is not None else "none",
         "output": s.sink.describe,
         "outputs": getattr(s, "outputs", {}),
         "blocks": {
-            "total": t.nblocks,
-            "healthy": t.nblocks - len(classes),
+            "total": t.rel.nblocks,
+            "healthy": t.rel.nblocks - len(classes),
             "zero": sum(1 for c in classes.values() if c["state"] == "zero"),
             "damaged": sum(1 for c in classes.values() if c["state"] == "damaged"),
             "missing": sum(1 for c in classes.values() if c["state"] == "missing"),

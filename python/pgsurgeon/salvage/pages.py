@@ -11,8 +11,8 @@ from pgsurgeon import core, db
 from pgsurgeon.boundary import BlockClass, ChunkRef, ClassifyConfig, ClassifyResult, IndexFiles, SegFile
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.datadir import segments_of
-from pgsurgeon.salvage.catalog import TableInfo
-from pgsurgeon.salvage.session import Session
+from pgsurgeon.salvage.catalog import Table
+from pgsurgeon.session import Session
 
 REMOTE_BATCH = 128  # blocks per pg_read_binary_file call (1 MB)
 
@@ -50,18 +50,19 @@ class LocalPages:
 
     kind = "local"
 
-    def __init__(self, pgdata: Path, table: TableInfo, relseg_size: int) -> None:
+    def __init__(self, pgdata: Path, table: Table, relseg_size: int) -> None:
         self.pgdata = pgdata
         self.table = table
         self.relseg_size = relseg_size
-        self.base = pgdata / table.filepath
+        assert table.rel.filepath is not None  # load_table refuses a table without storage
+        self.base = pgdata / table.rel.filepath
         self.segments = segments_of(self.base)
 
     def classify(self, config: ClassifyConfig) -> ClassifyResult:
         return core.classify_relation({**config, "files": self.segments, "relseg_size": self.relseg_size})
 
     def read_pages(self, blocks: list[int]) -> bytes:
-        bs = self.table.block_size
+        bs = self.table.rel.block_size
         out = bytearray()
         handles: dict[int, Any] = {}
         try:
@@ -89,8 +90,9 @@ class LocalPages:
             "relseg_size": self.relseg_size,
             "files": self.segments,
         }
-        if self.table.toast_filepath:
-            extras["toast_files"] = segments_of(self.pgdata / self.table.toast_filepath)
+        toast = self.table.toast
+        if toast is not None and toast.filepath:
+            extras["toast_files"] = segments_of(self.pgdata / toast.filepath)
             extras["toast_nblocks"] = self.table.toast_nblocks
         return extras
 
@@ -101,8 +103,8 @@ class LocalPages:
         return [
             {
                 "name": ix.name,
-                "files": segments_of(self.pgdata / ix.filepath),
-                "nblocks": ix.size // self.table.block_size,
+                "files": segments_of(self.pgdata / (ix.filepath or "")),
+                "nblocks": ix.size // self.table.rel.block_size,
             }
             for ix in self.table.indexes
         ]
@@ -113,16 +115,16 @@ class RemotePages:
 
     kind = "remote"
 
-    def __init__(self, session: Session, table: TableInfo, relseg_size: int) -> None:
+    def __init__(self, session: Session, table: Table, relseg_size: int) -> None:
         self.session = session
         self.table = table
         self.relseg_size = relseg_size
 
     def _read(self, first: int, count: int) -> bytes:
         """Blocks first..first+count of one segment (the caller keeps a read inside one segment)."""
-        bs = self.table.block_size
+        bs = self.table.rel.block_size
         segno, in_seg = divmod(first, self.relseg_size)
-        path = self.table.filepath if segno == 0 else f"{self.table.filepath}.{segno}"
+        path = self.table.rel.filepath if segno == 0 else f"{self.table.rel.filepath}.{segno}"
         query = "SELECT pg_read_binary_file(%s, %s, %s, true)"
         row = self.session.run(lambda c: c.execute(query, (path, in_seg * bs, count * bs)).fetchone())
         data = bytes(row[0]) if row and row[0] is not None else b""
@@ -130,11 +132,11 @@ class RemotePages:
 
     def _nblocks_now(self) -> int:
         query = db.load_sql("relation_size")
-        row = self.session.run(lambda c: c.execute(query, {"oid": self.table.oid}).fetchone())
-        return int(row[0]) // self.table.block_size if row and row[0] is not None else 0
+        row = self.session.run(lambda c: c.execute(query, {"oid": self.table.rel.oid}).fetchone())
+        return int(row[0]) // self.table.rel.block_size if row and row[0] is not None else 0
 
     def classify(self, config: ClassifyConfig) -> ClassifyResult:
-        nblocks = self.table.nblocks
+        nblocks = self.table.rel.nblocks
         blocks: list[BlockClass] = []
         read = 0
         first = 0
@@ -148,7 +150,7 @@ class RemotePages:
             res = core.classify_pages(data, first, {**config, "nblocks": nblocks, "rel_nblocks": max(nblocks, grown)})
             blocks.extend(res["blocks"])
             # blocks the file did not have
-            have = len(data) // self.table.block_size
+            have = len(data) // self.table.rel.block_size
             for b in range(first + have, first + count):
                 blocks.append(
                     {"block": b, "state": "missing", "codes": ["file.partial_page"], "message": "not in the file"}
@@ -168,7 +170,7 @@ class RemotePages:
         }
 
     def read_pages(self, blocks: list[int]) -> bytes:
-        bs = self.table.block_size
+        bs = self.table.rel.block_size
         out = bytearray()
         for b in blocks:
             data = self._read(b, 1)
@@ -185,7 +187,7 @@ class RemotePages:
             n = min(end - first, REMOTE_BATCH, self.relseg_size - first % self.relseg_size)
             data = self._read(first, n)
             out += data
-            if len(data) < n * self.table.block_size:
+            if len(data) < n * self.table.rel.block_size:
                 break
             first += n
         return bytes(out)
@@ -200,11 +202,11 @@ def pageinspect_function(conn: Any, name: str) -> db.sql.Composable | None:
     return db.sql.Identifier(schema, name) if schema else None
 
 
-def can_read_remote(table: TableInfo) -> bool:
-    return table.superuser or table.read_server_files
+def can_read_remote(table: Table) -> bool:
+    return table.facts.superuser or table.facts.read_server_files
 
 
-def fetch_toast(session: Session, table: TableInfo, valueids: list[int]) -> tuple[list[ChunkRef], bytes]:
+def fetch_toast(session: Session, table: Table, valueids: list[int]) -> tuple[list[ChunkRef], bytes]:
     """The chunks of these TOAST values read through SQL (the TOAST table's index): chunk refs and their blob."""
     ident = table.toast_ident()
     if ident is None or not valueids:

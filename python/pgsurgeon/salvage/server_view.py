@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.boundary import ClassifyConfig
+from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.salvage.pages import LocalPages, pageinspect_function
-from pgsurgeon.salvage.session import BackendLost, SqlFailed
 from pgsurgeon.salvage.sinks import reading
+from pgsurgeon.session import BackendLost, SqlFailed
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -48,7 +49,7 @@ def newer_in_server(s: Salvage, blocks: list[int]) -> set[int]:
     was being written reads differently a moment later."""
     if not blocks or not isinstance(s.pages, LocalPages) or s.opts.carve_all:
         return set()
-    cfg: ClassifyConfig = {**s.classify_cfg, "checksums": False, "nblocks": s.table.nblocks, "jobs": 1}
+    cfg: ClassifyConfig = {**s.classify_cfg, "checksums": False, "nblocks": s.table.rel.nblocks, "jobs": 1}
     query = raw_page_query(s)
     newer: set[int] = set()
     for b in blocks[:NEWER_CHECK_MAX_BLOCKS]:
@@ -89,7 +90,7 @@ def server_copy(s: Salvage, query: db.sql.Composed, block: int) -> bytes | None:
     """The server's current image of ``block``: from its buffers when it holds the page, else from the file."""
 
     def fetch(conn: Connection[tuple[Any, ...]]) -> bytes | None:
-        row = conn.execute(query, (s.table.oid, block), binary=True).fetchone()
+        row = conn.execute(query, (s.table.rel.oid, block), binary=True).fetchone()
         return bytes(row[0]) if row and row[0] is not None else None
 
     return s.main.run(fetch)
@@ -121,8 +122,8 @@ def size_now(s: Salvage) -> int | None:
     """The table's length in blocks as the server has it now (None when it cannot say)."""
 
     def fn(conn: Connection[tuple[Any, ...]]) -> int | None:
-        row = conn.execute(db.load_sql("salvage_size"), {"oid": s.table.oid}).fetchone()
-        return int(row[0]) // s.table.block_size if row and row[0] is not None else None
+        size = catalog_sql.size_or_missing(conn, s.table.rel.oid)
+        return size // s.table.rel.block_size if size >= 0 else None
 
     try:
         return s.main.run(fn)
@@ -134,7 +135,7 @@ def rows_in_block(s: Salvage, block: int, shared: bool = True) -> bool:
     """Whether the server returns rows from ``block`` (a TID range scan of one page), in the shared snapshot or,
     with ``shared=False``, as of now."""
     query = db.sql.SQL("SELECT EXISTS (SELECT FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid)").format(
-        s.table.ident(), db.sql.Literal(f"({block},0)"), db.sql.Literal(f"({block + 1},0)")
+        s.table.rel.ident(), db.sql.Literal(f"({block},0)"), db.sql.Literal(f"({block + 1},0)")
     )
 
     def fn(conn: Connection[tuple[Any, ...]]) -> bool:

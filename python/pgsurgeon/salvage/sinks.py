@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pgsurgeon import db
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.salvage.catalog import TableInfo
-from pgsurgeon.salvage.session import BackendLost, Session, SharedSnapshot, SqlFailed
+from pgsurgeon.salvage.catalog import Table
+from pgsurgeon.salvage.session import SharedSnapshot, connect
+from pgsurgeon.session import BackendLost, Session, SqlFailed
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -35,15 +36,15 @@ def tid(block: int, lp: int) -> str:
     return f"({block},{lp})"
 
 
-def range_query(table: TableInfo, a: int, b: int) -> Composed:
+def range_query(table: Table, a: int, b: int) -> Composed:
     return db.sql.SQL("SELECT {} FROM {} WHERE ctid >= {}::tid AND ctid < {}::tid").format(
-        table.select_list(), table.ident(), db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
+        table.select_list(), table.rel.ident(), db.sql.Literal(tid(a, 0)), db.sql.Literal(tid(b, 0))
     )
 
 
-def tuple_query(table: TableInfo, block: int, lp: int) -> Composed:
+def tuple_query(table: Table, block: int, lp: int) -> Composed:
     return db.sql.SQL("SELECT {} FROM {} WHERE ctid = {}::tid").format(
-        table.select_list(), table.ident(), db.sql.Literal(tid(block, lp))
+        table.select_list(), table.rel.ident(), db.sql.Literal(tid(block, lp))
     )
 
 
@@ -108,20 +109,20 @@ class DirSink:
     one), and a parts directory that makes a rerun resume."""
 
     def __init__(
-        self, out_dir: Path, table: TableInfo, fmt: str, *, restart: bool = False, keep_parts: bool = False
+        self, out_dir: Path, table: Table, fmt: str, *, restart: bool = False, keep_parts: bool = False
     ) -> None:
         self.out_dir = out_dir
         self.table = table
         self.fmt = fmt
         self.ext = "csv" if fmt == "csv" else "copy"
-        self.base = safe_name(table.display)
+        self.base = safe_name(table.rel.qualified)
         self.parts = out_dir / f".{self.base}.parts"
         self.describe = str(out_dir / f"{self.base}.{self.ext}")
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PgSurgeonError(f"cannot create {out_dir}: {exc.strerror or exc}") from exc
-        self.ident = {"oid": table.oid, "filepath": table.filepath, "nblocks": table.nblocks, "format": fmt}
+        self.ident = {"oid": table.rel.oid, "filepath": table.rel.filepath, "nblocks": table.rel.nblocks, "format": fmt}
         self.state_file = self.parts / "state.json"
         if self.parts.exists() and restart:
             self._remove_stage(self._old_state())
@@ -504,7 +505,7 @@ class TableSink:
     ``<new>_carved`` with their provenance, progress in ``<new>_salvage`` for resuming."""
 
     def __init__(
-        self, dest_dsn: str, into: str, table: TableInfo, src_conn: Connection[tuple[Any, ...]], *, same_db: bool
+        self, dest_dsn: str, into: str, table: Table, src_conn: Connection[tuple[Any, ...]], *, same_db: bool
     ) -> None:
         self.dsn = dest_dsn
         self.table = table
@@ -525,7 +526,7 @@ class TableSink:
         return db.sql.SQL("{}.{}").format(db.sql.Identifier(self.schema), db.sql.Identifier(name))
 
     def _column_defs(self, src_conn: Connection[tuple[Any, ...]]) -> list[tuple[str, str]]:
-        cols = catalog.columns(src_conn, self.table.oid)
+        cols = catalog.columns(src_conn, self.table.rel.oid)
         return [(c.name, c.type_sql) for c in cols if not c.dropped and not c.generated]
 
     def _setup(self, src_conn: Connection[tuple[Any, ...]]) -> None:
@@ -537,7 +538,9 @@ class TableSink:
             db.sql.SQL("{} {}").format(db.sql.Identifier(a), db.sql.SQL(t))
             for a, t in zip(PROVENANCE, _PROVENANCE_TYPES, strict=True)
         )
-        meta = json.dumps({"oid": self.table.oid, "filepath": self.table.filepath, "table": self.table.display})
+        meta = json.dumps(
+            {"oid": self.table.rel.oid, "filepath": self.table.rel.filepath, "table": self.table.rel.qualified}
+        )
         with db.connect(self.dsn) as conn:
             exists = conn.execute(
                 "SELECT to_regclass(%s) IS NOT NULL", (db.quote_ident(self.schema, self.progress_name),)
@@ -596,7 +599,7 @@ class TableSink:
                 )
 
     def dest_session(self) -> Session | None:
-        return Session(self.dsn, read_only=False, wait=True)
+        return connect(self.dsn, read_only=False)
 
     def done_ranges(self) -> list[tuple[int, int]]:
         with db.connect(self.dsn) as conn:

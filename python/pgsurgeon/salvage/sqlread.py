@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.salvage.ranges import _merge, plan_chunks
-from pgsurgeon.salvage.session import BackendLost, Session, SqlFailed
+from pgsurgeon.session import BackendLost, Session, SqlFailed
 
 if TYPE_CHECKING:
     from pgsurgeon.salvage.engine import Salvage
@@ -40,7 +40,7 @@ class Failure:
 
 def read_sound(s: Salvage, skip: list[tuple[int, int]], checksum_only: set[int]) -> None:
     """Read every block not skipped nor already done through SQL (the blocks in ``checksum_only`` alone)."""
-    nblocks = s.table.nblocks
+    nblocks = s.table.rel.nblocks
     done = s.sink.done_ranges()
     chunk = chunk_blocks(s)
     # blocks SQL already failed on while the pages were checked (they are carved or lost, not read again)
@@ -59,7 +59,7 @@ def read_sound(s: Salvage, skip: list[tuple[int, int]], checksum_only: set[int])
 
 
 def chunk_blocks(s: Salvage) -> int:
-    nblocks = s.table.nblocks
+    nblocks = s.table.rel.nblocks
     return s.opts.chunk_blocks or max(16, min(2048, nblocks // max(1, s.opts.jobs * 8) or 16))
 
 
@@ -213,7 +213,7 @@ def _read_range(
         error = exc.message
         m = _INVALID_PAGE.search(error)
         # the block of this table the error names (not of its TOAST table or an index)
-        bad = int(m.group(1)) if m and m.group(2) == s.table.filepath else None
+        bad = int(m.group(1)) if m and m.group(2) == s.table.rel.filepath else None
         if bad is not None and a <= bad < b:
             # the error names the block: read around it, carve it
             with s.lock:

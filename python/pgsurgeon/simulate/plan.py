@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import AttrLayout, DamageSpec
+from pgsurgeon.boundary import AttrLayout, BTPageOpaqueData, DamageSpec, PageReport
 from pgsurgeon.datadir import read_block, segment_path
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.journal.manifest import KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
@@ -77,7 +77,7 @@ class _Pages:
         self.res = res
         self.original: dict[int, bytes] = {}
         self.image: dict[int, bytearray] = {}
-        self._reports: dict[int, dict[str, Any]] = {}
+        self._reports: dict[int, PageReport] = {}
 
     def read(self, block: int) -> bytes:
         if block not in self.original:
@@ -87,7 +87,7 @@ class _Pages:
             self.original[block] = blk.data
         return self.original[block]
 
-    def report(self, block: int) -> dict[str, Any]:
+    def report(self, block: int) -> PageReport:
         if block not in self._reports:
             self._reports[block] = core.inspect_page(
                 self.read(block), block, checksums=bool(self.res.geometry.checksums), kind=self.res.relation.kind
@@ -116,19 +116,16 @@ def _diff(old: bytes, new: bytes, gap: int = 4) -> list[tuple[int, bytes, bytes]
     return [(s, old[s:e], new[s:e]) for s, e in runs]
 
 
-def _page_usable(report: dict[str, Any]) -> bool:
+def _page_usable(report: PageReport) -> bool:
     return not report["all_zero"] and report["header"]["pd_upper"] != 0
 
 
-def _btree_opaque(report: dict[str, Any]) -> dict[str, Any] | None:
+def _btree_opaque(report: PageReport) -> BTPageOpaqueData | None:
     bt = report.get("btree")
-    if not bt:
-        return None
-    opaque: dict[str, Any] = bt["opaque"]
-    return opaque
+    return bt["opaque"] if bt else None
 
 
-def _page_candidate(mode: Mode, fieldname: str | None, report: dict[str, Any]) -> bool:
+def _page_candidate(mode: Mode, fieldname: str | None, report: PageReport) -> bool:
     if not _page_usable(report):
         return False
     if mode.name == "btree":
@@ -142,7 +139,7 @@ def _page_candidate(mode: Mode, fieldname: str | None, report: dict[str, Any]) -
     return True
 
 
-def _item_candidates(mode: Mode, fieldname: str | None, report: dict[str, Any], explicit: bool) -> list[int]:
+def _item_candidates(mode: Mode, fieldname: str | None, report: PageReport, explicit: bool) -> list[int]:
     """Line pointers of one page the mode can damage."""
     if not _page_usable(report):
         return []

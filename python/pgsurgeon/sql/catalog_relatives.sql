@@ -33,6 +33,8 @@ SELECT DISTINCT ON (r.table_oid, r.ord, r.oid)
        c.relpersistence::text AS persistence,
        coalesce(am.amname::text, CASE WHEN c.relkind IN ('r', 't', 'm') THEN 'heap'
                                       WHEN c.relkind = 'S' THEN 'sequence' END) AS amname,
+       -- an access method created over heap's own handler stores heap pages (the name alone does not tell)
+       coalesce(am.amhandler::regproc::text, '') AS amhandler,
        pg_relation_filepath(c.oid) AS filepath,
        pg_relation_filenode(c.oid)::bigint AS relfilenode,
        c.relnatts::int AS natts,

@@ -92,7 +92,7 @@ def run_layout(
     if pgdata is not None:
         try:
             fc = FilesCatalog(pgdata, {"block_size": block_size} if block_size else {})
-            facts = fc.facts
+            facts = dict(fc.facts)
             key = file_key(file)
             db = next((d for d in fc.databases() if key and d.oid == key[1][1]), None)
             if db is not None:

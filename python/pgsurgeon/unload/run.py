@@ -17,6 +17,7 @@ from pgsurgeon import core
 from pgsurgeon.backup import BackupSource, is_backup
 from pgsurgeon.boundary import (
     CarveConfig,
+    ClusterFacts,
     ClusterOptions,
     ColumnOut,
     LostItem,
@@ -91,7 +92,7 @@ class TableResult:
 @dataclass
 class UnloadResult:
     out: Path
-    facts: dict[str, Any]
+    facts: ClusterFacts
     tables: list[TableResult]
     notes: list[str]
     seconds: float
