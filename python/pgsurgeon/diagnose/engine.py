@@ -33,7 +33,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,15 +43,17 @@ from pgsurgeon.datadir import Geometry, read_block, segments_of
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.findings import RelContext
-from pgsurgeon.diagnose.session import BackendLost, Limits, ServerError, Session
+from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked, Rel
+from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
 from pgsurgeon.errors import PgSurgeonError, UsageError
+
+__all__ = ["Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotChecked", "Rel", "run_diagnose"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 LOCK_RETRIES = 3
-MAX_CROSS_FINDINGS = 50
 ALLINDEXED_BLOOM_BYTES = 64 << 20  # one pass's Bloom filters, all indexes of a table (amcheck: maintenance_work_mem)
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
@@ -62,114 +63,10 @@ SCAN_RECHECKED = frozenset({"index.sibling_link", "file.vm_beyond_end"})
 _TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/scan.rs)
 _VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
 _BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
-_AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin"}
 
 
 # the value, its size and its chunk count in the core's toast.* messages (crates/core/src/toast.rs)
 _TOAST_VALUE = re.compile(r"toast value (\d+) \((\d+) bytes in (\d+) chunks\)")
-
-
-@dataclass
-class DiagnoseRequest:
-    dsn: str
-    tables: list[str] = field(default_factory=list)
-    jobs: int = 1
-    heapallindexed: bool = False
-    use_files: bool = True
-    """Read refused blocks from the relation files and merge the offline scan, when the data directory is here."""
-    pgdata: Path | None = None
-    """Where the server's data directory is mounted on this host, when not at the path the server reports."""
-    limits: Limits = field(default_factory=Limits)
-    raw_batch: int = 64
-    amcheck_batch: int = 4096
-    max_crashes: int = 1
-    on_progress: Callable[[str], None] | None = None
-
-
-@dataclass
-class DiagnoseOutcome:
-    server: dict[str, Any]
-    relations: list[dict[str, Any]]
-    findings: list[dict[str, Any]]
-    summary: dict[str, Any]
-
-
-@dataclass
-class Rel:
-    role: str
-    oid: int
-    table_oid: int
-    relname: str
-    schema: str
-    name: str
-    relkind: str
-    amname: str | None
-    path: str
-    relfilenode: int
-    size: int
-    vm_size: int
-    natts: int
-    usable: bool
-    ctx: RelContext
-    block_size: int
-    refused: dict[int, ServerError] = field(default_factory=dict)
-    suspect: set[int] = field(default_factory=set)
-    unchecked: set[int] = field(default_factory=set)
-    """Blocks not read (lock or statement timeout): amcheck skips them too."""
-    locked: ServerError | None = None
-    """The lock_timeout error, once another session's lock kept diagnose out of this relation."""
-    lines: core.LineMap | None = None
-    """A heap's line pointers, for the index batches (pages read through the server)."""
-    zero: set[int] = field(default_factory=set)
-    candidates: list[Crossref] = field(default_factory=list)
-    """An index's entries whose row seemed missing, to re-read through the server."""
-    toast_scan: list[dict[str, Any]] = field(default_factory=list)
-    toast_checked: bool = False
-    """verify_heapam followed this table's TOAST pointers."""
-    """A table's TOAST findings from the files: kept only when the server's own TOAST check did not run."""
-    pages_read: int = 0
-    amcheck: str = "not run"
-    notes: list[str] = field(default_factory=list)
-    observed: list[str] = field(default_factory=list)
-
-    @property
-    def nblocks(self) -> int:
-        return self.size // self.block_size
-
-    @property
-    def kind(self) -> str | None:
-        return _AM_KIND.get(self.amname or "")
-
-    @property
-    def is_heap(self) -> bool:
-        return self.relkind in ("r", "m", "t")
-
-    @property
-    def is_btree(self) -> bool:
-        return self.relkind == "i" and self.amname == "btree"
-
-    def observe(self, text: str) -> None:
-        if text not in self.observed and len(self.observed) < 10:
-            self.observed.append(text)
-
-
-class NotChecked(Exception):
-    """A statement gave no answer about the pages (lock_timeout or statement_timeout fired)."""
-
-    def __init__(self, error: ServerError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
-@dataclass
-class Crossref:
-    """An index entry whose table line pointer is missing: (index block, index item, table block, table item)."""
-
-    index_block: int
-    index_item: int
-    heap_block: int
-    heap_item: int
-    past_end: bool
 
 
 # ---------------------------------------------------------------------------------------------------- the run
