@@ -44,6 +44,7 @@ from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.findings import RelContext
 from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked, Rel
+from pgsurgeon.diagnose.server import local_pgdata, one, run_locked, server_info
 from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
 from pgsurgeon.errors import PgSurgeonError, UsageError
 
@@ -53,7 +54,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
-LOCK_RETRIES = 3
 ALLINDEXED_BLOOM_BYTES = 64 << 20  # one pass's Bloom filters, all indexes of a table (amcheck: maintenance_work_mem)
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
@@ -85,9 +85,10 @@ class Diagnosis:
         self.amcheck_stopped: str | None = None
         self.main = Session(req.dsn, req.limits)
         self.sessions.append(self.main)
-        self.server = self._server_info()
-        self.geometry: Geometry | None = None
-        self.pgdata = self._local_pgdata()
+        self.server = server_info(self.main)
+        pgdata, geometry = local_pgdata(req, self.server)
+        self.geometry: Geometry | None = geometry
+        self.pgdata: Path | None = pgdata
         self.rels: list[Rel] = []
         self.scan_note: str | None = None
         self.reported: set[tuple[int, str, int]] = set()
@@ -102,61 +103,6 @@ class Diagnosis:
         """Per index, bt_index_check started while the pages were being read (the rows or the error it returned)."""
 
     # ------------------------------------------------------------------ setup
-
-    def _one(self, session: Session, name: str, params: dict[str, Any] | None = None) -> list[Any]:
-        rows = session.run(db.load_sql(name), params, again=True)
-        if isinstance(rows, ServerError):
-            raise PgSurgeonError(f"{name.replace('_', ' ')} query failed: {rows.message}")
-        result: list[Any] = rows
-        return result
-
-    def _server_info(self) -> dict[str, Any]:
-        (row,) = self._one(self.main, "diagnose_server")
-        keys = (
-            "version_num",
-            "version",
-            "checksums",
-            "block_size",
-            "segment_blocks",
-            "data_directory",
-            "system_identifier",
-            "database",
-            "database_oid",
-            "amcheck_schema",
-            "pageinspect_schema",
-            "superuser",
-        )
-        info = dict(zip(keys, row, strict=True))
-        missing = [ext for ext in ("amcheck", "pageinspect") if info[f"{ext}_schema"] is None]
-        if missing:
-            raise PgSurgeonError(
-                f"extension{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
-                f"{'are' if len(missing) > 1 else 'is'} not installed in database {info['database']}",
-                hint="as a superuser: "
-                + " ".join(f"CREATE EXTENSION {e};" for e in missing)
-                + " (both ship with PostgreSQL's contrib; diagnose itself never changes the database)",
-            )
-        return info
-
-    def _local_pgdata(self) -> Path | None:
-        """The data directory when it is on this host and belongs to this server (same system identifier)."""
-        if not self.req.use_files:
-            return None
-        candidate = self.req.pgdata or Path(str(self.server["data_directory"]))
-        try:
-            control = core.read_control(candidate)
-        except (OSError, ValueError):
-            return None
-        if str(control.get("system_identifier")) != str(self.server["system_identifier"]):
-            return None
-        self.geometry = Geometry(
-            blcksz=int(control["blcksz"]),
-            relseg_size=int(control["relseg_size"]),
-            checksums=bool(self.server["checksums"]),
-            pgdata=candidate,
-            control=control,
-        )
-        return candidate
 
     def fn(self, ext: str, name: str) -> Any:
         """An extension function, schema-qualified (the extension may live outside the search_path)."""
@@ -178,7 +124,7 @@ class Diagnosis:
                 raise not_found(text, str(self.server["database"]))
             oid, relkind = found
             if relkind == "p":
-                parts = self._one(self.main, "diagnose_partitions", {"oid": oid})
+                parts = one(self.main, "diagnose_partitions", {"oid": oid})
                 tables.extend(int(r[0]) for r in parts)
             elif relkind in ("i", "I"):
                 indexes.append(oid)
@@ -193,7 +139,7 @@ class Diagnosis:
         params = {"tables": tables or None, "indexes": indexes or None}
         if self.req.tables and not tables and not indexes:
             raise UsageError("none of the given tables has storage", hint="a partitioned table without partitions?")
-        rows = self._one(self.main, "diagnose_relations", params)
+        rows = one(self.main, "diagnose_relations", params)
         bs = int(self.server["block_size"])
         for role, oid, table_oid, relname, schema, name, relkind, amname, path, node, natts, ok in rows:
             if path is None or node is None:
@@ -233,11 +179,11 @@ class Diagnosis:
         sizes: dict[int, tuple[int, int]] = {}
         if isinstance(rows, ServerError):
             for rel in self.rels:
-                one = self.main.run(query, {"oids": [rel.oid]})
-                if isinstance(one, ServerError):
-                    rel.locked = one
+                alone = self.main.run(query, {"oids": [rel.oid]})
+                if isinstance(alone, ServerError):
+                    rel.locked = alone
                     continue
-                sizes.update({int(o): (int(m or 0), int(v or 0)) for o, m, v in one})
+                sizes.update({int(o): (int(m or 0), int(v or 0)) for o, m, v in alone})
         else:
             sizes = {int(o): (int(m or 0), int(v or 0)) for o, m, v in rows}
         empty = [r.oid for r in self.rels if sizes.get(r.oid, (0, 0))[0] == 0 and r.locked is None]
@@ -366,7 +312,7 @@ class Diagnosis:
             if rel.locked is not None:
                 raise NotChecked(rel.locked)
             params = {"rel": rel.oid, "fork": fork, "a": a, "b": b}
-            rows = self._run_locked(session, query, params, binary=True, again=True)
+            rows = run_locked(session, query, params, binary=True, again=True)
             if not isinstance(rows, ServerError):
                 if rows and rows[0][0]:
                     yield a, bytes(rows[0][0])
@@ -539,7 +485,7 @@ class Diagnosis:
         by_node = {r.relfilenode: r for r in rels}
 
         def next_xid() -> int:
-            (row,) = self._one(self.main, "server_next_xid")
+            (row,) = one(self.main, "server_next_xid")
             return int(row[0]) % (1 << 32)
 
         try:
@@ -551,7 +497,7 @@ class Diagnosis:
                     relations=[str(n) for n in by_node],
                     live=True,
                     jobs=self.req.jobs,
-                    metadata=scan_metas(self._one(self.main, "scan_metadata")),
+                    metadata=scan_metas(one(self.main, "scan_metadata")),
                     next_xid=next_xid,
                 )
             )
@@ -905,7 +851,7 @@ class Diagnosis:
                 out.append(self._unchecked(rel, a, b, self.amcheck_stopped))
                 continue
             try:
-                rows = self._run_locked(session, query, {"rel": rel.oid, "toast": check_toast, "a": a, "b": b})
+                rows = run_locked(session, query, {"rel": rel.oid, "toast": check_toast, "a": a, "b": b})
             except BackendLost as lost:
                 out.append(self._crashed(rel, a, b, lost.message))
                 continue
@@ -968,17 +914,6 @@ class Diagnosis:
                 mid = a + (b - a) // 2
                 stack.extend([(mid + 1, b), (a, mid)])
         return out
-
-    def _run_locked(
-        self, session: Session, query: Any, params: dict[str, Any], *, binary: bool = False, again: bool = False
-    ) -> Any:
-        """Run, retrying a few times when lock_timeout fired (someone holds a conflicting lock briefly)."""
-        for attempt in range(LOCK_RETRIES):
-            rows = session.run(query, params, binary=binary, again=again)
-            if not (isinstance(rows, ServerError) and rows.sqlstate == "55P03") or attempt == LOCK_RETRIES - 1:
-                return rows
-            time.sleep(0.5 * (attempt + 1))
-        return rows
 
     def _crashed(self, rel: Rel, a: int, b: int, message: str) -> dict[str, Any]:
         with self.findings_lock:
@@ -1146,7 +1081,7 @@ class Diagnosis:
         query = self._btree_query()
 
         def check(index: Rel) -> Any:
-            return self._run_locked(self.session(), query, {"rel": index.oid, "all": False})
+            return run_locked(self.session(), query, {"rel": index.oid, "all": False})
 
         for index in sorted(indexes, key=lambda r: -r.nblocks):
             if index.usable and index.nblocks > 0:
@@ -1170,7 +1105,7 @@ class Diagnosis:
         candidates = [r for r in self.rels if r.is_btree and r.role == "index" and r.usable and r.table_oid in sound]
         if not candidates:
             return
-        rows = self._one(self.main, "diagnose_allindexed", {"oids": [r.oid for r in candidates]})
+        rows = one(self.main, "diagnose_allindexed", {"oids": [r.oid for r in candidates]})
         plans: dict[int, list[tuple[Rel, list[int], list[Any], list[Any], int]]] = {}
         by_oid = {r.oid: r for r in candidates}
         for index_oid, table_oid, reltuples, keys, index_attrs, table_attrs in rows:
@@ -1280,7 +1215,7 @@ class Diagnosis:
             if early is not None and not heapallindexed:
                 rows = early.result()
             else:
-                rows = self._run_locked(session, query, {"rel": index.oid, "all": heapallindexed and in_core is None})
+                rows = run_locked(session, query, {"rel": index.oid, "all": heapallindexed and in_core is None})
             if in_core is not None and not isinstance(rows, ServerError):
                 try:
                     proven, note = in_core.result()[index.oid]
@@ -1288,7 +1223,7 @@ class Diagnosis:
                     proven, note = False, f"heapallindexed through the server (the check from the files failed: {exc})"
                 index.notes.append(note)
                 if not proven:
-                    rows = self._run_locked(session, query, {"rel": index.oid, "all": True})
+                    rows = run_locked(session, query, {"rel": index.oid, "all": True})
         except BackendLost as lost:
             return [self._crashed(index, 0, max(index.nblocks - 1, 0), lost.message)]
         index.amcheck = "ok (heapallindexed)" if heapallindexed else "ok"
