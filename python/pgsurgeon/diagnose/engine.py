@@ -31,7 +31,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.findings import RelContext
 from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked, Rel
+from pgsurgeon.diagnose.pages import check_batch, one_page, raw_phase, raw_ranges, refused_findings, server_page
 from pgsurgeon.diagnose.server import local_pgdata, one, run_locked, server_info
 from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
 from pgsurgeon.errors import PgSurgeonError, UsageError
@@ -289,188 +290,6 @@ class Diagnosis:
     def toast_of(self, table: Rel) -> Rel | None:
         return next((r for r in self.rels if r.role == "toast" and r.table_oid == table.oid), None)
 
-    # ------------------------------------------------------------------ 1. pages
-
-    def raw_ranges(
-        self, session: Session, rel: Rel, first: int, last: int, fork: str = "main"
-    ) -> Iterator[tuple[int, bytes | ServerError]]:
-        """Blocks first..last as the buffer manager returns them: (first block of a run, its pages one after
-        another, in binary), or (block, the error the server raises for it).
-
-        A batch is one bytea (string_agg) so no per-page row crosses the connection. A failing range is bisected;
-        an error that names its block splits the range around that block.
-        """
-        query = db.sql.SQL(
-            "SELECT string_agg({fn}(%(rel)s::oid::regclass::text, %(fork)s, b), ''::bytea ORDER BY b) "
-            "FROM generate_series(%(a)s::bigint, %(b)s::bigint) b"
-        ).format(fn=self.fn("pageinspect", "get_raw_page"))
-        stack = [(first, last)]
-        while stack:
-            a, b = stack.pop()
-            if a > b:
-                continue
-            if rel.locked is not None:
-                raise NotChecked(rel.locked)
-            params = {"rel": rel.oid, "fork": fork, "a": a, "b": b}
-            rows = run_locked(session, query, params, binary=True, again=True)
-            if not isinstance(rows, ServerError):
-                if rows and rows[0][0]:
-                    yield a, bytes(rows[0][0])
-                continue
-            err = rows
-            if err.sqlstate in ("55P03", "57014"):  # lock_timeout, statement_timeout: not an answer about the pages
-                if err.sqlstate == "55P03":
-                    rel.locked = err
-                raise NotChecked(err)
-            if "out of range for relation" in err.message:  # the relation shrank since its size was read
-                if a < b:
-                    stack.extend([(a + (b - a) // 2 + 1, b), (a, a + (b - a) // 2)])
-                continue
-            named = amcheck.invalid_page_block(err.message) or amcheck.read_error_block(err.message)
-            if named is not None and a <= named[0] <= b:
-                stack.extend([(named[0] + 1, b)])
-                yield named[0], err
-                stack.extend([(a, named[0] - 1)])
-            elif a == b:
-                yield a, err
-            else:
-                mid = a + (b - a) // 2
-                stack.extend([(mid + 1, b), (a, mid)])
-
-    def server_page(self, rel: Rel, blk: int, fork: str = "main") -> bytes | ServerError | None:
-        """Block ``blk`` as the server has it now, the error it raises for it, or None when it gives no answer."""
-        try:
-            for _start, got in self.raw_ranges(self.main, rel, blk, blk, fork):
-                return got
-        except NotChecked:
-            return None
-        return None
-
-    def one_page(self, rel: Rel, blk: int) -> bytes | None:
-        """Block ``blk`` as the server has it now, or None when it refuses it or gives no answer."""
-        got = self.server_page(rel, blk)
-        return got if isinstance(got, bytes) else None
-
-    def check_batch(self, rel: Rel, data: bytes, first: int) -> core.PageBatch:
-        """The core's checks of pages the server handed over (no checksum check: the server verified them)."""
-        heap = self.heap_of(rel) if rel.is_btree else None
-        return core.check_pages(
-            data,
-            first,
-            kind=rel.kind,
-            checksums=False,
-            blcksz=rel.block_size,
-            record=rel.lines if rel.is_heap else None,
-            against=heap.lines if heap is not None else None,
-        )
-
-    def raw_task(self, session: Session, task: tuple[Rel, int, int]) -> dict[str, Any]:
-        rel, a, b = task
-        out: list[dict[str, Any]] = []
-        refused: dict[int, ServerError] = {}
-        suspect: set[int] = set()
-        zero: set[int] = set()
-        candidates: list[Crossref] = []
-        pages = 0
-        try:
-            for start, got in self.raw_ranges(session, rel, a, b):
-                if isinstance(got, ServerError):
-                    refused[start] = got
-                    out.extend(self.refused_findings(rel, start, got))
-                    suspect.add(start)
-                    continue
-                batch = self.check_batch(rel, got, start)
-                pages += batch.pages
-                out.extend(fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in batch.findings)
-                suspect.update(batch.suspect)
-                zero.update(batch.zero)
-                candidates.extend(Crossref(*c) for c in batch.candidates[: 10 * MAX_CROSS_FINDINGS])
-        except NotChecked as why:
-            rel.unchecked.update(range(a, b + 1))
-            out.append(
-                fmod.make(
-                    "server.timeout",
-                    rel.ctx,
-                    a,
-                    None,
-                    f"blocks {a}..{b} not read: {why.error.message} (another session holds a conflicting lock, or "
-                    "the statement took too long); amcheck skips them too",
-                    source=fmod.SOURCE_SERVER,
-                    observed_error=why.error.observed,
-                )
-            )
-        return {
-            "findings": out,
-            "refused": refused,
-            "suspect": suspect,
-            "zero": zero,
-            "pages": pages,
-            "candidates": candidates,
-        }
-
-    def refused_findings(
-        self, rel: Rel, blk: int, err: ServerError, decoded: list[dict[str, Any]] | None = None
-    ) -> list[dict[str, Any]]:
-        """The server refused block ``blk``: say so, and decode the file's copy when the files are here (or take
-        ``decoded``, the file's findings the caller already has)."""
-        rel.observe(err.observed)
-        is_read = amcheck.read_error_block(err.message) is not None
-        code = "server.read_error" if is_read else "server.invalid_page"
-        what = "cannot read" if is_read else "refuses"
-        out = [
-            fmod.make(
-                code,
-                rel.ctx,
-                blk,
-                None,
-                f"the server {what} block {blk}: {err.message}",
-                source=fmod.SOURCE_SERVER,
-                observed_error=err.observed,
-            )
-        ]
-        if decoded is not None:
-            for f in decoded:
-                f["source"] = fmod.SOURCE_FILE
-                f["observed_error"] = err.observed
-            return out + decoded
-        if self.pgdata is None or self.geometry is None or is_read:
-            return out
-        try:
-            block = read_block(self.pgdata / rel.path, blk, self.geometry)
-        except PgSurgeonError as exc:
-            out[0]["message"] += f" (the file could not be read here: {exc.message})"
-            return out
-        if len(block.data) < 24:
-            return out
-        kind = "btree_meta" if rel.kind == "btree" and blk == 0 else rel.kind
-        report = core.inspect_page(block.data, blk, checksums=bool(self.server["checksums"]), kind=kind)
-        out.extend(
-            fmod.from_core(f, rel.ctx, source=fmod.SOURCE_FILE, observed_error=err.observed) for f in report["findings"]
-        )
-        return out
-
-    def raw_phase(self, rels: list[Rel], spans: dict[int, list[tuple[int, int]]] | None = None) -> None:
-        """Read the pages of ``rels`` through the server and check them in the core, raw_batch blocks a statement,
-        in parallel; ``spans``: only these block ranges of a relation (by oid)."""
-        tasks: list[tuple[Rel, int, int]] = []
-        step = self.req.raw_batch
-        for rel in rels:
-            if rel.is_heap and rel.lines is None:
-                rel.lines = core.LineMap(rel.nblocks)
-            for first, last in [(0, rel.nblocks - 1)] if spans is None else spans.get(rel.oid, []):
-                tasks.extend((rel, a, min(a + step, last + 1) - 1) for a in range(first, last + 1, step))
-        # heaps first: their line pointers are what the index batches compare their entries with
-        heap_tasks = [t for t in tasks if t[0].is_heap]
-        other_tasks = [t for t in tasks if not t[0].is_heap]
-        results = self.parallel(self.raw_task, heap_tasks) + self.parallel(self.raw_task, other_tasks)
-        for (rel, _a, _b), res in zip(heap_tasks + other_tasks, results, strict=True):
-            self.add(res["findings"])
-            rel.refused.update(res["refused"])
-            rel.suspect.update(res["suspect"])
-            rel.zero.update(res["zero"])
-            rel.pages_read += res["pages"]
-            rel.candidates.extend(res["candidates"])
-
     # ------------------------------------------------------------------ 1b. pages from the files
 
     def files_phase(self, rels: list[Rel]) -> bool:
@@ -544,7 +363,7 @@ class Diagnosis:
         if spans:
             for rel in rels:
                 rel.pages_read -= sum(b - a + 1 for a, b in spans.get(rel.oid, []))
-            self.raw_phase([r for r in rels if r.oid in spans], spans)
+            raw_phase(self, [r for r in rels if r.oid in spans], spans)
         self.scan_note = (
             f"relation files read here ({outcome.summary['files']} file(s)); {skipped} page(s) written since the last "
             "checkpoint read through the server"
@@ -561,11 +380,11 @@ class Diagnosis:
     def confirm_page(self, rel: Rel, blk: int, found: list[dict[str, Any]]) -> None:
         """Findings of the file's copy of a block, against the server's copy: a refusal confirms them, an equal
         copy keeps them, a different one (written since the file's copy) is checked instead."""
-        got = self.server_page(rel, blk)
+        got = server_page(self, rel, blk)
         if isinstance(got, ServerError):
             rel.refused[blk] = got
             rel.suspect.add(blk)
-            self.add(self.refused_findings(rel, blk, got, decoded=found))
+            self.add(refused_findings(self, rel, blk, got, decoded=found))
             return
         if got is not None and self.geometry is not None:
             try:
@@ -574,7 +393,7 @@ class Diagnosis:
                 disk = b""
             # pd_checksum aside: a buffer keeps the checksum it was read with, the file gets a fresh one per write
             if not (disk[:8] == got[:8] and disk[10:] == got[10:]):
-                batch = self.check_batch(rel, got, blk)
+                batch = check_batch(self, rel, got, blk)
                 rel.suspect.update(batch.suspect)
                 rel.zero.update(batch.zero)
                 self.add(fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in batch.findings)
@@ -688,7 +507,7 @@ class Diagnosis:
             return []
         bs = rel.block_size
         beyond: list[int] = []
-        for start, got in self.raw_ranges(self.main, rel, *span, fork="vm"):
+        for start, got in raw_ranges(self, self.main, rel, *span, fork="vm"):
             if isinstance(got, ServerError):
                 continue
             for i in range(len(got) // bs):
@@ -801,7 +620,7 @@ class Diagnosis:
                     confirmed.append(c)
                 continue
             if c.heap_block not in fresh:
-                page = self.one_page(heap, c.heap_block)
+                page = one_page(self, heap, c.heap_block)
                 fresh[c.heap_block] = None if page is None else core.lp_flags(page)
             flags = fresh[c.heap_block]
             if flags is not None and (c.heap_item > len(flags) or flags[c.heap_item - 1] == 0):
@@ -813,7 +632,7 @@ class Diagnosis:
         pages: dict[int, dict[int, list[tuple[int, int]]]] = {}
         for c in confirmed:
             if c.index_block not in pages:
-                ipage = self.one_page(index, c.index_block)
+                ipage = one_page(self, index, c.index_block)
                 entries: dict[int, list[tuple[int, int]]] = {}
                 for item, hblk, hoff in core.leaf_tids(ipage) if ipage is not None else []:
                     entries.setdefault(item, []).append((hblk, hoff))
@@ -895,7 +714,7 @@ class Diagnosis:
             if named is not None and named[1] == rel.path and a <= named[0] <= b:
                 rel.observe(err.observed)
                 rel.refused[named[0]] = err
-                out.extend(self.refused_findings(rel, named[0], err))
+                out.extend(refused_findings(self, rel, named[0], err))
                 stack.extend([(named[0] + 1, b), (a, named[0] - 1)])
             elif a == b:
                 rel.observe(err.observed)
@@ -1316,7 +1135,7 @@ class Diagnosis:
         try:
             pages = (
                 (start + i, got[i * bs : (i + 1) * bs])
-                for start, got in self.raw_ranges(self.main, tindex, 1, max(tindex.nblocks - 1, 0))
+                for start, got in raw_ranges(self, self.main, tindex, 1, max(tindex.nblocks - 1, 0))
                 if not isinstance(got, ServerError)
                 for i in range(len(got) // bs)
             )
@@ -1348,7 +1167,7 @@ class Diagnosis:
             where = f"table row ({row['block']},{row['item']})"
             for seq, blk, off in sorted(entries):
                 if blk not in pages:
-                    pages[blk] = self.one_page(toast, blk) if blk < toast.nblocks else None
+                    pages[blk] = one_page(self, toast, blk) if blk < toast.nblocks else None
                 page = pages[blk]
                 if page is None:
                     continue
@@ -1433,7 +1252,7 @@ class Diagnosis:
             self.progress(f"reading {sum(r.nblocks for r in self.rels)} pages of {len(self.rels)} relation(s)")
             if self.pgdata is None or not self.files_phase(heaps + others):
                 self.pgdata = None
-                self.raw_phase(heaps + others)
+                raw_phase(self, heaps + others)
             tails = self.vm_tails(heaps)
             for rel in heaps:
                 rel.lines = None  # memory: only the index batches needed it
