@@ -27,8 +27,6 @@ taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is
 from __future__ import annotations
 
 import os
-import re
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -39,14 +37,17 @@ from typing import Any, TypeVar
 from pgsurgeon import core, db
 from pgsurgeon.boundary import AllIndexedConfig
 from pgsurgeon.catalog.sql import lookup_relation, not_found
-from pgsurgeon.datadir import Geometry, read_block, segments_of
+from pgsurgeon.datadir import Geometry, segments_of
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.crosscheck import file_checks, index_refs, vm_tails
+from pgsurgeon.diagnose.files import files_phase
 from pgsurgeon.diagnose.findings import RelContext
-from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked, Rel
-from pgsurgeon.diagnose.pages import check_batch, one_page, raw_phase, raw_ranges, refused_findings, server_page
+from pgsurgeon.diagnose.model import Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked, Rel
+from pgsurgeon.diagnose.pages import raw_phase, refused_findings
 from pgsurgeon.diagnose.server import local_pgdata, one, run_locked, server_info
 from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
+from pgsurgeon.diagnose.toast import locate_toast_chunks, toast_scan_confirmed
 from pgsurgeon.errors import PgSurgeonError, UsageError
 
 __all__ = ["Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotChecked", "Rel", "run_diagnose"]
@@ -54,20 +55,7 @@ __all__ = ["Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotCh
 T = TypeVar("T")
 R = TypeVar("R")
 
-STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 ALLINDEXED_BLOOM_BYTES = 64 << 20  # one pass's Bloom filters, all indexes of a table (amcheck: maintenance_work_mem)
-TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
-# File findings that compare several pages: on a live server the files mix pages from different moments, and
-# diagnose checks the same things through the server (bt_index_check; the visibility map against the table's
-# length). Index entries without their row are re-read through the server before they are believed.
-SCAN_RECHECKED = frozenset({"index.sibling_link", "file.vm_beyond_end"})
-_TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/scan.rs)
-_VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
-_BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
-
-
-# the value, its size and its chunk count in the core's toast.* messages (crates/core/src/toast.rs)
-_TOAST_VALUE = re.compile(r"toast value (\d+) \((\d+) bytes in (\d+) chunks\)")
 
 
 # ---------------------------------------------------------------------------------------------------- the run
@@ -290,357 +278,6 @@ class Diagnosis:
     def toast_of(self, table: Rel) -> Rel | None:
         return next((r for r in self.rels if r.role == "toast" and r.table_oid == table.oid), None)
 
-    # ------------------------------------------------------------------ 1b. pages from the files
-
-    def files_phase(self, rels: list[Rel]) -> bool:
-        """Check the relation files on this host in the core (the live scan: pages written after the last
-        checkpoint are skipped there and read through the server instead). A page the files show damaged is
-        compared with the server's copy: the server refusing it confirms it, a different copy (written since) is
-        checked instead. Index entries without their row are re-read through the server later. False when the
-        files could not be read (the caller reads every page through the server)."""
-        from pgsurgeon.scan import ScanRequest, run_scan, scan_metas
-
-        assert self.pgdata is not None
-        by_node = {r.relfilenode: r for r in rels}
-
-        def next_xid() -> int:
-            (row,) = one(self.main, "server_next_xid")
-            return int(row[0]) % (1 << 32)
-
-        try:
-            outcome = run_scan(
-                ScanRequest(
-                    pgdata=self.pgdata,
-                    dsn=self.req.dsn,
-                    databases=[str(self.server["database_oid"])],
-                    relations=[str(n) for n in by_node],
-                    live=True,
-                    jobs=self.req.jobs,
-                    metadata=scan_metas(one(self.main, "scan_metadata")),
-                    next_xid=next_xid,
-                )
-            )
-        except PgSurgeonError as exc:
-            self.scan_note = f"relation files not read ({exc.message}): every page read through the server"
-            return False
-        pending: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        for f in outcome.findings:
-            rel = by_node.get(int(f["relfilenode"]))
-            if rel is None or f["code"] in SCAN_RECHECKED:
-                continue
-            if f["code"] == "file.unreadable" and self._rewritten(rel):
-                continue  # its files were replaced while they were read: not damage
-            if f["code"] in ("index.tid_unused", "index.tid_beyond_heap"):
-                m = _TID.search(str(f["message"]))
-                if m and f["block"] is not None and f["item"] is not None:
-                    past = f["code"] == "index.tid_beyond_heap"
-                    rel.candidates.append(Crossref(int(f["block"]), int(f["item"]), int(m[1]), int(m[2]), past))
-                continue
-            finding = {
-                **{k: f.get(k) for k in fmod.FINDING_KEYS},
-                "path": f["path"],
-                "relation": rel.relname,
-                "database": self.server["database"],
-                "observed_error": None,
-                "source": fmod.SOURCE_SCAN,
-                "attnum": None,
-            }
-            if f["fork"] == "main" and f["block"] is not None:
-                pending.setdefault((rel.oid, int(f["block"])), []).append(finding)
-            else:
-                self.add([finding])
-        for rel in rels:
-            rel.pages_read = rel.nblocks
-        by_oid = {r.oid: r for r in rels}
-        for (oid, blk), found in sorted(pending.items()):
-            self.confirm_page(by_oid[oid], blk, found)
-        spans: dict[int, list[tuple[int, int]]] = {}
-        for s in outcome.skipped:
-            rel = by_node.get(int(s["relfilenode"]))
-            if rel is not None and s["fork"] == "main" and int(s["first"]) < rel.nblocks:
-                spans.setdefault(rel.oid, []).append((int(s["first"]), min(int(s["last"]), rel.nblocks - 1)))
-        skipped = sum(b - a + 1 for v in spans.values() for a, b in v)
-        if spans:
-            for rel in rels:
-                rel.pages_read -= sum(b - a + 1 for a, b in spans.get(rel.oid, []))
-            raw_phase(self, [r for r in rels if r.oid in spans], spans)
-        self.scan_note = (
-            f"relation files read here ({outcome.summary['files']} file(s)); {skipped} page(s) written since the last "
-            "checkpoint read through the server"
-        )
-        return True
-
-    def _rewritten(self, rel: Rel) -> bool:
-        """Whether the relation has other files now than when diagnose started (or is gone)."""
-        rows = self.main.run(db.load_sql("diagnose_relfilenode"), {"oid": rel.oid}, again=True)
-        if isinstance(rows, ServerError):
-            return False
-        return not rows or rows[0][0] is None or int(rows[0][0]) != rel.relfilenode
-
-    def confirm_page(self, rel: Rel, blk: int, found: list[dict[str, Any]]) -> None:
-        """Findings of the file's copy of a block, against the server's copy: a refusal confirms them, an equal
-        copy keeps them, a different one (written since the file's copy) is checked instead."""
-        got = server_page(self, rel, blk)
-        if isinstance(got, ServerError):
-            rel.refused[blk] = got
-            rel.suspect.add(blk)
-            self.add(refused_findings(self, rel, blk, got, decoded=found))
-            return
-        if got is not None and self.geometry is not None:
-            try:
-                disk = read_block(self.pgdata / rel.path, blk, self.geometry).data if self.pgdata else b""
-            except PgSurgeonError:
-                disk = b""
-            # pd_checksum aside: a buffer keeps the checksum it was read with, the file gets a fresh one per write
-            if not (disk[:8] == got[:8] and disk[10:] == got[10:]):
-                batch = check_batch(self, rel, got, blk)
-                rel.suspect.update(batch.suspect)
-                rel.zero.update(batch.zero)
-                self.add(fmod.from_core(f, rel.ctx, source=fmod.SOURCE_PAGE) for f in batch.findings)
-                # A TOAST finding is about the value's chunks, not this page's bytes (hint bits set since the
-                # file's copy make the copies differ): it is checked again against the TOAST table (heap_done).
-                if rel.role == "table":
-                    rel.toast_scan.extend(f for f in found if str(f["code"]).startswith("toast."))
-                return
-        if any(f["severity"] == "error" and f["area"] in STRUCTURAL_AREAS for f in found):
-            rel.suspect.add(blk)
-        # A table row's TOAST finding also depends on the TOAST table's pages, read at another moment: the server's
-        # own TOAST check decides when it runs (heap_done).
-        toast_rows = [f for f in found if str(f["code"]).startswith("toast.") and rel.role == "table"]
-        rel.toast_scan.extend(toast_rows)
-        self.add(f for f in found if f not in toast_rows)
-
-    # ------------------------------------------------------------------ 2. cross-checks
-
-    def vm_tails(self, heaps: list[Rel]) -> dict[int, list[int]]:
-        """Per table, the blocks at or past its end that its visibility map marks, read in one statement for all
-        tables; a table missing from the answer (the statement failed) has its map read alone by file_checks."""
-        wanted = [
-            (r, *span)
-            for r in heaps
-            if r.vm_size > 0 and r.locked is None and (span := self._vm_span(r, r.nblocks)) is not None
-        ]
-        if len(wanted) < 2:
-            return {}
-        query = db.sql.SQL(db.load_sql("diagnose_vm_tails")).format(get_raw_page=self.fn("pageinspect", "get_raw_page"))
-        params = {
-            "oids": [r.oid for r, _a, _b in wanted],
-            "firsts": [a for _r, a, _b in wanted],
-            "lasts": [b for _r, _a, b in wanted],
-        }
-        try:
-            rows = self.main.run(query, params, binary=True, again=True)
-        except BackendLost:
-            return {}
-        if isinstance(rows, ServerError):
-            return {}
-        by_oid = {r.oid: r for r, _a, _b in wanted}
-        out: dict[int, list[int]] = {r.oid: [] for r, _a, _b in wanted}
-        for oid, blk, page in rows:
-            rel = by_oid[int(oid)]
-            out[rel.oid].extend(self._vm_marked(rel, rel.nblocks, int(blk), bytes(page)))
-        return out
-
-    def file_checks(self, rel: Rel, vm_beyond: list[int] | None = None) -> None:
-        """A trailing partial block and visibility-map bits for blocks past the end of the table (``vm_beyond``:
-        those bits as vm_tails already read them)."""
-        if rel.size % rel.block_size:
-            self.add(
-                [
-                    fmod.make(
-                        "file.partial_page",
-                        rel.ctx,
-                        rel.nblocks,
-                        None,
-                        f"the file ends {rel.size % rel.block_size} bytes into block {rel.nblocks}: the server does "
-                        "not count that block, its rows are not returned",
-                        source=fmod.SOURCE_SERVER,
-                    )
-                ]
-            )
-        if not rel.is_heap or rel.vm_size <= 0:
-            return
-        nblocks = rel.nblocks
-        beyond: list[int] = []
-        for attempt in range(2):
-            try:
-                beyond = vm_beyond if attempt == 0 and vm_beyond is not None else self._vm_beyond(rel, nblocks)
-            except NotChecked:
-                return
-            if not beyond:
-                return
-            # The table grows while the map is read (a new block's bits can be set right away): what counts is
-            # its length after the map was read.
-            fresh = self._fresh_nblocks(rel)
-            if fresh is None:
-                break
-            beyond = [b for b in beyond if b >= fresh]
-            if not beyond:
-                return
-            nblocks = fresh
-        self.add(
-            [
-                fmod.make(
-                    "file.vm_beyond_end",
-                    rel.ctx,
-                    nblocks,
-                    None,
-                    f"the visibility map marks {len(beyond)} block(s) {beyond[0]}..{beyond[-1]} all-visible but "
-                    f"the table ends at block {nblocks - 1}: blocks {nblocks}..{beyond[-1]} were cut off",
-                    source=fmod.SOURCE_CROSS,
-                    fork="main",
-                )
-            ]
-        )
-
-    @staticmethod
-    def _vm_span(rel: Rel, nblocks: int) -> tuple[int, int] | None:
-        """The map pages covering heap blocks ``nblocks`` and beyond."""
-        per_page = (rel.block_size - _VM_HEADER) * 4
-        first, last = nblocks // per_page, rel.vm_size // rel.block_size - 1
-        return (first, last) if first <= last else None
-
-    def _vm_beyond(self, rel: Rel, nblocks: int) -> list[int]:
-        """Heap blocks at or past ``nblocks`` that the visibility map (as the server has it) marks."""
-        span = self._vm_span(rel, nblocks)
-        if span is None:
-            return []
-        bs = rel.block_size
-        beyond: list[int] = []
-        for start, got in raw_ranges(self, self.main, rel, *span, fork="vm"):
-            if isinstance(got, ServerError):
-                continue
-            for i in range(len(got) // bs):
-                beyond.extend(self._vm_marked(rel, nblocks, start + i, got[i * bs : (i + 1) * bs]))
-        return beyond
-
-    @staticmethod
-    def _vm_marked(rel: Rel, nblocks: int, vm_block: int, page: bytes) -> list[int]:
-        """Heap blocks at or past ``nblocks`` that map page ``vm_block`` marks."""
-        per_page = (rel.block_size - _VM_HEADER) * 4
-        base = vm_block * per_page
-        first = max(nblocks - base, 0)
-        if first >= per_page:
-            return []
-        lo = _VM_HEADER + first // 4
-        tail = bytearray(page[lo : _VM_HEADER + per_page // 4])
-        if tail:
-            tail[0] &= (0xFF << (first % 4 * 2)) & 0xFF  # the first byte's bits for blocks before the end
-        if not tail.strip(b"\0"):
-            return []  # the usual case: no bit past the end; looked at bit by bit only when one is set
-        return [
-            base + (lo - _VM_HEADER + j) * 4 + bit
-            for j, byte in enumerate(tail)
-            if byte
-            for bit in range(4)
-            if (byte >> (bit * 2)) & 0x3
-        ]
-
-    def _fresh_nblocks(self, rel: Rel) -> int | None:
-        rows = self.main.run(db.load_sql("relation_size"), {"oid": rel.oid}, again=True)
-        if isinstance(rows, ServerError) or not rows:
-            return None
-        return int(rows[0][0]) // rel.block_size
-
-    def index_refs(self, index: Rel) -> None:
-        """Index entries that point past the end of the table or at unused line pointers, rechecked against
-        fresh copies of the pages (a concurrent insert or VACUUM can explain a first mismatch)."""
-        heap = self.heap_of(index)
-        candidates = index.candidates
-        index.candidates = []
-        if heap is None or not candidates:
-            return
-        confirmed = self.recheck(index, heap, candidates)
-        past = [c for c in confirmed if c.past_end]
-        dangling = [c for c in confirmed if not c.past_end]
-        out: list[dict[str, Any]] = []
-        zeroed: dict[int, int] = {}
-        for c in dangling:
-            if c.heap_block in heap.zero:
-                zeroed[c.heap_block] = zeroed.get(c.heap_block, 0) + 1
-        for blk, n in sorted(zeroed.items()):
-            if (heap.oid, "zero", blk) in self.reported:
-                continue
-            self.reported.add((heap.oid, "zero", blk))
-            out.append(
-                fmod.make(
-                    "page_header.zeroed_referenced",
-                    heap.ctx,
-                    blk,
-                    None,
-                    f"block {blk} is all zeroes but index {index.relname} has {n} entr{'y' if n == 1 else 'ies'} "
-                    "pointing into it: its rows are gone",
-                    source=fmod.SOURCE_CROSS,
-                )
-            )
-        if past and (heap.oid, "truncated", 0) not in self.reported:
-            self.reported.add((heap.oid, "truncated", 0))
-            top = max(c.heap_block for c in past)
-            out.append(
-                fmod.make(
-                    "file.heap_truncated",
-                    heap.ctx,
-                    heap.nblocks,
-                    None,
-                    f"index {index.relname} has {len(past)} entr{'y' if len(past) == 1 else 'ies'} pointing to "
-                    f"blocks {min(c.heap_block for c in past)}..{top}, but the table ends at block {heap.nblocks - 1}: "
-                    f"blocks {heap.nblocks}..{top} are missing from the file",
-                    source=fmod.SOURCE_CROSS,
-                )
-            )
-        for c in (past + dangling)[:MAX_CROSS_FINDINGS]:
-            code = "index.tid_beyond_heap" if c.past_end else "index.tid_unused"
-            what = (
-                f"past the end of the table (it ends at block {heap.nblocks - 1})"
-                if c.past_end
-                else "an unused or missing line pointer: the row it indexed is gone from the table"
-            )
-            out.append(
-                fmod.make(
-                    code,
-                    index.ctx,
-                    c.index_block,
-                    c.index_item,
-                    f"points to heap ({c.heap_block},{c.heap_item}), {what}",
-                    source=fmod.SOURCE_CROSS,
-                )
-            )
-        if len(past) + len(dangling) > MAX_CROSS_FINDINGS:
-            index.notes.append(f"{len(past) + len(dangling) - MAX_CROSS_FINDINGS} more index entries without a row")
-        self.add(out)
-
-    def recheck(self, index: Rel, heap: Rel, candidates: list[Crossref]) -> list[Crossref]:
-        size_rows = self.main.run(db.load_sql("relation_size"), {"oid": heap.oid}, again=True)
-        nblocks = heap.nblocks if isinstance(size_rows, ServerError) else int(size_rows[0][0]) // heap.block_size
-        fresh: dict[int, bytes | None] = {}
-        confirmed: list[Crossref] = []
-        for c in candidates:
-            if c.past_end:
-                if c.heap_block >= nblocks:
-                    confirmed.append(c)
-                continue
-            if c.heap_block not in fresh:
-                page = one_page(self, heap, c.heap_block)
-                fresh[c.heap_block] = None if page is None else core.lp_flags(page)
-            flags = fresh[c.heap_block]
-            if flags is not None and (c.heap_item > len(flags) or flags[c.heap_item - 1] == 0):
-                confirmed.append(c)
-        if not confirmed:
-            return []
-        # the index entries must still be there too
-        still: list[Crossref] = []
-        pages: dict[int, dict[int, list[tuple[int, int]]]] = {}
-        for c in confirmed:
-            if c.index_block not in pages:
-                ipage = one_page(self, index, c.index_block)
-                entries: dict[int, list[tuple[int, int]]] = {}
-                for item, hblk, hoff in core.leaf_tids(ipage) if ipage is not None else []:
-                    entries.setdefault(item, []).append((hblk, hoff))
-                pages[c.index_block] = entries
-            if (c.heap_block, c.heap_item) in pages[c.index_block].get(c.index_item, []):
-                still.append(c)
-        return still
-
     # ------------------------------------------------------------------ 3. verify_heapam
 
     def ranges(self, rel: Rel) -> list[tuple[int, int]]:
@@ -795,7 +432,7 @@ class Diagnosis:
             if not (rel.toast_checked and rel.amcheck != "crashed" and not self.amcheck_stopped):
                 self.add(rel.toast_scan)
             elif rel.toast_scan:
-                self.add(self.toast_scan_confirmed(rel))
+                self.add(toast_scan_confirmed(self, rel))
             rel.toast_scan = []
             if rel.amcheck == "crashed":
                 continue
@@ -809,46 +446,6 @@ class Diagnosis:
                 rel.amcheck = "ok" if rel.nblocks else "empty"
             if rel.refused and rel.amcheck in ("ok", "corrupt", "errors"):
                 rel.amcheck += f" ({len(rel.refused)} refused block(s) not checked)"
-
-    def toast_scan_confirmed(self, rel: Rel) -> list[dict[str, Any]]:
-        """The files' TOAST findings on ``rel`` that verify_heapam did not repeat, checked again. verify_heapam finds
-        chunks through the TOAST index, which still files a chunk whose chunk_id or chunk_seq was altered under its
-        old key; the files, read at another moment, may also have caught a value being rewritten. The value's
-        chunks are read twice, through the index and without it: when the index finds chunks the table itself
-        does not hold whole, the index hides damage and the finding stays; otherwise (the value whole, or gone
-        with the row that pointed at it) it was concurrent change and goes."""
-        toast = self.toast_of(rel)
-        wanted: dict[int, tuple[int, int]] = {}
-        for f in rel.toast_scan:
-            if m := _TOAST_VALUE.search(str(f["message"])):
-                wanted[int(m[1])] = (int(m[2]), int(m[3]))
-        if toast is None or not wanted:
-            return []
-        query = db.sql.SQL(db.load_sql("diagnose_toast_chunks")).format(
-            toast=db.sql.Identifier(toast.schema, toast.name)
-        )
-        views: list[dict[int, tuple[int, int, int, int]]] = []
-        for off in ("enable_indexscan", "enable_seqscan"):
-            session = self.main
-            got = session.run(f"SET enable_bitmapscan = off; SET {off} = off")
-            try:
-                rows = session.run(query, {"values": sorted(wanted)})
-            finally:
-                session.run("RESET enable_bitmapscan; RESET enable_indexscan; RESET enable_seqscan")
-            if isinstance(got, ServerError) or isinstance(rows, ServerError):
-                return list(rel.toast_scan)
-            views.append({int(v): (int(n), int(a), int(b), int(size)) for v, n, a, b, size in rows})
-        table_view, index_view = views
-        hidden = {
-            v
-            for v, (size, chunks) in wanted.items()
-            if v in index_view and table_view.get(v) != (chunks, 0, chunks - 1, size)
-        }
-        return [
-            {**f, "message": f"{f['message']} (the TOAST index hides it: it still files an altered chunk)"}
-            for f in rel.toast_scan
-            if (m := _TOAST_VALUE.search(str(f["message"]))) is not None and int(m[1]) in hidden
-        ]
 
     def heap_phase(self, rels: list[Rel]) -> None:
         tasks = self.heap_tasks(rels)
@@ -1104,96 +701,6 @@ class Diagnosis:
                 for f in self.findings
             )
 
-    # ------------------------------------------------------------------ 4b. TOAST chunks named
-
-    def locate_toast_chunks(self) -> None:
-        """For TOAST problems amcheck reports on a table row, find the chunks of that value through the TOAST
-        index's entries and name the TOAST block and line pointer of each chunk that is wrong."""
-        wanted: dict[int, dict[int, dict[str, Any]]] = {}
-        for f in list(self.findings):
-            if f["source"] != fmod.SOURCE_AMCHECK or not str(f["code"]).startswith("toast."):
-                continue
-            value = amcheck.toast_value_id(f["message"])
-            table = next((r for r in self.rels if r.relfilenode == f["relfilenode"] and r.role == "table"), None)
-            if value is None or table is None:
-                continue
-            wanted.setdefault(table.oid, {}).setdefault(value, f)
-            if m := _BLAMED_CHUNK.search(f["message"]):
-                self.blamed.add((value, int(m.group(1))))
-        for table_oid, values in wanted.items():
-            toast = next((r for r in self.rels if r.role == "toast" and r.table_oid == table_oid), None)
-            tindex = next((r for r in self.rels if r.role == "toast-index" and r.table_oid == table_oid), None)
-            if toast is None or tindex is None:
-                continue
-            chunks = self._toast_index_entries(tindex, set(values))
-            self.add(self._check_chunks(toast, chunks, values))
-
-    def _toast_index_entries(self, tindex: Rel, values: set[int]) -> dict[int, list[tuple[int, int, int]]]:
-        """value id -> [(chunk_seq, toast block, toast item)] from the TOAST index's leaf pages."""
-        found: dict[int, list[tuple[int, int, int]]] = {}
-        bs = tindex.block_size
-        try:
-            pages = (
-                (start + i, got[i * bs : (i + 1) * bs])
-                for start, got in raw_ranges(self, self.main, tindex, 1, max(tindex.nblocks - 1, 0))
-                if not isinstance(got, ServerError)
-                for i in range(len(got) // bs)
-            )
-            for blk, page in pages:  # only for values amcheck found damaged: a TOAST index is small
-                rep = core.inspect_page(page, blk, checksums=False, kind="btree")
-                if not rep["btree"] or "BTP_LEAF" not in rep["btree"]["flags"]:
-                    continue
-                for it in rep["items"]:
-                    bt = it.get("btree")
-                    if not bt or bt["is_pivot"] or not bt["htid"]:
-                        continue
-                    key = bytes.fromhex(bt["data"].replace(" ", ""))
-                    if len(key) < 8:
-                        continue
-                    value, seq = struct.unpack_from("<Ii", key)
-                    if value in values:
-                        found.setdefault(value, []).append((seq, bt["htid"]["block"], bt["htid"]["offset"]))
-        except NotChecked:
-            pass
-        return found
-
-    def _check_chunks(
-        self, toast: Rel, chunks: dict[int, list[tuple[int, int, int]]], values: dict[int, dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        pages: dict[int, bytes | None] = {}
-        for value, entries in chunks.items():
-            row = values[value]
-            where = f"table row ({row['block']},{row['item']})"
-            for seq, blk, off in sorted(entries):
-                if blk not in pages:
-                    pages[blk] = one_page(self, toast, blk) if blk < toast.nblocks else None
-                page = pages[blk]
-                if page is None:
-                    continue
-                problem = _chunk_problem(page, blk, off, value, seq)
-                if problem is None and (value, seq) in self.blamed:
-                    problem = (
-                        "toast.chunk_size",
-                        "amcheck found this chunk's size wrong (see the table row's finding)",
-                    )
-                if problem:
-                    code, text = problem
-                    out.append(
-                        fmod.make(
-                            code,
-                            toast.ctx,
-                            blk,
-                            off,
-                            f"chunk {seq} of toast value {value} (of {where}): {text}",
-                            source=fmod.SOURCE_CROSS,
-                            observed_error=row["observed_error"],
-                        )
-                    )
-            locations = ", ".join(f"{s}@({b},{o})" for s, b, o in sorted(entries)[:8])
-            row["message"] += f" [chunks in {toast.relname}: {locations or 'none indexed'}]"
-        return out
-
     # ------------------------------------------------------------------ results
 
     def fold_amcheck(self) -> None:
@@ -1250,15 +757,15 @@ class Diagnosis:
             others = [r for r in self.rels if not r.is_heap and r.relkind == "i"]
             self.start_btree_early([r for r in self.rels if r.is_btree and r.role == "index"])
             self.progress(f"reading {sum(r.nblocks for r in self.rels)} pages of {len(self.rels)} relation(s)")
-            if self.pgdata is None or not self.files_phase(heaps + others):
+            if self.pgdata is None or not files_phase(self, heaps + others):
                 self.pgdata = None
                 raw_phase(self, heaps + others)
-            tails = self.vm_tails(heaps)
+            tails = vm_tails(self, heaps)
             for rel in heaps:
                 rel.lines = None  # memory: only the index batches needed it
-                self.file_checks(rel, tails.get(rel.oid))
+                file_checks(self, rel, tails.get(rel.oid))
             for index in others:
-                self.index_refs(index)
+                index_refs(self, index)
             self.progress("verify_heapam on TOAST tables")
             self.heap_phase([r for r in heaps if r.role == "toast"])
             self.start_allindexed([r for r in heaps if r.role == "table"])
@@ -1267,7 +774,7 @@ class Diagnosis:
                 [r for r in heaps if r.role != "toast"], [r for r in self.rels if r.is_btree and r.role == "index"]
             )
             self.btree_phase([r for r in self.rels if r.is_btree and r.role == "toast-index"])
-            self.locate_toast_chunks()
+            locate_toast_chunks(self)
             for r in self.rels:
                 if r.relkind == "i" and not r.is_btree:
                     r.amcheck = f"pages only (no amcheck for {r.amname})"
@@ -1299,49 +806,6 @@ class Diagnosis:
         }
         server["data_directory_here"] = self.pgdata is not None
         return DiagnoseOutcome(server, self.relation_summaries(), findings, summary)
-
-
-def _chunk_problem(page: bytes, blk: int, off: int, value: int, seq: int) -> tuple[str, str] | None:
-    """What is wrong with the TOAST chunk the index says is chunk ``seq`` of ``value`` at (blk, off)."""
-    if len(page) < 24:
-        return None
-    lower = int.from_bytes(page[12:14], "little")
-    maxoff = max((lower - 24) // 4, 0)
-    if off < 1 or off > maxoff:
-        return (
-            "toast.chunk_missing",
-            f"line pointer {off} is beyond the page's {maxoff} line pointers: the chunk is gone",
-        )
-    (lp,) = struct.unpack_from("<I", page, 24 + (off - 1) * 4)
-    lp_off, lp_flags, lp_len = lp & 0x7FFF, (lp >> 15) & 0x3, lp >> 17
-    if lp_flags != 1:
-        name = {0: "unused", 2: "a redirect", 3: "dead"}[lp_flags]
-        return "toast.chunk_missing", f"line pointer {off} is {name}: the chunk is gone"
-    if lp_off + lp_len > len(page) or lp_len < 24 + 9:
-        return None  # the page decoder reports the line pointer itself
-    t_hoff = page[lp_off + 22]
-    data = lp_off + t_hoff
-    if data + 8 > lp_off + lp_len:
-        return None
-    chunk_id, chunk_seq = struct.unpack_from("<Ii", page, data)
-    if chunk_id != value:
-        return (
-            "toast.chunk_unexpected",
-            f"the tuple holds chunk_id {chunk_id}, not {value}: the chunk is lost to its value",
-        )
-    if chunk_seq != seq:
-        return "toast.chunk_unexpected", f"the tuple holds chunk_seq {chunk_seq} where the index says {seq}"
-    b0 = page[data + 8]
-    if b0 & 0x01:
-        size = (b0 >> 1) - 1
-    elif b0 & 0x03 == 0:
-        size = (int.from_bytes(page[data + 8 : data + 12], "little") >> 2) - 4
-    else:
-        return "toast.chunk_header", f"chunk_data has a compressed varlena header (0x{b0:02x})"
-    room = lp_off + lp_len - (data + 8) - (1 if b0 & 0x01 else 4)
-    if size < 0 or size > TOAST_MAX_CHUNK_SIZE or size > room:
-        return "toast.chunk_size", f"chunk_data claims {size} bytes, the tuple holds {room}"
-    return None
 
 
 def run_diagnose(req: DiagnoseRequest) -> DiagnoseOutcome:
