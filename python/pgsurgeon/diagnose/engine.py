@@ -26,7 +26,6 @@ taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -34,20 +33,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pgsurgeon import core, db
-from pgsurgeon.boundary import AllIndexedConfig
+from pgsurgeon import core as core  # the tests reach the core through this module (monkeypatch engine.core)
+from pgsurgeon import db
 from pgsurgeon.catalog.sql import lookup_relation, not_found
-from pgsurgeon.datadir import Geometry, segments_of
-from pgsurgeon.diagnose import amcheck
+from pgsurgeon.datadir import Geometry
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.allindexed import start_allindexed
+from pgsurgeon.diagnose.btreecheck import btree_phase, start_btree_early
 from pgsurgeon.diagnose.crosscheck import file_checks, index_refs, vm_tails
 from pgsurgeon.diagnose.files import files_phase
 from pgsurgeon.diagnose.findings import RelContext
+from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase
 from pgsurgeon.diagnose.model import Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked, Rel
-from pgsurgeon.diagnose.pages import raw_phase, refused_findings
-from pgsurgeon.diagnose.server import local_pgdata, one, run_locked, server_info
-from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
-from pgsurgeon.diagnose.toast import locate_toast_chunks, toast_scan_confirmed
+from pgsurgeon.diagnose.pages import raw_phase
+from pgsurgeon.diagnose.server import local_pgdata, one, server_info
+from pgsurgeon.diagnose.session import ServerError, Session
+from pgsurgeon.diagnose.toast import locate_toast_chunks
 from pgsurgeon.errors import PgSurgeonError, UsageError
 
 __all__ = ["Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotChecked", "Rel", "run_diagnose"]
@@ -55,6 +56,7 @@ __all__ = ["Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotCh
 T = TypeVar("T")
 R = TypeVar("R")
 
+# The core's heapallindexed budget, a knob of the run (the tests shrink it here)
 ALLINDEXED_BLOOM_BYTES = 64 << 20  # one pass's Bloom filters, all indexes of a table (amcheck: maintenance_work_mem)
 
 
@@ -278,100 +280,9 @@ class Diagnosis:
     def toast_of(self, table: Rel) -> Rel | None:
         return next((r for r in self.rels if r.role == "toast" and r.table_oid == table.oid), None)
 
-    # ------------------------------------------------------------------ 3. verify_heapam
-
-    def ranges(self, rel: Rel) -> list[tuple[int, int]]:
-        """Runs of blocks the server accepted, cut to amcheck_batch blocks."""
-        out: list[tuple[int, int]] = []
-        step = self.req.amcheck_batch
-        start = 0
-        # the gaps between skipped blocks, cut to step blocks (a skipped block per loop, not a block per loop)
-        for skipped in [*sorted(b for b in rel.refused.keys() | rel.unchecked if b < rel.nblocks), rel.nblocks]:
-            out.extend((a, min(a + step, skipped) - 1) for a in range(start, skipped, step))
-            start = skipped + 1
-        return out
-
-    def heap_task(self, session: Session, task: tuple[Rel, int, int, bool]) -> list[dict[str, Any]]:
-        rel, first, last, check_toast = task
-        query = db.sql.SQL(
-            "SELECT blkno, offnum, attnum, msg FROM {fn}(%(rel)s::oid::regclass, false, %(toast)s, 'none', "
-            "%(a)s::bigint, %(b)s::bigint)"
-        ).format(fn=self.fn("amcheck", "verify_heapam"))
-        out: list[dict[str, Any]] = []
-        stack = [(first, last)]
-        while stack:
-            a, b = stack.pop()
-            if a > b:
-                continue
-            if self.amcheck_stopped:
-                out.append(self._unchecked(rel, a, b, self.amcheck_stopped))
-                continue
-            try:
-                rows = run_locked(session, query, {"rel": rel.oid, "toast": check_toast, "a": a, "b": b})
-            except BackendLost as lost:
-                out.append(self._crashed(rel, a, b, lost.message))
-                continue
-            if not isinstance(rows, ServerError):
-                for blkno, offnum, attno, msg in rows:
-                    code, area = amcheck.classify_heap(msg)
-                    # verify_heapam counts attributes from 0 (ctx->attnum, contrib/amcheck/verify_heapam.c); a
-                    # column is attnum 1 and up everywhere else, pg_attribute and the next steps included
-                    attnum = None if attno is None else int(attno) + 1
-                    out.append(
-                        fmod.make(
-                            code,
-                            rel.ctx,
-                            int(blkno),
-                            int(offnum) if offnum is not None else None,
-                            msg if attnum is None else f"attribute {attnum}: {msg}",
-                            source=fmod.SOURCE_AMCHECK,
-                            observed_error=f"verify_heapam: {msg}",
-                            attnum=attnum,
-                            area=area,
-                        )
-                    )
-                continue
-            err = rows
-            if "must be between 0 and" in err.message:  # the table shrank since its size was read
-                continue
-            if err.sqlstate in ("57014", "55P03") and a == b:
-                out.append(
-                    fmod.make(
-                        "server.timeout",
-                        rel.ctx,
-                        a,
-                        None,
-                        f"block {a} not checked: {err.message}",
-                        source=fmod.SOURCE_SERVER,
-                        observed_error=err.observed,
-                    )
-                )
-                continue
-            named = amcheck.invalid_page_block(err.message)
-            if named is not None and named[1] == rel.path and a <= named[0] <= b:
-                rel.observe(err.observed)
-                rel.refused[named[0]] = err
-                out.extend(refused_findings(self, rel, named[0], err))
-                stack.extend([(named[0] + 1, b), (a, named[0] - 1)])
-            elif a == b:
-                rel.observe(err.observed)
-                out.append(
-                    fmod.make(
-                        "server.error",
-                        rel.ctx,
-                        a,
-                        None,
-                        f"verify_heapam failed on block {a}: {err.message}",
-                        source=fmod.SOURCE_SERVER,
-                        observed_error=err.observed,
-                    )
-                )
-            else:
-                mid = a + (b - a) // 2
-                stack.extend([(mid + 1, b), (a, mid)])
-        return out
-
-    def _crashed(self, rel: Rel, a: int, b: int, message: str) -> dict[str, Any]:
+    def crashed(self, rel: Rel, a: int, b: int, message: str) -> dict[str, Any]:
+        """A backend lost under amcheck (verify_heapam or bt_index_check): counted, and amcheck stops after
+        ``max_crashes``."""
         with self.findings_lock:
             self.crashes += 1
             if self.crashes >= self.req.max_crashes:
@@ -388,318 +299,6 @@ class Diagnosis:
             source=fmod.SOURCE_SERVER,
             observed_error=message,
         )
-
-    def _unchecked(self, rel: Rel, a: int, b: int, why: str) -> dict[str, Any]:
-        f = fmod.make(
-            "server.timeout",
-            rel.ctx,
-            a,
-            None,
-            f"blocks {a}..{b} not checked by amcheck: {why}",
-            source=fmod.SOURCE_SERVER,
-        )
-        return f
-
-    def heap_tasks(self, rels: list[Rel]) -> list[tuple[Rel, int, int, bool]]:
-        tasks: list[tuple[Rel, int, int, bool]] = []
-        for rel in rels:
-            check_toast = False
-            if rel.role == "table":
-                toast = self.toast_of(rel)
-                check_toast = toast is not None and toast.nblocks > 0 and not toast.refused and not toast.suspect
-                if check_toast and toast is not None and self.has_errors(toast, *self.toast_indexes_of(rel)):
-                    # verify_heapam finds chunks through the TOAST index: a chunk whose chunk_id or chunk_seq was
-                    # altered is still found under its old key there, so the server calls the value whole. The
-                    # files' own reading of the chunks stands.
-                    check_toast = False
-                if toast is not None and toast.nblocks > 0 and not check_toast:
-                    rel.notes.append("TOAST values not followed: the TOAST table has damaged pages")
-                rel.toast_checked = check_toast
-            tasks.extend((rel, a, b, check_toast) for a, b in self.ranges(rel))
-        return tasks
-
-    def heap_done(
-        self, rels: list[Rel], tasks: list[tuple[Rel, int, int, bool]], results: list[list[dict[str, Any]]]
-    ) -> None:
-        by_rel: dict[int, list[dict[str, Any]]] = {}
-        for (rel, _a, _b, _t), res in zip(tasks, results, strict=True):
-            by_rel.setdefault(rel.oid, []).extend(res)
-        for rel in rels:
-            res = by_rel.get(rel.oid, [])
-            self.add(res)
-            # The files' TOAST findings mix moments (a value rewritten while its table and TOAST table were read);
-            # verify_heapam follows every pointer with one snapshot, and names the same damage on the row.
-            if not (rel.toast_checked and rel.amcheck != "crashed" and not self.amcheck_stopped):
-                self.add(rel.toast_scan)
-            elif rel.toast_scan:
-                self.add(toast_scan_confirmed(self, rel))
-            rel.toast_scan = []
-            if rel.amcheck == "crashed":
-                continue
-            if not self.ranges(rel) and rel.nblocks:
-                rel.amcheck = "skipped: no readable block"
-            elif any(f["source"] == fmod.SOURCE_AMCHECK for f in res):
-                rel.amcheck = "corrupt"
-            elif any(f["code"] in ("server.error", "server.invalid_page", "server.timeout") for f in res):
-                rel.amcheck = "errors"
-            else:
-                rel.amcheck = "ok" if rel.nblocks else "empty"
-            if rel.refused and rel.amcheck in ("ok", "corrupt", "errors"):
-                rel.amcheck += f" ({len(rel.refused)} refused block(s) not checked)"
-
-    def heap_phase(self, rels: list[Rel]) -> None:
-        tasks = self.heap_tasks(rels)
-        self.heap_done(rels, tasks, self.parallel(self.heap_task, tasks))
-
-    def amcheck_phase(self, tables: list[Rel], indexes: list[Rel]) -> None:
-        """verify_heapam over the tables and bt_index_check over their indexes, in one pool: the indexes first
-        (each is one statement, the longest), block ranges of the tables filling the other sessions.
-
-        Without the files, the rows' attributes were not walked before: heapallindexed (which deforms them) then
-        waits for verify_heapam's verdict on its table."""
-        if self.pgdata is None:
-            self.heap_phase(tables)
-            self.btree_phase(indexes)
-            return
-        heap_tasks = self.heap_tasks(tables)
-        started = [i for i in indexes if i.oid in self.early_btree]
-        indexes = [i for i in indexes if i.oid not in self.early_btree]
-        tasks: list[tuple[Rel, int, int, bool] | Rel] = [*indexes, *heap_tasks]
-
-        def cost(task: tuple[Rel, int, int, bool] | Rel) -> int:
-            """Blocks a task reads: the longest go first, so no session is left with a big one at the end."""
-            if isinstance(task, Rel):
-                heap = self.heap_of(task)
-                return task.nblocks + (heap.nblocks if heap is not None and self.req.heapallindexed else 0)
-            return task[2] - task[1] + 1
-
-        order = sorted(range(len(tasks)), key=lambda i: -cost(tasks[i]))
-
-        def run(session: Session, task: tuple[Rel, int, int, bool] | Rel) -> list[dict[str, Any]]:
-            return self.btree_task(session, task) if isinstance(task, Rel) else self.heap_task(session, task)
-
-        done = self.parallel(run, [tasks[i] for i in order])
-        results: list[list[dict[str, Any]]] = [[] for _ in tasks]
-        for i, res in zip(order, done, strict=True):
-            results[i] = res
-        for res in results[: len(indexes)]:
-            self.add(res)
-        for index in started:  # finished by now, or soon: the heap ranges ran beside them
-            self.add(self.btree_task(self.main, index))
-        self.heap_done(tables, heap_tasks, results[len(indexes) :])
-
-    def start_btree_early(self, indexes: list[Rel]) -> None:
-        """Without --heapallindexed, bt_index_check needs nothing from the page checks (it reads only its index and
-        is built to meet damage): with -j 2 or more it starts now, on one of the -j sessions, and runs while the
-        pages are read. Its answer is read in the amcheck phase, as if it had run there."""
-        if self.req.jobs <= 1 or self.req.heapallindexed:
-            return
-        query = self._btree_query()
-
-        def check(index: Rel) -> Any:
-            return run_locked(self.session(), query, {"rel": index.oid, "all": False})
-
-        for index in sorted(indexes, key=lambda r: -r.nblocks):
-            if index.usable and index.nblocks > 0:
-                self.early_btree[index.oid] = self.workers().submit(check, index)
-
-    def _btree_query(self) -> Any:
-        return db.sql.SQL("SELECT {fn}(%(rel)s::oid::regclass, %(all)s)").format(
-            fn=self.fn("amcheck", "bt_index_check")
-        )
-
-    # ------------------------------------------------------------------ 3b. heapallindexed from the files
-
-    def start_allindexed(self, tables: list[Rel]) -> None:
-        """With --heapallindexed and the files here: check in the core, beside amcheck, that every live row of each
-        sound table is in its btree indexes (amcheck's Bloom filter check, reading the files). Proof ends there;
-        any doubt (a row not found, a page written since the last checkpoint, a value in TOAST) sends the index to
-        bt_index_check with heapallindexed, which decides."""
-        if not self.req.heapallindexed or self.pgdata is None or self.geometry is None:
-            return
-        sound = {t.oid: t for t in tables if t.locked is None and not self.has_errors(t) and not t.refused}
-        candidates = [r for r in self.rels if r.is_btree and r.role == "index" and r.usable and r.table_oid in sound]
-        if not candidates:
-            return
-        rows = one(self.main, "diagnose_allindexed", {"oids": [r.oid for r in candidates]})
-        plans: dict[int, list[tuple[Rel, list[int], list[Any], list[Any], int]]] = {}
-        by_oid = {r.oid: r for r in candidates}
-        for index_oid, table_oid, reltuples, keys, index_attrs, table_attrs in rows:
-            plans.setdefault(int(table_oid), []).append(
-                (by_oid[int(index_oid)], [int(k) for k in keys], index_attrs, table_attrs, int(reltuples))
-            )
-        if not plans:
-            return
-        from pgsurgeon.scan import parse_lsn
-
-        redo = parse_lsn(str(core.read_control(self.pgdata)["redo"]))
-        pool = self.allindexed_pool = ThreadPoolExecutor(1, thread_name_prefix="pgsurgeon-allindexed")
-        for table_oid, plan in plans.items():
-            future = pool.submit(self._allindexed, sound[table_oid], plan, redo)
-            self.allindexed.update((index.oid, future) for index, *_rest in plan)
-
-    def _allindexed(
-        self, heap: Rel, plan: list[tuple[Rel, list[int], list[Any], list[Any], int]], redo: int
-    ) -> dict[int, tuple[bool, str]]:
-        assert self.geometry is not None and self.pgdata is not None
-        table_attrs = max((p[3] for p in plan), key=len)
-        config: AllIndexedConfig = {
-            "heap": {"name": heap.relname, "files": segments_of(self.pgdata / heap.path), "nblocks": heap.nblocks},
-            "heap_attrs": table_attrs,
-            "indexes": [
-                {
-                    "name": index.relname,
-                    "files": segments_of(self.pgdata / index.path),
-                    "nblocks": index.nblocks,
-                    "keys": keys,
-                    "attrs": attrs,
-                }
-                for index, keys, attrs, _t, _n in plan
-            ],
-            "expected_rows": max(p[4] for p in plan),
-            "bloom_bytes": ALLINDEXED_BLOOM_BYTES,
-            "seed": int.from_bytes(os.urandom(8), "little"),
-            "live_redo_lsn": redo,
-            "jobs": self.req.jobs,
-            "blcksz": self.geometry.blcksz,
-            "relseg_size": self.geometry.relseg_size,
-        }
-        try:
-            res = core.all_indexed(config)
-        except (OSError, ValueError) as exc:
-            why = f"heapallindexed through the server: the files could not be read here ({str(exc).splitlines()[0]})"
-            return {index.oid: (False, why) for index, *_r in plan}
-        out: dict[int, tuple[bool, str]] = {}
-        doubts = [
-            (res["newer_pages"], "table page(s) written since the last checkpoint"),
-            (res["unreadable_pages"], "table page(s) not readable from the files"),
-            (res["orphans"], "heap-only tuple(s) outside any HOT chain"),
-        ]
-        for (index, *_r), verdict, proven in zip(plan, res["indexes"], res["proven"], strict=True):
-            if proven:
-                out[index.oid] = (
-                    True,
-                    f"heapallindexed from the files: all {res['rows']} live rows found"
-                    + (f" ({res['unhinted']} of them without hint bits)" if res["unhinted"] else "")
-                    + f" among {verdict['entries']} index entries (Bloom filter {verdict['bloom_bytes'] // 1024} kB, "
-                    f"{verdict['false_positive_rate']:.2%} false positives expected)",
-                )
-                continue
-            mine = [
-                (verdict["missing"], "live row(s) not found in the index"),
-                (verdict["toasted"], "row(s) with an indexed value in TOAST"),
-                (verdict["short_rows"], "row(s) older than an indexed column (its value is the default)"),
-                (verdict["newer_pages"], "index page(s) written since the last checkpoint"),
-                (verdict["unreadable_pages"] + verdict["unreadable_entries"], "index page(s) or entries not readable"),
-            ]
-            why = "; ".join(f"{n} {what}" for n, what in [*doubts, *mine] if n)
-            out[index.oid] = (False, f"heapallindexed through the server (from the files: {why})")
-        return out
-
-    def btree_phase(self, indexes: list[Rel]) -> None:
-        for res in self.parallel(self.btree_task, indexes):
-            self.add(res)
-
-    # ------------------------------------------------------------------ 4. bt_index_check
-
-    def btree_task(self, session: Session, index: Rel) -> list[dict[str, Any]]:
-        if not index.usable:
-            index.amcheck = "skipped: index is not valid (an interrupted CREATE INDEX CONCURRENTLY?)"
-            return []
-        if self.amcheck_stopped:
-            index.amcheck = f"skipped: {self.amcheck_stopped}"
-            return []
-        heap = self.heap_of(index)
-        if index.locked is not None or (heap is not None and heap.locked is not None):
-            index.amcheck = "not checked: its table is locked by another session"
-            return []
-        heap_sound = heap is not None and not heap.refused and not heap.suspect
-        if heap is not None and index.role == "index":
-            # heapallindexed deforms the indexed columns of every row: only over a table with no damage at all
-            with self.findings_lock:
-                heap_sound = heap_sound and not any(
-                    f["relfilenode"] == heap.relfilenode and f["severity"] == "error" for f in self.findings
-                )
-        want_all = self.req.heapallindexed or (index.role == "toast-index" and self._toast_trouble(index))
-        heapallindexed = want_all and heap_sound
-        if want_all and not heap_sound:
-            index.notes.append("heapallindexed skipped: the table has damaged pages (it is read with the executor)")
-        query = self._btree_query()
-        in_core = self.allindexed.get(index.oid) if heapallindexed else None
-        early = self.early_btree.pop(index.oid, None)
-        try:
-            if early is not None and not heapallindexed:
-                rows = early.result()
-            else:
-                rows = run_locked(session, query, {"rel": index.oid, "all": heapallindexed and in_core is None})
-            if in_core is not None and not isinstance(rows, ServerError):
-                try:
-                    proven, note = in_core.result()[index.oid]
-                except Exception as exc:  # the server decides: the check in the core is only a shortcut
-                    proven, note = False, f"heapallindexed through the server (the check from the files failed: {exc})"
-                index.notes.append(note)
-                if not proven:
-                    rows = run_locked(session, query, {"rel": index.oid, "all": True})
-        except BackendLost as lost:
-            return [self._crashed(index, 0, max(index.nblocks - 1, 0), lost.message)]
-        index.amcheck = "ok (heapallindexed)" if heapallindexed else "ok"
-        if not isinstance(rows, ServerError):
-            return []
-        err = rows
-        index.observe(err.observed)
-        if err.sqlstate in ("57014", "55P03"):
-            index.amcheck = "not checked"
-            return [
-                fmod.make(
-                    "server.timeout",
-                    index.ctx,
-                    None,
-                    None,
-                    f"bt_index_check not finished: {err.message}",
-                    source=fmod.SOURCE_SERVER,
-                    observed_error=err.observed,
-                )
-            ]
-        index.amcheck = "corrupt"
-        where = amcheck.classify_btree(err.message, err.detail)
-        if where.code == "server.invalid_page" and where.block in index.refused:
-            return []  # the raw pass named this block already
-        if where.heap_tid is not None and heap is not None:
-            hblk, hoff = where.heap_tid
-            return [
-                fmod.make(
-                    "index.missing_entry",
-                    heap.ctx,
-                    hblk,
-                    hoff,
-                    f"index {index.relname} has no entry for this row: its key columns changed after it was "
-                    f"indexed, or the index lost the entry ({err.message})",
-                    source=fmod.SOURCE_AMCHECK,
-                    observed_error=f"bt_index_check: {err.observed}",
-                )
-            ]
-        return [
-            fmod.make(
-                where.code,
-                index.ctx,
-                where.block,
-                where.item,
-                err.message + (f" ({err.detail})" if err.detail else ""),
-                source=fmod.SOURCE_AMCHECK,
-                observed_error=f"bt_index_check: {err.observed}",
-            )
-        ]
-
-    def _toast_trouble(self, toast_index: Rel) -> bool:
-        with self.findings_lock:
-            return any(
-                f["code"].startswith("toast.") and f["source"] == fmod.SOURCE_AMCHECK for f in self.findings
-            ) or any(
-                f["relfilenode"] == t.relfilenode and f["severity"] == "error"
-                for t in self.rels
-                if t.role == "toast" and t.table_oid == toast_index.table_oid
-                for f in self.findings
-            )
 
     # ------------------------------------------------------------------ results
 
@@ -755,7 +354,7 @@ class Diagnosis:
             self.load_relations()
             heaps = [r for r in self.rels if r.is_heap]
             others = [r for r in self.rels if not r.is_heap and r.relkind == "i"]
-            self.start_btree_early([r for r in self.rels if r.is_btree and r.role == "index"])
+            start_btree_early(self, [r for r in self.rels if r.is_btree and r.role == "index"])
             self.progress(f"reading {sum(r.nblocks for r in self.rels)} pages of {len(self.rels)} relation(s)")
             if self.pgdata is None or not files_phase(self, heaps + others):
                 self.pgdata = None
@@ -767,13 +366,15 @@ class Diagnosis:
             for index in others:
                 index_refs(self, index)
             self.progress("verify_heapam on TOAST tables")
-            self.heap_phase([r for r in heaps if r.role == "toast"])
-            self.start_allindexed([r for r in heaps if r.role == "table"])
+            heap_phase(self, [r for r in heaps if r.role == "toast"])
+            start_allindexed(self, [r for r in heaps if r.role == "table"], ALLINDEXED_BLOOM_BYTES)
             self.progress("verify_heapam on tables, bt_index_check on their indexes")
-            self.amcheck_phase(
-                [r for r in heaps if r.role != "toast"], [r for r in self.rels if r.is_btree and r.role == "index"]
+            amcheck_phase(
+                self,
+                [r for r in heaps if r.role != "toast"],
+                [r for r in self.rels if r.is_btree and r.role == "index"],
             )
-            self.btree_phase([r for r in self.rels if r.is_btree and r.role == "toast-index"])
+            btree_phase(self, [r for r in self.rels if r.is_btree and r.role == "toast-index"])
             locate_toast_chunks(self)
             for r in self.rels:
                 if r.relkind == "i" and not r.is_btree:
