@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.boundary import AllIndexedConfig
 from pgsurgeon.datadir import segments_of
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Rel
 from pgsurgeon.diagnose.server import one
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 
 def start_allindexed(d: Diagnosis, tables: list[Rel], bloom_bytes: int) -> None:

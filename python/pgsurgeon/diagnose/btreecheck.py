@@ -4,17 +4,15 @@ when nothing it needs is still being read."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import db
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Rel
 from pgsurgeon.diagnose.server import run_locked
 from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 
 def start_btree_early(d: Diagnosis, indexes: list[Rel]) -> None:

@@ -3,16 +3,14 @@ index entries whose row seems missing, re-read through the server before they ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import core, db
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Crossref, NotChecked, Rel
 from pgsurgeon.diagnose.pages import one_page, raw_ranges
 from pgsurgeon.diagnose.session import BackendLost, ServerError
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 _VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
 

@@ -4,19 +4,17 @@ each block it shows damaged compared with the server's copy."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import db
 from pgsurgeon.datadir import read_block
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Crossref, Rel
 from pgsurgeon.diagnose.pages import check_batch, raw_phase, refused_findings, server_page
 from pgsurgeon.diagnose.server import one
 from pgsurgeon.diagnose.session import ServerError
 from pgsurgeon.errors import PgSurgeonError
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 # File findings that compare several pages: on a live server the files mix pages from different moments, and

@@ -4,20 +4,18 @@ blocks), and the amcheck phase's one pool of sessions for the tables and their b
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import db
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.btreecheck import btree_phase, btree_task
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Rel
 from pgsurgeon.diagnose.pages import refused_findings
 from pgsurgeon.diagnose.server import run_locked
 from pgsurgeon.diagnose.session import BackendLost, ServerError, Session
 from pgsurgeon.diagnose.toast import toast_scan_confirmed
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 
 def ranges(d: Diagnosis, rel: Rel) -> list[tuple[int, int]]:

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import core, db
 from pgsurgeon.datadir import read_block
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Crossref, NotChecked, Rel
 from pgsurgeon.diagnose.server import run_locked
 from pgsurgeon.diagnose.session import ServerError, Session
 from pgsurgeon.errors import PgSurgeonError
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 
 def raw_ranges(

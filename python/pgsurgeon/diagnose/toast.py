@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import core, db
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import NotChecked, Rel
 from pgsurgeon.diagnose.pages import one_page, raw_ranges
 from pgsurgeon.diagnose.session import ServerError
-
-if TYPE_CHECKING:
-    from pgsurgeon.diagnose.engine import Diagnosis
 
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 _BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
