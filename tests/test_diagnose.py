@@ -26,9 +26,10 @@ from pgsurgeon import db
 from pgsurgeon.cli import main
 from pgsurgeon.diagnose import DiagnoseRequest, run_diagnose
 from pgsurgeon.diagnose import amcheck as amcheck_map
-from pgsurgeon.diagnose.session import BackendLost, Limits, ServerError, Session
+from pgsurgeon.diagnose.server import PROFILE
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster
+from pgsurgeon.session import BackendLost, Limits, ServerError, Session
 
 DBNAME = 'diag "db" ü'
 SCHEMA = "Weird Schema ü"
@@ -361,13 +362,13 @@ def test_unknown_table_and_missing_extension(lab: Lab, capsys: pytest.CaptureFix
 
 def test_lost_backend_is_survived(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
     """A backend lost under verify_heapam: recorded, reconnected, amcheck stopped, the rest still decoded."""
-    s = Session(lab.dsn, Limits())
-    (pid,) = s.run("SELECT pg_backend_pid()")[0]
+    s = Session(lab.dsn, PROFILE, Limits())
+    (pid,) = s.rows("SELECT pg_backend_pid()")[0]
     with db.connect(lab.dsn) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     with pytest.raises(BackendLost):
-        s.run("SELECT 1")
-    assert s.run("SELECT 1") == [(1,)] and s.reconnects == 1
+        s.rows("SELECT 1")
+    assert s.rows("SELECT 1") == [(1,)] and s.reconnects == 1
     s.close()
 
     original = Session.run
@@ -434,8 +435,8 @@ def test_a_locked_table_is_skipped_not_waited_for(lab: Lab) -> None:
 
 
 def test_sessions_have_timeouts_and_are_read_only(lab: Lab) -> None:
-    s = Session(lab.dsn, Limits(statement_timeout_ms=90_000, lock_timeout_ms=1_500))
-    rows = s.run(
+    s = Session(lab.dsn, PROFILE, Limits(statement_timeout_ms=90_000, lock_timeout_ms=1_500))
+    rows = s.rows(
         "SELECT current_setting('statement_timeout'), current_setting('lock_timeout'), "
         "current_setting('default_transaction_read_only'), current_setting('application_name')"
     )
@@ -448,7 +449,7 @@ def test_backend_crash_and_recovery(lab: Lab) -> None:
     import os
     import signal
 
-    s = Session(lab.dsn, Limits(reconnect_timeout_s=60))
+    s = Session(lab.dsn, PROFILE, Limits(reconnect_timeout_s=60))
     with db.connect(lab.dsn) as victim:
         pid = victim.info.backend_pid
         os.kill(pid, signal.SIGSEGV)
@@ -457,13 +458,13 @@ def test_backend_crash_and_recovery(lab: Lab) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:
-            s.run("SELECT 1")
+            s.rows("SELECT 1")
         except BackendLost:
             break
         assert time.monotonic() < deadline, "the crash never ended the session's backend"
         time.sleep(0.1)
     assert s.reconnects == 1
-    assert s.run("SELECT 1") == [(1,)] and s.reconnects == 1
+    assert s.rows("SELECT 1") == [(1,)] and s.reconnects == 1
     s.close()
 
 

@@ -8,6 +8,7 @@ imports with ast, without importing anything."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pgsurgeon"
@@ -100,3 +101,30 @@ def test_repair_and_the_simulator_share_the_journal_not_each_other() -> None:
     assert _imports_of_package("repair") and _imports_of_package("journal")  # the walk found them
     assert not {m: n for m, n in offenders.items() if n}, "forbidden imports"
     assert any(_within(n, "journal") for names in _imports_of_package("repair").values() for n in names)
+
+
+CATALOG_TABLES = re.compile(r"\b(FROM|JOIN)\s+(pg_catalog\.)?pg_(class|attribute|index|namespace|type)\b", re.I)
+"""A query that reads the catalog's relation, column, index, schema or type rows."""
+TEXT_FOR_PEOPLE = ("explain", "render")
+"""Packages whose SQL is printed for the DBA to run (next steps, recipes), never run by pgsurgeon."""
+
+
+def test_only_the_catalog_layer_queries_the_catalog() -> None:
+    """One catalog layer under every command: a module outside catalog/ neither names a .sql file that reads
+    pg_class, pg_attribute, pg_index, pg_namespace or pg_type nor holds such a query in its own text (the text
+    printed for people in explain/ and render/ is not run)."""
+    sql_dir = PACKAGE / "sql"
+    reads_catalog = {p.stem for p in sql_dir.glob("*.sql") if CATALOG_TABLES.search(p.read_text(encoding="utf-8"))}
+    assert {"catalog_relatives", "catalog_columns"} <= reads_catalog  # the pattern finds what it must
+    offenders: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        package = path.relative_to(PACKAGE).parts[0]
+        if package == "catalog":
+            continue
+        text = path.read_text(encoding="utf-8")
+        found = sorted(name for name in reads_catalog if f'"{name}"' in text)
+        if package not in TEXT_FOR_PEOPLE:
+            found += [f"inline: {m.group(0)}" for m in CATALOG_TABLES.finditer(text)]
+        if found:
+            offenders[module_name(path)] = found
+    assert not offenders, f"catalog queries outside catalog/: {offenders}"

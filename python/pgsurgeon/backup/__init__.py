@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.boundary import BackupInfo, ManifestReport, SegFile

@@ -181,6 +181,30 @@ def size_or_missing(conn: Connection[tuple[Any, ...]], oid: int) -> int:
     return int(row[0]) if row[0] is not None else -1
 
 
+def relation_size(src: Source, oid: int) -> int | None:
+    """A relation's main fork in bytes now (None: it is gone); raises what the server raised (a missing segment)."""
+    rows = rows_of(src, "catalog_size", {"oid": oid})
+    return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def relfilenode_now(src: Source, oid: int) -> int | None:
+    """The relation's file number now (TRUNCATE, VACUUM FULL, CLUSTER and REINDEX give it a new one; None once
+    dropped)."""
+    rows = rows_of(src, "catalog_relfilenode", {"oid": oid})
+    return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def leaf_partitions(src: Source, oid: int) -> list[int]:
+    """The leaf partitions of a partitioned table (they hold the rows; the parent has no storage)."""
+    return [int(r[0]) for r in rows_of(src, "catalog_partitions", {"oid": oid})]
+
+
+def allindexed_candidates(src: Source, oids: list[int]) -> list[tuple[Any, ...]]:
+    """Of the btree indexes ``oids``, those whose heapallindexed the core can check from the files, with their key
+    attnums and both pg_attribute descriptions (catalog_allindexed.sql)."""
+    return rows_of(src, "catalog_allindexed", {"oids": oids})
+
+
 def read_sizes(conn: Source, rels: list[Relation]) -> None:
     """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
     by_oid = {r.oid: r for r in rels}

@@ -7,6 +7,6 @@ scan's model plus ``observed_error`` (what the server said), ``source`` and ``at
 from __future__ import annotations
 
 from pgsurgeon.diagnose.engine import DiagnoseOutcome, DiagnoseRequest, run_diagnose
-from pgsurgeon.diagnose.session import Limits
+from pgsurgeon.session import Limits
 
 __all__ = ["DiagnoseOutcome", "DiagnoseRequest", "Limits", "run_diagnose"]

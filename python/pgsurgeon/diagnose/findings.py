@@ -13,6 +13,7 @@ from typing import Any
 from pgsurgeon import core
 from pgsurgeon import findings as _record
 from pgsurgeon.boundary import Finding
+from pgsurgeon.catalog.relation import Relation
 
 FINDING_KEYS = _record.FIELDS
 """The keys of a diagnose finding: the one record of pgsurgeon.findings."""
@@ -44,19 +45,9 @@ def describe(code: str) -> CodeInfo:
     return CodeInfo(*core.describe_code(code))
 
 
-@dataclass(frozen=True)
-class RelContext:
-    """What every finding about one relation carries."""
-
-    path: str
-    relfilenode: int
-    relation: str
-    database: str
-
-
 def make(
     code: str,
-    rel: RelContext,
+    rel: Relation,
     block: int | None,
     item: int | None,
     message: str,
@@ -72,7 +63,7 @@ def make(
         "code": code,
         "area": area or info.area,
         "severity": info.severity,
-        "path": rel.path,
+        "path": rel.filepath,
         "relfilenode": rel.relfilenode,
         "fork": fork,
         "block": block,
@@ -80,7 +71,7 @@ def make(
         "message": message,
         "pg_error": info.pg_error,
         "remedy": info.remedy,
-        "relation": rel.relation,
+        "relation": rel.regclass,
         "database": rel.database,
         "observed_error": observed_error,
         "source": source,
@@ -88,13 +79,13 @@ def make(
     }
 
 
-def from_core(f: Finding, rel: RelContext, *, source: str, observed_error: str | None = None) -> dict[str, Any]:
+def from_core(f: Finding, rel: Relation, *, source: str, observed_error: str | None = None) -> dict[str, Any]:
     """A finding of core.inspect_page (no file context) in the diagnose model."""
     return {
         "code": f["code"],
         "area": f["area"],
         "severity": f["severity"],
-        "path": rel.path,
+        "path": rel.filepath,
         "relfilenode": rel.relfilenode,
         "fork": "main",
         "block": f["block"],
@@ -102,7 +93,7 @@ def from_core(f: Finding, rel: RelContext, *, source: str, observed_error: str |
         "message": f["message"],
         "pg_error": f["pg_error"],
         "remedy": f["remedy"],
-        "relation": rel.relation,
+        "relation": rel.regclass,
         "database": rel.database,
         "observed_error": observed_error,
         "source": source,

@@ -131,9 +131,8 @@ class RemotePages:
         return data
 
     def _nblocks_now(self) -> int:
-        query = db.load_sql("relation_size")
-        row = self.session.run(lambda c: c.execute(query, {"oid": self.table.rel.oid}).fetchone())
-        return int(row[0]) // self.table.rel.block_size if row and row[0] is not None else 0
+        size = self.session.run(lambda c: catalog.relation_size(c, self.table.rel.oid))
+        return (size or 0) // self.table.rel.block_size
 
     def classify(self, config: ClassifyConfig) -> ClassifyResult:
         nblocks = self.table.rel.nblocks
