@@ -371,7 +371,7 @@ def test_lost_backend_is_survived(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> 
     assert s.rows("SELECT 1") == [(1,)] and s.reconnects == 1
     s.close()
 
-    original = Session.run
+    original = Session.rows
 
     def dying(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
         text = query if isinstance(query, str) else query.as_string(None)
@@ -380,7 +380,7 @@ def test_lost_backend_is_survived(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> 
                 other.execute("SELECT pg_terminate_backend(%s)", [self.conn.info.backend_pid])
         return original(self, query, params, **kw)
 
-    monkeypatch.setattr(Session, "run", dying)
+    monkeypatch.setattr(Session, "rows", dying)
     out = run_diagnose(
         DiagnoseRequest(dsn=lab.dsn, tables=[lab.relnames[HEALTHY]["table"], lab.relnames["m_item_ids"]["table"]])
     )
@@ -397,7 +397,7 @@ def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: 
     import os
     import signal
 
-    original = Session.run
+    original = Session.rows
     crashed: list[int] = []
 
     def crashing(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
@@ -407,7 +407,7 @@ def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: 
             os.kill(crashed[0], signal.SIGSEGV)
         return original(self, query, params, **kw)
 
-    monkeypatch.setattr(Session, "run", crashing)
+    monkeypatch.setattr(Session, "rows", crashing)
     tables = [lab.relnames[HEALTHY]["table"], lab.relnames["m_item_ids"]["table"]]
     out = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=tables, jobs=2, limits=Limits(reconnect_timeout_s=60)))
     assert crashed

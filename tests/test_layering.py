@@ -128,3 +128,34 @@ def test_only_the_catalog_layer_queries_the_catalog() -> None:
         if found:
             offenders[module_name(path)] = found
     assert not offenders, f"catalog queries outside catalog/: {offenders}"
+
+
+def _classes_with_fields(path: Path) -> dict[str, set[str]]:
+    """Each class of ``path`` and the names it annotates in its body (a dataclass's fields)."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef):
+            out[node.name] = {
+                s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+    return out
+
+
+def test_one_relation_model_one_resolver_one_relatives_query() -> None:
+    """A class that describes a relation by its identity (an oid with a relkind, or a schema and a name with a
+    relkind) is the catalog's Relation; a ``--table`` argument is resolved by catalog.sql's lookup_relation; the
+    relatives (TOAST table and index, indexes) are one query, catalog_relatives.sql."""
+    models = {
+        f"{module_name(p)}.{cls}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        for cls, fields in _classes_with_fields(p).items()
+        if "relkind" in fields and ({"oid", "schema"} & fields)
+    }
+    assert models == {"pgsurgeon.catalog.relation.Relation"}
+    resolvers = {module_name(p) for p in PACKAGE.rglob("*.py") if "def lookup_relation(" in p.read_text("utf-8")}
+    assert resolvers == {"pgsurgeon.catalog.sql"}
+    sql_dir = PACKAGE / "sql"
+    relatives = {p.name for p in sql_dir.glob("*.sql") if "toast-index" in p.read_text(encoding="utf-8")}
+    assert relatives == {"catalog_relatives.sql"}
+    regclass_lookups = {p.name for p in sql_dir.glob("*.sql") if "to_regclass" in p.read_text(encoding="utf-8")}
+    assert regclass_lookups == {"catalog_regclass.sql"}, "a --table argument is resolved in one place"

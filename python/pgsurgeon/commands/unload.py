@@ -123,7 +123,7 @@ def render(res: UnloadResult) -> None:
                 extra.append(f"{len(t.lost)} lost")
             if t.skipped:
                 extra.append(t.skipped)
-            console.print(f"  {t.database}: {t.schema}.{t.name}: " + "; ".join(extra), markup=False)
+            console.print(f"  {t.rel.database}: {t.rel.qualified}: " + "; ".join(extra), markup=False)
     deleted = [t for t in res.tables if t.deleted_file]
     if deleted:
         total = sum(t.deleted_rows for t in deleted)

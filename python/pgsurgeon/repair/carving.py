@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pgsurgeon import core, db
 from pgsurgeon.boundary import CarveConfig, ChunkRef, Horizons
@@ -27,7 +27,7 @@ class CarveUnavailable(Exception):
     """The carver cannot run here (the table's columns cannot be described)."""
 
 
-def _table_info(ctx: Context) -> Any:
+def _table_info(ctx: Context) -> catalog.Table:
     try:
         return catalog.load_table(ctx.conn, ctx.table.oid)
     except Exception as exc:  # its queries or type descriptions failed
@@ -79,7 +79,7 @@ def _multis(ctx: Context, multis: list[int]) -> dict[str, int | None]:
     return out
 
 
-def _toast_chunks(ctx: Context, info: Any, values: list[int], base: int) -> tuple[list[ChunkRef], bytes]:
+def _toast_chunks(ctx: Context, info: catalog.Table, values: list[int], base: int) -> tuple[list[ChunkRef], bytes]:
     ident = info.toast_ident()
     if ident is None or not values:
         return [], b""
@@ -140,10 +140,7 @@ def carve(
     info = _table_info(ctx)
     blocks = sorted(images)
     data = b"".join(images[b] for b in blocks)
-    encoding = "UTF8"
-    with contextlib.suppress(db.DatabaseError):
-        row = ctx.conn.execute("SELECT current_setting('server_encoding')").fetchone()
-        encoding = str(row[0]) if row else encoding
+    encoding = info.facts.encoding
     cfg: CarveConfig = {
         "blcksz": ctx.server.block_size,
         "relseg_size": ctx.server.segment_blocks,
@@ -157,15 +154,15 @@ def carve(
         "checksums": ctx.server.checksums,
         "horizons": _horizons(ctx),
         "can_ask": True,
-        "can_fetch_toast": info.toast_oid != 0,
-        "toast_relid": info.toast_oid,
+        "can_fetch_toast": info.rel.toast_oid != 0,
+        "toast_relid": info.rel.toast_oid,
         # dead tuples come back too: a removed ctid that held one held no row
         "keep_invisible": True,
     }
     if ctx.server.pgdata is not None:
         cfg["xact_dir"] = str(ctx.server.pgdata / "pg_xact")
-        if info.toast_filepath:
-            cfg["toast_files"] = segments_of(ctx.server.pgdata / info.toast_filepath)
+        if info.toast is not None and info.toast.filepath:
+            cfg["toast_files"] = segments_of(ctx.server.pgdata / info.toast.filepath)
             cfg["toast_nblocks"] = info.toast_nblocks
     blob = b""
     try:

@@ -70,11 +70,9 @@ class UnloadRequest:
 
 @dataclass
 class TableResult:
-    database: str
-    schema: str
-    name: str
-    oid: int
-    relkind: str
+    """What unload did with one table (the catalog's relation, read from the files)."""
+
+    rel: Relation
     file: str | None
     apart_file: str | None
     rows: int = 0
@@ -87,6 +85,12 @@ class TableResult:
     deleted_file: str | None = None
     deleted_rows: int = 0
     deleted_apart: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The table in report.json: who it is, then what was done with it."""
+        r = self.rel
+        done = {k: v for k, v in asdict(self).items() if k != "rel"}
+        return {"database": r.database, "schema": r.schema, "name": r.name, "oid": r.oid, "relkind": r.relkind, **done}
 
 
 @dataclass
@@ -163,7 +167,7 @@ class _Job:
         return dbs
 
     def carve(self, cat: DbCatalog, rel: Relation, target: Path, apart: Path) -> TableResult:
-        t = TableResult(cat.db.name, rel.schema, rel.name, rel.oid, rel.relkind, None, None)
+        t = TableResult(rel, None, None)
         loc = cat.locate(rel.oid)
         if loc is None:
             t.skipped = "no file (the relation has no storage, or its file number is unknown)"
@@ -461,7 +465,7 @@ def _write_reports(res: UnloadResult) -> None:
         "complete": not res.incomplete,
         "orphans": res.orphans,
         "deleted_columns": DELETED_COLUMNS,
-        "tables": [asdict(t) for t in res.tables],
+        "tables": [t.to_json() for t in res.tables],
         "notes": res.notes,
     }
     (res.out / "report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -471,7 +475,7 @@ def _write_reports(res: UnloadResult) -> None:
         "",
     ]
     for t in res.tables:
-        line = f"{t.database}: {t.schema}.{t.name}: {t.rows} rows"
+        line = f"{t.rel.database}: {t.rel.qualified}: {t.rows} rows"
         if t.kept_apart:
             line += f", {t.kept_apart} kept apart ({t.apart_file})"
         if t.checksum_failures:
