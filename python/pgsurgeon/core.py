@@ -29,7 +29,7 @@ AM_PAGE_KIND = {
     "sequence": "sequence",
 }
 
-# Page kinds the core knows by name (crates/core/src/page.rs PageKind).
+# Page kinds the core knows by name (crates/core/src/format/page.rs PageKind).
 PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence", "map")
 
 
@@ -80,7 +80,7 @@ def inject_page(
     keep_checksum: bool = False,
     source: bytes | None = None,
 ) -> dict[str, Any]:
-    """Damage one page image (never a file): ``damages`` are DamageSpec dicts (crates/core/src/inject.rs).
+    """Damage one page image (never a file): ``damages`` are DamageSpec dicts (crates/core/src/inject/mod.rs).
 
     Returns ``{"changes": [{"offset", "old", "new"}…] (hex), "notes": [...], "checksum_before",
     "checksum_after", "checksum_recomputed"}``; offsets are from the page start.
@@ -96,7 +96,7 @@ def inject_modes() -> list[dict[str, Any]]:
 
 
 def classify_relation(config: dict[str, Any]) -> dict[str, Any]:
-    """Classify every block of a heap relation from its files (crates/core/src/carve.rs ClassifyConfig):
+    """Classify every block of a heap relation from its files (crates/core/src/rows/carve.rs ClassifyConfig):
     ``{"nblocks", "healthy", "zero", "damaged", "missing", "bytes_read", "blocks": [{"block", "state", "codes",
     "message"}…]}`` listing only the blocks that are not healthy."""
     result: dict[str, Any] = json.loads(_ext.classify_relation(json.dumps(config)))
@@ -112,7 +112,7 @@ def classify_pages(data: bytes, first: int, config: dict[str, Any]) -> dict[str,
 def carve_pages(
     data: bytes, blocks: list[int], config: dict[str, Any], blob: bytes = b""
 ) -> tuple[dict[str, Any], bytes]:
-    """Carve rows out of heap pages (crates/core/src/carve.rs CarveConfig): the result (rows with provenance,
+    """Carve rows out of heap pages (crates/core/src/rows/carve.rs CarveConfig): the result (rows with provenance,
     lost items, what to ask the server) and the formatted rows, each ``rows[i]["data_start"]:["data_end"]``."""
     doc, out = _ext.carve_pages(data, blocks, blob, json.dumps(config))
     result: dict[str, Any] = json.loads(doc)
@@ -171,7 +171,7 @@ def index_evidence(config: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def all_indexed(config: dict[str, Any]) -> dict[str, Any]:
-    """amcheck's heapallindexed from the relation files (crates/core/src/diagnose/allindexed.rs): per index the
+    """amcheck's heapallindexed from the relation files (crates/core/src/checks/diagnose/allindexed.rs): per index the
     entries fingerprinted, the live rows not found and the doubts, and ``proven`` per index."""
     result: dict[str, Any] = json.loads(_ext.all_indexed(json.dumps(config)))
     return result
@@ -183,7 +183,7 @@ def files_catalog(pgdata: Path, options: dict[str, Any]) -> _ext.FilesCatalog:
 
 
 def open_backup(path: Path) -> _ext.Backup:
-    """A base backup opened in place and mounted at its directory (crates/core/src/backup)."""
+    """A base backup opened in place and mounted at its directory (crates/core/src/sources/backup)."""
     return _ext.Backup(str(path))
 
 

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use pgsurgeon_core::control::{
+use pgsurgeon_core::format::control::{
     parse_control, parse_control_as, read_control_file, rewrite_crc, ControlFile, ControlFileData, ControlLayout,
     DBState, Lsn,
 };

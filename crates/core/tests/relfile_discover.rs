@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pgsurgeon_core::relfile::{
+use pgsurgeon_core::sources::relfile::{
     block_of, database_dir, discover, relation_file_name, relation_path, segment_problems, Fork, Relation,
     SegmentProblemKind, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID,
 };

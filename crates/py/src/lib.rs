@@ -4,7 +4,7 @@
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 
-use pgsurgeon_core::page::PageKind;
+use pgsurgeon_core::format::page::PageKind;
 use pgsurgeon_core::CoreError;
 
 mod backup;
@@ -39,7 +39,7 @@ fn inspect_page(data: &[u8], block: u64, checksums: bool, kind: Option<&str>) ->
         None => None,
         Some(k) => Some(PageKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?),
     };
-    let report = pgsurgeon_core::inspect::inspect_page(data, block, checksums, kind)
+    let report = pgsurgeon_core::checks::inspect::inspect_page(data, block, checksums, kind)
         .ok_or_else(|| PyValueError::new_err(format!("a page needs at least 24 bytes, got {}", data.len())))?;
     to_json(&report)
 }
@@ -47,7 +47,7 @@ fn inspect_page(data: &[u8], block: u64, checksums: bool, kind: Option<&str>) ->
 /// pg_checksum_page for `data` at `block` (counted across segments); None for odd lengths.
 #[pyfunction]
 fn page_checksum(data: &[u8], block: u32) -> Option<u16> {
-    pgsurgeon_core::checksum::pg_checksum_page(data, block)
+    pgsurgeon_core::format::checksum::pg_checksum_page(data, block)
 }
 
 /// The catalogue entry of a finding code: (area, severity, pg_error, remedy); empty strings for a name that is
@@ -75,20 +75,20 @@ fn finding_codes() -> Vec<&'static str> {
 /// Parse a pg_control image; JSON document.
 #[pyfunction]
 fn parse_control(data: &[u8]) -> PyResult<String> {
-    to_json(&pgsurgeon_core::control::parse_control(data).map_err(to_pyerr)?)
+    to_json(&pgsurgeon_core::format::control::parse_control(data).map_err(to_pyerr)?)
 }
 
 /// Read and parse `<pgdata>/global/pg_control`; JSON document.
 #[pyfunction]
 fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
-    let control = py.detach(|| pgsurgeon_core::control::read_control_file(&pgdata)).map_err(to_pyerr)?;
+    let control = py.detach(|| pgsurgeon_core::format::control::read_control_file(&pgdata)).map_err(to_pyerr)?;
     to_json(&control)
 }
 
 /// Every relation file under a data directory, grouped by relation and fork; JSON document.
 #[pyfunction]
 fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
-    let rels = py.detach(|| pgsurgeon_core::relfile::discover(&pgdata)).map_err(to_pyerr)?;
+    let rels = py.detach(|| pgsurgeon_core::sources::relfile::discover(&pgdata)).map_err(to_pyerr)?;
     to_json(&rels)
 }
 
@@ -97,14 +97,14 @@ fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<St
 #[pyclass(frozen)]
 struct Scanner {
     root: std::path::PathBuf,
-    relations: Vec<pgsurgeon_core::relfile::Relation>,
-    options: pgsurgeon_core::scan::ScanOptions,
-    progress: std::sync::Arc<pgsurgeon_core::scan::Progress>,
+    relations: Vec<pgsurgeon_core::sources::relfile::Relation>,
+    options: pgsurgeon_core::checks::scan::ScanOptions,
+    progress: std::sync::Arc<pgsurgeon_core::checks::scan::Progress>,
 }
 
 #[derive(serde::Deserialize)]
 struct ScannerConfig {
-    options: pgsurgeon_core::scan::ScanOptions,
+    options: pgsurgeon_core::checks::scan::ScanOptions,
     #[serde(default)]
     files: Vec<std::path::PathBuf>,
     #[serde(default)]
@@ -124,13 +124,13 @@ impl Scanner {
         let relations = py
             .detach(|| {
                 if cfg.files.is_empty() {
-                    pgsurgeon_core::relfile::discover(&root)
+                    pgsurgeon_core::sources::relfile::discover(&root)
                 } else {
-                    pgsurgeon_core::scan::relations_for_files(&root, &cfg.files)
+                    pgsurgeon_core::checks::scan::relations_for_files(&root, &cfg.files)
                 }
             })
             .map_err(to_pyerr)?;
-        let relations = pgsurgeon_core::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
+        let relations = pgsurgeon_core::checks::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
         Ok(Scanner { root, relations, options: cfg.options, progress: Default::default() })
     }
 
@@ -159,7 +159,7 @@ impl Scanner {
     /// Run the scan with the GIL released; the result as JSON.
     fn run(&self, py: Python<'_>) -> PyResult<String> {
         let result = py
-            .detach(|| pgsurgeon_core::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
+            .detach(|| pgsurgeon_core::checks::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
             .map_err(to_pyerr)?;
         to_json(&result)
     }
@@ -190,30 +190,30 @@ fn inject_modes() -> PyResult<String> {
     to_json(&pgsurgeon_core::inject::MODES)
 }
 
-/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::carve::ClassifyConfig as
+/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::rows::carve::ClassifyConfig as
 /// JSON): which blocks are all zeroes, which are damaged and must be carved; JSON.
 #[pyfunction]
 fn classify_relation(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::carve::ClassifyConfig =
+    let cfg: pgsurgeon_core::rows::carve::ClassifyConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
-    let res = py.detach(|| pgsurgeon_core::carve::classify_relation(&cfg)).map_err(to_pyerr)?;
+    let res = py.detach(|| pgsurgeon_core::rows::carve::classify_relation(&cfg)).map_err(to_pyerr)?;
     to_json(&res)
 }
 
 /// Classify consecutive heap pages held in `data` (block `first` onwards); JSON like classify_relation.
 #[pyfunction]
 fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::carve::ClassifyConfig =
+    let cfg: pgsurgeon_core::rows::carve::ClassifyConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
     let count = (data.len() as u64).div_ceil(u64::from(cfg.blcksz.max(1)));
-    let blocks = py.detach(|| pgsurgeon_core::carve::classify_buffer(data, first, count, &cfg));
-    let mut res = pgsurgeon_core::carve::ClassifyResult {
+    let blocks = py.detach(|| pgsurgeon_core::rows::carve::classify_buffer(data, first, count, &cfg));
+    let mut res = pgsurgeon_core::rows::carve::ClassifyResult {
         nblocks: count,
         bytes_read: data.len() as u64,
         blocks,
         ..Default::default()
     };
-    pgsurgeon_core::carve::tally(&mut res);
+    pgsurgeon_core::rows::carve::tally(&mut res);
     to_json(&res)
 }
 
@@ -227,9 +227,10 @@ fn carve_pages(
     blob: &[u8],
     config: &str,
 ) -> PyResult<(String, Py<pyo3::types::PyBytes>)> {
-    let cfg: pgsurgeon_core::carve::CarveConfig =
+    let cfg: pgsurgeon_core::rows::carve::CarveConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad carve configuration: {e}")))?;
-    let (res, out) = py.detach(|| pgsurgeon_core::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
+    let (res, out) =
+        py.detach(|| pgsurgeon_core::rows::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
     Ok((to_json(&res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
 }
 
@@ -296,11 +297,16 @@ struct PyOracle<'r> {
 }
 
 impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
-    fn xid_status(&mut self, xids: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::xact::XidStatus)>> {
+    fn xid_status(
+        &mut self,
+        xids: &[u32],
+    ) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::visibility::xact::XidStatus)>> {
         Python::attach(|py| {
             let r = self.oracle.call_method1(py, "xid_status", (xids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
             let m: std::collections::HashMap<u32, String> = r.extract(py).map_err(|e| self.raised.keep(e))?;
-            Ok(m.into_iter().filter_map(|(x, s)| Some((x, pgsurgeon_core::xact::XidStatus::parse(&s)?))).collect())
+            Ok(m.into_iter()
+                .filter_map(|(x, s)| Some((x, pgsurgeon_core::visibility::xact::XidStatus::parse(&s)?)))
+                .collect())
         })
     }
 
@@ -322,12 +328,12 @@ impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
     }
 }
 
-/// The row engine over one heap relation (`config`: pgsurgeon_core::carve::CarveConfig as JSON). `run()` carves
+/// The row engine over one heap relation (`config`: pgsurgeon_core::rows::carve::CarveConfig as JSON). `run()` carves
 /// block ranges with the GIL released, writing rows as it goes; `progress()` and `cancel()` may be called from
 /// another thread meanwhile.
 #[pyclass(frozen)]
 struct RowCarver {
-    carver: std::sync::Mutex<pgsurgeon_core::carve::Carver>,
+    carver: std::sync::Mutex<pgsurgeon_core::rows::carve::Carver>,
     progress: std::sync::Arc<pgsurgeon_core::rows::engine::Progress>,
 }
 
@@ -335,10 +341,10 @@ struct RowCarver {
 impl RowCarver {
     #[new]
     fn new(config: &str) -> PyResult<Self> {
-        let cfg: pgsurgeon_core::carve::CarveConfig =
+        let cfg: pgsurgeon_core::rows::carve::CarveConfig =
             serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad carve configuration: {e}")))?;
         Ok(RowCarver {
-            carver: std::sync::Mutex::new(pgsurgeon_core::carve::Carver::new(cfg)),
+            carver: std::sync::Mutex::new(pgsurgeon_core::rows::carve::Carver::new(cfg)),
             progress: Default::default(),
         })
     }
@@ -412,9 +418,9 @@ impl RowCarver {
 /// Heap TIDs in the given blocks that btree index entries point to; JSON list.
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::carve::IndexEvidenceConfig =
+    let cfg: pgsurgeon_core::rows::carve::IndexEvidenceConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad index configuration: {e}")))?;
-    let res = py.detach(|| pgsurgeon_core::carve::index_evidence(&cfg)).map_err(to_pyerr)?;
+    let res = py.detach(|| pgsurgeon_core::rows::carve::index_evidence(&cfg)).map_err(to_pyerr)?;
     to_json(&res)
 }
 

@@ -414,7 +414,7 @@ class DbCatalog:
         return r.schema if r else ""
 
     def rel_desc(self, rel: Relation) -> dict[str, Any]:
-        """RelDesc for the core (crates/core/src/tuple.rs): every attribute, dropped ones included."""
+        """RelDesc for the core (crates/core/src/format/tuple.rs): every attribute, dropped ones included."""
         attrs = self.attributes.get(rel.oid, [])
         return {
             "natts": max(rel.natts, max((a.attnum for a in attrs), default=0)),

@@ -17,7 +17,7 @@ The order is what keeps a damaged server up:
    index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
    every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
-   with the executor). With the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
+   with the executor). With the files here, the core does it first, beside amcheck (crates/core/src/checks/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is.
 
 Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
@@ -58,13 +58,13 @@ TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 # diagnose checks the same things through the server (bt_index_check; the visibility map against the table's
 # length). Index entries without their row are re-read through the server before they are believed.
 SCAN_RECHECKED = frozenset({"index.sibling_link", "file.vm_beyond_end"})
-_TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/scan.rs)
+_TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/checks/scan.rs)
 _VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
 _BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
 _AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin"}
 
 
-# the value, its size and its chunk count in the core's toast.* messages (crates/core/src/toast.rs)
+# the value, its size and its chunk count in the core's toast.* messages (crates/core/src/format/toast.rs)
 _TOAST_VALUE = re.compile(r"toast value (\d+) \((\d+) bytes in (\d+) chunks\)")
 
 

@@ -104,7 +104,7 @@ class TableInfo:
         return db.sql.SQL(", ").join(db.sql.Identifier(c.name) for c in self.live_columns)
 
     def rel_desc(self) -> dict[str, Any]:
-        """RelDesc for the core (crates/core/src/tuple.rs)."""
+        """RelDesc for the core (crates/core/src/format/tuple.rs)."""
         return {
             "natts": self.natts,
             "has_toast": self.toast_oid != 0,

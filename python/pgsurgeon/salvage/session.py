@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 APPLICATION_NAME = "pgsurgeon salvage"
-# Output settings the carver prints values with (crates/core/src/datum.rs), so SQL rows and carved rows agree.
+# Output settings the carver prints values with (crates/core/src/datum/mod.rs), so SQL rows and carved rows agree.
 OUTPUT_SETTINGS = {
     "DateStyle": "ISO, MDY",
     "IntervalStyle": "postgres",

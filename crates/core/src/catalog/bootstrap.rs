@@ -5,12 +5,12 @@
 //! the layout those rows give, laid out with the storage of the built-in types, puts `attnum` exactly there.
 
 use crate::error::{CoreError, Result};
-use crate::heap::HeapTupleHeaderData;
-use crate::itemid::LP_NORMAL;
-use crate::page::Page;
+use crate::format::heap::HeapTupleHeaderData;
+use crate::format::itemid::LP_NORMAL;
+use crate::format::page::Page;
+use crate::format::tuple::{align_nominal, AttrDesc, RelDesc};
 use crate::rows::carve::BlockReader;
-use crate::tuple::{align_nominal, AttrDesc, RelDesc};
-use crate::xact::{judge, Clog, StatusSources, Verdict};
+use crate::visibility::xact::{judge, Clog, StatusSources, Verdict};
 use std::collections::HashMap;
 
 /// `AttributeRelationId` (catalog/pg_attribute.h).

@@ -2,7 +2,7 @@
 //! pointers recovered from the tuple headers found in the page body when the item-ID array or
 //! the page header is destroyed, columns decoded by the table's types ([`crate::datum`]), TOAST
 //! values reassembled from the TOAST relation, and visibility decided from hint bits and
-//! pg_xact ([`crate::xact`]) so deleted and aborted rows stay dead.
+//! pg_xact ([`crate::visibility::xact`]) so deleted and aborted rows stay dead.
 //!
 //! Also the block classifier salvage runs before it sends SQL: which blocks are safe to read
 //! through the executor (a garbage item-ID array or tuple header can crash the backend), which
@@ -24,21 +24,21 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::encode::{copy_csv_escape, copy_text_escape};
-use crate::backup::vfs::VFile;
-use crate::bytes::{maxalign, u32_at};
-use crate::checks::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
-use crate::commit_ts::CommitTs;
+use crate::checks::page::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
 use crate::datum::{format_value, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::{Code, Severity};
-use crate::heap::{
+use crate::format::bytes::{maxalign, u32_at};
+use crate::format::heap::{
     bitmaplen, HeapTupleHeaderData, HEAP_HASEXTERNAL, HEAP_HASOID_OLD, HEAP_HASVARWIDTH, HEAP_HOT_UPDATED, HEAP_MOVED,
     HEAP_NATTS_MASK, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_FROZEN, SIZEOF_HEAP_TUPLE_HEADER,
 };
-use crate::itemid::{ItemIdData, LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
-use crate::page::{Page, PageKind, Verification, SIZE_OF_PAGE_HEADER_DATA};
-use crate::tuple::{walk_attributes_with, RelDesc, VarlenaKind, Walk, WalkOptions};
-use crate::xact::{judge, Clog, StatusSources, Verdict, XidStatus};
+use crate::format::itemid::{ItemIdData, LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
+use crate::format::page::{Page, PageKind, Verification, SIZE_OF_PAGE_HEADER_DATA};
+use crate::format::tuple::{walk_attributes_with, RelDesc, VarlenaKind, Walk, WalkOptions};
+use crate::sources::backup::vfs::VFile;
+use crate::visibility::commit_ts::CommitTs;
+use crate::visibility::xact::{judge, Clog, StatusSources, Verdict, XidStatus};
 
 /// One segment file of a relation fork.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -312,7 +312,7 @@ fn check_values(tuple: &[u8], walk: &Walk, cfg: &ClassifyConfig) -> Option<Strin
             },
             Some(VarlenaKind::Compressed { rawsize, method }) => {
                 let Some(b) = span.bytes(tuple).and_then(|b| b.get(8..)) else { continue };
-                match crate::toast::decompress(method, b, rawsize as usize) {
+                match crate::format::toast::decompress(method, b, rawsize as usize) {
                     Ok(v) => std::borrow::Cow::Owned(v),
                     Err(_) => continue, // reported by the walk
                 }
@@ -530,14 +530,14 @@ fn header_plausible(
             return Err("xmin 0");
         }
         if let Some(hz) = p.horizons {
-            if h.t_xmin >= FIRST_NORMAL_TRANSACTION_ID && !crate::checks::xid_precedes(h.t_xmin, hz.next_xid) {
+            if h.t_xmin >= FIRST_NORMAL_TRANSACTION_ID && !crate::checks::page::xid_precedes(h.t_xmin, hz.next_xid) {
                 return Err("xmin in the future");
             }
         }
     }
     let ctid = h.t_ctid;
-    let special = ctid.offset == crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
-        || ctid.offset == crate::checks::SPEC_TOKEN_OFFSET_NUMBER;
+    let special = ctid.offset == crate::checks::page::MOVED_PARTITIONS_OFFSET_NUMBER
+        || ctid.offset == crate::checks::page::SPEC_TOKEN_OFFSET_NUMBER;
     if !special {
         if ctid.offset == 0 || ctid.offset > p.max_tuples {
             return Err("t_ctid offset");
@@ -685,8 +685,14 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     // Tuple bytes no line pointer covers (a pointer set unused or overwritten) are rows the server no longer sees.
     let orphans = info.header_sane && {
         let mut items: Vec<(usize, usize)> = found.iter().map(|f| (f.off, f.len)).collect();
-        !crate::checks::unreferenced_tuples(page, block, usize::from(h.pd_upper), usize::from(h.pd_special), &mut items)
-            .is_empty()
+        !crate::checks::page::unreferenced_tuples(
+            page,
+            block,
+            usize::from(h.pd_upper),
+            usize::from(h.pd_special),
+            &mut items,
+        )
+        .is_empty()
     };
     let need_body = orphans || !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
     if need_body {
@@ -1063,7 +1069,7 @@ fn foreign_region(found: &[Found], block: u64) -> Option<(bool, usize, u64)> {
         let c = f.header.t_ctid;
         f.header.t_xmax == 0
             && u64::from(c.block) != block
-            && c.offset < crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
+            && c.offset < crate::checks::page::MOVED_PARTITIONS_OFFSET_NUMBER
             && f.lp.is_none_or(|lp| lp == c.offset)
     };
     let n_foreign = found.iter().filter(|f| is_foreign(f)).count();
@@ -1111,7 +1117,7 @@ fn toast_page_chunks(page: &[u8], block: u64, p: &Plausibility<'_>, mut each: im
     let desc = RelDesc::toast_table();
     let (found, _) = find_tuples(page, block, &desc, p);
     for f in found {
-        if f.header.t_infomask & crate::heap::HEAP_XMIN_INVALID != 0
+        if f.header.t_infomask & crate::format::heap::HEAP_XMIN_INVALID != 0
             && f.header.t_infomask & HEAP_XMIN_FROZEN != HEAP_XMIN_FROZEN
         {
             continue; // inserted by an aborted transaction
@@ -1193,7 +1199,7 @@ impl ToastFiles {
             });
             if self.checksums && out.len() > before {
                 let stored = Page::new(&page).map(|pg| pg.header().pd_checksum);
-                suspect |= stored != crate::checksum::pg_checksum_page(&page, block);
+                suspect |= stored != crate::format::checksum::pg_checksum_page(&page, block);
             }
         }
         Ok((out, suspect))
@@ -1334,7 +1340,7 @@ impl Carver {
     pub fn new(cfg: CarveConfig) -> Carver {
         let blcksz = cfg.blcksz as usize;
         let mut clog = Clog::new(cfg.xact_dir.as_deref(), cfg.blcksz);
-        if let Some(snap) = cfg.snapshot.as_deref().and_then(crate::xact::Snapshot::parse) {
+        if let Some(snap) = cfg.snapshot.as_deref().and_then(crate::visibility::xact::Snapshot::parse) {
             clog = clog.with_snapshot(snap);
         }
         let server = cfg.xid_status.iter().filter_map(|(k, v)| Some((k.parse().ok()?, XidStatus::parse(v)?))).collect();
@@ -1358,7 +1364,7 @@ impl Carver {
         Carver {
             commit_ts,
             oopts: OutputOptions { server_version_num: cfg.server_version_num, ..Default::default() },
-            max_chunk: crate::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
+            max_chunk: crate::format::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
             max_tuples: max_heap_tuples(blcksz),
             clog,
             server,
@@ -1400,7 +1406,7 @@ impl Carver {
         &self,
         t: &'t [u8],
         header: &HeapTupleHeaderData,
-        span: &crate::tuple::AttrSpan,
+        span: &crate::format::tuple::AttrSpan,
         attlen: i16,
         missing_toast: &mut Vec<u32>,
         suspect_toast: &mut bool,
@@ -1415,12 +1421,12 @@ impl Carver {
             }
             Some(VarlenaKind::Compressed { rawsize, method }) => {
                 let data = bytes.get(8..).ok_or("compressed value without data")?;
-                crate::toast::decompress(method, data, rawsize as usize)
+                crate::format::toast::decompress(method, data, rawsize as usize)
                     .map(Cow::Owned)
                     .map_err(|e| format!("inline compressed value: {e}"))
             }
             Some(VarlenaKind::External { .. }) => {
-                let p = crate::tuple::ToastPointer::parse(t, span.offset, span.attnum, header)
+                let p = crate::format::tuple::ToastPointer::parse(t, span.offset, span.attnum, header)
                     .ok_or("TOAST pointer is not on-disk")?;
                 let from_files;
                 let chunks: &[(i32, Vec<u8>)] = match self.fetched.get(&p.va_valueid) {
@@ -1445,9 +1451,9 @@ impl Carver {
                 let stored = assemble(chunks, p.va_valueid, p.extsize as usize, self.max_chunk)?;
                 if p.is_compressed {
                     let tcinfo = u32_at(&stored, 0).ok_or("compressed TOAST value without its header")?;
-                    let rawsize = (tcinfo & crate::tuple::VARLENA_EXTSIZE_MASK) as usize;
-                    let method = (tcinfo >> crate::tuple::VARLENA_EXTSIZE_BITS) as u8;
-                    crate::toast::decompress(method, &stored[4..], rawsize)
+                    let rawsize = (tcinfo & crate::format::tuple::VARLENA_EXTSIZE_MASK) as usize;
+                    let method = (tcinfo >> crate::format::tuple::VARLENA_EXTSIZE_BITS) as u8;
+                    crate::format::toast::decompress(method, &stored[4..], rawsize)
                         .map(Cow::Owned)
                         .map_err(|e| format!("TOAST value {}: {e}", p.va_valueid))
                 } else {
@@ -1515,7 +1521,9 @@ impl Carver {
         // A page that fails its checksum has bytes the server never wrote: its rows may carry altered values.
         let mut page_note: Option<String> = None;
         if cfg.checksums && !info.all_zero {
-            if let (Some(pg), Some(sum)) = (Page::new(page), crate::checksum::pg_checksum_page(page, block as u32)) {
+            if let (Some(pg), Some(sum)) =
+                (Page::new(page), crate::format::checksum::pg_checksum_page(page, block as u32))
+            {
                 if pg.header().pd_checksum != sum {
                     out.counts.checksum_failures += 1;
                     page_note = Some(format!(
@@ -1610,7 +1618,7 @@ impl Carver {
                         && cfg.deleted_by.is_none()
                         && f.header.t_xmax != 0
                         && f.header.t_infomask & HEAP_XMAX_INVALID == 0
-                        && !crate::xact::xmax_locked_only(f.header.t_infomask) => {}
+                        && !crate::visibility::xact::xmax_locked_only(f.header.t_infomask) => {}
                     _ => continue,
                 }
             }
@@ -1631,8 +1639,8 @@ impl Carver {
                 notes.push("found in free space below the tuple area: possibly a stale copy".into());
             }
             let ctid = f.header.t_ctid;
-            let special = ctid.offset == crate::checks::MOVED_PARTITIONS_OFFSET_NUMBER
-                || ctid.offset == crate::checks::SPEC_TOKEN_OFFSET_NUMBER;
+            let special = ctid.offset == crate::checks::page::MOVED_PARTITIONS_OFFSET_NUMBER
+                || ctid.offset == crate::checks::page::SPEC_TOKEN_OFFSET_NUMBER;
             // xmax 0 does not mean "never updated": VACUUM clears an aborted updater's xmax but leaves t_ctid at the
             // discarded new version (heap_prepare_freeze_tuple, access/heap/heapam.c), anywhere in the table. What
             // still marks a copy of another block's row: the page holds several (foreign_region), or the tuple names
@@ -1998,7 +2006,7 @@ pub struct IndexTid {
 
 /// Every heap TID in `blocks` that a leaf entry of the given btree indexes points to.
 pub fn index_evidence(cfg: &IndexEvidenceConfig) -> Result<Vec<IndexTid>> {
-    use crate::btree::{leaf_heap_tids, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD};
+    use crate::format::btree::{leaf_heap_tids, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD};
     let want: HashSet<u64> = cfg.blocks.iter().copied().collect();
     let blcksz = cfg.blcksz as usize;
     let mut out: HashSet<IndexTid> = HashSet::new();
@@ -2051,8 +2059,8 @@ pub fn index_evidence(cfg: &IndexEvidenceConfig) -> Result<Vec<IndexTid>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::{ItemPointerData, HEAP_XMIN_COMMITTED};
-    use crate::tuple::AttrDesc;
+    use crate::format::heap::{ItemPointerData, HEAP_XMIN_COMMITTED};
+    use crate::format::tuple::AttrDesc;
     use std::path::Path;
 
     fn desc() -> RelDesc {
@@ -2095,7 +2103,7 @@ mod tests {
         let tuples: Vec<Vec<u8>> =
             rows.iter().enumerate().map(|(i, (id, text))| tuple(block, (i + 1) as u16, *id, text)).collect();
         let refs: Vec<&[u8]> = tuples.iter().map(|t| t.as_slice()).collect();
-        crate::page::assemble_heap_page(&refs, 8192).expect("test rows fit on a page")
+        crate::format::page::assemble_heap_page(&refs, 8192).expect("test rows fit on a page")
     }
 
     fn cfg() -> CarveConfig {
@@ -2183,7 +2191,7 @@ mod tests {
     #[test]
     fn failed_checksum_keeps_rows_apart() {
         let mut p = page(3, &[(1, "one")]);
-        let sum = crate::checksum::pg_checksum_page(&p, 3).unwrap();
+        let sum = crate::format::checksum::pg_checksum_page(&p, 3).unwrap();
         p[8..10].copy_from_slice(&sum.to_le_bytes());
         let mut c = cfg();
         c.checksums = true;

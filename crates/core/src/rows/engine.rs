@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::carve::{Batch, BlockReader, CarveCounts, Carver, LostItem, PageInfo};
 use crate::error::{CoreError, Result};
-use crate::xact::XidStatus;
+use crate::visibility::xact::XidStatus;
 
 /// Where pages come from: the relation's files, or the caller (pages fetched through SQL).
 pub trait PageSource: Sync {

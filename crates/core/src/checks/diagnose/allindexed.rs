@@ -18,18 +18,20 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::btree::{BTPageOpaqueData, IndexTupleData, BTP_DELETED, BTP_HALF_DEAD, P_HIKEY, SIZE_OF_ITEM_POINTER};
 use crate::error::{CoreError, Result};
-use crate::heap::{
+use crate::format::btree::{
+    BTPageOpaqueData, IndexTupleData, BTP_DELETED, BTP_HALF_DEAD, P_HIKEY, SIZE_OF_ITEM_POINTER,
+};
+use crate::format::heap::{
     HeapTupleHeaderData, ItemPointerData, HEAP_HASNULL, HEAP_HOT_UPDATED, HEAP_ONLY_TUPLE, HEAP_XMAX_COMMITTED,
     HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
     HEAP_XMIN_INVALID, SIZEOF_HEAP_TUPLE_HEADER,
 };
-use crate::itemid::{LP_DEAD, LP_NORMAL, LP_REDIRECT};
-use crate::page::Page;
+use crate::format::itemid::{LP_DEAD, LP_NORMAL, LP_REDIRECT};
+use crate::format::page::Page;
+use crate::format::toast::decompress;
+use crate::format::tuple::{align_nominal, AttrDesc};
 use crate::rows::carve::{BlockReader, SegFile};
-use crate::toast::decompress;
-use crate::tuple::{align_nominal, AttrDesc};
 
 /// `HEAP_LOCK_MASK` (htup_details.h).
 const HEAP_LOCK_MASK: u16 = 0x0010 | 0x0040;

@@ -1038,7 +1038,7 @@ pub fn parse_control_as(bytes: &[u8], major_version: u32) -> Result<ControlFile>
 /// fallback is listed in `anomalies`. A `PG_VERSION` that disagrees with the file is noted too.
 pub fn read_control_file(pgdata: &Path) -> Result<ControlFile> {
     let path = pgdata.join("global").join("pg_control");
-    let bytes = crate::backup::vfs::read(&path).map_err(|e| CoreError::io(&path, e))?;
+    let bytes = crate::sources::backup::vfs::read(&path).map_err(|e| CoreError::io(&path, e))?;
     let pg_version = read_pg_version(pgdata);
     match parse_control(&bytes) {
         Ok(mut cf) => {
@@ -1064,7 +1064,7 @@ pub fn read_control_file(pgdata: &Path) -> Result<ControlFile> {
 
 /// Major version from `$PGDATA/PG_VERSION` ("15\n"); `None` if absent or unreadable.
 fn read_pg_version(pgdata: &Path) -> Option<u32> {
-    let text = crate::backup::vfs::read_to_string(&pgdata.join("PG_VERSION")).ok()?;
+    let text = crate::sources::backup::vfs::read_to_string(&pgdata.join("PG_VERSION")).ok()?;
     text.trim().parse().ok()
 }
 

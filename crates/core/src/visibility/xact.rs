@@ -15,16 +15,16 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::checks::{multi_precedes, xid_precedes, Horizons, FIRST_NORMAL_TRANSACTION_ID};
-use crate::heap::{
+use crate::checks::page::{multi_precedes, xid_precedes, Horizons, FIRST_NORMAL_TRANSACTION_ID};
+use crate::format::heap::{
     HeapTupleHeaderData, HEAP_MOVED, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI,
     HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY, HEAP_XMAX_SHR_LOCK, HEAP_XMIN_COMMITTED, HEAP_XMIN_FROZEN,
     HEAP_XMIN_INVALID,
 };
-use crate::multixact::MultiXactFiles;
-use crate::slru::{SlruDir, SubTrans};
+use crate::visibility::multixact::MultiXactFiles;
+use crate::visibility::slru::{SlruDir, SubTrans};
 
-pub use crate::slru::SLRU_PAGES_PER_SEGMENT;
+pub use crate::visibility::slru::SLRU_PAGES_PER_SEGMENT;
 
 /// How deep a chain of sub-committed parents is followed in pg_subtrans.
 const MAX_SUBXACT_DEPTH: u32 = 64;
@@ -140,7 +140,7 @@ impl Clog {
     /// "in progress" in pg_xact final: after a crash, or while it runs, a commit may be missing
     /// from the files). Nothing is read until asked for.
     pub fn open(pgdata: &Path, blcksz: u32) -> Clog {
-        let control = crate::control::read_control_file(pgdata).ok().filter(|c| c.crc_ok);
+        let control = crate::format::control::read_control_file(pgdata).ok().filter(|c| c.crc_ok);
         let final_ = control.as_ref().is_some_and(|c| c.state.is_clean_shutdown());
         let mut c = Clog::bare(Some(&pgdata.join("pg_xact")), blcksz, final_);
         let st = pgdata.join("pg_subtrans");
@@ -503,8 +503,8 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::{HEAP_KEYS_UPDATED, HEAP_MOVED_OFF, HEAP_XMAX_KEYSHR_LOCK};
-    use crate::multixact::tests::Builder;
+    use crate::format::heap::{HEAP_KEYS_UPDATED, HEAP_MOVED_OFF, HEAP_XMAX_KEYSHR_LOCK};
+    use crate::visibility::multixact::tests::Builder;
     use std::path::PathBuf;
 
     fn header(xmin: u32, xmax: u32, infomask: u16) -> HeapTupleHeaderData {

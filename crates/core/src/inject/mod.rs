@@ -10,16 +10,16 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::btree::{IndexTupleData, BT_PIVOT_HEAP_TID_ATTR, BT_SPECIAL_SIZE, P_HIKEY, P_NONE};
-use crate::bytes::{hex, u16_at, u32_at, u8_at};
-use crate::checksum::{pg_checksum_page, set_checksum, PD_CHECKSUM_OFFSET};
 use crate::error::{CoreError, Result};
-use crate::heap::{
+use crate::format::btree::{IndexTupleData, BT_PIVOT_HEAP_TID_ATTR, BT_SPECIAL_SIZE, P_HIKEY, P_NONE};
+use crate::format::bytes::{hex, u16_at, u32_at, u8_at};
+use crate::format::checksum::{pg_checksum_page, set_checksum, PD_CHECKSUM_OFFSET};
+use crate::format::heap::{
     bitmaplen, HeapTupleHeaderData, ItemPointerData, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED,
     HEAP_XMIN_INVALID, SIZEOF_HEAP_TUPLE_HEADER,
 };
-use crate::itemid::{ItemIdData, LP_NORMAL, SIZE_OF_ITEM_ID_DATA};
-use crate::page::{format_lsn, PageHeaderData, SIZE_OF_PAGE_HEADER_DATA};
+use crate::format::itemid::{ItemIdData, LP_NORMAL, SIZE_OF_ITEM_ID_DATA};
+use crate::format::page::{format_lsn, PageHeaderData, SIZE_OF_PAGE_HEADER_DATA};
 
 /// `MaxHeapTuplesPerPage` for 8 KB pages (htup_details.h): the largest plausible heap offset number.
 pub const MAX_HEAP_TUPLES_PER_PAGE: u16 = 291;
@@ -585,11 +585,11 @@ fn tuple_header(page: &mut [u8], item: u16, field: &str, spec: &DamageSpec, rng:
                 return Err(invalid(format!("item {item} has no room for a null bitmap (t_hoff {hoff})")));
             }
             let bits = &mut page[off + SIZEOF_HEAP_TUPLE_HEADER..off + end];
-            let before = crate::heap::bits_to_text(bits);
+            let before = crate::format::heap::bits_to_text(bits);
             random_bytes(bits, rng);
             format!(
                 "t_bits {before} -> {}",
-                crate::heap::bits_to_text(&page[off + SIZEOF_HEAP_TUPLE_HEADER..off + end])
+                crate::format::heap::bits_to_text(&page[off + SIZEOF_HEAP_TUPLE_HEADER..off + end])
             )
         }
         _ => return Err(invalid(format!("unknown tuple header field {field}"))),
@@ -974,8 +974,8 @@ fn torn(page: &mut [u8], source: &[u8], spec: &DamageSpec) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::pg_checksum_page;
-    use crate::page::{Page, Verification, BLCKSZ, PG_PAGE_LAYOUT_VERSION};
+    use crate::format::checksum::pg_checksum_page;
+    use crate::format::page::{Page, Verification, BLCKSZ, PG_PAGE_LAYOUT_VERSION};
 
     /// A heap page with `n` 40-byte tuples (3 int4 columns, t_hoff 24), checksummed as block 7.
     fn heap_page(n: u16) -> Vec<u8> {

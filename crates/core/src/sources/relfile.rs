@@ -12,7 +12,7 @@
 //! the last active one holds exactly `relseg_size` blocks; after a truncation, md.c leaves later
 //! segments in place at length zero ("inactive"), so empty trailing segments are normal.
 
-use crate::backup::vfs;
+use crate::sources::backup::vfs;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io;

@@ -2,7 +2,7 @@
 //! over the page read as little-endian u32 words, with pd_checksum taken as zero and the block
 //! number mixed in, reduced to 1..=65535.
 
-use crate::bytes::u16_at;
+use crate::format::bytes::u16_at;
 
 /// Number of parallel lanes (`N_SUMS`, checksum_impl.h).
 pub const N_SUMS: usize = 32;

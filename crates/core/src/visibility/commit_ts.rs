@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::slru::SlruDir;
+use crate::visibility::slru::SlruDir;
 
 /// `SizeOfCommitTimestampEntry` (commit_ts.c).
 pub const SIZE_OF_COMMIT_TIMESTAMP_ENTRY: u32 = 10;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use crate::bytes::u32_at;
+use crate::format::bytes::u32_at;
 
 /// `SLRU_PAGES_PER_SEGMENT` (access/slru.h).
 pub const SLRU_PAGES_PER_SEGMENT: u32 = 32;
@@ -44,8 +44,8 @@ impl SlruDir {
         let mut map = self.segments.write().unwrap_or_else(|e| e.into_inner());
         map.entry(segno)
             .or_insert_with(|| {
-                crate::backup::vfs::read(&self.dir.join(format!("{segno:04X}")))
-                    .or_else(|_| crate::backup::vfs::read(&self.dir.join(format!("{segno:015X}"))))
+                crate::sources::backup::vfs::read(&self.dir.join(format!("{segno:04X}")))
+                    .or_else(|_| crate::sources::backup::vfs::read(&self.dir.join(format!("{segno:015X}"))))
                     .ok()
                     .map(Arc::new)
             })

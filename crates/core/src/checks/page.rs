@@ -1,14 +1,14 @@
 //! Checks over one page. Each is a small function returning findings; none prints or panics.
 //! Scan (whole files) and inspect (one block) both call these.
 
-use crate::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE, MAX_BT_CYCLE_ID};
-use crate::bytes::maxalign;
-use crate::checksum::pg_checksum_page;
 use crate::finding::{Code, Finding};
-use crate::heap::{HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE};
-use crate::itemid::ItemIdData;
-use crate::itemid::{LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
-use crate::page::{Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
+use crate::format::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE, MAX_BT_CYCLE_ID};
+use crate::format::bytes::maxalign;
+use crate::format::checksum::pg_checksum_page;
+use crate::format::heap::{HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE};
+use crate::format::itemid::ItemIdData;
+use crate::format::itemid::{LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
+use crate::format::page::{Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
 
 /// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
 /// server does not check but later trips over (pd_lower inside the header) or never writes
@@ -303,9 +303,9 @@ pub fn check_heap_items(page: &Page<'_>, block: u64, ctx: &HeapContext<'_>, tupl
             check_heap_tuple(&mut f, block, off, tuple.len(), &t, at.maxoff, ctx);
             // A MultiXact xmax hides the updating XID (pg_multixact is not at hand here): such a
             // link cannot be matched to its successor and is left unjudged.
-            if t.t_infomask2 & crate::heap::HEAP_HOT_UPDATED != 0
+            if t.t_infomask2 & crate::format::heap::HEAP_HOT_UPDATED != 0
                 && u64::from(t.t_ctid.block) == block
-                && t.t_infomask & crate::heap::HEAP_XMAX_IS_MULTI == 0
+                && t.t_infomask & crate::format::heap::HEAP_XMAX_IS_MULTI == 0
             {
                 links.push((off, t.t_ctid.offset, Some(t.t_xmax)));
             }
@@ -364,15 +364,15 @@ pub fn unreferenced_tuples(
     let mut at = maxalign(upper);
     let look = |from: usize, to: usize, out: &mut Vec<(usize, u16)>| {
         let mut o = maxalign(from);
-        while o + crate::heap::SIZEOF_HEAP_TUPLE_HEADER <= to {
+        while o + crate::format::heap::SIZEOF_HEAP_TUPLE_HEADER <= to {
             if let Some(h) = page.get(o..to).and_then(HeapTupleHeaderData::parse) {
                 let hoff = usize::from(h.t_hoff);
                 let natts = h.natts();
-                if hoff >= crate::heap::SIZEOF_HEAP_TUPLE_HEADER
+                if hoff >= crate::format::heap::SIZEOF_HEAP_TUPLE_HEADER
                     && hoff % 8 == 0
                     && hoff == h.expected_hoff()
                     && natts > 0
-                    && (h.t_xmin != 0 || h.t_infomask & crate::heap::HEAP_XMIN_FROZEN != 0)
+                    && (h.t_xmin != 0 || h.t_infomask & crate::format::heap::HEAP_XMIN_FROZEN != 0)
                     && o + hoff <= to
                     && slot_lost(&h)
                 {
@@ -404,7 +404,7 @@ pub fn unreferenced_tuples(
 /// the update aborted, pruning may have freed the successor's slot and a later, unrelated tuple
 /// may sit there.
 fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links: &mut Vec<(u16, u16, Option<u32>)>) {
-    use crate::heap::HEAP_ONLY_TUPLE;
+    use crate::format::heap::HEAP_ONLY_TUPLE;
     let successor = |to: u16| {
         if to == 0 || to > at.maxoff {
             return None;
@@ -491,7 +491,7 @@ fn check_heap_tuple(
     maxoff: u16,
     ctx: &HeapContext<'_>,
 ) {
-    use crate::heap::{
+    use crate::format::heap::{
         HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK,
         HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
         HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
@@ -686,9 +686,9 @@ pub fn check_page_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::HeapTupleHeaderData;
-    use crate::itemid::ItemIdData;
-    use crate::page::{PageHeaderData, BLCKSZ};
+    use crate::format::heap::HeapTupleHeaderData;
+    use crate::format::itemid::ItemIdData;
+    use crate::format::page::{PageHeaderData, BLCKSZ};
 
     /// A heap page with one 32-byte tuple at 8160.
     fn heap_page() -> Vec<u8> {
@@ -704,7 +704,7 @@ mod tests {
         p[24..28].copy_from_slice(&ItemIdData::new(8160, LP_NORMAL, 32).0.to_le_bytes());
         let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
         t.t_xmin = 750;
-        t.t_ctid = crate::heap::ItemPointerData { block: 0, offset: 1 };
+        t.t_ctid = crate::format::heap::ItemPointerData { block: 0, offset: 1 };
         t.t_infomask2 = 2;
         t.t_hoff = 24;
         t.write(&mut p[8160..]);
@@ -722,7 +722,7 @@ mod tests {
         let mut p = heap_page();
         let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
         t.t_xmin = 751;
-        t.t_ctid = crate::heap::ItemPointerData { block: 0, offset: 2 };
+        t.t_ctid = crate::format::heap::ItemPointerData { block: 0, offset: 2 };
         t.t_infomask2 = 2;
         t.t_hoff = 24;
         t.write(&mut p[8128..]);
@@ -742,7 +742,7 @@ mod tests {
         let mut items = vec![(8160usize, 30usize), (8128, 32)];
         assert!(unreferenced_tuples(&heap_page(), 0, 8128, 8192, &mut items).is_empty());
         // a pointer set dead (pg_surgery's heap_force_kill) leaves the bytes: no loss
-        p[28..32].copy_from_slice(&ItemIdData::new(0, crate::itemid::LP_DEAD, 0).0.to_le_bytes());
+        p[28..32].copy_from_slice(&ItemIdData::new(0, crate::format::itemid::LP_DEAD, 0).0.to_le_bytes());
         assert_eq!(codes(&p), Vec::<Code>::new());
     }
 
@@ -823,7 +823,7 @@ mod tests {
         let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
         t.t_xmin = xmin;
         t.t_xmax = xmax;
-        t.t_ctid = crate::heap::ItemPointerData { block: 0, offset: ctid_off };
+        t.t_ctid = crate::format::heap::ItemPointerData { block: 0, offset: ctid_off };
         t.t_infomask = infomask;
         t.t_infomask2 = infomask2 | 2;
         t.t_hoff = 24;
@@ -833,12 +833,12 @@ mod tests {
 
     fn page_codes(tuples: &[Vec<u8>]) -> Vec<Code> {
         let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
-        codes(&crate::page::assemble_heap_page(&refs, BLCKSZ).unwrap())
+        codes(&crate::format::page::assemble_heap_page(&refs, BLCKSZ).unwrap())
     }
 
     #[test]
     fn hot_link_of_an_aborted_update_is_not_followed() {
-        use crate::heap::{HEAP_HOT_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMIN_COMMITTED};
+        use crate::format::heap::{HEAP_HOT_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMIN_COMMITTED};
         // item 1 was HOT-updated by 800, which aborted; the heap-only successor was pruned and
         // its slot reused by an unrelated insert of 900
         let t1 = tuple(750, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
@@ -858,7 +858,7 @@ mod tests {
 
     #[test]
     fn for_update_marks_keys_updated_legally() {
-        use crate::heap::{
+        use crate::format::heap::{
             HEAP_KEYS_UPDATED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY,
             HEAP_XMAX_SHR_LOCK,
         };

@@ -256,7 +256,7 @@ impl VFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backup::archive::{ArchiveFile, Compression, TarSource};
+    use crate::sources::backup::archive::{ArchiveFile, Compression, TarSource};
 
     /// A mounted tar reads like a data directory: relation discovery finds the segments with their sizes, files
     /// read by path, directories list, and nothing outside the root changes meaning.
@@ -291,7 +291,7 @@ mod tests {
         let root = dir.join("mounted");
         {
             let _m = mount(&root, Arc::new(src));
-            let rels = crate::relfile::discover(&root).unwrap();
+            let rels = crate::sources::relfile::discover(&root).unwrap();
             let main = rels.iter().find(|r| r.relfilenode == 16384 && r.path.ends_with("16384")).unwrap();
             let sizes: Vec<(u32, u64)> = main.segments.iter().map(|s| (s.segno, s.size)).collect();
             assert_eq!(sizes, vec![(0, 16384), (1, 8192)]);

@@ -5,13 +5,13 @@
 //!
 //! The walk never trusts a length: every attribute start and end is checked against the tuple
 //! before it is read, and damage is returned as [`AttrProblem`]s instead of a panic. External
-//! TOAST pointers met on the way are returned as [`ToastPointer`]s for [`crate::toast`].
+//! TOAST pointers met on the way are returned as [`ToastPointer`]s for [`crate::format::toast`].
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::bytes::{maxalign, u32_at, u8_at};
 use crate::finding::{Code, Finding};
-use crate::heap::{
+use crate::format::bytes::{maxalign, u32_at, u8_at};
+use crate::format::heap::{
     HeapTupleHeaderData, HEAP_HASEXTERNAL, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI,
     HEAP_XMAX_LOCK_ONLY, HEAP_XMAX_SHR_LOCK, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, SIZEOF_HEAP_TUPLE_HEADER,
 };
@@ -720,7 +720,7 @@ method id {method} (0 pglz and 1 lz4 are valid)"
     } else if opts.verify_compressed {
         let data = &tuple[start + VARHDRSZ_COMPRESSED..start + n];
         let name = if method == TOAST_LZ4_COMPRESSION_ID { "lz4" } else { "pglz" };
-        match crate::toast::decompress(method, data, rawsize as usize) {
+        match crate::format::toast::decompress(method, data, rawsize as usize) {
             Ok(out) if out.len() == rawsize as usize => {}
             Ok(out) => w.problems.push(AttrProblem {
                 attnum: a.attnum,
@@ -882,7 +882,7 @@ leaks)"
 }
 
 /// The valid-tagged on-disk TOAST pointers of a tuple (those the walk reaches), for
-/// [`crate::toast::ChunkInventory::check_value`].
+/// [`crate::format::toast::ChunkInventory::check_value`].
 pub fn toast_pointers(tuple: &[u8], header: &HeapTupleHeaderData, rel: &RelDesc) -> Vec<ToastPointer> {
     walk_attributes_with(tuple, header, rel, &WalkOptions { verify_compressed: false, ..WalkOptions::default() })
         .toast_pointers

@@ -9,10 +9,10 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::bytes::u32_at;
 use crate::finding::{Code, Finding};
-use crate::heap::{HeapTupleHeaderData, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID};
-use crate::tuple::{
+use crate::format::bytes::u32_at;
+use crate::format::heap::{HeapTupleHeaderData, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID};
+use crate::format::tuple::{
     walk_attributes_with, xmax_is_live, Referrer, RelDesc, ToastPointer, VarlenaKind, WalkOptions,
     TOAST_LZ4_COMPRESSION_ID, TOAST_PGLZ_COMPRESSION_ID,
 };
@@ -631,11 +631,11 @@ fn chunk_range(from: i64, to: i64) -> String {
 }
 
 /// Where chunk_data would start after chunk_seq (att_align_pointer for an 'i' varlena).
-fn chunk_data_start(tuple: &[u8], walk: &crate::tuple::Walk) -> Option<usize> {
+fn chunk_data_start(tuple: &[u8], walk: &crate::format::tuple::Walk) -> Option<usize> {
     let s = walk.spans.get(1)?;
     let off = s.offset + s.len;
     match tuple.get(off) {
-        Some(0) => Some(crate::tuple::align_nominal(off, b'i')),
+        Some(0) => Some(crate::format::tuple::align_nominal(off, b'i')),
         Some(_) => Some(off),
         None => None,
     }

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use crate::bytes::{maxalign, u16_at, u32_at};
-use crate::checksum::pg_checksum_page;
-use crate::itemid::{ItemIdData, SIZE_OF_ITEM_ID_DATA};
+use crate::format::bytes::{maxalign, u16_at, u32_at};
+use crate::format::checksum::pg_checksum_page;
+use crate::format::itemid::{ItemIdData, SIZE_OF_ITEM_ID_DATA};
 
 /// Default block size (`BLCKSZ`, pg_config.h); the real one comes from pg_control.
 pub const BLCKSZ: usize = 8192;
@@ -264,7 +264,7 @@ impl<'a> Page<'a> {
 
 /// A heap page of `blcksz` bytes holding `tuples` (each a complete tuple image: header and data) as items 1..n,
 /// laid out as PostgreSQL does: line pointers from the header down, tuples MAXALIGNed from the end up. `None`
-/// when they do not fit. The checksum is left 0 (see [`crate::checksum::set_checksum`]).
+/// when they do not fit. The checksum is left 0 (see [`crate::format::checksum::set_checksum`]).
 pub fn assemble_heap_page(tuples: &[&[u8]], blcksz: usize) -> Option<Vec<u8>> {
     let mut page = vec![0u8; blcksz];
     let mut upper = blcksz;
@@ -275,7 +275,7 @@ pub fn assemble_heap_page(tuples: &[&[u8]], blcksz: usize) -> Option<Vec<u8>> {
             return None;
         }
         page[upper..upper + t.len()].copy_from_slice(t);
-        let id = ItemIdData::new(upper as u16, crate::itemid::LP_NORMAL, t.len() as u16);
+        let id = ItemIdData::new(upper as u16, crate::format::itemid::LP_NORMAL, t.len() as u16);
         let at = SIZE_OF_PAGE_HEADER_DATA + i * SIZE_OF_ITEM_ID_DATA;
         page[at..at + SIZE_OF_ITEM_ID_DATA].copy_from_slice(&id.0.to_le_bytes());
     }
@@ -387,9 +387,9 @@ impl PageKind {
             16 => match last {
                 Some(HASHO_PAGE_ID) => PageKind::Hash,
                 Some(GIST_PAGE_ID) => PageKind::Gist,
-                Some(c) if c <= crate::btree::MAX_BT_CYCLE_ID => {
+                Some(c) if c <= crate::format::btree::MAX_BT_CYCLE_ID => {
                     let flags = u16_at(special, 12).unwrap_or(0);
-                    if flags & crate::btree::BTP_META != 0 {
+                    if flags & crate::format::btree::BTP_META != 0 {
                         PageKind::BtreeMeta
                     } else {
                         PageKind::Btree

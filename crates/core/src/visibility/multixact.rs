@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::slru::SlruDir;
+use crate::visibility::slru::SlruDir;
 
 /// `FirstMultiXactId` (access/multixact.h).
 pub const FIRST_MULTIXACT_ID: u32 = 1;
@@ -232,7 +232,7 @@ pub(crate) mod tests {
         fn put(&self, sub: &str, pageno: u32, byte: u32, bytes: &[u8]) {
             let segno = pageno / 32;
             let path = self.dir.join(sub).join(format!("{segno:04X}"));
-            let mut seg = crate::backup::vfs::read(&path).unwrap_or_default();
+            let mut seg = crate::sources::backup::vfs::read(&path).unwrap_or_default();
             let at = ((pageno % 32) * self.blcksz + byte) as usize;
             let need = ((pageno % 32 + 1) * self.blcksz) as usize;
             if seg.len() < need {

@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::backup::vfs::VFile;
-use crate::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
-use crate::checks::{check_page_in, HeapContext, Horizons};
+use crate::checks::page::{check_page_in, HeapContext, Horizons};
 use crate::error::{CoreError, Result};
 use crate::finding::{Code, Finding};
-use crate::page::{Page, PageKind};
-use crate::relfile::{Fork, Relation, SegmentProblemKind};
+use crate::format::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
+use crate::format::page::{Page, PageKind};
+use crate::sources::backup::vfs::VFile;
+use crate::sources::relfile::{Fork, Relation, SegmentProblemKind};
 
 /// Blocks read per work unit (2 MB with 8 KB pages): large sequential reads, many units to share.
 pub const DEFAULT_CHUNK_BLOCKS: u32 = 256;
@@ -36,7 +36,7 @@ pub struct RelMeta {
     pub heap: Option<RelKey>,
     /// For a table: its columns, so each tuple's attributes can be walked.
     #[serde(default)]
-    pub desc: Option<crate::tuple::RelDesc>,
+    pub desc: Option<crate::format::tuple::RelDesc>,
     /// For a table with a TOAST table: that table's file key, to check every pointer's chunks.
     #[serde(default)]
     pub toast: Option<RelKey>,
@@ -81,13 +81,13 @@ impl LpRun {
     pub(crate) fn page(&mut self, block: u64, page: &Page<'_>) {
         let n = page.readable_item_count();
         // Most pages have no unused line pointer: their bitmap is never built.
-        let holes = page.item_ids().any(|(_, id)| id.lp_flags() == crate::itemid::LP_UNUSED);
+        let holes = page.item_ids().any(|(_, id)| id.lp_flags() == crate::format::itemid::LP_UNUSED);
         if let Some(s) = self.slot(block) {
             *s = n.min(LP_ZERO - 1);
             if holes {
                 let mut used = vec![0u8; usize::from(n).div_ceil(8)];
                 for (off, id) in page.item_ids() {
-                    if id.lp_flags() != crate::itemid::LP_UNUSED {
+                    if id.lp_flags() != crate::format::itemid::LP_UNUSED {
                         let i = usize::from(off - 1);
                         used[i / 8] |= 1 << (i % 8);
                     }
@@ -167,7 +167,7 @@ impl HeapMap {
         run.counts = Vec::new();
     }
 
-    pub(crate) fn target(&self, tid: &crate::heap::ItemPointerData) -> TidTarget {
+    pub(crate) fn target(&self, tid: &crate::format::heap::ItemPointerData) -> TidTarget {
         let hb = u64::from(tid.block);
         if hb >= self.nblocks {
             return TidTarget::PastEnd;
@@ -193,7 +193,7 @@ impl HeapMap {
 
 /// Every heap TID of a btree leaf page's live entries, with the line pointer of its entry; nothing for other
 /// pages. The high key is skipped, and LP_DEAD entries may point at rows vacuum already removed.
-pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::heap::ItemPointerData)) {
+pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
     let Some(o) = BTPageOpaqueData::from_page(page) else { return };
     if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
         return;
@@ -201,11 +201,11 @@ pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::
     let first = if o.is_rightmost() { 1 } else { 2 };
     let mut tids = Vec::new();
     for (off, id) in page.item_ids() {
-        if off < first || id.lp_flags() != crate::itemid::LP_NORMAL {
+        if off < first || id.lp_flags() != crate::format::itemid::LP_NORMAL {
             continue;
         }
         let Some(t) = page.item_bytes(id) else { continue };
-        if !crate::btree::leaf_heap_tids(t, &mut tids) {
+        if !crate::format::btree::leaf_heap_tids(t, &mut tids) {
             continue;
         }
         for tid in &tids {
@@ -250,7 +250,7 @@ pub struct ScanOptions {
 }
 
 fn default_toast_chunk() -> u32 {
-    crate::toast::TOAST_MAX_CHUNK_SIZE_8K
+    crate::format::toast::TOAST_MAX_CHUNK_SIZE_8K
 }
 
 impl Default for ScanOptions {
@@ -377,9 +377,9 @@ struct ChunkSummary {
     /// Index entries into all-zero heap pages: (heap block, entries).
     zero_refs: Vec<(u64, u32)>,
     /// TOAST pointers found in a table's tuples: (block, line pointer, pointer).
-    toast_ptrs: Vec<(u64, u16, crate::tuple::ToastPointer)>,
+    toast_ptrs: Vec<(u64, u16, crate::format::tuple::ToastPointer)>,
     /// The chunks found in a TOAST table's pages.
-    toast_inv: Option<crate::toast::ChunkInventory>,
+    toast_inv: Option<crate::format::toast::ChunkInventory>,
 }
 
 /// Heap blocks one visibility map page covers: (BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) bytes,
@@ -526,7 +526,7 @@ fn scan_unit(
             let newer = page.header().pd_lsn.lsn() > redo;
             let mismatch = opts.checksums
                 && !page.header().is_new()
-                && crate::checksum::pg_checksum_page(bytes, block as u32) != Some(page.header().pd_checksum);
+                && crate::format::checksum::pg_checksum_page(bytes, block as u32) != Some(page.header().pd_checksum);
             if newer || mismatch || !page.header_is_sane(blcksz) {
                 // Written while we read it, or torn in our copy by a concurrent write: read it again.
                 reread = reread_page(&path, offset + (i * blcksz) as u64, blcksz);
@@ -618,8 +618,8 @@ fn scan_unit(
                     None,
                     format!(
                         "page LSN {} is newer than the clean shutdown checkpoint {}",
-                        crate::page::format_lsn(page_lsn),
-                        crate::page::format_lsn(lsn)
+                        crate::format::page::format_lsn(page_lsn),
+                        crate::format::page::format_lsn(lsn)
                     ),
                 ));
             }
@@ -686,17 +686,17 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
         return;
     }
     let mut kept = 0usize;
-    let mut walk = crate::tuple::Walk::default();
+    let mut walk = crate::format::tuple::Walk::default();
     // only the problems and TOAST pointers are used here
-    let walk_opts = crate::tuple::WalkOptions { record_spans: false, ..Default::default() };
+    let walk_opts = crate::format::tuple::WalkOptions { record_spans: false, ..Default::default() };
     for (off, id) in page.item_ids() {
-        if id.lp_flags() != crate::itemid::LP_NORMAL {
+        if id.lp_flags() != crate::format::itemid::LP_NORMAL {
             continue;
         }
         let Some(tuple) = page.item_bytes(id) else { continue };
-        let Some(header) = crate::heap::HeapTupleHeaderData::parse(tuple) else { continue };
+        let Some(header) = crate::format::heap::HeapTupleHeaderData::parse(tuple) else { continue };
         if let Some(name) = toast_name {
-            let inv = out.toast_inv.get_or_insert_with(|| crate::toast::ChunkInventory::new(name, max_chunk));
+            let inv = out.toast_inv.get_or_insert_with(|| crate::format::toast::ChunkInventory::new(name, max_chunk));
             for p in inv.add_tuple(block as u32, off, tuple, &header) {
                 if kept < 16 {
                     out.findings.push(p.to_finding(Some(block), Some(off)));
@@ -704,7 +704,7 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
                 kept += 1;
             }
         } else if let Some(desc) = &meta.desc {
-            crate::tuple::walk_attributes_into(tuple, &header, desc, &walk_opts, &mut walk);
+            crate::format::tuple::walk_attributes_into(tuple, &header, desc, &walk_opts, &mut walk);
             for p in &walk.problems {
                 if kept < 16 {
                     out.findings.push(p.to_finding(Some(block), Some(off)));
@@ -873,7 +873,7 @@ fn in_read_order<T: Sync, R: Send>(
     out.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Scan `relations` (from [`crate::relfile::discover`] or built from explicit files) under `root`,
+/// Scan `relations` (from [`crate::sources::relfile::discover`] or built from explicit files) under `root`,
 /// on `opts.jobs` threads (all cores by default).
 pub fn scan(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
     match opts.jobs {
@@ -910,7 +910,8 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
     }
     refuse_unreadable(root, relations)?;
     let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
-    let seg_order = |path: &str, block: u64| crate::backup::vfs::read_order(&root.join(path)).map(|o| (o, block));
+    let seg_order =
+        |path: &str, block: u64| crate::sources::backup::vfs::read_order(&root.join(path)).map(|o| (o, block));
     let kinds = in_read_order(
         relations,
         |r| r.segments.first().and_then(|s| seg_order(&s.path, 0)),
@@ -984,7 +985,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
         return Err(CoreError::Invalid("scan cancelled".to_string()));
     }
     // TOAST: one inventory per TOAST table, then every pointer of its table checked against it.
-    let mut inventories: HashMap<usize, crate::toast::ChunkInventory> = HashMap::new();
+    let mut inventories: HashMap<usize, crate::format::toast::ChunkInventory> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
         if let Some(inv) = c.toast_inv.take() {
             match inventories.get_mut(ri) {
@@ -1010,7 +1011,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
             Some(inv) => inv,
             None => {
                 let name = ctx.metas[ti].and_then(|m| m.toast_name.clone()).unwrap_or_default();
-                empty = crate::toast::ChunkInventory::new(name, opts.toast_max_chunk_size);
+                empty = crate::format::toast::ChunkInventory::new(name, opts.toast_max_chunk_size);
                 &empty
             }
         };
@@ -1120,7 +1121,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
                         .iter()
                         .find(|s| s.segno == segno)
                         .map_or_else(|| rel.segment_path(segno), |s| s.path.clone());
-                    after_backup_start.push(PageNote { path, block, lsn: crate::page::format_lsn(lsn) });
+                    after_backup_start.push(PageNote { path, block, lsn: crate::format::page::format_lsn(lsn) });
                 }
             }
             rel_findings.append(&mut c.findings);
@@ -1171,7 +1172,7 @@ fn scan_on_pool(root: &Path, relations: &[Relation], opts: &ScanOptions, progres
 /// The relations to scan when the caller names files instead of a data directory: each path is
 /// grouped with the other segments of its fork found next to it.
 pub fn relations_for_files(root: &Path, files: &[PathBuf]) -> Result<Vec<Relation>> {
-    let all = crate::relfile::discover(root)?;
+    let all = crate::sources::relfile::discover(root)?;
     let mut wanted = Vec::new();
     for file in files {
         let rel_path = file.strip_prefix(root).unwrap_or(file);

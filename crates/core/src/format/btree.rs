@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use crate::bytes::{hex_spaced, maxalign, u16_at, u32_at, u64_at, u8_at};
-use crate::heap::ItemPointerData;
-use crate::page::Page;
+use crate::format::bytes::{hex_spaced, maxalign, u16_at, u32_at, u64_at, u8_at};
+use crate::format::heap::ItemPointerData;
+use crate::format::page::Page;
 
 /// MAXALIGN(sizeof(BTPageOpaqueData)) (nbtree.h).
 pub const BT_SPECIAL_SIZE: usize = 16;

@@ -3,13 +3,13 @@
 
 use serde::Serialize;
 
-use crate::btree::{decode_item, BTMetaPageData, BTPageOpaqueData, BtItem};
-use crate::checks::check_page;
-use crate::checksum::pg_checksum_page;
+use crate::checks::page::check_page;
 use crate::finding::Finding;
-use crate::heap::{HeapTuple, MIN_HEAP_TUPLE_SIZE};
-use crate::itemid::{LinePointer, LP_DEAD};
-use crate::page::{format_lsn, Page, PageHeaderData, PageKind, Verification};
+use crate::format::btree::{decode_item, BTMetaPageData, BTPageOpaqueData, BtItem};
+use crate::format::checksum::pg_checksum_page;
+use crate::format::heap::{HeapTuple, MIN_HEAP_TUPLE_SIZE};
+use crate::format::itemid::{LinePointer, LP_DEAD};
+use crate::format::page::{format_lsn, Page, PageHeaderData, PageKind, Verification};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HeaderView {

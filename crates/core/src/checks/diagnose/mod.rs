@@ -9,10 +9,10 @@ pub mod allindexed;
 
 use serde::Serialize;
 
-use crate::checks::{check_page_in, HeapContext};
+use crate::checks::page::{check_page_in, HeapContext};
+use crate::checks::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use crate::finding::{Area, Code, Finding, Severity};
-use crate::page::{Page, PageKind};
-use crate::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use crate::format::page::{Page, PageKind};
 
 /// The line pointers of one heap, as index entries see them.
 pub struct LineMap {
@@ -173,7 +173,7 @@ mod tests {
     fn heap_page(n: usize) -> Vec<u8> {
         let tuples: Vec<Vec<u8>> = (0..n).map(|i| tuple(10, i as u16 + 1)).collect();
         let refs: Vec<&[u8]> = tuples.iter().map(|t| t.as_slice()).collect();
-        crate::page::assemble_heap_page(&refs, 8192).expect("page")
+        crate::format::page::assemble_heap_page(&refs, 8192).expect("page")
     }
 
     #[test]
@@ -193,7 +193,7 @@ mod tests {
         assert!(rep.suspect.is_empty(), "{:?}", rep.findings);
         let mut map = LineMap::new(12);
         map.absorb(&mut rep);
-        let tid = |b, o| crate::heap::ItemPointerData { block: b, offset: o };
+        let tid = |b, o| crate::format::heap::ItemPointerData { block: b, offset: o };
         assert_eq!(map.map.target(&tid(10, 3)), TidTarget::Used);
         assert_eq!(map.map.target(&tid(10, 4)), TidTarget::Unused);
         assert_eq!(map.map.target(&tid(11, 1)), TidTarget::Zero);
@@ -216,7 +216,7 @@ mod tests {
         let mut rep = check_batch(&data, 10, &cfg, None);
         let mut map = LineMap::new(11);
         map.absorb(&mut rep);
-        let tid = |o| crate::heap::ItemPointerData { block: 10, offset: o };
+        let tid = |o| crate::format::heap::ItemPointerData { block: 10, offset: o };
         assert_eq!(map.map.target(&tid(1)), TidTarget::Used);
         assert_eq!(map.map.target(&tid(2)), TidTarget::Unused);
         assert_eq!(map.map.target(&tid(3)), TidTarget::Used);
@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(rep.suspect, vec![0]);
         let mut map = LineMap::new(1);
         map.absorb(&mut rep);
-        assert_eq!(map.map.target(&crate::heap::ItemPointerData { block: 0, offset: 1 }), TidTarget::Unknown);
+        assert_eq!(map.map.target(&crate::format::heap::ItemPointerData { block: 0, offset: 1 }), TidTarget::Unknown);
         assert!(rep.findings.iter().any(|f| f.code.as_str().starts_with("page_header.")));
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::bytes::u32_at;
+use crate::format::bytes::u32_at;
 
 /// sizeof(ItemIdData) (itemid.h).
 pub const SIZE_OF_ITEM_ID_DATA: usize = 4;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::bytes::{maxalign, u16_at, u32_at, u8_at};
+use crate::format::bytes::{maxalign, u16_at, u32_at, u8_at};
 
 /// `SizeofHeapTupleHeader` = offsetof(HeapTupleHeaderData, t_bits) (htup_details.h).
 pub const SIZEOF_HEAP_TUPLE_HEADER: usize = 23;
