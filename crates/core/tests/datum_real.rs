@@ -9,7 +9,7 @@
 //! (`format('%s', col)` with the salvage session's settings).
 
 use pgsurgeon_core::datum::{format_value, OutputOptions, TypeDesc};
-use pgsurgeon_core::format::toast::decompress;
+use pgsurgeon_core::format::compress::decompress;
 use pgsurgeon_core::inject::Rng;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/datum/");

@@ -13,10 +13,11 @@
 use pgsurgeon_core::finding::Code;
 use std::collections::{BTreeMap, BTreeSet};
 
+use pgsurgeon_core::format::compress::decompress;
 use pgsurgeon_core::format::heap::{HeapTupleHeaderData, HEAP_HASEXTERNAL};
 use pgsurgeon_core::format::itemid::LP_NORMAL;
 use pgsurgeon_core::format::page::Page;
-use pgsurgeon_core::format::toast::{decompress, ChunkInventory, ToastProblem};
+use pgsurgeon_core::format::toast::{ChunkInventory, ToastProblem};
 use pgsurgeon_core::format::tuple::{toast_pointers, walk_attributes, Referrer, RelDesc, ToastPointer, VarlenaKind};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pages/");

@@ -6,11 +6,12 @@ use std::collections::BTreeSet;
 
 use pgsurgeon_core::finding::{Area, Severity};
 use pgsurgeon_core::format::bytes::maxalign;
+use pgsurgeon_core::format::compress::pglz_decompress;
 use pgsurgeon_core::format::heap::{
     bitmaplen, HeapTupleHeaderData, ItemPointerData, HEAP_HASEXTERNAL, HEAP_HASNULL, HEAP_HASVARWIDTH,
     HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
 };
-use pgsurgeon_core::format::toast::{pglz_decompress, ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
+use pgsurgeon_core::format::toast::{ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
 use pgsurgeon_core::format::tuple::{
     toast_pointers, walk_attributes, walk_attributes_with, AttrDesc, Referrer, RelDesc, ToastPointer, VarlenaKind,
     WalkOptions,

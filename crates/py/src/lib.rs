@@ -81,7 +81,7 @@ fn parse_control(data: &[u8]) -> PyResult<String> {
 /// Read and parse `<pgdata>/global/pg_control`; JSON document.
 #[pyfunction]
 fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<String> {
-    let control = py.detach(|| pgsurgeon_core::format::control::read_control_file(&pgdata)).map_err(to_pyerr)?;
+    let control = py.detach(|| pgsurgeon_core::sources::pgdata::read_control_file(&pgdata)).map_err(to_pyerr)?;
     to_json(&control)
 }
 

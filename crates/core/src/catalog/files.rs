@@ -13,10 +13,11 @@ use super::bootstrap::{attribute_layout, rel_desc, CatAttr, ATTRIBUTE_RELATION_I
 use super::relmap::RelMap;
 use crate::datum::TypeDesc;
 use crate::error::{CoreError, Result};
-use crate::format::control::read_control_file;
 use crate::rows::carve::{Batch, Certainty};
-use crate::rows::carve::{BlockReader, CarveConfig, Carver, ColumnOut, SegFile};
-use crate::sources::relfile::{relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID};
+use crate::rows::carve::{CarveConfig, Carver, ColumnOut};
+use crate::sources::blocks::{BlockReader, SegFile};
+use crate::sources::pgdata::read_control_file;
+use crate::sources::relpath::{relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID};
 use crate::visibility::xact::{Clog, Verdict};
 
 /// Catalog OIDs (`CATALOG(…, oid)` in src/include/catalog/pg_*.h).

@@ -2,13 +2,16 @@
 //! Scan (whole files) and inspect (one block) both call these.
 
 use crate::finding::{Code, Finding};
-use crate::format::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE, MAX_BT_CYCLE_ID};
+use crate::format::btree::{BTPageOpaqueData, BT_SPECIAL_SIZE};
 use crate::format::bytes::maxalign;
 use crate::format::checksum::pg_checksum_page;
 use crate::format::heap::{HeapTupleHeaderData, MAX_HEAP_ATTRIBUTE_NUMBER, MIN_HEAP_TUPLE_SIZE};
 use crate::format::itemid::ItemIdData;
 use crate::format::itemid::{LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
-use crate::format::page::{Page, PageKind, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
+use crate::format::page::{
+    Page, PageKind, MAX_BT_CYCLE_ID, PD_VALID_FLAG_BITS, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA,
+};
+use crate::visibility::transam::{multi_precedes, xid_precedes, Horizons, FIRST_NORMAL_TRANSACTION_ID};
 
 /// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
 /// server does not check but later trips over (pd_lower inside the header) or never writes
@@ -440,41 +443,12 @@ fn check_hot_chains(f: &mut ItemFindings, page: &Page<'_>, at: &Placement, links
     }
 }
 
-/// The transaction horizons a tuple's XIDs must respect, from pg_control (and, with a DSN, the
-/// relation's relfrozenxid/relminmxid later).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Horizons {
-    /// 32-bit part of `nextXid`: XIDs at or past it were never assigned.
-    pub next_xid: u32,
-    /// `oldestXid`: pg_xact below it may be truncated away.
-    pub oldest_xid: u32,
-    /// `nextMulti`.
-    pub next_multi: u32,
-    /// `oldestMulti`.
-    pub oldest_multi: u32,
-}
-
-/// `FirstNormalTransactionId` (access/transam.h).
-pub const FIRST_NORMAL_TRANSACTION_ID: u32 = 3;
 /// `MaxHeapTuplesPerPage` for 8 KB pages (access/htup_details.h).
 pub const MAX_HEAP_TUPLES_PER_PAGE: u16 = 291;
 /// `MovedPartitionsOffsetNumber` and `SpecTokenOffsetNumber` (storage/itemptr.h): t_ctid offsets
 /// with a special meaning.
 pub const MOVED_PARTITIONS_OFFSET_NUMBER: u16 = 0xFFFD;
 pub const SPEC_TOKEN_OFFSET_NUMBER: u16 = 0xFFFE;
-
-/// `TransactionIdPrecedes` (access/transam.c): circular for normal XIDs, plain for special ones.
-pub fn xid_precedes(a: u32, b: u32) -> bool {
-    if a < FIRST_NORMAL_TRANSACTION_ID || b < FIRST_NORMAL_TRANSACTION_ID {
-        return a < b;
-    }
-    (a.wrapping_sub(b) as i32) < 0
-}
-
-/// `MultiXactIdPrecedes` (access/transam/multixact.c): always circular.
-pub fn multi_precedes(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
 
 /// One heap tuple header: t_hoff against natts and the null bitmap and the item length, natts
 /// against the heap limit, XIDs and MultiXactIds against the cluster's horizons, contradictory

@@ -13,13 +13,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::checks::page::{check_page_in, HeapContext, Horizons};
+use crate::checks::page::{check_page_in, HeapContext};
 use crate::error::{CoreError, Result};
 use crate::finding::{Code, Finding};
-use crate::format::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, BTP_META, P_NONE};
+use crate::format::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF, P_NONE};
+use crate::format::page::BTP_META;
 use crate::format::page::{Page, PageKind};
 use crate::sources::backup::vfs::VFile;
-use crate::sources::relfile::{Fork, Relation, SegmentProblemKind};
+use crate::sources::relfile::{Relation, SegmentProblemKind};
+use crate::sources::relpath::Fork;
+use crate::visibility::transam::Horizons;
 
 /// Blocks read per work unit (2 MB with 8 KB pages): large sequential reads, many units to share.
 pub const DEFAULT_CHUNK_BLOCKS: u32 = 256;

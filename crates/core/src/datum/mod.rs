@@ -1183,8 +1183,9 @@ fn read_att(
     if b0 & 0x03 == 0x02 {
         // compressed inline: va_tcinfo (raw size, method in the top 2 bits), then the data
         let tcinfo = u32_at(body, 0).ok_or("compressed attribute without its size")?;
-        let raw = crate::format::toast::decompress((tcinfo >> 30) as u8, &body[4..], (tcinfo & 0x3FFF_FFFF) as usize)
-            .map_err(|e| format!("compressed attribute: {e}"))?;
+        let raw =
+            crate::format::compress::decompress((tcinfo >> 30) as u8, &body[4..], (tcinfo & 0x3FFF_FFFF) as usize)
+                .map_err(|e| format!("compressed attribute: {e}"))?;
         return Ok((Cow::Owned(raw), at + n));
     }
     Ok((Cow::Borrowed(body), at + n))

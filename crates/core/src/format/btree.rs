@@ -4,12 +4,10 @@ use serde::Serialize;
 
 use crate::format::bytes::{hex_spaced, maxalign, u16_at, u32_at, u64_at, u8_at};
 use crate::format::heap::ItemPointerData;
-use crate::format::page::Page;
+use crate::format::page::{Page, BTP_META};
 
 /// MAXALIGN(sizeof(BTPageOpaqueData)) (nbtree.h).
 pub const BT_SPECIAL_SIZE: usize = 16;
-/// `MAX_BT_CYCLE_ID` (nbtree.h); larger values identify other AMs' special spaces.
-pub const MAX_BT_CYCLE_ID: u16 = 0xFF7F;
 /// `BTREE_MAGIC` (nbtree.h), in btm_magic of the metapage.
 pub const BTREE_MAGIC: u32 = 0x053162;
 /// `BTREE_VERSION` / `BTREE_MIN_VERSION` (nbtree.h).
@@ -24,7 +22,7 @@ pub const P_HIKEY: u16 = 1;
 pub const BTP_LEAF: u16 = 1 << 0;
 pub const BTP_ROOT: u16 = 1 << 1;
 pub const BTP_DELETED: u16 = 1 << 2;
-pub const BTP_META: u16 = 1 << 3;
+// BTP_META (1 << 3) is in page.rs, which needs it to tell page kinds apart.
 pub const BTP_HALF_DEAD: u16 = 1 << 4;
 pub const BTP_SPLIT_END: u16 = 1 << 5;
 pub const BTP_HAS_GARBAGE: u16 = 1 << 6;

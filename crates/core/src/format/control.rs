@@ -10,7 +10,7 @@
 //! | 18       | 1800                 | adds `default_char_signedness` before the nonce; CRC at 292 |
 //!
 //! 14, 15 and 16 share `pg_control_version`, so the major is told apart by `catalog_version_no`
-//! (or, when that is damaged, by `PG_VERSION`; see [`read_control_file`]).
+//! (or, when that is damaged, by `PG_VERSION`; see `sources::pgdata::read_control_file`).
 //!
 //! A CRC mismatch is not an error here: a damaged control file is exactly what a rescue tool must be
 //! able to show, so the mismatch is reported in [`ControlFile::crc_ok`] and parsing goes on, as
@@ -22,7 +22,6 @@
 //! functions of 14.23, 16.14 and 17.10. The fixtures live in `tests/data/`.
 
 use std::fmt;
-use std::path::Path;
 use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
@@ -1031,41 +1030,6 @@ pub fn parse_control_as(bytes: &[u8], major_version: u32) -> Result<ControlFile>
     let layout = ControlLayout::for_major(major_version)
         .ok_or_else(|| CoreError::Invalid(format!("PostgreSQL {major_version} is not supported (14 to 18 are)")))?;
     build(bytes, layout, major_version)
-}
-
-/// Reads and parses `<pgdata>/global/pg_control`. If the version fields do not identify a layout
-/// but `<pgdata>/PG_VERSION` names a supported major, that major's layout is used and the
-/// fallback is listed in `anomalies`. A `PG_VERSION` that disagrees with the file is noted too.
-pub fn read_control_file(pgdata: &Path) -> Result<ControlFile> {
-    let path = pgdata.join("global").join("pg_control");
-    let bytes = crate::sources::backup::vfs::read(&path).map_err(|e| CoreError::io(&path, e))?;
-    let pg_version = read_pg_version(pgdata);
-    match parse_control(&bytes) {
-        Ok(mut cf) => {
-            if let Some(m) = pg_version {
-                if m != cf.major_version {
-                    cf.anomalies
-                        .push(format!("PG_VERSION says {m} but pg_control identifies PostgreSQL {}", cf.major_version));
-                }
-            }
-            Ok(cf)
-        }
-        Err(err) => {
-            if let Some(m) = pg_version.filter(|m| ControlLayout::for_major(*m).is_some()) {
-                if let Ok(mut cf) = parse_control_as(&bytes, m) {
-                    cf.anomalies.insert(0, format!("layout chosen from PG_VERSION ({m}) because: {err}"));
-                    return Ok(cf);
-                }
-            }
-            Err(err)
-        }
-    }
-}
-
-/// Major version from `$PGDATA/PG_VERSION` ("15\n"); `None` if absent or unreadable.
-fn read_pg_version(pgdata: &Path) -> Option<u32> {
-    let text = crate::sources::backup::vfs::read_to_string(&pgdata.join("PG_VERSION")).ok()?;
-    text.trim().parse().ok()
 }
 
 /// WAL file name as `XLogFileName` builds it (`src/include/access/xlog_internal.h`): timeline,

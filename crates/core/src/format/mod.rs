@@ -5,6 +5,7 @@
 pub mod btree;
 pub mod bytes;
 pub mod checksum;
+pub mod compress;
 pub mod control;
 pub mod heap;
 pub mod itemid;

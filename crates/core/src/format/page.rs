@@ -316,6 +316,11 @@ pub enum PageKind {
     Unknown,
 }
 
+/// `MAX_BT_CYCLE_ID` (nbtree.h); larger values identify other AMs' special spaces.
+pub const MAX_BT_CYCLE_ID: u16 = 0xFF7F;
+/// `BTP_META` (access/nbtree.h), a `btpo_flags` bit: the btree metapage. Here rather than in btree.rs
+/// with the other flags because telling page kinds apart needs it, and the btree is built on the page.
+pub const BTP_META: u16 = 1 << 3;
 /// `HASHO_PAGE_ID` (access/hash.h).
 pub const HASHO_PAGE_ID: u16 = 0xFF80;
 /// `GIST_PAGE_ID` (access/gist.h).
@@ -387,9 +392,9 @@ impl PageKind {
             16 => match last {
                 Some(HASHO_PAGE_ID) => PageKind::Hash,
                 Some(GIST_PAGE_ID) => PageKind::Gist,
-                Some(c) if c <= crate::format::btree::MAX_BT_CYCLE_ID => {
+                Some(c) if c <= MAX_BT_CYCLE_ID => {
                     let flags = u16_at(special, 12).unwrap_or(0);
-                    if flags & crate::format::btree::BTP_META != 0 {
+                    if flags & BTP_META != 0 {
                         PageKind::BtreeMeta
                     } else {
                         PageKind::Btree

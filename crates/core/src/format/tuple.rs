@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::finding::{Code, Finding};
 use crate::format::bytes::{maxalign, u32_at, u8_at};
+use crate::format::compress::{TOAST_INVALID_COMPRESSION_ID, TOAST_LZ4_COMPRESSION_ID};
 use crate::format::heap::{
     HeapTupleHeaderData, HEAP_HASEXTERNAL, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI,
     HEAP_XMAX_LOCK_ONLY, HEAP_XMAX_SHR_LOCK, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, SIZEOF_HEAP_TUPLE_HEADER,
@@ -38,10 +39,6 @@ pub const TOAST_POINTER_SIZE: usize = VARHDRSZ_EXTERNAL + SIZEOF_VARATT_EXTERNAL
 /// `VARLENA_EXTSIZE_BITS` / `VARLENA_EXTSIZE_MASK` (varatt.h).
 pub const VARLENA_EXTSIZE_BITS: u32 = 30;
 pub const VARLENA_EXTSIZE_MASK: u32 = (1 << VARLENA_EXTSIZE_BITS) - 1;
-/// `ToastCompressionId` (access/toast_compression.h).
-pub const TOAST_PGLZ_COMPRESSION_ID: u8 = 0;
-pub const TOAST_LZ4_COMPRESSION_ID: u8 = 1;
-pub const TOAST_INVALID_COMPRESSION_ID: u8 = 2;
 
 /// One pg_attribute row, as much of it as the walk needs (`attlen`, `attalign`, `attbyval`,
 /// `attstorage` are pg_attribute's own copies, so dropped columns keep them).
@@ -720,7 +717,7 @@ method id {method} (0 pglz and 1 lz4 are valid)"
     } else if opts.verify_compressed {
         let data = &tuple[start + VARHDRSZ_COMPRESSED..start + n];
         let name = if method == TOAST_LZ4_COMPRESSION_ID { "lz4" } else { "pglz" };
-        match crate::format::toast::decompress(method, data, rawsize as usize) {
+        match crate::format::compress::decompress(method, data, rawsize as usize) {
             Ok(out) if out.len() == rawsize as usize => {}
             Ok(out) => w.problems.push(AttrProblem {
                 attnum: a.attnum,

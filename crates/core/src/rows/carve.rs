@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::encode::{copy_csv_escape, copy_text_escape};
-use crate::checks::page::{check_page_in, HeapContext, Horizons, FIRST_NORMAL_TRANSACTION_ID};
+use crate::checks::page::{check_page_in, HeapContext};
 use crate::datum::{format_value, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::{Code, Severity};
@@ -36,100 +36,10 @@ use crate::format::heap::{
 use crate::format::itemid::{ItemIdData, LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, PageKind, Verification, SIZE_OF_PAGE_HEADER_DATA};
 use crate::format::tuple::{walk_attributes_with, RelDesc, VarlenaKind, Walk, WalkOptions};
-use crate::sources::backup::vfs::VFile;
+use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
 use crate::visibility::commit_ts::CommitTs;
+use crate::visibility::transam::{Horizons, FIRST_NORMAL_TRANSACTION_ID};
 use crate::visibility::xact::{judge, Clog, StatusSources, Verdict, XidStatus};
-
-/// One segment file of a relation fork.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SegFile {
-    pub segno: u32,
-    pub path: PathBuf,
-}
-
-/// Reads blocks of one relation fork from its segment files, opened once (read-only) and read with pread, so
-/// threads share one reader.
-#[derive(Debug, Clone)]
-pub struct BlockReader {
-    segments: HashMap<u32, PathBuf>,
-    open: std::sync::Arc<std::sync::Mutex<HashMap<u32, std::sync::Arc<VFile>>>>,
-    blcksz: usize,
-    relseg_size: u64,
-}
-
-impl BlockReader {
-    pub fn new(segments: &[SegFile], blcksz: u32, relseg_size: u32) -> BlockReader {
-        BlockReader {
-            segments: segments.iter().map(|s| (s.segno, s.path.clone())).collect(),
-            open: Default::default(),
-            blcksz: blcksz as usize,
-            relseg_size: u64::from(relseg_size.max(1)),
-        }
-    }
-
-    fn file(&self, segno: u32) -> std::io::Result<Option<std::sync::Arc<VFile>>> {
-        let Some(path) = self.segments.get(&segno) else { return Ok(None) };
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = open.get(&segno) {
-            return Ok(Some(f.clone()));
-        }
-        let f = std::sync::Arc::new(VFile::open(path)?);
-        open.insert(segno, f.clone());
-        Ok(Some(f))
-    }
-
-    /// Blocks `first..first + count` (fewer when the relation ends): the bytes read, which may
-    /// end inside a page.
-    pub fn read(&self, first: u64, count: u64) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.read_into(first, count, &mut out)?;
-        Ok(out)
-    }
-
-    /// Like [`BlockReader::read`], into `out` (its contents replaced, its allocation reused).
-    pub fn read_into(&self, first: u64, count: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
-        out.clear();
-        out.resize((count as usize) * self.blcksz, 0);
-        let mut filled = 0usize;
-        let mut block = first;
-        let end = first + count;
-        while block < end {
-            let segno = (block / self.relseg_size) as u32;
-            let in_seg = block % self.relseg_size;
-            let n = (end - block).min(self.relseg_size - in_seg);
-            let Some(f) = self.file(segno)? else { break };
-            let want = n as usize * self.blcksz;
-            let mut got = 0usize;
-            while got < want {
-                let r = f.read_at(&mut out[filled + got..filled + want], in_seg * self.blcksz as u64 + got as u64)?;
-                if r == 0 {
-                    break;
-                }
-                got += r;
-            }
-            filled += got;
-            if got < want {
-                break;
-            }
-            block += n;
-        }
-        out.truncate(filled);
-        Ok(())
-    }
-
-    /// The relation's length in blocks as its files are now (the highest segment's size counts; a segment that
-    /// cannot be read counts as empty).
-    pub fn nblocks_now(&self) -> u64 {
-        self.segments
-            .keys()
-            .filter_map(|&segno| {
-                let size = self.file(segno).ok().flatten()?.size().ok()?;
-                Some(u64::from(segno) * self.relseg_size + size / self.blcksz as u64)
-            })
-            .max()
-            .unwrap_or(0)
-    }
-}
 
 /// `MaxHeapTuplesPerPage` for a block size.
 pub fn max_heap_tuples(blcksz: usize) -> u16 {
@@ -175,12 +85,6 @@ pub struct ClassifyConfig {
     pub columns: Vec<ColumnOut>,
 }
 
-pub(crate) fn default_blcksz() -> u32 {
-    8192
-}
-pub(crate) fn default_relseg() -> u32 {
-    131072
-}
 fn default_unit() -> u64 {
     256
 }
@@ -312,7 +216,7 @@ fn check_values(tuple: &[u8], walk: &Walk, cfg: &ClassifyConfig) -> Option<Strin
             },
             Some(VarlenaKind::Compressed { rawsize, method }) => {
                 let Some(b) = span.bytes(tuple).and_then(|b| b.get(8..)) else { continue };
-                match crate::format::toast::decompress(method, b, rawsize as usize) {
+                match crate::format::compress::decompress(method, b, rawsize as usize) {
                     Ok(v) => std::borrow::Cow::Owned(v),
                     Err(_) => continue, // reported by the walk
                 }
@@ -530,7 +434,9 @@ fn header_plausible(
             return Err("xmin 0");
         }
         if let Some(hz) = p.horizons {
-            if h.t_xmin >= FIRST_NORMAL_TRANSACTION_ID && !crate::checks::page::xid_precedes(h.t_xmin, hz.next_xid) {
+            if h.t_xmin >= FIRST_NORMAL_TRANSACTION_ID
+                && !crate::visibility::transam::xid_precedes(h.t_xmin, hz.next_xid)
+            {
                 return Err("xmin in the future");
             }
         }
@@ -1421,7 +1327,7 @@ impl Carver {
             }
             Some(VarlenaKind::Compressed { rawsize, method }) => {
                 let data = bytes.get(8..).ok_or("compressed value without data")?;
-                crate::format::toast::decompress(method, data, rawsize as usize)
+                crate::format::compress::decompress(method, data, rawsize as usize)
                     .map(Cow::Owned)
                     .map_err(|e| format!("inline compressed value: {e}"))
             }
@@ -1453,7 +1359,7 @@ impl Carver {
                     let tcinfo = u32_at(&stored, 0).ok_or("compressed TOAST value without its header")?;
                     let rawsize = (tcinfo & crate::format::tuple::VARLENA_EXTSIZE_MASK) as usize;
                     let method = (tcinfo >> crate::format::tuple::VARLENA_EXTSIZE_BITS) as u8;
-                    crate::format::toast::decompress(method, &stored[4..], rawsize)
+                    crate::format::compress::decompress(method, &stored[4..], rawsize)
                         .map(Cow::Owned)
                         .map_err(|e| format!("TOAST value {}: {e}", p.va_valueid))
                 } else {

@@ -12,8 +12,9 @@ use std::sync::mpsc::sync_channel;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::carve::{Batch, BlockReader, CarveCounts, Carver, LostItem, PageInfo};
+use super::carve::{Batch, CarveCounts, Carver, LostItem, PageInfo};
 use crate::error::{CoreError, Result};
+use crate::sources::blocks::BlockReader;
 use crate::visibility::xact::XidStatus;
 
 /// Where pages come from: the relation's files, or the caller (pages fetched through SQL).

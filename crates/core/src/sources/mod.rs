@@ -2,4 +2,7 @@
 //! backups read in place through a small virtual file system.
 
 pub mod backup;
+pub mod blocks;
+pub mod pgdata;
 pub mod relfile;
+pub mod relpath;

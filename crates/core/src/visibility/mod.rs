@@ -4,4 +4,5 @@
 pub mod commit_ts;
 pub mod multixact;
 pub mod slru;
+pub mod transam;
 pub mod xact;

@@ -15,7 +15,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::checks::page::{multi_precedes, xid_precedes, Horizons, FIRST_NORMAL_TRANSACTION_ID};
 use crate::format::heap::{
     HeapTupleHeaderData, HEAP_MOVED, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI,
     HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY, HEAP_XMAX_SHR_LOCK, HEAP_XMIN_COMMITTED, HEAP_XMIN_FROZEN,
@@ -23,6 +22,7 @@ use crate::format::heap::{
 };
 use crate::visibility::multixact::MultiXactFiles;
 use crate::visibility::slru::{SlruDir, SubTrans};
+use crate::visibility::transam::{multi_precedes, xid_precedes, Horizons, FIRST_NORMAL_TRANSACTION_ID};
 
 pub use crate::visibility::slru::SLRU_PAGES_PER_SEGMENT;
 
@@ -140,7 +140,7 @@ impl Clog {
     /// "in progress" in pg_xact final: after a crash, or while it runs, a commit may be missing
     /// from the files). Nothing is read until asked for.
     pub fn open(pgdata: &Path, blcksz: u32) -> Clog {
-        let control = crate::format::control::read_control_file(pgdata).ok().filter(|c| c.crc_ok);
+        let control = crate::sources::pgdata::read_control_file(pgdata).ok().filter(|c| c.crc_ok);
         let final_ = control.as_ref().is_some_and(|c| c.state.is_clean_shutdown());
         let mut c = Clog::bare(Some(&pgdata.join("pg_xact")), blcksz, final_);
         let st = pgdata.join("pg_subtrans");

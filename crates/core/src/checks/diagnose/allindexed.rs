@@ -22,6 +22,7 @@ use crate::error::{CoreError, Result};
 use crate::format::btree::{
     BTPageOpaqueData, IndexTupleData, BTP_DELETED, BTP_HALF_DEAD, P_HIKEY, SIZE_OF_ITEM_POINTER,
 };
+use crate::format::compress::decompress;
 use crate::format::heap::{
     HeapTupleHeaderData, ItemPointerData, HEAP_HASNULL, HEAP_HOT_UPDATED, HEAP_ONLY_TUPLE, HEAP_XMAX_COMMITTED,
     HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
@@ -29,9 +30,8 @@ use crate::format::heap::{
 };
 use crate::format::itemid::{LP_DEAD, LP_NORMAL, LP_REDIRECT};
 use crate::format::page::Page;
-use crate::format::toast::decompress;
 use crate::format::tuple::{align_nominal, AttrDesc};
-use crate::rows::carve::{BlockReader, SegFile};
+use crate::sources::blocks::{BlockReader, SegFile};
 
 /// `HEAP_LOCK_MASK` (htup_details.h).
 const HEAP_LOCK_MASK: u16 = 0x0010 | 0x0040;
@@ -77,9 +77,9 @@ pub struct AllIndexedConfig {
     pub live_redo_lsn: Option<u64>,
     #[serde(default)]
     pub jobs: Option<usize>,
-    #[serde(default = "crate::rows::carve::default_blcksz")]
+    #[serde(default = "crate::sources::blocks::default_blcksz")]
     pub blcksz: u32,
-    #[serde(default = "crate::rows::carve::default_relseg")]
+    #[serde(default = "crate::sources::blocks::default_relseg")]
     pub relseg_size: u32,
 }
 

@@ -132,7 +132,7 @@ pub fn kept_in_memory(path: &str) -> bool {
     }
     let name = path.rsplit('/').next().unwrap_or(path);
     let in_rel_dir = path.starts_with("global/") || path.starts_with("base/") || path.starts_with("pg_tblspc/");
-    match crate::sources::relfile::parse_relation_file_name(name) {
+    match crate::sources::relpath::parse_relation_file_name(name) {
         Some(p) if in_rel_dir => p.relfilenode < FIRST_NORMAL_OBJECT_ID,
         _ => true,
     }
