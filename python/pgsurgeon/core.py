@@ -96,7 +96,7 @@ def inject_modes() -> list[dict[str, Any]]:
 
 
 def classify_relation(config: dict[str, Any]) -> dict[str, Any]:
-    """Classify every block of a heap relation from its files (crates/core/src/rows/carve.rs ClassifyConfig):
+    """Classify every block of a heap relation from its files (crates/core/src/rows/classify.rs ClassifyConfig):
     ``{"nblocks", "healthy", "zero", "damaged", "missing", "bytes_read", "blocks": [{"block", "state", "codes",
     "message"}…]}`` listing only the blocks that are not healthy."""
     result: dict[str, Any] = json.loads(_ext.classify_relation(json.dumps(config)))

@@ -7,7 +7,8 @@ use pgsurgeon_core::format::heap::{
     HeapTupleHeaderData, ItemPointerData, HEAP_HASVARWIDTH, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED,
 };
 use pgsurgeon_core::format::tuple::{AttrDesc, RelDesc};
-use pgsurgeon_core::rows::carve::{carve_pages, classify_page, CarveConfig, ClassifyConfig, ColumnOut, OutFormat};
+use pgsurgeon_core::rows::carve::{carve_pages, CarveConfig, ColumnOut, OutFormat};
+use pgsurgeon_core::rows::classify::{classify_page, ClassifyConfig};
 
 struct Rng(u64);
 

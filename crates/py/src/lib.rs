@@ -190,30 +190,30 @@ fn inject_modes() -> PyResult<String> {
     to_json(&pgsurgeon_core::inject::MODES)
 }
 
-/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::rows::carve::ClassifyConfig as
+/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::rows::classify::ClassifyConfig as
 /// JSON): which blocks are all zeroes, which are damaged and must be carved; JSON.
 #[pyfunction]
 fn classify_relation(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::rows::carve::ClassifyConfig =
+    let cfg: pgsurgeon_core::rows::classify::ClassifyConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
-    let res = py.detach(|| pgsurgeon_core::rows::carve::classify_relation(&cfg)).map_err(to_pyerr)?;
+    let res = py.detach(|| pgsurgeon_core::rows::classify::classify_relation(&cfg)).map_err(to_pyerr)?;
     to_json(&res)
 }
 
 /// Classify consecutive heap pages held in `data` (block `first` onwards); JSON like classify_relation.
 #[pyfunction]
 fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::rows::carve::ClassifyConfig =
+    let cfg: pgsurgeon_core::rows::classify::ClassifyConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad classify configuration: {e}")))?;
     let count = (data.len() as u64).div_ceil(u64::from(cfg.blcksz.max(1)));
-    let blocks = py.detach(|| pgsurgeon_core::rows::carve::classify_buffer(data, first, count, &cfg));
-    let mut res = pgsurgeon_core::rows::carve::ClassifyResult {
+    let blocks = py.detach(|| pgsurgeon_core::rows::classify::classify_buffer(data, first, count, &cfg));
+    let mut res = pgsurgeon_core::rows::classify::ClassifyResult {
         nblocks: count,
         bytes_read: data.len() as u64,
         blocks,
         ..Default::default()
     };
-    pgsurgeon_core::rows::carve::tally(&mut res);
+    pgsurgeon_core::rows::classify::tally(&mut res);
     to_json(&res)
 }
 
@@ -418,9 +418,9 @@ impl RowCarver {
 /// Heap TIDs in the given blocks that btree index entries point to; JSON list.
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &str) -> PyResult<String> {
-    let cfg: pgsurgeon_core::rows::carve::IndexEvidenceConfig =
+    let cfg: pgsurgeon_core::rows::evidence::IndexEvidenceConfig =
         serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("bad index configuration: {e}")))?;
-    let res = py.detach(|| pgsurgeon_core::rows::carve::index_evidence(&cfg)).map_err(to_pyerr)?;
+    let res = py.detach(|| pgsurgeon_core::rows::evidence::index_evidence(&cfg)).map_err(to_pyerr)?;
     to_json(&res)
 }
 

@@ -13,8 +13,8 @@ use super::bootstrap::{attribute_layout, rel_desc, CatAttr, ATTRIBUTE_RELATION_I
 use super::relmap::RelMap;
 use crate::datum::TypeDesc;
 use crate::error::{CoreError, Result};
-use crate::rows::carve::{Batch, Certainty};
 use crate::rows::carve::{CarveConfig, Carver, ColumnOut};
+use crate::rows::output::{Batch, Certainty};
 use crate::sources::blocks::{BlockReader, SegFile};
 use crate::sources::pgdata::read_control_file;
 use crate::sources::relpath::{relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID};

@@ -12,7 +12,9 @@ use std::sync::mpsc::sync_channel;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::carve::{Batch, CarveCounts, Carver, LostItem, PageInfo};
+use super::carve::Carver;
+use super::find::PageInfo;
+use super::output::{Batch, CarveCounts, LostItem};
 use crate::error::{CoreError, Result};
 use crate::sources::blocks::BlockReader;
 use crate::visibility::xact::XidStatus;
