@@ -22,13 +22,15 @@ use crate::format::tuple::{RelDesc, VarlenaKind};
 use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
 use crate::visibility::commit_ts::CommitTs;
 use crate::visibility::transam::Horizons;
-use crate::visibility::xact::{judge, Clog, StatusSources, Verdict, XidStatus};
+use crate::visibility::xact::{judge, Clog, Judgement, StatusSources, Verdict, XidStatus};
 
 use super::detoast::{assemble, Chunks, ToastFiles};
-use super::find::{crosses_tear, find_tuples, foreign_region, max_heap_tuples, Found, Placement, Plausibility, Via};
+use super::find::{
+    crosses_tear, find_tuples, foreign_region, max_heap_tuples, stale_copies, Found, Placement, Plausibility, Via,
+};
 use super::output::{
-    escape_invalid_utf8, write_plain_run, write_provenance, Batch, CarveResult, CarvedRow, Certainty, LostItem,
-    RAW_NOTE_BYTES,
+    account_lost, escape_invalid_utf8, write_plain_run, write_provenance, Batch, CarveCounts, CarveResult, CarvedRow,
+    Certainty, RAW_NOTE_BYTES,
 };
 
 /// Output format of carved rows.
@@ -294,8 +296,6 @@ impl Carver {
         }
     }
 
-    /// Carve one page into `out`. `can_ask`: XIDs, MultiXacts and TOAST values the files do not settle are
-    /// listed in `out.need_*` (the caller asks the server and carves the page again) instead of being judged.
     /// Undelete's leading columns: block, lp, xmin, its commit time, the deleter, its commit time, and whether
     /// the version was deleted or replaced by an update (its t_ctid names another tuple).
     fn write_deleted_prefix(&self, out: &mut Vec<u8>, block: u64, f: &Found, deleter: u32, csv: bool) {
@@ -328,6 +328,8 @@ impl Carver {
         out.push(sep);
     }
 
+    /// Carve one page into `out`. `can_ask`: XIDs, MultiXacts and TOAST values the files do not settle are
+    /// listed in `out.need_*` (the caller asks the server and carves the page again) instead of being judged.
     pub fn carve_page(&self, page: &[u8], block: u64, can_ask: bool, out: &mut Batch) {
         let cfg = &self.cfg;
         let p =
@@ -341,76 +343,20 @@ impl Carver {
         };
         let (found, info) = find_tuples(page, block, &cfg.desc, &p);
         out.counts.pages += 1;
-        // A page that fails its checksum has bytes the server never wrote: its rows may carry altered values.
-        let mut page_note: Option<String> = None;
-        if cfg.checksums && !info.all_zero {
-            if let (Some(pg), Some(sum)) =
-                (Page::new(page), crate::format::checksum::pg_checksum_page(page, block as u32))
-            {
-                if pg.header().pd_checksum != sum {
-                    out.counts.checksum_failures += 1;
-                    page_note = Some(format!(
-                        "the page failed its checksum (stored {:#06x}, computed {sum:#06x}): its values may be altered",
-                        pg.header().pd_checksum
-                    ));
-                }
-            }
-        }
+        let page_note =
+            if cfg.checksums && !info.all_zero { checksum_note(page, block, &mut out.counts) } else { None };
         let restrict = self.only.get(&block);
         let mut recovered_lps = vec![false; usize::from(self.max_tuples.max(info.line_pointers)) + 1];
-        let mut recover = |lp: u16| {
-            if let Some(x) = recovered_lps.get_mut(usize::from(lp)) {
-                *x = true;
-            }
-        };
         let mut plain_run = 0u64;
-        // A tuple found in the page body may be a stale copy of one found elsewhere (compaction leaves copies in
-        // free space): the same version has the same xmin, cmin/xvac, t_ctid and data. Tuples found through line
-        // pointers are distinct rows even when their bytes are identical (one statement inserting equal rows).
-        let mut dup = vec![false; found.len()];
-        if info.body_scanned {
-            let key = |f: &Found| {
-                let h = &f.header;
-                (
-                    h.t_xmin,
-                    h.t_field3,
-                    h.t_ctid.block,
-                    h.t_ctid.offset,
-                    &page[f.off + usize::from(h.t_hoff)..f.off + f.len],
-                )
-            };
-            let rank = |g: &Found| (g.placement != Placement::TupleArea, g.via != Via::LinePointer, g.off);
-            let mut best: HashMap<_, usize> = HashMap::new();
-            for (k, f) in found.iter().enumerate() {
-                if f.via == Via::LinePointer && f.placement == Placement::TupleArea {
-                    continue;
-                }
-                best.entry(key(f))
-                    .and_modify(|cur: &mut usize| {
-                        if rank(f) < rank(&found[*cur]) {
-                            *cur = k;
-                        }
-                    })
-                    .or_insert(k);
-            }
-            for (k, f) in found.iter().enumerate() {
-                if f.via == Via::LinePointer && f.placement == Placement::TupleArea {
-                    continue;
-                }
-                let shadowed = found.iter().any(|g| {
-                    g.via == Via::LinePointer
-                        && g.placement == Placement::TupleArea
-                        && g.off != f.off
-                        && key(g) == key(f)
-                });
-                if shadowed || best.get(&key(f)) != Some(&k) {
-                    dup[k] = true;
-                }
-            }
-        }
-        let foreign = foreign_region(&found, block);
-        let csv = cfg.format == OutFormat::Csv;
-        let sep = if csv { b',' } else { b'\t' };
+        let dup = if info.body_scanned { stale_copies(page, &found) } else { vec![false; found.len()] };
+        let at = PageCarve {
+            page,
+            block,
+            can_ask,
+            src: &src,
+            page_note: page_note.as_deref(),
+            foreign: foreign_region(&found, block),
+        };
         for (k, f) in found.iter().enumerate() {
             if dup[k] {
                 out.counts.duplicates += 1;
@@ -421,294 +367,353 @@ impl Carver {
                     continue;
                 }
             }
-            out.counts.tuples_found += 1;
-            let t = &page[f.off..f.off + f.len];
-            let mut notes: Vec<String> = Vec::new();
-            let mut certainty = if f.via == Via::LinePointer { Certainty::Sure } else { Certainty::Likely };
-            let j = judge(&f.header, &src);
-            out.need_xids.extend(&j.need_xids);
-            out.need_multis.extend(&j.need_multis);
-            let mut verdict = j.verdict;
-            let mut deleter = None;
-            if cfg.deleted {
-                match j.deleted_by {
-                    Some(x) if !matches!(cfg.deleted_by, Some(w) if w != x) => {
-                        deleter = Some(x);
-                        verdict = Verdict::Live;
-                    }
-                    // a removed version whose deleter cannot be decided stays in the kept-apart output
-                    None if verdict == Verdict::Uncertain
-                        && cfg.deleted_by.is_none()
-                        && f.header.t_xmax != 0
-                        && f.header.t_infomask & HEAP_XMAX_INVALID == 0
-                        && !crate::visibility::xact::xmax_locked_only(f.header.t_infomask) => {}
-                    _ => continue,
-                }
+            self.carve_tuple(&at, f, &mut recovered_lps, &mut plain_run, out);
+        }
+        write_plain_run(&mut out.prov, block, &mut plain_run, cfg.format == OutFormat::Csv);
+        account_lost(block, &found, info, restrict, &recovered_lps, at.foreign, out);
+    }
+
+    /// Carve one tuple found in the page: judge it, note what makes it doubtful, format its columns, and write it
+    /// to the main output or apart. Line pointers whose row is settled are marked in `recovered_lps`.
+    fn carve_tuple(
+        &self,
+        at: &PageCarve<'_>,
+        f: &Found,
+        recovered_lps: &mut [bool],
+        plain_run: &mut u64,
+        out: &mut Batch,
+    ) {
+        let cfg = &self.cfg;
+        out.counts.tuples_found += 1;
+        let t = &at.page[f.off..f.off + f.len];
+        let mut notes: Vec<String> = Vec::new();
+        let mut certainty = if f.via == Via::LinePointer { Certainty::Sure } else { Certainty::Likely };
+        let j = judge(&f.header, at.src);
+        out.need_xids.extend(&j.need_xids);
+        out.need_multis.extend(&j.need_multis);
+        let Some((mut verdict, deleter)) = self.undelete_verdict(f, &j) else { return };
+        if verdict == Verdict::Invisible {
+            out.counts.invisible += 1;
+            if let Some(lp) = f.lp {
+                recover(recovered_lps, lp);
             }
-            if verdict == Verdict::Invisible {
-                out.counts.invisible += 1;
-                if let Some(lp) = f.lp {
-                    recover(lp);
-                }
-                if !cfg.keep_invisible {
-                    continue;
-                }
-            }
-            if verdict == Verdict::Uncertain {
-                certainty = Certainty::Uncertain;
-            }
-            if f.placement == Placement::FreeSpace {
-                certainty = Certainty::Uncertain;
-                notes.push("found in free space below the tuple area: possibly a stale copy".into());
-            }
-            let ctid = f.header.t_ctid;
-            let special = ctid.offset == crate::checks::page::MOVED_PARTITIONS_OFFSET_NUMBER
-                || ctid.offset == crate::checks::page::SPEC_TOKEN_OFFSET_NUMBER;
-            // xmax 0 does not mean "never updated": VACUUM clears an aborted updater's xmax but leaves t_ctid at the
-            // discarded new version (heap_prepare_freeze_tuple, access/heap/heapam.c), anywhere in the table. What
-            // still marks a copy of another block's row: the page holds several (foreign_region), or the tuple names
-            // its own item number in another block, as a never-updated row written to the wrong block does.
-            let names_itself_elsewhere = f.lp.is_some_and(|lp| lp == ctid.offset) && f.header.t_xmax == 0;
-            if !special && u64::from(ctid.block) != block && (names_itself_elsewhere || foreign.is_some()) {
-                certainty = Certainty::Uncertain;
-                notes.push(format!(
-                    "t_ctid {ctid} names another block{}: a copy of another block's row (torn or misdirected write)",
-                    if foreign.is_some() { " on a page holding copies" } else { " at this tuple's own item number" }
-                ));
-            }
-            if let Some((whole, first_foreign, _)) = foreign {
-                if whole {
-                    certainty = Certainty::Uncertain;
-                    notes.push(
-                        "most tuples on this page belong to another block: the page is a misdirected copy".into(),
-                    );
-                } else if crosses_tear(f.off, f.len, first_foreign) {
-                    certainty = Certainty::Uncertain;
-                    notes.push(format!(
-                        "the tuple crosses a sector boundary just below where copied bytes start (offset \
-{first_foreign}): part of it may come from the other copy (torn page)"
-                    ));
-                }
-            }
-            for p in &f.walk.problems {
-                if p.code != Code::TupleDataTrailingBytes {
-                    notes.push(format!("{}: {}", p.code, p.message));
-                    certainty = Certainty::Uncertain;
-                }
-            }
-            // Format the line.
-            out.line.clear();
-            let mut missing_toast = Vec::new();
-            let mut suspect_toast = false;
-            for (ci, col) in cfg.columns.iter().enumerate() {
-                if ci > 0 {
-                    out.line.push(sep);
-                }
-                let idx = usize::from(col.attnum.max(1) as u16) - 1;
-                let attlen = cfg.desc.attrs.get(idx).map_or(0, |a| a.attlen);
-                out.text.clear();
-                let value: std::result::Result<bool, String> = match f.walk.spans.get(idx) {
-                    None => Err("attribute not reached".into()),
-                    Some(s) if s.missing => match &col.missing {
-                        Some(m) => {
-                            out.text.extend_from_slice(m.as_bytes());
-                            Ok(true)
-                        }
-                        None => Ok(false),
-                    },
-                    Some(s) if s.is_null => Ok(false),
-                    Some(s) => self
-                        .attribute_value(t, &f.header, s, attlen, &mut missing_toast, &mut suspect_toast)
-                        .and_then(|raw| match &col.r#type {
-                            Some(ty) => format_value(&raw, ty, &self.oopts, &mut out.text).map(|()| true),
-                            None => Err(format!("column {} has a type the carver does not know", col.name)),
-                        }),
-                };
-                match value {
-                    Ok(false) => {
-                        if !csv {
-                            out.line.extend_from_slice(b"\\N");
-                        }
-                    }
-                    Ok(true) => {
-                        if self.utf8 && std::str::from_utf8(&out.text).is_err() {
-                            certainty = Certainty::Uncertain;
-                            notes.push(format!(
-                                "column {}: bytes that are not valid UTF-8 (written as \\xHH text)",
-                                col.name
-                            ));
-                            let raw = std::mem::take(&mut out.text);
-                            escape_invalid_utf8(&raw, &mut out.text);
-                        }
-                        if csv {
-                            copy_csv_escape(&out.text, cfg.columns.len() == 1, &mut out.line);
-                        } else {
-                            copy_text_escape(&out.text, &mut out.line);
-                        }
-                    }
-                    Err(e) => {
-                        // the stored bytes go with the reason, so nothing of the value is lost (a TOAST pointer's
-                        // bytes name the value it points to)
-                        let raw = f.walk.spans.get(idx).and_then(|sp| sp.bytes(t)).unwrap_or(&[]);
-                        let mut hex = String::with_capacity(2 * raw.len().min(RAW_NOTE_BYTES));
-                        for b in raw.iter().take(RAW_NOTE_BYTES) {
-                            let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{b:02x}"));
-                        }
-                        let more = if raw.len() > RAW_NOTE_BYTES { "…" } else { "" };
-                        notes.push(format!(
-                            "column {}: {e}; stored bytes \\x{hex}{more} ({} bytes)",
-                            col.name,
-                            raw.len()
-                        ));
-                        certainty = Certainty::Uncertain;
-                        if !csv {
-                            out.line.extend_from_slice(b"\\N");
-                        }
-                    }
-                }
-            }
-            out.line.push(b'\n');
-            if suspect_toast {
-                certainty = Certainty::Uncertain;
-                notes.push(
-                    "a TOAST chunk of this row lies on a page that failed its checksum: the value may be altered"
-                        .into(),
-                );
-            }
-            let forced = self.apart_rows.get(&block).and_then(|v| v.iter().find(|(o, _)| usize::from(*o) == f.off));
-            if let Some(why) = forced {
-                certainty = Certainty::Uncertain;
-                notes.push(why.1.clone());
-            }
-            let certainty_besides_checksum = certainty;
-            if let Some(n) = &page_note {
-                certainty = Certainty::Uncertain;
-                notes.push(n.clone());
-            }
-            if cfg.can_fetch_toast && can_ask && !missing_toast.is_empty() {
-                out.need_toast.extend(missing_toast);
-            }
-            if verdict == Verdict::Live && certainty == Certainty::Uncertain && f.placement == Placement::FreeSpace {
-                verdict = Verdict::Uncertain;
-            }
-            match verdict {
-                Verdict::Live => out.counts.live += 1,
-                Verdict::Uncertain => out.counts.uncertain += 1,
-                Verdict::Invisible => {}
-            }
-            if certainty != Certainty::Uncertain {
-                if let Some(lp) = f.lp {
-                    recover(lp);
-                }
-            }
-            let to_main = verdict == Verdict::Live && certainty != Certainty::Uncertain;
-            if out.collect {
-                let start = out.main.len();
-                out.main.extend_from_slice(&out.line);
-                out.rows.push(CarvedRow {
-                    block,
-                    lp: f.lp,
-                    offset: f.off as u16,
-                    len: f.len as u16,
-                    via: f.via,
-                    placement: f.placement,
-                    certainty,
-                    verdict,
-                    reason: j.reason.into_owned(),
-                    notes,
-                    xmin: f.header.t_xmin,
-                    xmax: f.header.t_xmax,
-                    infomask: f.header.t_infomask,
-                    infomask2: f.header.t_infomask2,
-                    checksum_failed: page_note.is_some(),
-                    certainty_besides_checksum,
-                    data_start: start,
-                    data_end: out.main.len(),
-                });
-            } else if to_main {
-                out.counts.main_rows += 1;
-                if let Some(x) = deleter {
-                    self.write_deleted_prefix(&mut out.main, block, f, x, csv);
-                }
-                out.main.extend_from_slice(&out.line);
-                if out.provenance {
-                    if f.via == Via::LinePointer && certainty == Certainty::Sure && notes.is_empty() {
-                        plain_run += 1;
-                    } else {
-                        write_plain_run(&mut out.prov, block, &mut plain_run, csv);
-                        write_provenance(&mut out.prov, block, f, certainty, &notes.join("; "), csv);
-                        out.prov.extend_from_slice(if csv { b",1\n" } else { b"\t1\n" });
-                    }
-                }
-            } else {
-                out.counts.apart_rows += 1;
-                let note = if j.reason.is_empty() || verdict == Verdict::Live {
-                    notes.join("; ")
-                } else {
-                    std::iter::once(j.reason.to_string()).chain(notes).collect::<Vec<_>>().join("; ")
-                };
-                write_provenance(&mut out.apart, block, f, certainty, &note, csv);
-                out.apart.push(sep);
-                out.apart.extend_from_slice(&out.line);
+            if !cfg.keep_invisible {
+                return;
             }
         }
-        write_plain_run(&mut out.prov, block, &mut plain_run, csv);
-        let recovered = |lp: u16| recovered_lps.get(usize::from(lp)).copied().unwrap_or(false);
-        // Line pointers to tuples that could not be read (and were not found in the body).
-        for lp in &info.lp_bad {
-            if info.lp_array_destroyed
-                || recovered(*lp)
-                || info.claimed_lps.contains(lp)
-                || restrict.is_some_and(|r| !r.contains(lp))
-            {
-                continue;
-            }
-            out.lost.push(LostItem {
-                block,
-                lp: Some(*lp),
-                reason: "its line pointer points at bytes that are not a readable tuple, and no tuple naming it was \
-found in the page"
-                    .into(),
-            });
+        if verdict == Verdict::Uncertain {
+            certainty = Certainty::Uncertain;
         }
-        if let Some(r) = restrict {
-            let mut r: Vec<u16> = r.iter().copied().collect();
-            r.sort_unstable();
-            for lp in r {
-                if !recovered(lp) && !info.lp_bad.contains(&lp) && !found.iter().any(|f| f.lp == Some(lp)) {
-                    out.lost.push(LostItem {
-                        block,
-                        lp: Some(lp),
-                        reason: "no readable tuple at this line pointer".into(),
-                    });
+        placement_notes(f, at.block, at.foreign, &mut certainty, &mut notes);
+        let (missing_toast, suspect_toast) = self.format_columns(t, f, out, &mut certainty, &mut notes);
+        if suspect_toast {
+            certainty = Certainty::Uncertain;
+            notes.push(
+                "a TOAST chunk of this row lies on a page that failed its checksum: the value may be altered".into(),
+            );
+        }
+        let forced = self.apart_rows.get(&at.block).and_then(|v| v.iter().find(|(o, _)| usize::from(*o) == f.off));
+        if let Some(why) = forced {
+            certainty = Certainty::Uncertain;
+            notes.push(why.1.clone());
+        }
+        let certainty_besides_checksum = certainty;
+        if let Some(n) = at.page_note {
+            certainty = Certainty::Uncertain;
+            notes.push(n.to_string());
+        }
+        if cfg.can_fetch_toast && at.can_ask && !missing_toast.is_empty() {
+            out.need_toast.extend(missing_toast);
+        }
+        if verdict == Verdict::Live && certainty == Certainty::Uncertain && f.placement == Placement::FreeSpace {
+            verdict = Verdict::Uncertain;
+        }
+        match verdict {
+            Verdict::Live => out.counts.live += 1,
+            Verdict::Uncertain => out.counts.uncertain += 1,
+            Verdict::Invisible => {}
+        }
+        if certainty != Certainty::Uncertain {
+            if let Some(lp) = f.lp {
+                recover(recovered_lps, lp);
+            }
+        }
+        let row = RowOutcome {
+            certainty,
+            certainty_besides_checksum,
+            verdict,
+            deleter,
+            notes,
+            checksum_failed: at.page_note.is_some(),
+        };
+        self.write_row(at.block, f, row, j, plain_run, out);
+    }
+
+    /// The verdict a tuple is carved with, and for undelete the transaction that deleted it; `None` when undelete
+    /// skips the tuple (it was not deleted, or by another transaction than the one asked for).
+    fn undelete_verdict(&self, f: &Found, j: &Judgement) -> Option<(Verdict, Option<u32>)> {
+        let cfg = &self.cfg;
+        let mut verdict = j.verdict;
+        let mut deleter = None;
+        if cfg.deleted {
+            match j.deleted_by {
+                Some(x) if !matches!(cfg.deleted_by, Some(w) if w != x) => {
+                    deleter = Some(x);
+                    verdict = Verdict::Live;
                 }
+                // a removed version whose deleter cannot be decided stays in the kept-apart output
+                None if verdict == Verdict::Uncertain
+                    && cfg.deleted_by.is_none()
+                    && f.header.t_xmax != 0
+                    && f.header.t_infomask & HEAP_XMAX_INVALID == 0
+                    && !crate::visibility::xact::xmax_locked_only(f.header.t_infomask) => {}
+                _ => return None,
             }
         }
-        // An all-zero page is not a loss by itself (relation extension leaves them): the caller decides with the
-        // evidence that rows were there (index entries).
-        let mut info = info;
-        if let Some((whole, first, from)) = foreign {
-            info.copies_from = Some(from);
-            info.copies_at = Some(if whole { 0 } else { first });
-            out.lost.push(LostItem {
-                block,
-                lp: None,
-                reason: if whole {
-                    format!(
-                        "the page holds a copy of block {from} (a misdirected write): this block's own rows are gone"
-                    )
-                } else {
-                    format!(
-                        "from offset {first} up the page holds bytes of block {from} (a torn page): this block's rows \
-stored there are gone"
-                    )
+        Some((verdict, deleter))
+    }
+
+    /// Format the columns of tuple `t` into `out.line` (one COPY text or CSV line). Returns the TOAST values the
+    /// files do not hold, and whether a chunk of one lies on a page that failed its checksum.
+    fn format_columns(
+        &self,
+        t: &[u8],
+        f: &Found,
+        out: &mut Batch,
+        certainty: &mut Certainty,
+        notes: &mut Vec<String>,
+    ) -> (Vec<u32>, bool) {
+        let cfg = &self.cfg;
+        let csv = cfg.format == OutFormat::Csv;
+        let sep = if csv { b',' } else { b'\t' };
+        out.line.clear();
+        let mut missing_toast = Vec::new();
+        let mut suspect_toast = false;
+        for (ci, col) in cfg.columns.iter().enumerate() {
+            if ci > 0 {
+                out.line.push(sep);
+            }
+            let idx = usize::from(col.attnum.max(1) as u16) - 1;
+            let attlen = cfg.desc.attrs.get(idx).map_or(0, |a| a.attlen);
+            out.text.clear();
+            let value: std::result::Result<bool, String> = match f.walk.spans.get(idx) {
+                None => Err("attribute not reached".into()),
+                Some(s) if s.missing => match &col.missing {
+                    Some(m) => {
+                        out.text.extend_from_slice(m.as_bytes());
+                        Ok(true)
+                    }
+                    None => Ok(false),
                 },
-            });
+                Some(s) if s.is_null => Ok(false),
+                Some(s) => self
+                    .attribute_value(t, &f.header, s, attlen, &mut missing_toast, &mut suspect_toast)
+                    .and_then(|raw| match &col.r#type {
+                        Some(ty) => format_value(&raw, ty, &self.oopts, &mut out.text).map(|()| true),
+                        None => Err(format!("column {} has a type the carver does not know", col.name)),
+                    }),
+            };
+            match value {
+                Ok(false) => {
+                    if !csv {
+                        out.line.extend_from_slice(b"\\N");
+                    }
+                }
+                Ok(true) => {
+                    if self.utf8 && std::str::from_utf8(&out.text).is_err() {
+                        *certainty = Certainty::Uncertain;
+                        notes.push(format!(
+                            "column {}: bytes that are not valid UTF-8 (written as \\xHH text)",
+                            col.name
+                        ));
+                        let raw = std::mem::take(&mut out.text);
+                        escape_invalid_utf8(&raw, &mut out.text);
+                    }
+                    if csv {
+                        copy_csv_escape(&out.text, cfg.columns.len() == 1, &mut out.line);
+                    } else {
+                        copy_text_escape(&out.text, &mut out.line);
+                    }
+                }
+                Err(e) => {
+                    // the stored bytes go with the reason, so nothing of the value is lost (a TOAST pointer's
+                    // bytes name the value it points to)
+                    let raw = f.walk.spans.get(idx).and_then(|sp| sp.bytes(t)).unwrap_or(&[]);
+                    notes.push(undecodable_note(&col.name, &e, raw));
+                    *certainty = Certainty::Uncertain;
+                    if !csv {
+                        out.line.extend_from_slice(b"\\N");
+                    }
+                }
+            }
         }
-        if out.collect || info.all_zero || info.body_scanned || info.copies_from.is_some() {
-            out.pages.push(info);
+        out.line.push(b'\n');
+        (missing_toast, suspect_toast)
+    }
+
+    /// Write the formatted row in `out.line`: with its description (collecting), to the main output (and its
+    /// provenance), or apart with its provenance and the reason.
+    fn write_row(&self, block: u64, f: &Found, row: RowOutcome, j: Judgement, plain_run: &mut u64, out: &mut Batch) {
+        let csv = self.cfg.format == OutFormat::Csv;
+        let sep = if csv { b',' } else { b'\t' };
+        let RowOutcome { certainty, certainty_besides_checksum, verdict, deleter, notes, checksum_failed } = row;
+        let to_main = verdict == Verdict::Live && certainty != Certainty::Uncertain;
+        if out.collect {
+            let start = out.main.len();
+            out.main.extend_from_slice(&out.line);
+            out.rows.push(CarvedRow {
+                block,
+                lp: f.lp,
+                offset: f.off as u16,
+                len: f.len as u16,
+                via: f.via,
+                placement: f.placement,
+                certainty,
+                verdict,
+                reason: j.reason.into_owned(),
+                notes,
+                xmin: f.header.t_xmin,
+                xmax: f.header.t_xmax,
+                infomask: f.header.t_infomask,
+                infomask2: f.header.t_infomask2,
+                checksum_failed,
+                certainty_besides_checksum,
+                data_start: start,
+                data_end: out.main.len(),
+            });
+        } else if to_main {
+            out.counts.main_rows += 1;
+            if let Some(x) = deleter {
+                self.write_deleted_prefix(&mut out.main, block, f, x, csv);
+            }
+            out.main.extend_from_slice(&out.line);
+            if out.provenance {
+                if f.via == Via::LinePointer && certainty == Certainty::Sure && notes.is_empty() {
+                    *plain_run += 1;
+                } else {
+                    write_plain_run(&mut out.prov, block, plain_run, csv);
+                    write_provenance(&mut out.prov, block, f, certainty, &notes.join("; "), csv);
+                    out.prov.extend_from_slice(if csv { b",1\n" } else { b"\t1\n" });
+                }
+            }
+        } else {
+            out.counts.apart_rows += 1;
+            let note = if j.reason.is_empty() || verdict == Verdict::Live {
+                notes.join("; ")
+            } else {
+                std::iter::once(j.reason.to_string()).chain(notes).collect::<Vec<_>>().join("; ")
+            };
+            write_provenance(&mut out.apart, block, f, certainty, &note, csv);
+            out.apart.push(sep);
+            out.apart.extend_from_slice(&out.line);
         }
     }
+}
+
+/// What every tuple of the page being carved shares.
+struct PageCarve<'a> {
+    page: &'a [u8],
+    block: u64,
+    can_ask: bool,
+    src: &'a StatusSources<'a>,
+    /// Why the page's values may be altered: it failed its checksum.
+    page_note: Option<&'a str>,
+    /// Copies of another block's rows on the page ([`foreign_region`]).
+    foreign: Option<(bool, usize, u64)>,
+}
+
+/// What carving decided about one tuple, for writing it.
+struct RowOutcome {
+    certainty: Certainty,
+    /// The certainty before the page's failed checksum was counted against it.
+    certainty_besides_checksum: Certainty,
+    verdict: Verdict,
+    /// Undelete: the transaction that deleted the row.
+    deleter: Option<u32>,
+    notes: Vec<String>,
+    checksum_failed: bool,
+}
+
+/// Mark line pointer `lp` as recovered: its row was carved, or judged invisible.
+fn recover(recovered_lps: &mut [bool], lp: u16) {
+    if let Some(x) = recovered_lps.get_mut(usize::from(lp)) {
+        *x = true;
+    }
+}
+
+/// A page that fails its checksum has bytes the server never wrote: its rows may carry altered values. The note
+/// its rows get, counted in `counts`; `None` when the checksum matches (or cannot be computed).
+fn checksum_note(page: &[u8], block: u64, counts: &mut CarveCounts) -> Option<String> {
+    let (Some(pg), Some(sum)) = (Page::new(page), crate::format::checksum::pg_checksum_page(page, block as u32)) else {
+        return None;
+    };
+    if pg.header().pd_checksum == sum {
+        return None;
+    }
+    counts.checksum_failures += 1;
+    Some(format!(
+        "the page failed its checksum (stored {:#06x}, computed {sum:#06x}): its values may be altered",
+        pg.header().pd_checksum
+    ))
+}
+
+/// Notes (and doubt) a tuple gets from where it was found: in free space, naming another block in its t_ctid, on
+/// a page holding another block's rows, or with problems in its attributes.
+fn placement_notes(
+    f: &Found,
+    block: u64,
+    foreign: Option<(bool, usize, u64)>,
+    certainty: &mut Certainty,
+    notes: &mut Vec<String>,
+) {
+    if f.placement == Placement::FreeSpace {
+        *certainty = Certainty::Uncertain;
+        notes.push("found in free space below the tuple area: possibly a stale copy".into());
+    }
+    let ctid = f.header.t_ctid;
+    let special = ctid.offset == crate::checks::page::MOVED_PARTITIONS_OFFSET_NUMBER
+        || ctid.offset == crate::checks::page::SPEC_TOKEN_OFFSET_NUMBER;
+    // xmax 0 does not mean "never updated": VACUUM clears an aborted updater's xmax but leaves t_ctid at the
+    // discarded new version (heap_prepare_freeze_tuple, access/heap/heapam.c), anywhere in the table. What
+    // still marks a copy of another block's row: the page holds several (foreign_region), or the tuple names
+    // its own item number in another block, as a never-updated row written to the wrong block does.
+    let names_itself_elsewhere = f.lp.is_some_and(|lp| lp == ctid.offset) && f.header.t_xmax == 0;
+    if !special && u64::from(ctid.block) != block && (names_itself_elsewhere || foreign.is_some()) {
+        *certainty = Certainty::Uncertain;
+        notes.push(format!(
+            "t_ctid {ctid} names another block{}: a copy of another block's row (torn or misdirected write)",
+            if foreign.is_some() { " on a page holding copies" } else { " at this tuple's own item number" }
+        ));
+    }
+    if let Some((whole, first_foreign, _)) = foreign {
+        if whole {
+            *certainty = Certainty::Uncertain;
+            notes.push("most tuples on this page belong to another block: the page is a misdirected copy".into());
+        } else if crosses_tear(f.off, f.len, first_foreign) {
+            *certainty = Certainty::Uncertain;
+            notes.push(format!(
+                "the tuple crosses a sector boundary just below where copied bytes start (offset \
+{first_foreign}): part of it may come from the other copy (torn page)"
+            ));
+        }
+    }
+    for p in &f.walk.problems {
+        if p.code != Code::TupleDataTrailingBytes {
+            notes.push(format!("{}: {}", p.code, p.message));
+            *certainty = Certainty::Uncertain;
+        }
+    }
+}
+
+/// The note of a value that does not decode: the reason and the stored bytes (up to `RAW_NOTE_BYTES`, in hex), so
+/// nothing of the value is lost (a TOAST pointer's bytes name the value it points to).
+fn undecodable_note(column: &str, e: &str, raw: &[u8]) -> String {
+    let mut hex = String::with_capacity(2 * raw.len().min(RAW_NOTE_BYTES));
+    for b in raw.iter().take(RAW_NOTE_BYTES) {
+        let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{b:02x}"));
+    }
+    let more = if raw.len() > RAW_NOTE_BYTES { "…" } else { "" };
+    format!("column {column}: {e}; stored bytes \\x{hex}{more} ({} bytes)", raw.len())
 }
 
 /// Carve the pages `data` (consecutive `blcksz`-byte images of `blocks`) in memory, every row kept with its

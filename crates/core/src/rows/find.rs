@@ -517,3 +517,41 @@ pub(super) fn crosses_tear(off: usize, len: usize, first_foreign: usize) -> bool
     }
     false
 }
+
+/// Which of the tuples found are stale copies of another. A tuple found in the page body may be a stale copy of
+/// one found elsewhere (compaction leaves copies in free space): the same version has the same xmin, cmin/xvac,
+/// t_ctid and data. Tuples found through line pointers are distinct rows even when their bytes are identical (one
+/// statement inserting equal rows).
+pub(super) fn stale_copies(page: &[u8], found: &[Found]) -> Vec<bool> {
+    let mut dup = vec![false; found.len()];
+    let key = |f: &Found| {
+        let h = &f.header;
+        (h.t_xmin, h.t_field3, h.t_ctid.block, h.t_ctid.offset, &page[f.off + usize::from(h.t_hoff)..f.off + f.len])
+    };
+    let rank = |g: &Found| (g.placement != Placement::TupleArea, g.via != Via::LinePointer, g.off);
+    let mut best: HashMap<_, usize> = HashMap::new();
+    for (k, f) in found.iter().enumerate() {
+        if f.via == Via::LinePointer && f.placement == Placement::TupleArea {
+            continue;
+        }
+        best.entry(key(f))
+            .and_modify(|cur: &mut usize| {
+                if rank(f) < rank(&found[*cur]) {
+                    *cur = k;
+                }
+            })
+            .or_insert(k);
+    }
+    for (k, f) in found.iter().enumerate() {
+        if f.via == Via::LinePointer && f.placement == Placement::TupleArea {
+            continue;
+        }
+        let shadowed = found.iter().any(|g| {
+            g.via == Via::LinePointer && g.placement == Placement::TupleArea && g.off != f.off && key(g) == key(f)
+        });
+        if shadowed || best.get(&key(f)) != Some(&k) {
+            dup[k] = true;
+        }
+    }
+    dup
+}

@@ -1,6 +1,7 @@
 //! What carving produces: the rows (COPY text or CSV lines) with their certainty and provenance, the items that
 //! were lost, the counts, and what to ask the server before carving again.
 
+use std::collections::HashSet;
 use std::io::Write as _;
 
 use serde::Serialize;
@@ -227,5 +228,71 @@ pub(super) fn write_provenance(out: &mut Vec<u8>, block: u64, f: &Found, certain
         copy_csv_escape(note.as_bytes(), false, out);
     } else {
         copy_text_escape(note.as_bytes(), out);
+    }
+}
+
+/// The items of the page lost: line pointers to bytes that are not a readable tuple, line pointers asked for
+/// (`restrict`) that gave no row, and the rows a torn or misdirected write overwrote; then the page's account.
+pub(super) fn account_lost(
+    block: u64,
+    found: &[Found],
+    info: PageInfo,
+    restrict: Option<&HashSet<u16>>,
+    recovered_lps: &[bool],
+    foreign: Option<(bool, usize, u64)>,
+    out: &mut Batch,
+) {
+    let recovered = |lp: u16| recovered_lps.get(usize::from(lp)).copied().unwrap_or(false);
+    // Line pointers to tuples that could not be read (and were not found in the body).
+    for lp in &info.lp_bad {
+        if info.lp_array_destroyed
+            || recovered(*lp)
+            || info.claimed_lps.contains(lp)
+            || restrict.is_some_and(|r| !r.contains(lp))
+        {
+            continue;
+        }
+        out.lost.push(LostItem {
+            block,
+            lp: Some(*lp),
+            reason: "its line pointer points at bytes that are not a readable tuple, and no tuple naming it was \
+found in the page"
+                .into(),
+        });
+    }
+    if let Some(r) = restrict {
+        let mut r: Vec<u16> = r.iter().copied().collect();
+        r.sort_unstable();
+        for lp in r {
+            if !recovered(lp) && !info.lp_bad.contains(&lp) && !found.iter().any(|f| f.lp == Some(lp)) {
+                out.lost.push(LostItem {
+                    block,
+                    lp: Some(lp),
+                    reason: "no readable tuple at this line pointer".into(),
+                });
+            }
+        }
+    }
+    // An all-zero page is not a loss by itself (relation extension leaves them): the caller decides with the
+    // evidence that rows were there (index entries).
+    let mut info = info;
+    if let Some((whole, first, from)) = foreign {
+        info.copies_from = Some(from);
+        info.copies_at = Some(if whole { 0 } else { first });
+        out.lost.push(LostItem {
+            block,
+            lp: None,
+            reason: if whole {
+                format!("the page holds a copy of block {from} (a misdirected write): this block's own rows are gone")
+            } else {
+                format!(
+                    "from offset {first} up the page holds bytes of block {from} (a torn page): this block's rows \
+stored there are gone"
+                )
+            },
+        });
+    }
+    if out.collect || info.all_zero || info.body_scanned || info.copies_from.is_some() {
+        out.pages.push(info);
     }
 }
