@@ -11,11 +11,11 @@
 //! the submodules name theirs (geometric types, ranges and multiranges, composites, tsvector and
 //! tsquery, jsonpath, money, reg*, aclitem, int2vector/oidvector, pg_snapshot).
 //!
-//! What the bytes alone cannot tell travels in the [`TypeDesc`] the catalog builds per column:
+//! What the bytes alone cannot tell travels in the [`TypeDesc`](crate::datum::TypeDesc) the catalog builds per column:
 //! enum labels, a composite's attributes, a range's subtype, and for reg* and aclitem the names
 //! the server prints for each OID. Where an output format changed between releases (pg_lsn in 19,
 //! interval infinities in 17, `"char"` escapes in 15, aclitem's 64-bit privileges in 16),
-//! [`OutputOptions::server_version_num`] or the value's size decides.
+//! [`OutputOptions::server_version_num`](crate::datum::OutputOptions::server_version_num) or the value's size decides.
 //!
 //! Values arrive already detoasted: `payload` is the varlena data without its header, or the
 //! fixed-length bytes. Nothing here panics on bad bytes; a value that cannot be decoded is an

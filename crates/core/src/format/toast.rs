@@ -125,16 +125,6 @@ impl ChunkInventory {
         self.chunks
     }
 
-    /// The recorded chunks of a value, in the order they were added.
-    pub fn chunks_of(&self, valueid: u32) -> Option<&[ChunkRec]> {
-        self.values.get(&valueid).map(Vec::as_slice)
-    }
-
-    /// Every chunk_id present.
-    pub fn value_ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.values.keys().copied()
-    }
-
     /// Fold another inventory of the same relation (from another worker) into this one.
     pub fn merge(&mut self, other: ChunkInventory) {
         self.chunks += other.chunks;

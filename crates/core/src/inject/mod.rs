@@ -1,8 +1,8 @@
 //! Corruption injectors: pure functions from one page image to its damaged image.
 //!
 //! Nothing here touches a file. The caller (`pgsurgeon corrupt`) reads a block, passes it in with
-//! its relation-wide block number and a list of [`DamageSpec`]s, and gets back the byte runs that
-//! changed ([`Change`]) and one note per damage. Randomness comes from [`Rng`] (splitmix64) seeded
+//! its relation-wide block number and a list of [`DamageSpec`](crate::inject::DamageSpec)s, and gets back the byte runs that
+//! changed ([`Change`](crate::inject::Change)) and one note per damage. Randomness comes from [`Rng`](crate::inject::Rng) (splitmix64) seeded
 //! by the caller, so the same seed and stream always give the same bytes. File-level damage
 //! (truncated or missing segments) is done by the caller; it needs no page logic.
 

@@ -175,7 +175,7 @@ pub fn relation_file_name(relfilenode: u32, fork: Fork, segno: u32, temp_backend
 }
 
 /// Path of a permanent relation's segment relative to the data directory: the inverse of what
-/// [`discover`] parses (`GetRelationPath` plus md.c's segment suffix).
+/// [`discover`](crate::sources::relfile::discover) parses (`GetRelationPath` plus md.c's segment suffix).
 pub fn relation_path(
     tablespace_oid: u32,
     database_oid: u32,
