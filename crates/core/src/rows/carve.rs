@@ -21,8 +21,9 @@ use crate::format::page::Page;
 use crate::format::tuple::{RelDesc, VarlenaKind};
 use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
 use crate::visibility::commit_ts::CommitTs;
+use crate::visibility::service::Visibility;
 use crate::visibility::transam::Horizons;
-use crate::visibility::xact::{judge, Clog, Judgement, StatusSources, Verdict, XidStatus};
+use crate::visibility::xact::{Clog, Judgement, Verdict, XidStatus};
 
 use super::detoast::{assemble, Chunks, ToastFiles};
 use super::find::{
@@ -154,9 +155,8 @@ pub struct Carver {
     /// pg_commit_ts, for undelete's commit times.
     commit_ts: Option<CommitTs>,
     pub cfg: CarveConfig,
-    clog: Clog,
-    server: HashMap<u32, XidStatus>,
-    multis: HashMap<u32, Option<u32>>,
+    /// The status files and the server's answers: what each tuple is to a new snapshot.
+    vis: Visibility,
     fetched: Chunks,
     toast: Option<ToastFiles>,
     only: HashMap<u64, HashSet<u16>>,
@@ -178,6 +178,7 @@ impl Carver {
         }
         let server = cfg.xid_status.iter().filter_map(|(k, v)| Some((k.parse().ok()?, XidStatus::parse(v)?))).collect();
         let multis = cfg.multis.iter().filter_map(|(k, v)| Some((k.parse().ok()?, *v))).collect();
+        let vis = Visibility::new(clog, server, multis, cfg.horizons);
         let only =
             cfg.only.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.iter().copied().collect()))).collect();
         let apart_rows = cfg.apart_rows.iter().filter_map(|(k, v)| Some((k.parse::<u64>().ok()?, v.clone()))).collect();
@@ -194,9 +195,7 @@ impl Carver {
             oopts: OutputOptions { server_version_num: cfg.server_version_num, ..Default::default() },
             max_chunk: crate::format::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
             max_tuples: max_heap_tuples(blcksz),
-            clog,
-            server,
-            multis,
+            vis,
             fetched: HashMap::new(),
             toast,
             only,
@@ -212,11 +211,11 @@ impl Carver {
     }
 
     pub fn add_xid_status(&mut self, xid: u32, status: XidStatus) {
-        self.server.insert(xid, status);
+        self.vis.add_xid_status(xid, status);
     }
 
     pub fn add_multi(&mut self, multi: u32, updater: Option<u32>) {
-        self.multis.insert(multi, updater);
+        self.vis.add_multi(multi, updater);
     }
 
     /// A TOAST chunk fetched by the caller (through SQL).
@@ -337,13 +336,6 @@ impl Carver {
         let cfg = &self.cfg;
         let p =
             Plausibility { nblocks: Some(cfg.nblocks), horizons: cfg.horizons.as_ref(), max_tuples: self.max_tuples };
-        let src = StatusSources {
-            clog: &self.clog,
-            server: &self.server,
-            can_ask: can_ask && cfg.can_ask,
-            multis: &self.multis,
-            horizons: cfg.horizons.as_ref(),
-        };
         let (found, info) = find_tuples(page, block, &cfg.desc, &p);
         out.counts.pages += 1;
         let page_note =
@@ -356,7 +348,7 @@ impl Carver {
             page,
             block,
             can_ask,
-            src: &src,
+            ask_status: can_ask && cfg.can_ask,
             page_note: page_note.as_deref(),
             foreign: foreign_region(&found, block),
         };
@@ -391,7 +383,7 @@ impl Carver {
         let t = &at.page[f.off..f.off + f.len];
         let mut notes: Vec<String> = Vec::new();
         let mut certainty = if f.via == Via::LinePointer { Certainty::Sure } else { Certainty::Likely };
-        let j = judge(&f.header, at.src);
+        let j = self.vis.judge(&f.header, at.ask_status);
         out.need_xids.extend(&j.need_xids);
         out.need_multis.extend(&j.need_multis);
         let Some((mut verdict, deleter)) = self.undelete_verdict(f, &j) else { return };
@@ -618,7 +610,8 @@ struct PageCarve<'a> {
     page: &'a [u8],
     block: u64,
     can_ask: bool,
-    src: &'a StatusSources<'a>,
+    /// Whether transaction statuses the files do not settle are asked of the server (else judged uncertain).
+    ask_status: bool,
     /// Why the page's values may be altered: it failed its checksum.
     page_note: Option<&'a str>,
     /// Copies of another block's rows on the page ([`foreign_region`]).

@@ -335,3 +335,20 @@ fn a_ctid_past_the_region_or_into_a_block_added_since_is_no_damage() {
     assert_eq!(classify_page(&updated(1, 5), 1, &cfg(4, None)).map(|c| c.state), Some("damaged"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The visibility service answers for every tuple of a healthy page through its line pointers.
+#[test]
+fn page_states_through_the_visibility_service() {
+    use crate::format::page::Page;
+    use crate::visibility::service::Visibility;
+    use crate::visibility::xact::{Clog, TupleState};
+    let mut bytes = page(0, &[(1, "a"), (2, "b")]);
+    // the second row's xmin loses its commit hint and is not in any pg_xact: its state is unknown
+    let at = Page::new(&bytes).unwrap().item_ids().nth(1).map(|(_, id)| id.lp_off() as usize).unwrap();
+    let mut h = HeapTupleHeaderData::parse(&bytes[at..]).unwrap();
+    h.t_infomask &= !HEAP_XMIN_COMMITTED;
+    h.write(&mut bytes[at..at + 24]);
+    let vis = Visibility::new(Clog::new(None, 8192), HashMap::new(), HashMap::new(), None);
+    let states = vis.page_states(&Page::new(&bytes).unwrap(), false);
+    assert_eq!(states, vec![(1, TupleState::Live), (2, TupleState::Unknown)]);
+}

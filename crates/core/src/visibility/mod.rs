@@ -3,6 +3,7 @@
 
 pub mod commit_ts;
 pub mod multixact;
+pub mod service;
 pub mod slru;
 pub mod transam;
 pub mod xact;

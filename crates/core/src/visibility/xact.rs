@@ -209,6 +209,25 @@ pub enum Verdict {
     Uncertain,
 }
 
+/// What a heap tuple is to a new snapshot, in the terms of `HTSV_Result` (`access/heapam.h`) that
+/// `HeapTupleSatisfiesVacuum` returns. Offline no oldest running snapshot tells recently dead from dead, so a
+/// version deleted by a committed transaction is recently dead; one whose deleter is still running is live (the
+/// server's `HEAPTUPLE_DELETE_IN_PROGRESS`), since a new snapshot sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TupleState {
+    /// A new snapshot sees it.
+    Live,
+    /// No snapshot sees it: its inserter aborted, or the insertion was withdrawn.
+    Dead,
+    /// Deleted or updated by a committed transaction.
+    RecentlyDead,
+    /// Its inserter has not committed (or was running when the snapshot was taken).
+    InProgress,
+    /// The header and the status at hand do not let us decide ([`Verdict::Uncertain`]).
+    Unknown,
+}
+
 /// Where the status of an XID came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -235,6 +254,9 @@ pub struct Judgement {
     /// The committed transaction that deleted or updated this version (what undelete looks for).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted_by: Option<u32>,
+    /// The verdict in `HTSV_Result`'s terms (not serialized: the verdict and the reason say it).
+    #[serde(skip)]
+    pub state: TupleState,
 }
 
 /// What the judge may consult besides the tuple header.
@@ -348,10 +370,22 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         need_xids: vec![],
         need_multis: vec![],
         deleted_by: None,
+        state: TupleState::Unknown,
     };
     let done = |mut j: Judgement, v: Verdict, r: Cow<'static, str>| {
         j.verdict = v;
         j.reason = r;
+        j.state = match v {
+            Verdict::Live => TupleState::Live,
+            Verdict::Uncertain => TupleState::Unknown,
+            Verdict::Invisible if j.deleted_by.is_some() => TupleState::RecentlyDead,
+            Verdict::Invisible => TupleState::Dead,
+        };
+        j
+    };
+    // invisible because the inserter has not committed: in progress rather than dead
+    let inserting = |mut j: Judgement| {
+        j.state = TupleState::InProgress;
         j
     };
     // --- xmin ---
@@ -378,11 +412,11 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
         if src.running_in_snapshot(h.t_xmin) {
             // before the hint: a transaction that commits after the snapshot gets hinted pages, and its new row
             // version beside a non-hinted old one would be saved twice
-            return done(
+            return inserting(done(
                 j,
                 Verdict::Invisible,
                 format!("inserting transaction {} was running when the snapshot was taken", h.t_xmin).into(),
-            );
+            ));
         }
         if !hinted && m & HEAP_MOVED != 0 {
             // moved by a VACUUM FULL before 9.0: the visibility depends on t_xvac's fate
@@ -402,11 +436,11 @@ pub fn judge(h: &HeapTupleHeaderData, src: &StatusSources<'_>) -> Judgement {
             }
             _ if hinted => {} // the hint is enough when pg_xact cannot confirm
             Status::Known(XidStatus::InProgress) => {
-                return done(
+                return inserting(done(
                     j,
                     Verdict::Invisible,
                     format!("inserting transaction {} has not committed", h.t_xmin).into(),
-                );
+                ));
             }
             Status::Known(XidStatus::SubCommitted) => {
                 return done(
@@ -638,6 +672,22 @@ mod tests {
     }
 
     use Verdict::{Invisible as I, Live as L, Uncertain as U};
+
+    /// The verdict in HTSV_Result's terms: an invisible tuple is dead, recently dead or in progress by why.
+    #[test]
+    fn tuple_states() {
+        let lab = lab("state", true);
+        let s = |xmin: u32, xmax: u32, im: u16| verdict(&lab.clog, false, xmin, xmax, im).state;
+        assert_eq!(s(C, 0, HEAP_XMAX_INVALID), TupleState::Live);
+        assert_eq!(s(A, 0, HEAP_XMAX_INVALID), TupleState::Dead, "aborted insert");
+        assert_eq!(s(0, 0, HEAP_XMAX_INVALID), TupleState::Dead, "withdrawn speculative insertion");
+        assert_eq!(s(P, 0, HEAP_XMAX_INVALID), TupleState::InProgress, "insert in progress");
+        assert_eq!(s(SP, 0, HEAP_XMAX_INVALID), TupleState::InProgress, "sub-committed, parent in progress");
+        assert_eq!(s(C, C, 0), TupleState::RecentlyDead, "deleted by a committed transaction");
+        assert_eq!(s(C, P, 0), TupleState::Live, "deleter still in progress");
+        assert_eq!(s(C, A, 0), TupleState::Live, "deleter aborted");
+        assert_eq!(s(SN, 0, HEAP_XMAX_INVALID), TupleState::Unknown, "status lost");
+    }
 
     #[test]
     fn xmin_cases() {
