@@ -29,10 +29,10 @@ Source: TypeAlias = "Connection[tuple[Any, ...]] | Runner"
 
 def rows_of(src: Source, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
     """The rows of sql/``name``.sql run on ``src``."""
-    text = db.load_sql(name)
+    text = db.load_sql(name)  # always run with parameters: a literal % is written %% in every catalog query
     if callable(src):
         return src(text, params or {})
-    return src.execute(text, params).fetchall()
+    return src.execute(text, params or {}).fetchall()
 
 
 def lookup_relation(query: Query, text: str) -> tuple[int, str] | None:

@@ -17,7 +17,7 @@ SELECT current_setting('server_version_num')::int AS version_num,
        (SELECT setting::bigint FROM pg_settings WHERE name = 'segment_size') AS segment_blocks,
        current_setting('server_encoding') AS encoding,
        -- the next transaction ID now, its low 32 bits as tuple headers hold them
-       (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::bigint AS next_xid,
+       (pg_snapshot_xmax(pg_current_snapshot())::text::bigint %% 4294967296)::bigint AS next_xid,
        (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
          WHERE e.extname = 'amcheck') AS amcheck_schema,
        (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace

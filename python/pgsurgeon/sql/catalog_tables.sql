@@ -6,7 +6,7 @@ FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'm')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-  AND n.nspname NOT LIKE 'pg\_toast%'
-  AND n.nspname NOT LIKE 'pg\_temp\_%'
+  AND n.nspname NOT LIKE 'pg\_toast%%'
+  AND n.nspname NOT LIKE 'pg\_temp\_%%'
   AND c.relpersistence <> 't'
 ORDER BY pg_total_relation_size(c.oid) DESC, n.nspname, c.relname
