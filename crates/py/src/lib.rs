@@ -224,7 +224,8 @@ fn carve_pages(
     config: &Bound<'_, PyAny>,
 ) -> PyResult<(Py<PyAny>, Py<pyo3::types::PyBytes>)> {
     let cfg: pgsurgeon_core::rows::carve::CarveConfig = from_py(config, "carve configuration")?;
-    let (res, out) = py.detach(|| pgsurgeon_core::rows::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
+    let (res, out) =
+        py.detach(|| pgsurgeon_core::rows::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
     Ok((to_py(py, &res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
 }
 
@@ -291,11 +292,16 @@ struct PyOracle<'r> {
 }
 
 impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
-    fn xid_status(&mut self, xids: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::visibility::xact::XidStatus)>> {
+    fn xid_status(
+        &mut self,
+        xids: &[u32],
+    ) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::visibility::xact::XidStatus)>> {
         Python::attach(|py| {
             let r = self.oracle.call_method1(py, "xid_status", (xids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
             let m: std::collections::HashMap<u32, String> = r.extract(py).map_err(|e| self.raised.keep(e))?;
-            Ok(m.into_iter().filter_map(|(x, s)| Some((x, pgsurgeon_core::visibility::xact::XidStatus::parse(&s)?))).collect())
+            Ok(m.into_iter()
+                .filter_map(|(x, s)| Some((x, pgsurgeon_core::visibility::xact::XidStatus::parse(&s)?)))
+                .collect())
         })
     }
 
