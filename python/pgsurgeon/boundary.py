@@ -20,14 +20,14 @@ if TYPE_CHECKING:
 
 
 class SegFile(TypedDict):
-    """crates/core/src/rows/carve.rs ``SegFile``: one segment file of a relation fork."""
+    """crates/core/src/sources/blocks.rs ``SegFile``: one segment file of a relation fork."""
 
     segno: int
     path: str
 
 
 class Horizons(TypedDict):
-    """crates/core/src/checks.rs ``Horizons``: pg_control's XID and MultiXact horizons."""
+    """crates/core/src/visibility/transam.rs ``Horizons``: pg_control's XID and MultiXact horizons."""
 
     next_xid: int
     oldest_xid: int
@@ -36,7 +36,7 @@ class Horizons(TypedDict):
 
 
 class AttrDesc(TypedDict):
-    """crates/core/src/tuple.rs ``AttrDesc``: one pg_attribute row, as much as the tuple walk needs."""
+    """crates/core/src/format/tuple.rs ``AttrDesc``: one pg_attribute row, as much as the tuple walk needs."""
 
     attnum: int
     attlen: int
@@ -48,7 +48,7 @@ class AttrDesc(TypedDict):
 
 
 class RelDesc(TypedDict):
-    """crates/core/src/tuple.rs ``RelDesc``: a relation's tuple descriptor."""
+    """crates/core/src/format/tuple.rs ``RelDesc``: a relation's tuple descriptor."""
 
     natts: int
     attrs: list[AttrDesc]
@@ -106,7 +106,7 @@ class ChunkRef(TypedDict):
 
 
 class ClassifyConfig(TypedDict):
-    """crates/core/src/rows/carve.rs ``ClassifyConfig``: which heap blocks are healthy, all-zero, damaged, missing."""
+    """crates/core/src/rows/classify.rs ``ClassifyConfig``: which heap blocks are healthy, all-zero, damaged, missing."""
 
     files: NotRequired[list[SegFile]]
     first: NotRequired[int]
@@ -154,7 +154,7 @@ class CarveConfig(TypedDict):
 
 
 class IndexFiles(TypedDict):
-    """crates/core/src/rows/carve.rs ``IndexFiles``: a btree index's files, for index evidence."""
+    """crates/core/src/rows/evidence.rs ``IndexFiles``: a btree index's files, for index evidence."""
 
     name: str
     files: list[SegFile]
@@ -162,7 +162,7 @@ class IndexFiles(TypedDict):
 
 
 class IndexEvidenceConfig(TypedDict):
-    """crates/core/src/rows/carve.rs ``IndexEvidenceConfig``: which heap TIDs in ``blocks`` index entries name."""
+    """crates/core/src/rows/evidence.rs ``IndexEvidenceConfig``: which heap TIDs in ``blocks`` index entries name."""
 
     indexes: list[IndexFiles]
     blocks: list[int]
@@ -172,7 +172,7 @@ class IndexEvidenceConfig(TypedDict):
 
 
 class RelFiles(TypedDict):
-    """crates/core/src/diagnose/allindexed.rs ``RelFiles``."""
+    """crates/core/src/checks/diagnose/allindexed.rs ``RelFiles``."""
 
     name: str
     files: list[SegFile]
@@ -180,14 +180,14 @@ class RelFiles(TypedDict):
 
 
 class IndexSpec(RelFiles):
-    """crates/core/src/diagnose/allindexed.rs ``IndexSpec`` (its ``RelFiles`` flattened in)."""
+    """crates/core/src/checks/diagnose/allindexed.rs ``IndexSpec`` (its ``RelFiles`` flattened in)."""
 
     keys: list[int]
     attrs: list[AttrDesc]
 
 
 class AllIndexedConfig(TypedDict):
-    """crates/core/src/diagnose/allindexed.rs ``AllIndexedConfig``: amcheck's heapallindexed from the files."""
+    """crates/core/src/checks/diagnose/allindexed.rs ``AllIndexedConfig``: amcheck's heapallindexed from the files."""
 
     heap: RelFiles
     heap_attrs: list[AttrDesc]
@@ -206,7 +206,7 @@ RelKey = tuple[int, int, int]
 
 
 class RelMeta(TypedDict):
-    """crates/core/src/scan.rs ``RelMeta``: what the catalog says about a relation beyond its files."""
+    """crates/core/src/checks/scan.rs ``RelMeta``: what the catalog says about a relation beyond its files."""
 
     kind: NotRequired[str | None]
     natts: NotRequired[int | None]
@@ -217,7 +217,7 @@ class RelMeta(TypedDict):
 
 
 class ScanOptions(TypedDict):
-    """crates/core/src/scan.rs ``ScanOptions``."""
+    """crates/core/src/checks/scan.rs ``ScanOptions``."""
 
     checksums: bool
     blcksz: int
@@ -250,14 +250,14 @@ class ClusterOptions(TypedDict, total=False):
 
 
 class AttrLayout(TypedDict):
-    """crates/core/src/inject.rs ``AttrLayout``."""
+    """crates/core/src/inject/mod.rs ``AttrLayout``."""
 
     attlen: int
     attalign: str
 
 
 class DamageSpec(TypedDict, total=False):
-    """crates/core/src/inject.rs ``DamageSpec``: one damage to apply to a page image (``mode`` is required)."""
+    """crates/core/src/inject/mod.rs ``DamageSpec``: one damage to apply to a page image (``mode`` is required)."""
 
     mode: str
     field: str | None
@@ -321,7 +321,7 @@ class Finding(TypedDict):
 
 
 class FileFinding(Finding):
-    """crates/core/src/scan.rs ``FileFinding``: a finding with the file it was found in."""
+    """crates/core/src/checks/scan.rs ``FileFinding``: a finding with the file it was found in."""
 
     path: str
     tablespace_oid: int
@@ -331,7 +331,7 @@ class FileFinding(Finding):
 
 
 class ScanSummary(TypedDict):
-    """crates/core/src/scan.rs ``ScanSummary``."""
+    """crates/core/src/checks/scan.rs ``ScanSummary``."""
 
     files: int
     relations: int
@@ -347,7 +347,7 @@ class ScanSummary(TypedDict):
 
 
 class SkippedRange(TypedDict):
-    """crates/core/src/scan.rs ``SkippedRange``: blocks of one fork a live scan did not check."""
+    """crates/core/src/checks/scan.rs ``SkippedRange``: blocks of one fork a live scan did not check."""
 
     tablespace_oid: int
     database_oid: int
@@ -358,7 +358,7 @@ class SkippedRange(TypedDict):
 
 
 class PageNote(TypedDict):
-    """crates/core/src/scan.rs ``PageNote``."""
+    """crates/core/src/checks/scan.rs ``PageNote``."""
 
     path: str
     block: int
@@ -366,7 +366,7 @@ class PageNote(TypedDict):
 
 
 class ScanResult(TypedDict):
-    """crates/core/src/scan.rs ``ScanResult``."""
+    """crates/core/src/checks/scan.rs ``ScanResult``."""
 
     summary: ScanSummary
     findings: list[FileFinding]
@@ -375,7 +375,7 @@ class ScanResult(TypedDict):
 
 
 class RelationFile(TypedDict):
-    """crates/core/src/relfile.rs ``RelationFile``: one segment file."""
+    """crates/core/src/sources/relfile.rs ``RelationFile``: one segment file."""
 
     path: str
     tablespace_oid: int
@@ -387,7 +387,7 @@ class RelationFile(TypedDict):
 
 
 class RelationFork(TypedDict):
-    """crates/core/src/relfile.rs ``Relation``: one relation fork and its segment files."""
+    """crates/core/src/sources/relfile.rs ``Relation``: one relation fork and its segment files."""
 
     path: str
     tablespace_oid: int
@@ -400,7 +400,7 @@ class RelationFork(TypedDict):
 
 
 class BlockClass(TypedDict):
-    """crates/core/src/rows/carve.rs ``BlockClass``: a block that is not plainly healthy."""
+    """crates/core/src/rows/classify.rs ``BlockClass``: a block that is not plainly healthy."""
 
     block: int
     state: Literal["zero", "damaged", "missing"]
@@ -409,7 +409,7 @@ class BlockClass(TypedDict):
 
 
 class ClassifyResult(TypedDict):
-    """crates/core/src/rows/carve.rs ``ClassifyResult``."""
+    """crates/core/src/rows/classify.rs ``ClassifyResult``."""
 
     nblocks: int
     healthy: int
@@ -421,7 +421,7 @@ class ClassifyResult(TypedDict):
 
 
 class CarveCounts(TypedDict):
-    """crates/core/src/rows/carve.rs ``CarveCounts``."""
+    """crates/core/src/rows/output.rs ``CarveCounts``."""
 
     pages: int
     tuples_found: int
@@ -435,7 +435,7 @@ class CarveCounts(TypedDict):
 
 
 class LostItem(TypedDict):
-    """crates/core/src/rows/carve.rs ``LostItem``: a row known to have been there that could not be carved."""
+    """crates/core/src/rows/output.rs ``LostItem``: a row known to have been there that could not be carved."""
 
     block: int
     lp: int | None
@@ -443,7 +443,7 @@ class LostItem(TypedDict):
 
 
 class PageInfo(TypedDict):
-    """crates/core/src/rows/carve.rs ``PageInfo``: what the carver saw of one page."""
+    """crates/core/src/rows/find.rs ``PageInfo``: what the carver saw of one page."""
 
     block: int
     all_zero: bool
@@ -468,7 +468,7 @@ Certainty = Literal["sure", "likely", "uncertain"]
 
 
 class CarvedRow(TypedDict):
-    """crates/core/src/rows/carve.rs ``CarvedRow``: a carved row and where its formatted line is in the blob."""
+    """crates/core/src/rows/output.rs ``CarvedRow``: a carved row and where its formatted line is in the blob."""
 
     block: int
     lp: int | None
@@ -491,7 +491,7 @@ class CarvedRow(TypedDict):
 
 
 class CarveResult(TypedDict):
-    """crates/core/src/rows/carve.rs ``CarveResult``."""
+    """crates/core/src/rows/output.rs ``CarveResult``."""
 
     rows: list[CarvedRow]
     pages: list[PageInfo]
@@ -518,7 +518,7 @@ class UnloadSummary(TypedDict):
 
 
 class IndexTid(TypedDict):
-    """crates/core/src/rows/carve.rs ``IndexTid``: a heap TID a btree leaf entry points to."""
+    """crates/core/src/rows/evidence.rs ``IndexTid``: a heap TID a btree leaf entry points to."""
 
     block: int
     lp: int
@@ -526,7 +526,7 @@ class IndexTid(TypedDict):
 
 
 class IndexVerdict(TypedDict):
-    """crates/core/src/diagnose/allindexed.rs ``IndexVerdict``."""
+    """crates/core/src/checks/diagnose/allindexed.rs ``IndexVerdict``."""
 
     name: str
     entries: int
@@ -542,7 +542,7 @@ class IndexVerdict(TypedDict):
 
 
 class AllIndexedResult(TypedDict):
-    """crates/core/src/diagnose/allindexed.rs ``AllIndexedResult``, with ``proven`` per index from the binding."""
+    """crates/core/src/checks/diagnose/allindexed.rs ``AllIndexedResult``, with ``proven`` per index from the binding."""
 
     indexes: list[IndexVerdict]
     heap_pages: int
@@ -555,7 +555,7 @@ class AllIndexedResult(TypedDict):
 
 
 class Change(TypedDict):
-    """crates/core/src/inject.rs ``Change``: one run of changed bytes (hex), from the page start."""
+    """crates/core/src/inject/mod.rs ``Change``: one run of changed bytes (hex), from the page start."""
 
     offset: int
     old: str
@@ -563,7 +563,7 @@ class Change(TypedDict):
 
 
 class Injection(TypedDict):
-    """crates/core/src/inject.rs ``Injection``."""
+    """crates/core/src/inject/mod.rs ``Injection``."""
 
     changes: list[Change]
     notes: list[str]
@@ -573,7 +573,7 @@ class Injection(TypedDict):
 
 
 class ModeInfo(TypedDict):
-    """crates/core/src/inject.rs ``ModeInfo``: a page damage mode and its fields (the first is the default)."""
+    """crates/core/src/inject/mod.rs ``ModeInfo``: a page damage mode and its fields (the first is the default)."""
 
     mode: str
     fields: list[str]

@@ -47,7 +47,7 @@ AM_PAGE_KIND = {
     "sequence": "sequence",
 }
 
-# Page kinds the core knows by name (crates/core/src/page.rs PageKind).
+# Page kinds the core knows by name (crates/core/src/format/page.rs PageKind).
 PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence", "map")
 
 
@@ -169,7 +169,7 @@ def index_evidence(config: IndexEvidenceConfig) -> list[IndexTid]:
 
 
 def all_indexed(config: AllIndexedConfig) -> AllIndexedResult:
-    """amcheck's heapallindexed from the relation files (crates/core/src/diagnose/allindexed.rs): per index the
+    """amcheck's heapallindexed from the relation files (crates/core/src/checks/diagnose/allindexed.rs): per index the
     entries fingerprinted, the live rows not found and the doubts, and ``proven`` per index."""
     return _ext.all_indexed(config)
 

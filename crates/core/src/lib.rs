@@ -3,32 +3,37 @@
 //! Raw structs keep PostgreSQL's names (`PageHeaderData.pd_lower`, `ItemIdData`,
 //! `HeapTupleHeaderData.t_infomask`); parsing never trusts a length it has not checked and never
 //! panics on bad bytes. Damage is reported as [`finding::Finding`] values, not printed.
+//!
+//! The modules are layers; each uses only those listed before it (the `layering` test keeps it so).
 
-pub mod backup;
-pub mod btree;
-pub mod bytes;
-pub mod catalog;
-pub mod rows;
-pub use rows::carve;
-pub mod checks;
-pub mod checksum;
-pub mod commit_ts;
-pub mod control;
-pub mod datum;
-pub mod diagnose;
+/// Errors of every layer.
 pub mod error;
+
+/// The vocabulary of damage (codes, severities, findings) shared by every layer.
 pub mod finding;
-pub mod heap;
+
+/// PostgreSQL's structs under their own names: page, line pointer, heap and btree tuples, checksum, control file, TOAST.
+pub mod format;
+
+/// Where pages come from: relation files of a data directory and base backups.
+pub mod sources;
+
+/// Transaction status from the SLRUs and the visibility of heap tuples.
+pub mod visibility;
+
+/// Damage detection: page checks, relation scans, inspection and diagnosis.
+pub mod checks;
+
+/// Datum decoding: a column's bytes to its text form, per type.
+pub mod datum;
+
+/// The row engine: pages to tuples to formatted rows, over a whole relation.
+pub mod rows;
+
+/// The catalog read from the data files when no server can be asked.
+pub mod catalog;
+
+/// Corruption injectors: pure functions from a page image to its damaged image.
 pub mod inject;
-pub mod inspect;
-pub mod itemid;
-pub mod multixact;
-pub mod page;
-pub mod relfile;
-pub mod scan;
-pub mod slru;
-pub mod toast;
-pub mod tuple;
-pub mod xact;
 
 pub use error::{CoreError, Result};

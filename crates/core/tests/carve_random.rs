@@ -2,12 +2,13 @@
 //! jsonb, array, numeric and text tuples with random damage (bytes overwritten, bits flipped, line pointers
 //! scrambled), carved with the column types of the table.
 
-use pgsurgeon_core::carve::{carve_pages, classify_page, CarveConfig, ClassifyConfig, ColumnOut, OutFormat};
 use pgsurgeon_core::datum::TypeDesc;
-use pgsurgeon_core::heap::{
+use pgsurgeon_core::format::heap::{
     HeapTupleHeaderData, ItemPointerData, HEAP_HASVARWIDTH, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED,
 };
-use pgsurgeon_core::tuple::{AttrDesc, RelDesc};
+use pgsurgeon_core::format::tuple::{AttrDesc, RelDesc};
+use pgsurgeon_core::rows::carve::{carve_pages, CarveConfig, ColumnOut, OutFormat};
+use pgsurgeon_core::rows::classify::{classify_page, ClassifyConfig};
 
 struct Rng(u64);
 
@@ -124,7 +125,7 @@ fn tuple(block: u32, lp: u16, id: i32) -> Vec<u8> {
 fn page(block: u32, n: u16) -> Vec<u8> {
     let tuples: Vec<Vec<u8>> = (0..n).map(|i| tuple(block, i + 1, i32::from(i) * 7)).collect();
     let refs: Vec<&[u8]> = tuples.iter().map(|t| t.as_slice()).collect();
-    pgsurgeon_core::page::assemble_heap_page(&refs, 8192).expect("test rows fit on a page")
+    pgsurgeon_core::format::page::assemble_heap_page(&refs, 8192).expect("test rows fit on a page")
 }
 
 fn config(desc: RelDesc, columns: Vec<ColumnOut>) -> CarveConfig {

@@ -19,10 +19,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use pgsurgeon_core::control::{
-    parse_control, parse_control_as, read_control_file, rewrite_crc, ControlFile, ControlFileData, ControlLayout,
-    DBState, Lsn,
+use pgsurgeon_core::format::control::{
+    parse_control, parse_control_as, rewrite_crc, ControlFile, ControlFileData, ControlLayout, DBState, Lsn,
 };
+use pgsurgeon_core::sources::pgdata::read_control_file;
 use pgsurgeon_core::CoreError;
 
 fn data_dir() -> PathBuf {

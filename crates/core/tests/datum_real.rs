@@ -9,8 +9,8 @@
 //! (`format('%s', col)` with the salvage session's settings).
 
 use pgsurgeon_core::datum::{format_value, OutputOptions, TypeDesc};
+use pgsurgeon_core::format::compress::decompress;
 use pgsurgeon_core::inject::Rng;
-use pgsurgeon_core::toast::decompress;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/datum/");
 

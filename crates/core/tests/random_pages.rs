@@ -1,12 +1,12 @@
 //! Randomized robustness: hundreds of thousands of random and mutated pages through every parser
 //! and check, for every page kind. Any panic fails the test. Stable Rust, deterministic seed.
 
-use pgsurgeon_core::btree::{BTPageOpaqueData, BTP_LEAF};
-use pgsurgeon_core::checks::check_page;
-use pgsurgeon_core::heap::HeapTupleHeaderData;
-use pgsurgeon_core::inspect::inspect_page;
-use pgsurgeon_core::itemid::{ItemIdData, LP_NORMAL};
-use pgsurgeon_core::page::{Page, PageHeaderData, PageKind, BLCKSZ};
+use pgsurgeon_core::checks::inspect::inspect_page;
+use pgsurgeon_core::checks::page::check_page;
+use pgsurgeon_core::format::btree::{BTPageOpaqueData, BTP_LEAF};
+use pgsurgeon_core::format::heap::HeapTupleHeaderData;
+use pgsurgeon_core::format::itemid::{ItemIdData, LP_NORMAL};
+use pgsurgeon_core::format::page::{Page, PageHeaderData, PageKind, BLCKSZ};
 
 /// xorshift64*: enough randomness for mutation, no dependency.
 struct Rng(u64);

@@ -4,9 +4,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pgsurgeon_core::relfile::{
-    block_of, database_dir, discover, relation_file_name, relation_path, segment_problems, Fork, Relation,
-    SegmentProblemKind, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID,
+use pgsurgeon_core::sources::relfile::{block_of, discover, segment_problems, Relation, SegmentProblemKind};
+use pgsurgeon_core::sources::relpath::{
+    database_dir, relation_file_name, relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID,
 };
 use pgsurgeon_core::CoreError;
 

@@ -7,11 +7,12 @@ use pgsurgeon_core::finding::Code;
 use std::collections::BTreeMap;
 
 use pgsurgeon_core::finding::Area;
-use pgsurgeon_core::heap::HeapTupleHeaderData;
-use pgsurgeon_core::itemid::LP_NORMAL;
-use pgsurgeon_core::page::Page;
-use pgsurgeon_core::toast::{decompress, lz4_decompress, pglz_decompress, ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
-use pgsurgeon_core::tuple::{toast_pointers, walk_attributes, AttrDesc, RelDesc};
+use pgsurgeon_core::format::compress::{decompress, lz4_decompress, pglz_decompress};
+use pgsurgeon_core::format::heap::HeapTupleHeaderData;
+use pgsurgeon_core::format::itemid::LP_NORMAL;
+use pgsurgeon_core::format::page::Page;
+use pgsurgeon_core::format::toast::{ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
+use pgsurgeon_core::format::tuple::{toast_pointers, walk_attributes, AttrDesc, RelDesc};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pages/");
 

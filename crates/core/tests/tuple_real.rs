@@ -13,11 +13,12 @@
 use pgsurgeon_core::finding::Code;
 use std::collections::{BTreeMap, BTreeSet};
 
-use pgsurgeon_core::heap::{HeapTupleHeaderData, HEAP_HASEXTERNAL};
-use pgsurgeon_core::itemid::LP_NORMAL;
-use pgsurgeon_core::page::Page;
-use pgsurgeon_core::toast::{decompress, ChunkInventory, ToastProblem};
-use pgsurgeon_core::tuple::{toast_pointers, walk_attributes, Referrer, RelDesc, ToastPointer, VarlenaKind};
+use pgsurgeon_core::format::compress::decompress;
+use pgsurgeon_core::format::heap::{HeapTupleHeaderData, HEAP_HASEXTERNAL};
+use pgsurgeon_core::format::itemid::LP_NORMAL;
+use pgsurgeon_core::format::page::Page;
+use pgsurgeon_core::format::toast::{ChunkInventory, ToastProblem};
+use pgsurgeon_core::format::tuple::{toast_pointers, walk_attributes, Referrer, RelDesc, ToastPointer, VarlenaKind};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pages/");
 
@@ -231,7 +232,7 @@ fn walk_codes(f: &Fixture, t: &[u8]) -> BTreeSet<Code> {
     walk_attributes(t, &hdr(t), &f.rel).problems.iter().map(|p| p.code).collect()
 }
 
-fn span_of(f: &Fixture, t: &[u8], attnum: i16) -> pgsurgeon_core::tuple::AttrSpan {
+fn span_of(f: &Fixture, t: &[u8], attnum: i16) -> pgsurgeon_core::format::tuple::AttrSpan {
     walk_attributes(t, &hdr(t), &f.rel).spans[attnum as usize - 1]
 }
 
@@ -427,8 +428,8 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     // whose fetch reads past a chunk with only xmax set).
     let xmin_invalid = |t: &mut Vec<u8>| {
         let mut h = hdr(t);
-        h.t_infomask =
-            (h.t_infomask & !pgsurgeon_core::heap::HEAP_XMIN_COMMITTED) | pgsurgeon_core::heap::HEAP_XMIN_INVALID;
+        h.t_infomask = (h.t_infomask & !pgsurgeon_core::format::heap::HEAP_XMIN_COMMITTED)
+            | pgsurgeon_core::format::heap::HEAP_XMIN_INVALID;
         h.write(t);
     };
     for (dead_seq, want) in [
@@ -502,15 +503,15 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     let mut dead = dup.2.clone();
     let mut h = hdr(&dead);
     h.t_xmax = h.t_xmin + 1;
-    h.t_infomask &= !pgsurgeon_core::heap::HEAP_XMAX_INVALID;
+    h.t_infomask &= !pgsurgeon_core::format::heap::HEAP_XMAX_INVALID;
     h.write(&mut dead);
     inv.add_tuple(7, 1, &dead, &hdr(&dead));
     assert!(inv.check_value(&ptr, f.max_chunk).is_empty());
     // Chunks of an aborted insert (HEAP_XMIN_INVALID) are invisible to the TOAST snapshot.
     let (inv, _) = inventory_with(&f, v, |_, t| {
         let mut h = hdr(t);
-        h.t_infomask =
-            (h.t_infomask & !pgsurgeon_core::heap::HEAP_XMIN_COMMITTED) | pgsurgeon_core::heap::HEAP_XMIN_INVALID;
+        h.t_infomask = (h.t_infomask & !pgsurgeon_core::format::heap::HEAP_XMIN_COMMITTED)
+            | pgsurgeon_core::format::heap::HEAP_XMIN_INVALID;
         h.write(t);
         true
     });

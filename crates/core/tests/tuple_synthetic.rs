@@ -4,14 +4,15 @@
 use pgsurgeon_core::finding::Code;
 use std::collections::BTreeSet;
 
-use pgsurgeon_core::bytes::maxalign;
 use pgsurgeon_core::finding::{Area, Severity};
-use pgsurgeon_core::heap::{
+use pgsurgeon_core::format::bytes::maxalign;
+use pgsurgeon_core::format::compress::pglz_decompress;
+use pgsurgeon_core::format::heap::{
     bitmaplen, HeapTupleHeaderData, ItemPointerData, HEAP_HASEXTERNAL, HEAP_HASNULL, HEAP_HASVARWIDTH,
     HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
 };
-use pgsurgeon_core::toast::{pglz_decompress, ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
-use pgsurgeon_core::tuple::{
+use pgsurgeon_core::format::toast::{ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
+use pgsurgeon_core::format::tuple::{
     toast_pointers, walk_attributes, walk_attributes_with, AttrDesc, Referrer, RelDesc, ToastPointer, VarlenaKind,
     WalkOptions,
 };
@@ -398,7 +399,7 @@ fn referrer_state_from_the_header() {
     hd.t_xmax = 900;
     hd.t_infomask &= !HEAP_XMAX_INVALID;
     assert_eq!(Referrer::of(&hd), Referrer::MaybeDeleted);
-    hd.t_infomask |= pgsurgeon_core::heap::HEAP_XMAX_LOCK_ONLY;
+    hd.t_infomask |= pgsurgeon_core::format::heap::HEAP_XMAX_LOCK_ONLY;
     assert_eq!(Referrer::of(&hd), Referrer::Live);
     hd.t_infomask = (hd.t_infomask & !HEAP_XMIN_COMMITTED) | HEAP_XMIN_INVALID;
     assert_eq!(Referrer::of(&hd), Referrer::XminAborted);

@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use pgsurgeon_core::heap::{HeapTupleHeaderData, HEAP_XMAX_IS_MULTI, HEAP_XMIN_FROZEN};
-use pgsurgeon_core::itemid::LP_NORMAL;
-use pgsurgeon_core::page::Page;
-use pgsurgeon_core::xact::{judge, xmax_locked_only, Clog, StatusSources, Verdict};
+use pgsurgeon_core::format::heap::{HeapTupleHeaderData, HEAP_XMAX_IS_MULTI, HEAP_XMIN_FROZEN};
+use pgsurgeon_core::format::itemid::LP_NORMAL;
+use pgsurgeon_core::format::page::Page;
+use pgsurgeon_core::visibility::xact::{judge, xmax_locked_only, Clog, StatusSources, Verdict};
 
 fn dir(version: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vis/")).join(format!("pg{version}"))

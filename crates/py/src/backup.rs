@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use pgsurgeon_core::backup::{vfs, Backup as CoreBackup};
+use pgsurgeon_core::sources::backup::{vfs, Backup as CoreBackup};
 
 use crate::{to_py, to_pyerr};
 
@@ -109,7 +109,7 @@ impl Backup {
 /// Whether a path is a base backup (backup_label, backup_manifest or base.tar*) rather than a data directory.
 #[pyfunction]
 pub fn is_backup(path: std::path::PathBuf) -> bool {
-    pgsurgeon_core::backup::is_backup(&path)
+    pgsurgeon_core::sources::backup::is_backup(&path)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

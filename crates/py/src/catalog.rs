@@ -64,7 +64,11 @@ impl FilesCatalog {
 /// The one value of an `attmissingval` array (its bytes after the varlena header) printed as type `type_desc`;
 /// None when it is NULL.
 #[pyfunction]
-pub fn missing_value(payload: &[u8], type_desc: &Bound<'_, PyAny>, server_version_num: u32) -> PyResult<Option<String>> {
+pub fn missing_value(
+    payload: &[u8],
+    type_desc: &Bound<'_, PyAny>,
+    server_version_num: u32,
+) -> PyResult<Option<String>> {
     let t: TypeDesc = from_py(type_desc, "type description")?;
     // OutputOptions grows fields with the types it learns; the update keeps this call right when it does.
     #[allow(clippy::needless_update)]

@@ -4,8 +4,8 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use pgsurgeon_core::diagnose as core_diag;
-use pgsurgeon_core::page::PageKind;
+use pgsurgeon_core::checks::diagnose as core_diag;
+use pgsurgeon_core::format::page::PageKind;
 
 /// The line pointers of one heap (a few bytes a block), filled by `check_pages(..., record=map)` and read by
 /// the index batches of the same heap (`against=map`). Shared by threads.
@@ -82,7 +82,7 @@ fn lp_flags<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, pyo3::types::PyByte
     pyo3::types::PyBytes::new(py, &core_diag::lp_flags(data))
 }
 
-/// amcheck's heapallindexed from the relation files (see `pgsurgeon_core::diagnose::allindexed`), the GIL
+/// amcheck's heapallindexed from the relation files (see `pgsurgeon_core::checks::diagnose::allindexed`), the GIL
 /// released while the files are read. The answer carries `proven`, one flag per index.
 #[pyfunction]
 fn all_indexed(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -4,7 +4,7 @@
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 
-use pgsurgeon_core::page::PageKind;
+use pgsurgeon_core::format::page::PageKind;
 use pgsurgeon_core::CoreError;
 
 mod backup;
@@ -38,7 +38,7 @@ fn inspect_page(py: Python<'_>, data: &[u8], block: u64, checksums: bool, kind: 
         None => None,
         Some(k) => Some(PageKind::parse(k).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {k}")))?),
     };
-    let report = pgsurgeon_core::inspect::inspect_page(data, block, checksums, kind)
+    let report = pgsurgeon_core::checks::inspect::inspect_page(data, block, checksums, kind)
         .ok_or_else(|| PyValueError::new_err(format!("a page needs at least 24 bytes, got {}", data.len())))?;
     to_py(py, &report)
 }
@@ -46,7 +46,7 @@ fn inspect_page(py: Python<'_>, data: &[u8], block: u64, checksums: bool, kind: 
 /// pg_checksum_page for `data` at `block` (counted across segments); None for odd lengths.
 #[pyfunction]
 fn page_checksum(data: &[u8], block: u32) -> Option<u16> {
-    pgsurgeon_core::checksum::pg_checksum_page(data, block)
+    pgsurgeon_core::format::checksum::pg_checksum_page(data, block)
 }
 
 /// The catalogue entry of a finding code: (area, severity, pg_error, remedy); empty strings for a name that is
@@ -74,20 +74,20 @@ fn finding_codes() -> Vec<&'static str> {
 /// Parse a pg_control image.
 #[pyfunction]
 fn parse_control(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyAny>> {
-    to_py(py, &pgsurgeon_core::control::parse_control(data).map_err(to_pyerr)?)
+    to_py(py, &pgsurgeon_core::format::control::parse_control(data).map_err(to_pyerr)?)
 }
 
 /// Read and parse `<pgdata>/global/pg_control`.
 #[pyfunction]
 fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
-    let control = py.detach(|| pgsurgeon_core::control::read_control_file(&pgdata)).map_err(to_pyerr)?;
+    let control = py.detach(|| pgsurgeon_core::sources::pgdata::read_control_file(&pgdata)).map_err(to_pyerr)?;
     to_py(py, &control)
 }
 
 /// Every relation file under a data directory, grouped by relation and fork.
 #[pyfunction]
 fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
-    let rels = py.detach(|| pgsurgeon_core::relfile::discover(&pgdata)).map_err(to_pyerr)?;
+    let rels = py.detach(|| pgsurgeon_core::sources::relfile::discover(&pgdata)).map_err(to_pyerr)?;
     to_py(py, &rels)
 }
 
@@ -96,15 +96,15 @@ fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py
 #[pyclass(frozen)]
 struct Scanner {
     root: std::path::PathBuf,
-    relations: Vec<pgsurgeon_core::relfile::Relation>,
-    options: pgsurgeon_core::scan::ScanOptions,
-    progress: std::sync::Arc<pgsurgeon_core::scan::Progress>,
+    relations: Vec<pgsurgeon_core::sources::relfile::Relation>,
+    options: pgsurgeon_core::checks::scan::ScanOptions,
+    progress: std::sync::Arc<pgsurgeon_core::checks::scan::Progress>,
 }
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ScannerConfig {
-    options: pgsurgeon_core::scan::ScanOptions,
+    options: pgsurgeon_core::checks::scan::ScanOptions,
     #[serde(default)]
     files: Vec<std::path::PathBuf>,
     #[serde(default)]
@@ -122,13 +122,13 @@ impl Scanner {
         let relations = py
             .detach(|| {
                 if cfg.files.is_empty() {
-                    pgsurgeon_core::relfile::discover(&root)
+                    pgsurgeon_core::sources::relfile::discover(&root)
                 } else {
-                    pgsurgeon_core::scan::relations_for_files(&root, &cfg.files)
+                    pgsurgeon_core::checks::scan::relations_for_files(&root, &cfg.files)
                 }
             })
             .map_err(to_pyerr)?;
-        let relations = pgsurgeon_core::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
+        let relations = pgsurgeon_core::checks::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
         Ok(Scanner { root, relations, options: cfg.options, progress: Default::default() })
     }
 
@@ -157,7 +157,7 @@ impl Scanner {
     /// Run the scan with the GIL released.
     fn run(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let result = py
-            .detach(|| pgsurgeon_core::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
+            .detach(|| pgsurgeon_core::checks::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
             .map_err(to_pyerr)?;
         to_py(py, &result)
     }
@@ -188,28 +188,28 @@ fn inject_modes(py: Python<'_>) -> PyResult<Py<PyAny>> {
     to_py(py, &pgsurgeon_core::inject::MODES)
 }
 
-/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::carve::ClassifyConfig):
+/// Classify every block of a heap relation from its files (`config`: pgsurgeon_core::rows::classify::ClassifyConfig):
 /// which blocks are all zeroes, which are damaged and must be carved.
 #[pyfunction]
 fn classify_relation(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let cfg: pgsurgeon_core::carve::ClassifyConfig = from_py(config, "classify configuration")?;
-    let res = py.detach(|| pgsurgeon_core::carve::classify_relation(&cfg)).map_err(to_pyerr)?;
+    let cfg: pgsurgeon_core::rows::classify::ClassifyConfig = from_py(config, "classify configuration")?;
+    let res = py.detach(|| pgsurgeon_core::rows::classify::classify_relation(&cfg)).map_err(to_pyerr)?;
     to_py(py, &res)
 }
 
 /// Classify consecutive heap pages held in `data` (block `first` onwards), answered like classify_relation.
 #[pyfunction]
 fn classify_pages(py: Python<'_>, data: &[u8], first: u64, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let cfg: pgsurgeon_core::carve::ClassifyConfig = from_py(config, "classify configuration")?;
+    let cfg: pgsurgeon_core::rows::classify::ClassifyConfig = from_py(config, "classify configuration")?;
     let count = (data.len() as u64).div_ceil(u64::from(cfg.blcksz.max(1)));
-    let blocks = py.detach(|| pgsurgeon_core::carve::classify_buffer(data, first, count, &cfg));
-    let mut res = pgsurgeon_core::carve::ClassifyResult {
+    let blocks = py.detach(|| pgsurgeon_core::rows::classify::classify_buffer(data, first, count, &cfg));
+    let mut res = pgsurgeon_core::rows::classify::ClassifyResult {
         nblocks: count,
         bytes_read: data.len() as u64,
         blocks,
         ..Default::default()
     };
-    pgsurgeon_core::carve::tally(&mut res);
+    pgsurgeon_core::rows::classify::tally(&mut res);
     to_py(py, &res)
 }
 
@@ -223,8 +223,9 @@ fn carve_pages(
     blob: &[u8],
     config: &Bound<'_, PyAny>,
 ) -> PyResult<(Py<PyAny>, Py<pyo3::types::PyBytes>)> {
-    let cfg: pgsurgeon_core::carve::CarveConfig = from_py(config, "carve configuration")?;
-    let (res, out) = py.detach(|| pgsurgeon_core::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
+    let cfg: pgsurgeon_core::rows::carve::CarveConfig = from_py(config, "carve configuration")?;
+    let (res, out) =
+        py.detach(|| pgsurgeon_core::rows::carve::carve_pages(data, &blocks, blob, &cfg)).map_err(to_pyerr)?;
     Ok((to_py(py, &res)?, pyo3::types::PyBytes::new(py, &out).unbind()))
 }
 
@@ -291,11 +292,16 @@ struct PyOracle<'r> {
 }
 
 impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
-    fn xid_status(&mut self, xids: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::xact::XidStatus)>> {
+    fn xid_status(
+        &mut self,
+        xids: &[u32],
+    ) -> pgsurgeon_core::Result<Vec<(u32, pgsurgeon_core::visibility::xact::XidStatus)>> {
         Python::attach(|py| {
             let r = self.oracle.call_method1(py, "xid_status", (xids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
             let m: std::collections::HashMap<u32, String> = r.extract(py).map_err(|e| self.raised.keep(e))?;
-            Ok(m.into_iter().filter_map(|(x, s)| Some((x, pgsurgeon_core::xact::XidStatus::parse(&s)?))).collect())
+            Ok(m.into_iter()
+                .filter_map(|(x, s)| Some((x, pgsurgeon_core::visibility::xact::XidStatus::parse(&s)?)))
+                .collect())
         })
     }
 
@@ -317,12 +323,12 @@ impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
     }
 }
 
-/// The row engine over one heap relation (`config`: pgsurgeon_core::carve::CarveConfig). `run()` carves
+/// The row engine over one heap relation (`config`: pgsurgeon_core::rows::carve::CarveConfig). `run()` carves
 /// block ranges with the GIL released, writing rows as it goes; `progress()` and `cancel()` may be called from
 /// another thread meanwhile.
 #[pyclass(frozen)]
 struct RowCarver {
-    carver: std::sync::Mutex<pgsurgeon_core::carve::Carver>,
+    carver: std::sync::Mutex<pgsurgeon_core::rows::carve::Carver>,
     progress: std::sync::Arc<pgsurgeon_core::rows::engine::Progress>,
 }
 
@@ -330,9 +336,9 @@ struct RowCarver {
 impl RowCarver {
     #[new]
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let cfg: pgsurgeon_core::carve::CarveConfig = from_py(config, "carve configuration")?;
+        let cfg: pgsurgeon_core::rows::carve::CarveConfig = from_py(config, "carve configuration")?;
         Ok(RowCarver {
-            carver: std::sync::Mutex::new(pgsurgeon_core::carve::Carver::new(cfg)),
+            carver: std::sync::Mutex::new(pgsurgeon_core::rows::carve::Carver::new(cfg)),
             progress: Default::default(),
         })
     }
@@ -406,8 +412,8 @@ impl RowCarver {
 /// Heap TIDs in the given blocks that btree index entries point to.
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let cfg: pgsurgeon_core::carve::IndexEvidenceConfig = from_py(config, "index configuration")?;
-    let res = py.detach(|| pgsurgeon_core::carve::index_evidence(&cfg)).map_err(to_pyerr)?;
+    let cfg: pgsurgeon_core::rows::evidence::IndexEvidenceConfig = from_py(config, "index configuration")?;
+    let res = py.detach(|| pgsurgeon_core::rows::evidence::index_evidence(&cfg)).map_err(to_pyerr)?;
     to_py(py, &res)
 }
 

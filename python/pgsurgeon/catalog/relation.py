@@ -108,7 +108,7 @@ class Relation:
 
     @property
     def kind(self) -> str | None:
-        """The page kind of its main fork (crates/core/src/page.rs PageKind), None when unknown."""
+        """The page kind of its main fork (crates/core/src/format/page.rs PageKind), None when unknown."""
         return _PAGE_KIND.get(self.amname or "")
 
     @property

@@ -17,7 +17,7 @@ from pgsurgeon.session import ServerError
 
 TOAST_MAX_CHUNK_SIZE = 1996  # 8 KB pages (heaptoast.h)
 _BLAMED_CHUNK = re.compile(r"toast value \d+ chunk (-?\d+) has size")
-# the value, its size and its chunk count in the core's toast.* messages (crates/core/src/toast.rs)
+# the value, its size and its chunk count in the core's toast.* messages (crates/core/src/format/toast.rs)
 _TOAST_VALUE = re.compile(r"toast value (\d+) \((\d+) bytes in (\d+) chunks\)")
 
 

@@ -6,7 +6,7 @@
    scan), in parallel. A chunk that fails is split (at the block an error names, else in halves) down to single
    blocks; a block that fails is read tuple by tuple (``ctid = '(b,i)'``). A chunk whose read crashes the backend
    is retried alone once, then carved.
-3. Carve the damaged blocks, and the tuples SQL could not read, from their raw bytes (crates/core/src/carve.rs),
+3. Carve the damaged blocks, and the tuples SQL could not read, from their raw bytes (crates/core/src/rows/carve.rs),
    asking the server for what the files do not say (transaction status, MultiXact members, TOAST chunks).
 4. Account for what is lost: line pointers that lead nowhere, all-zero pages, with the index entries that point
    there as evidence.

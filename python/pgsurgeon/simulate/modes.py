@@ -1,6 +1,6 @@
 """The corruption modes: what each damages, at which granularity, in which relation by default.
 
-Page-level damage is done by the Rust core (``crates/core/src/inject.rs``; its field lists are the
+Page-level damage is done by the Rust core (``crates/core/src/inject/mod.rs``; its field lists are the
 source of truth); the file-level modes (``truncate``, ``missing-segment``) are done here.
 The symptoms each mode produces are in ``docs/corruption-modes.md``.
 """

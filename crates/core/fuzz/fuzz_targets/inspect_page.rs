@@ -2,8 +2,8 @@
 //! Any byte string, decoded as any page kind, with and without checksums: no panic allowed.
 
 use libfuzzer_sys::fuzz_target;
-use pgsurgeon_core::inspect::inspect_page;
-use pgsurgeon_core::page::PageKind;
+use pgsurgeon_core::checks::inspect::inspect_page;
+use pgsurgeon_core::format::page::PageKind;
 
 fuzz_target!(|data: &[u8]| {
     for kind in [None, Some(PageKind::Heap), Some(PageKind::Btree), Some(PageKind::BtreeMeta)] {

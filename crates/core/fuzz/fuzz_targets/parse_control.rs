@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = pgsurgeon_core::control::parse_control(data);
+    let _ = pgsurgeon_core::format::control::parse_control(data);
 });

@@ -5,12 +5,12 @@
 //! the layout those rows give, laid out with the storage of the built-in types, puts `attnum` exactly there.
 
 use crate::error::{CoreError, Result};
-use crate::heap::HeapTupleHeaderData;
-use crate::itemid::LP_NORMAL;
-use crate::page::Page;
-use crate::rows::carve::BlockReader;
-use crate::tuple::{align_nominal, AttrDesc, RelDesc};
-use crate::xact::{judge, Clog, StatusSources, Verdict};
+use crate::format::heap::HeapTupleHeaderData;
+use crate::format::itemid::LP_NORMAL;
+use crate::format::page::Page;
+use crate::format::tuple::{align_nominal, AttrDesc, RelDesc};
+use crate::sources::blocks::BlockReader;
+use crate::visibility::xact::{judge, Clog, StatusSources, Verdict};
 use std::collections::HashMap;
 
 /// `AttributeRelationId` (catalog/pg_attribute.h).
@@ -220,7 +220,7 @@ pub fn rel_desc(attrs: &[CatAttr], toast_relid: u32) -> RelDesc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rows::carve::SegFile;
+    use crate::sources::blocks::SegFile;
 
     /// Pages of random bytes, and pages of plausible headers over random tuples: the layout is refused, never a
     /// panic, and a valid-looking random file never yields a layout by chance.

@@ -11,13 +11,14 @@ use serde::{Deserialize, Serialize};
 
 use super::bootstrap::{attribute_layout, rel_desc, CatAttr, ATTRIBUTE_RELATION_ID};
 use super::relmap::RelMap;
-use crate::control::read_control_file;
 use crate::datum::TypeDesc;
 use crate::error::{CoreError, Result};
-use crate::relfile::{relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID};
-use crate::rows::carve::{Batch, Certainty};
-use crate::rows::carve::{BlockReader, CarveConfig, Carver, ColumnOut, SegFile};
-use crate::xact::{Clog, Verdict};
+use crate::rows::carve::{CarveConfig, Carver, ColumnOut};
+use crate::rows::output::{Batch, Certainty};
+use crate::sources::blocks::{BlockReader, SegFile};
+use crate::sources::pgdata::read_control_file;
+use crate::sources::relpath::{relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID};
+use crate::visibility::xact::{Clog, Verdict};
 
 /// Catalog OIDs (`CATALOG(…, oid)` in src/include/catalog/pg_*.h).
 pub mod oids {
@@ -67,8 +68,9 @@ fn plausible_block_size(b: u32) -> bool {
 
 impl ClusterFacts {
     pub fn read(pgdata: &Path, opts: &ClusterOptions) -> Result<ClusterFacts> {
-        let pg_version =
-            crate::backup::vfs::read_to_string(&pgdata.join("PG_VERSION")).ok().and_then(|t| t.trim().parse().ok());
+        let pg_version = crate::sources::backup::vfs::read_to_string(&pgdata.join("PG_VERSION"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
         let mut warnings = Vec::new();
         let control = match read_control_file(pgdata) {
             Ok(c) => Some(c),
@@ -147,8 +149,8 @@ impl ClusterFacts {
 /// trusted.
 fn tablespace_catversion(pgdata: &Path, major: u32) -> Option<u32> {
     let prefix = format!("PG_{major}_");
-    for (_, spc) in crate::backup::vfs::read_dir(&pgdata.join("pg_tblspc")).ok()? {
-        for (name, _) in crate::backup::vfs::read_dir(&spc).ok()? {
+    for (_, spc) in crate::sources::backup::vfs::read_dir(&pgdata.join("pg_tblspc")).ok()? {
+        for (name, _) in crate::sources::backup::vfs::read_dir(&spc).ok()? {
             if let Some(rest) = name.strip_prefix(&prefix) {
                 if let Ok(v) = rest.parse() {
                     return Some(v);
@@ -286,7 +288,7 @@ impl ClusterFiles {
                 self.facts.catversion,
             );
             let path = self.pgdata.join(rp);
-            let Ok(md) = crate::backup::vfs::metadata(&path) else { break };
+            let Ok(md) = crate::sources::backup::vfs::metadata(&path) else { break };
             blocks = u64::from(segno) * u64::from(self.facts.relseg_size) + md.len() / u64::from(self.facts.blcksz);
             files.push(SegFile { segno, path });
             if md.len() < u64::from(self.facts.relseg_size) * u64::from(self.facts.blcksz) {
@@ -436,11 +438,11 @@ impl ClusterFiles {
     /// A database directory to describe shared catalogs from: template1 when it is there.
     pub fn any_database(&self) -> Result<u32> {
         let base = self.pgdata.join("base");
-        let is_file = |p: std::path::PathBuf| crate::backup::vfs::metadata(&p).is_ok_and(|m| m.is_file());
+        let is_file = |p: std::path::PathBuf| crate::sources::backup::vfs::metadata(&p).is_ok_and(|m| m.is_file());
         if is_file(base.join(oids::TEMPLATE1.to_string()).join("pg_filenode.map")) {
             return Ok(oids::TEMPLATE1);
         }
-        let mut dbs: Vec<u32> = crate::backup::vfs::read_dir(&base)
+        let mut dbs: Vec<u32> = crate::sources::backup::vfs::read_dir(&base)
             .map_err(|e| CoreError::io(&base, e))?
             .into_iter()
             .filter_map(|(name, _)| name.parse().ok())

@@ -54,7 +54,7 @@ impl RelMap {
 
     pub fn read(dir: &Path) -> Result<RelMap> {
         let path = dir.join(RELMAPPER_FILENAME);
-        let bytes = crate::backup::vfs::read(&path).map_err(|e| CoreError::io(&path, e))?;
+        let bytes = crate::sources::backup::vfs::read(&path).map_err(|e| CoreError::io(&path, e))?;
         RelMap::parse(&bytes)
     }
 

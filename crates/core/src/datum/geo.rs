@@ -2,7 +2,7 @@
 //! float8out does, so the same shortest round-trip digits as a float8 column.
 
 use super::{fixed, format_float8, oid, DatumResult};
-use crate::bytes::u32_at;
+use crate::format::bytes::u32_at;
 
 fn f8(data: &[u8], i: usize) -> f64 {
     let mut a = [0u8; 8];

@@ -4,7 +4,7 @@
 //! positions are relative to the item that holds them.
 
 use super::{format_numeric, push_display, push_json_string, DatumResult};
-use crate::bytes::u32_at;
+use crate::format::bytes::u32_at;
 
 /// JSONPATH_LAX (`utils/jsonpath.h`).
 const JSONPATH_LAX: u32 = 0x8000_0000;

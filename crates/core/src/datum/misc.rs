@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{fixed, oid, push_display, DatumResult, Str, TypeDesc};
-use crate::bytes::{u32_at, u64_at};
+use crate::format::bytes::{u32_at, u64_at};
 
 /// cash_out (`utils/adt/cash.c`) with `lc_monetary = 'C'` (the salvage sessions set it): the C
 /// locale leaves every lconv field empty or CHAR_MAX, so cash_out falls back to 2 fraction digits,

@@ -11,11 +11,11 @@
 //! the submodules name theirs (geometric types, ranges and multiranges, composites, tsvector and
 //! tsquery, jsonpath, money, reg*, aclitem, int2vector/oidvector, pg_snapshot).
 //!
-//! What the bytes alone cannot tell travels in the [`TypeDesc`] the catalog builds per column:
+//! What the bytes alone cannot tell travels in the [`TypeDesc`](crate::datum::TypeDesc) the catalog builds per column:
 //! enum labels, a composite's attributes, a range's subtype, and for reg* and aclitem the names
 //! the server prints for each OID. Where an output format changed between releases (pg_lsn in 19,
 //! interval infinities in 17, `"char"` escapes in 15, aclitem's 64-bit privileges in 16),
-//! [`OutputOptions::server_version_num`] or the value's size decides.
+//! [`OutputOptions::server_version_num`](crate::datum::OutputOptions::server_version_num) or the value's size decides.
 //!
 //! Values arrive already detoasted: `payload` is the varlena data without its header, or the
 //! fixed-length bytes. Nothing here panics on bad bytes; a value that cannot be decoded is an
@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::bytes::{u16_at, u32_at, u8_at};
+use crate::format::bytes::{u16_at, u32_at, u8_at};
 
 mod geo;
 mod jsonpath;
@@ -114,16 +114,16 @@ pub struct TypeDesc {
     #[serde(default)]
     pub name: String,
     /// pg_type.typtype: b base, e enum, c composite, r range, d domain (resolved), m multirange.
-    #[serde(default = "default_typtype", deserialize_with = "crate::tuple::de_char")]
+    #[serde(default = "default_typtype", deserialize_with = "crate::format::tuple::de_char")]
     pub typtype: u8,
     #[serde(default)]
     pub typlen: i16,
-    #[serde(default = "default_align", deserialize_with = "crate::tuple::de_char")]
+    #[serde(default = "default_align", deserialize_with = "crate::format::tuple::de_char")]
     pub typalign: u8,
     #[serde(default)]
     pub typbyval: bool,
     /// Array delimiter (pg_type.typdelim), ',' for all but box.
-    #[serde(default = "default_delim", deserialize_with = "crate::tuple::de_char")]
+    #[serde(default = "default_delim", deserialize_with = "crate::format::tuple::de_char")]
     pub typdelim: u8,
     /// For arrays: the element type.
     #[serde(default)]
@@ -151,7 +151,7 @@ pub struct FieldDesc {
     #[serde(default)]
     pub name: String,
     pub attlen: i16,
-    #[serde(default = "default_align", deserialize_with = "crate::tuple::de_char")]
+    #[serde(default = "default_align", deserialize_with = "crate::format::tuple::de_char")]
     pub attalign: u8,
     #[serde(default)]
     pub dropped: bool,
@@ -1185,8 +1185,9 @@ fn read_att(
     if b0 & 0x03 == 0x02 {
         // compressed inline: va_tcinfo (raw size, method in the top 2 bits), then the data
         let tcinfo = u32_at(body, 0).ok_or("compressed attribute without its size")?;
-        let raw = crate::toast::decompress((tcinfo >> 30) as u8, &body[4..], (tcinfo & 0x3FFF_FFFF) as usize)
-            .map_err(|e| format!("compressed attribute: {e}"))?;
+        let raw =
+            crate::format::compress::decompress((tcinfo >> 30) as u8, &body[4..], (tcinfo & 0x3FFF_FFFF) as usize)
+                .map_err(|e| format!("compressed attribute: {e}"))?;
         return Ok((Cow::Owned(raw), at + n));
     }
     Ok((Cow::Borrowed(body), at + n))
@@ -1269,7 +1270,7 @@ fn array_items(data: &[u8], elem: &TypeDesc, opts: &OutputOptions, limit: usize)
     // Header sizes counted from the 4-byte varlena header, as ARR_OVERHEAD_* do.
     let bitmap_at = 16 + 8 * ndim; // sizeof(ArrayType) + dims + lbounds, from the header
     let has_nulls = dataoffset != 0;
-    let data_start = if has_nulls { dataoffset } else { crate::bytes::maxalign(bitmap_at) };
+    let data_start = if has_nulls { dataoffset } else { crate::format::bytes::maxalign(bitmap_at) };
     let to_payload = |virt: usize| virt.checked_sub(4);
     let bitmap = if has_nulls {
         let from = to_payload(bitmap_at).ok_or("array header is short")?;

@@ -3,7 +3,7 @@
 //! `utils/multirangetypes.h`).
 
 use super::{format_value, read_att, DatumResult, OutputOptions, TypeDesc};
-use crate::bytes::u32_at;
+use crate::format::bytes::u32_at;
 
 /// Range flag bits (`utils/rangetypes.h`).
 const RANGE_EMPTY: u8 = 0x01;

@@ -2,7 +2,7 @@
 //! (`access/htup_details.h` HeapTupleHeaderData, the DatumTupleFields variant).
 
 use super::{format_value, read_att, DatumResult, OutputOptions, TypeDesc};
-use crate::bytes::{u16_at, u8_at};
+use crate::format::bytes::{u16_at, u8_at};
 
 /// HEAP_HASNULL, HEAP_NATTS_MASK (`access/htup_details.h`).
 const HEAP_HASNULL: u16 = 0x0001;

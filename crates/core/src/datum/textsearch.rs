@@ -2,7 +2,7 @@
 //! layouts from `tsearch/ts_type.h`).
 
 use super::{push_display, DatumResult};
-use crate::bytes::{u16_at, u32_at};
+use crate::format::bytes::{u16_at, u32_at};
 
 /// A lexeme or operand in single quotes, quote and backslash doubled.
 fn quoted(s: &[u8], out: &mut Vec<u8>) {

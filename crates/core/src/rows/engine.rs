@@ -12,9 +12,12 @@ use std::sync::mpsc::sync_channel;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::carve::{Batch, BlockReader, CarveCounts, Carver, LostItem, PageInfo};
+use super::carve::Carver;
+use super::find::PageInfo;
+use super::output::{Batch, CarveCounts, LostItem};
 use crate::error::{CoreError, Result};
-use crate::xact::XidStatus;
+use crate::sources::blocks::BlockReader;
+use crate::visibility::xact::XidStatus;
 
 /// Where pages come from: the relation's files, or the caller (pages fetched through SQL).
 pub trait PageSource: Sync {

@@ -1,6 +1,18 @@
-//! The row engine: pages → tuples → datums → encoder → writer. [`carve`] finds and formats the rows of one
-//! page; [`engine`] runs it over a whole relation in parallel, in bounded memory, writing as it goes.
+//! The row engine: pages → tuples → datums → encoder → writer. [`find`](crate::rows::find) finds the tuples of
+//! one page and [`carve`](crate::rows::carve) turns them into rows ([`detoast`](crate::rows::detoast) for their TOAST
+//! values, [`output`](crate::rows::output) for what comes out); [`engine`](crate::rows::engine) runs it over a whole
+//! relation in parallel, in bounded memory, writing as it goes. [`classify`](crate::rows::classify) tells salvage
+//! which blocks SQL may read; [`evidence`](crate::rows::evidence) lists the rows the indexes say were on a block.
+//! (Links name whole paths: lib.rs's line about this module is read in the crate's scope.)
 
 pub mod carve;
+pub mod classify;
+pub mod detoast;
 pub mod encode;
 pub mod engine;
+pub mod evidence;
+pub mod find;
+pub mod output;
+
+#[cfg(test)]
+mod tests;

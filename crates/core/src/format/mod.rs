@@ -1,0 +1,14 @@
+//! PostgreSQL's on-disk formats under their own names: bounds-checked byte reads, the page header and line
+//! pointers, heap and btree tuples, the page checksum, `pg_control`, attribute walking and TOAST. Nothing here
+//! knows where the bytes came from or what a tuple's transaction did.
+
+pub mod btree;
+pub mod bytes;
+pub mod checksum;
+pub mod compress;
+pub mod control;
+pub mod heap;
+pub mod itemid;
+pub mod page;
+pub mod toast;
+pub mod tuple;

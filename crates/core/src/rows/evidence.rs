@@ -1,0 +1,93 @@
+//! Index evidence: which rows were on a block, from the heap TIDs the leaf entries of the table's btree indexes
+//! point to.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, Result};
+use crate::format::itemid::LP_NORMAL;
+use crate::format::page::Page;
+use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexFiles {
+    pub name: String,
+    pub files: Vec<SegFile>,
+    pub nblocks: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexEvidenceConfig {
+    pub indexes: Vec<IndexFiles>,
+    pub blocks: Vec<u64>,
+    /// Also every TID at or past this block (the heap's end: rows a truncated file lost).
+    #[serde(default)]
+    pub beyond: Option<u64>,
+    #[serde(default = "default_blcksz")]
+    pub blcksz: u32,
+    #[serde(default = "default_relseg")]
+    pub relseg_size: u32,
+}
+
+/// A heap TID an index entry points to.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexTid {
+    pub block: u64,
+    pub lp: u16,
+    pub index: String,
+}
+
+/// Every heap TID in `blocks` that a leaf entry of the given btree indexes points to.
+pub fn index_evidence(cfg: &IndexEvidenceConfig) -> Result<Vec<IndexTid>> {
+    use crate::format::btree::{leaf_heap_tids, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD};
+    let want: HashSet<u64> = cfg.blocks.iter().copied().collect();
+    let blcksz = cfg.blcksz as usize;
+    let mut out: HashSet<IndexTid> = HashSet::new();
+    for ix in &cfg.indexes {
+        let reader = BlockReader::new(&ix.files, cfg.blcksz, cfg.relseg_size);
+        let mut first = 1u64; // block 0 is the metapage
+        let mut tids = Vec::new();
+        while first < ix.nblocks {
+            let count = 256u64.min(ix.nblocks - first);
+            let data =
+                reader.read(first, count).map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", ix.name)))?;
+            for bytes in data.chunks_exact(blcksz) {
+                let Some(page) = Page::new(bytes) else { continue };
+                if !page.header_is_sane(blcksz) {
+                    continue;
+                }
+                let Some(o) = BTPageOpaqueData::from_page(&page) else { continue };
+                if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+                    continue;
+                }
+                let first_item = if o.is_rightmost() { 1 } else { 2 };
+                for (off, id) in page.item_ids() {
+                    if off < first_item || id.lp_flags() != LP_NORMAL {
+                        continue;
+                    }
+                    let Some(t) = page.item_bytes(id) else { continue };
+                    if !leaf_heap_tids(t, &mut tids) {
+                        continue;
+                    }
+                    for tid in &tids {
+                        let hb = u64::from(tid.block);
+                        if want.contains(&hb) || cfg.beyond.is_some_and(|e| hb >= e) {
+                            out.insert(IndexTid {
+                                block: u64::from(tid.block),
+                                lp: tid.offset,
+                                index: ix.name.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            first += count;
+        }
+    }
+    let mut v: Vec<IndexTid> = out.into_iter().collect();
+    v.sort();
+    Ok(v)
+}
