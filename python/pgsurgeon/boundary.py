@@ -106,7 +106,7 @@ class ChunkRef(TypedDict):
 
 
 class ClassifyConfig(TypedDict):
-    """crates/core/src/rows/classify.rs ``ClassifyConfig``: which heap blocks are healthy, all-zero, damaged, missing."""
+    """crates/core/src/rows/classify.rs ``ClassifyConfig``: which heap blocks are healthy, zero, damaged, missing."""
 
     files: NotRequired[list[SegFile]]
     first: NotRequired[int]
@@ -542,7 +542,7 @@ class IndexVerdict(TypedDict):
 
 
 class AllIndexedResult(TypedDict):
-    """crates/core/src/checks/diagnose/allindexed.rs ``AllIndexedResult``, with ``proven`` per index from the binding."""
+    """crates/core/src/checks/diagnose/allindexed.rs ``AllIndexedResult``, with ``proven`` per index (the binding's)."""
 
     indexes: list[IndexVerdict]
     heap_pages: int

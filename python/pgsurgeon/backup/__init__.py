@@ -1,6 +1,6 @@
-"""Base backups read in place (crates/core/src/sources/backup): a ``pg_basebackup -Fp`` directory, or the directory holding
-``base.tar`` (plain, gzip, lz4 or zstd; tablespace and ``pg_wal`` tars beside it). Opening one mounts it: while the
-:class:`BackupSource` is open, the scanner, the files catalog and the row engine read its files by path under
+"""Base backups read in place (crates/core/src/sources/backup): a ``pg_basebackup -Fp`` directory, or the directory
+holding ``base.tar`` (plain, gzip, lz4 or zstd; tablespace and ``pg_wal`` tars beside it). Opening one mounts it:
+while the :class:`BackupSource` is open, the scanner, the files catalog and the row engine read its files by path under
 :attr:`BackupSource.root`, as they read a data directory. Nothing is extracted to disk."""
 
 from __future__ import annotations
