@@ -7,7 +7,9 @@ not run" (a permission problem, not a wrong argument).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 from pgsurgeon.errors import PgSurgeonError, UsageError
@@ -66,3 +68,17 @@ def existing_dir(path: Path, option: str) -> None:
         raise UsageError(f"{option} {path} does not exist", hint="check the path")
     if not path.is_dir():
         raise UsageError(f"{option} {path} is not a directory", hint="pass the directory itself")
+
+
+_SAFE = re.compile(r"[A-Za-z0-9_.-]")
+NAME_MAX = 200
+"""Longest file name ``safe_name`` makes (most file systems allow 255 bytes)."""
+
+
+def safe_name(name: str) -> str:
+    """A file name for a relation's name: letters, digits, ``_ . -`` kept, every other character %XX-encoded (so
+    two tables never share a name); a name that would be longer than NAME_MAX is cut and ends with a digest."""
+    out = "".join(ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in name)
+    if len(out) <= NAME_MAX:
+        return out
+    return out[: NAME_MAX - 9] + "-" + hashlib.sha256(name.encode()).hexdigest()[:8]

@@ -89,7 +89,7 @@ def state_home() -> Path:
 def default_run_dir(lab_dir: Path | None, table: str) -> Path:
     """``<lab>/repairs/<stamp>-<table>`` for a lab cluster, else ``<state home>/pgsurgeon/repairs/<stamp>-<table>``."""
     from pgsurgeon.lab.marker import utc_now
-    from pgsurgeon.repair.planner import safe_name
+    from pgsurgeon.paths import safe_name
 
     stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
     base = lab_dir / "repairs" if lab_dir is not None else state_home() / "pgsurgeon" / "repairs"

@@ -89,9 +89,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pgsurgeon.paths import safe_name
     from pgsurgeon.salvage.engine import SalvageOptions, Stats, salvage
     from pgsurgeon.salvage.report import render_text
-    from pgsurgeon.salvage.sinks import safe_name
 
     if args.format in ("copy", "csv"):  # the old spelling of -F
         args.file_format, args.format = args.format, "text"

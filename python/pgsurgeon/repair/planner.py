@@ -688,9 +688,4 @@ def _runs(blocks: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _CTID = re.compile(r"t_ctid \((\d+),(\d+)\)")
-
-
-def safe_name(text: str) -> str:
-    return _SAFE.sub("_", text).strip("_")[:60] or "table"

@@ -22,7 +22,7 @@ from typing import Any
 from pgsurgeon import db
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.salvage.sinks import safe_name
+from pgsurgeon.paths import safe_name
 
 # Phrases of pg_dump/libpq when the connection died rather than the dump failing on its own.
 _CONNECTION_LOST = re.compile(

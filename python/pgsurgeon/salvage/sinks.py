@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pgsurgeon import db
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.paths import safe_name
 from pgsurgeon.salvage.catalog import Table
 from pgsurgeon.salvage.session import SharedSnapshot, connect
 from pgsurgeon.session import BackendLost, Session, SqlFailed
@@ -85,13 +85,6 @@ class Sink(Protocol):
     def finish(self) -> dict[str, Any]: ...
 
     def dest_session(self) -> Session | None: ...
-
-
-def safe_name(name: str) -> str:
-    """A file name for a table name: letters, digits, _ . - kept, everything else %XX-encoded."""
-    return "".join(
-        ch if re.fullmatch(r"[A-Za-z0-9_.-]", ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in name
-    )
 
 
 def _csv_field(v: str | None) -> bytes:
