@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pgsurgeon_core::sources::relfile::{block_of, discover, segment_problems, Relation, SegmentProblemKind};
+use pgsurgeon_core::sources::relfile::{discover, segment_problems, Relation, SegmentProblemKind};
 use pgsurgeon_core::sources::relpath::{
     database_dir, relation_file_name, relation_path, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID,
 };
@@ -325,13 +325,6 @@ fn empty_or_missing_directories() {
         Err(CoreError::Io { .. }) => {}
         other => panic!("{other:?}"),
     }
-}
-
-#[test]
-fn block_numbers_span_segments() {
-    assert_eq!(block_of(0, 0, 131072), 0);
-    assert_eq!(block_of(2, 5, 131072), 262149);
-    assert_eq!(block_of(u32::MAX, u32::MAX, u32::MAX), u64::from(u32::MAX) * u64::from(u32::MAX) + u64::from(u32::MAX));
 }
 
 #[test]

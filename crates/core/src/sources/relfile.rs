@@ -25,12 +25,6 @@ use crate::sources::relpath::{
     parse_number, parse_relation_file_name, Fork, DEFAULTTABLESPACE_OID, GLOBALTABLESPACE_OID, PG_TBLSPC_DIR,
 };
 
-/// Global block number of block `block_in_segment` of segment `segno`: blocks are numbered across
-/// segments, `segno * RELSEG_SIZE + blk` (md.c).
-pub fn block_of(segno: u32, block_in_segment: u32, relseg_size: u32) -> u64 {
-    u64::from(segno) * u64::from(relseg_size) + u64::from(block_in_segment)
-}
-
 /// One segment file of one fork of one relation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RelationFile {
