@@ -35,18 +35,6 @@ from pgsurgeon.boundary import (
 FormatError = _ext.FormatError
 Scanner = _ext.Scanner
 
-# Page kind of each access method's pages, by pg_am.amname (sequences have relam 0: named here).
-AM_PAGE_KIND = {
-    "heap": "heap",
-    "btree": "btree",
-    "hash": "hash",
-    "gist": "gist",
-    "spgist": "spgist",
-    "gin": "gin",
-    "brin": "brin",
-    "sequence": "sequence",
-}
-
 # Page kinds the core knows by name (crates/core/src/format/page.rs PageKind).
 PAGE_KINDS = ("heap", "btree", "btree_meta", "hash", "gist", "spgist", "gin", "brin", "sequence", "map")
 

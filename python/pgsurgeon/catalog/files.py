@@ -528,7 +528,7 @@ def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, Relation], list[list[
             toast = key(r.toast_oid) if r.toast_oid else None
             desc = cat.rel_desc(r) if r.relkind in ("r", "m") else None
             meta = {
-                "kind": core.AM_PAGE_KIND.get(amname or ""),
+                "kind": r.kind,
                 "natts": r.natts,
                 "heap": list(heap) if heap else None,
                 "desc": desc,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgsurgeon import core, db
-from pgsurgeon.catalog.relation import Relation
+from pgsurgeon import db
+from pgsurgeon.catalog.relation import PAGE_KIND, Relation
 from pgsurgeon.catalog.sql import Source, rows_of
 
 RelKey = tuple[int, int, int]
@@ -65,7 +65,7 @@ def scan_metas(src: Source) -> list[Any]:
     rows = rows_of(src, "catalog_scan_metadata")
     for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name in rows:
         meta = {
-            "kind": core.AM_PAGE_KIND.get(amname or ""),
+            "kind": PAGE_KIND.get(amname or ""),
             "natts": natts,
             "heap": [int(hspc), int(hdb), int(hnode)] if hnode is not None else None,
             "desc": desc,

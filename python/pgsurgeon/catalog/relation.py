@@ -23,7 +23,7 @@ ROLE_INDEX = "index"
 ROLE_HEAP_OF_INDEX = "heap-of-index"
 
 # Page kind of each access method's pages, by pg_am.amname (sequences have relam 0: named "sequence" here).
-_PAGE_KIND = {
+PAGE_KIND = {
     "heap": "heap",
     "btree": "btree",
     "hash": "hash",
@@ -109,7 +109,7 @@ class Relation:
     @property
     def kind(self) -> str | None:
         """The page kind of its main fork (crates/core/src/format/page.rs PageKind), None when unknown."""
-        return _PAGE_KIND.get(self.amname or "")
+        return PAGE_KIND.get(self.amname or "")
 
     @property
     def is_heap(self) -> bool:

@@ -265,7 +265,7 @@ def _name_offline(path: Path) -> tuple[str, str | None] | None:
         return None
     label = f"{name.database}.{name.qualified}" if name.database else name.qualified
     fork_free = "_" not in path.name
-    return label, core.AM_PAGE_KIND.get(name.amname or "") if fork_free else None
+    return label, name.kind if fork_free else None
 
 
 def render_text(report: dict[str, Any], raw: bytes | None, console: Console) -> None:
