@@ -578,16 +578,20 @@ or salvage the table and zero this page",
         ),
         // The server checks every block the FSM offers against the main fork's length (fsm_does_block_exist in
         // freespace.c's fsm_search) and zeroes the slot of one past the end: an INSERT goes elsewhere, no error.
+        // That check came with "freespace: Don't return blocks past the end of the main fork" (2024, back-patched
+        // to 14; REL_15_STABLE 7c490a18b75b); older minor releases fail the INSERT with a short read instead.
         // The FSM also leads the main fork after a crash (extended blocks' WAL-less space reached disk, the blocks
-        // did not), so alone this is no damage; beside file.vm_beyond_end or index.tid_beyond_heap it dates the cut.
+        // did not), so alone this is no damage; beside file.vm_beyond_end or index.tid_beyond_heap it confirms the cut.
         Code::FileFsmBeyondEnd => (
             File,
             Warning,
             "",
             "the free space map covers blocks the relation file no longer has: if the file lost its tail (see the \
 other findings), restore it from a backup. The map is a hint the server corrects as inserts meet it (plain VACUUM \
-leaves it); to rebuild it, stop the server, delete the relation's _fsm file, start it and run VACUUM \
-(DISABLE_PAGE_SKIPPING) on the table (plain VACUUM records only the pages it does not skip as all-visible)",
+leaves it), but minor releases older than May 2024 (before 14.12, 15.7, 16.3) follow it and fail the INSERT with \
+'could not read block N in file F: read only 0 of 8192 bytes'. To rebuild it, stop the server, delete the \
+relation's _fsm file, start it and run VACUUM (DISABLE_PAGE_SKIPPING) on the table (plain VACUUM records only the \
+pages it does not skip as all-visible)",
         ),
         Code::TupleHeaderXminInvalid | Code::TupleHeaderInfomask | Code::TupleHeaderCtid => (
             TupleHeader,
