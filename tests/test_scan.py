@@ -282,9 +282,12 @@ def test_recomputed_checksum_is_caught_structurally(damaged: Damaged) -> None:
 
 
 def test_truncated_file_is_reported(damaged: Damaged) -> None:
+    """Five blocks cut off a vacuumed table: the visibility map and the free space map both still cover them."""
     found = damaged.findings("truncated")
-    assert [f["code"] for f in found] == ["file.vm_beyond_end"]
-    assert found[0]["area"] == "file"
+    assert sorted(f["code"] for f in found) == ["file.fsm_beyond_end", "file.vm_beyond_end"]
+    assert {f["area"] for f in found} == {"file"}
+    nblocks = damaged.files["truncated"].stat().st_size // BLCKSZ
+    assert {f["block"] for f in found} == {nblocks}
 
 
 def test_scan_single_files_and_relation_filter(damaged: Damaged, capsys: pytest.CaptureFixture[str]) -> None:
@@ -569,3 +572,74 @@ def test_header_fields_the_server_ignores_are_damage(
     ours = [f for f in found if f["code"] == code]
     assert ours and ours[0]["block"] == 3 and ours[0]["severity"] == "error", found
     assert ours[0]["pg_error"].startswith("none") and ours[0]["remedy"]
+
+
+# --------------------------------------------------------------------------------------------- free space map
+
+
+def _fsm_finding(pgdata: Path, node: int, capsys: pytest.CaptureFixture[str]) -> dict[str, Any] | None:
+    assert main(["scan", str(pgdata), "--relation", str(node), "--format", "json"]) in (0, 2)
+    report = json.loads(capsys.readouterr().out)
+    found = [f for f in report["findings"] if f["code"] == "file.fsm_beyond_end"]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_fsm_past_a_cut_main_fork(
+    version: str, make_lab: MakeLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The main fork cut short (the simulator's truncate mode) leaves the free space map recording space for the
+    blocks that are gone: the scan names the first of them and counts them all, as pg_freespace saw them before the
+    cut. The server checks each block the map offers against the file's length (freespace.c's fsm_does_block_exist)
+    and zeroes the slot: an INSERT that needs the space succeeds, and the map forgets the slots it stepped over.
+    Fails if the scan misses or miscounts the blocks, reports a block inside the file, or the server raises an error
+    on the INSERT (then the finding would be an error with a pg_error, not a warning)."""
+    cluster = make_lab(version)
+    table = "fsm_cut"
+    with cluster.connect() as conn:
+        conn.execute("CREATE EXTENSION pg_freespacemap")
+        conn.execute(f"CREATE TABLE {table} (id int, pad text)")
+        conn.execute(f"INSERT INTO {table} SELECT g, repeat('x', 200) FROM generate_series(1, 4000) g")
+        # half the rows of the second half: those pages keep rows (VACUUM does not cut them) and gain free space
+        conn.execute(f"DELETE FROM {table} WHERE id > 2000 AND id % 2 = 0")
+        conn.execute(f"VACUUM {table}")
+        conn.execute("CHECKPOINT")
+        (cut,) = conn.execute(f"SELECT (ctid::text::point)[0]::int FROM {table} WHERE id = 2001").fetchone() or (0,)
+        recorded = [
+            b
+            for (b,) in conn.execute(
+                f"SELECT blkno FROM pg_freespace('{table}') WHERE avail > 0 AND blkno >= %s ORDER BY 1", [cut]
+            ).fetchall()
+        ]
+        (path,) = conn.execute("SELECT pg_relation_filepath(%s::regclass)", [table]).fetchone() or ("",)
+    node = int(Path(str(path)).name)
+    assert cut > 10 and len(recorded) > 20, (cut, recorded)
+    manifest = tmp_path / "cut.json"
+    code = main(
+        ["corrupt", "truncate", "--block", str(cut), "-d", cluster.dsn(), "-t", table, "--manifest", str(manifest)]
+    )
+    assert code == 0
+    capsys.readouterr()
+    cluster.stop()
+    assert (cluster.pgdata / str(path)).stat().st_size == cut * BLCKSZ
+
+    found = _fsm_finding(cluster.pgdata, node, capsys)
+    assert found is not None
+    assert (found["block"], found["fork"], found["severity"], found["pg_error"]) == (recorded[0], "main", "warning", "")
+    assert f"{len(recorded)} block(s)" in found["message"], (found["message"], recorded)
+    assert f"(block {cut})" in found["message"]
+
+    # The server steps over the missing blocks: the INSERT lands in the file, and the map forgets the slots met.
+    cluster.start()
+    with cluster.connect() as conn:
+        (ctid,) = conn.execute(f"INSERT INTO {table} VALUES (0, repeat('y', 200)) RETURNING ctid::text").fetchone() or (
+            "",
+        )
+        (nblocks,) = conn.execute(f"SELECT pg_relation_size('{table}') / {BLCKSZ}").fetchone() or (0,)
+        conn.execute("CHECKPOINT")
+    assert int(ctid.strip("()").split(",")[0]) < nblocks <= cut + 1, (ctid, nblocks)
+    cluster.stop()
+    after = _fsm_finding(cluster.pgdata, node, capsys)
+    left = int(after["message"].split(" block(s)")[0].rsplit(" ", 1)[1]) if after else 0
+    assert left < len(recorded), (after, recorded)

@@ -166,6 +166,7 @@ FindingCode = Literal[
     "tuple_header.multi_old",
     "tuple_header.ctid_not_self",
     "file.vm_beyond_end",
+    "file.fsm_beyond_end",
     "tuple_header.xmin_invalid",
     "tuple_header.infomask",
     "tuple_header.ctid",

@@ -3,6 +3,7 @@
 
 use pgsurgeon_core::checks::inspect::inspect_page;
 use pgsurgeon_core::checks::page::check_page;
+use pgsurgeon_core::checks::scan::fsm_leaf_beyond_end;
 use pgsurgeon_core::format::btree::{BTPageOpaqueData, BTP_LEAF};
 use pgsurgeon_core::format::heap::HeapTupleHeaderData;
 use pgsurgeon_core::format::itemid::{ItemIdData, LP_NORMAL};
@@ -134,6 +135,8 @@ fn exercise(p: &[u8], rng: &mut Rng) -> usize {
     if rng.below(16) == 0 {
         serde_json::to_string(&report).expect("serialisable");
     }
+    // every page is also read as a free space map leaf (file.fsm_beyond_end), with the heap's end on it
+    let _ = fsm_leaf_beyond_end(p, block, block % 4, block % 8192, p.len(), checksums);
     check_page(&page, guessed, Some(block), checksums).len()
 }
 

@@ -1,5 +1,5 @@
 //! PostgreSQL's on-disk formats under their own names: bounds-checked byte reads, the page header and line
-//! pointers, heap and btree tuples, the page checksum, `pg_control`, attribute walking and TOAST. Nothing here
+//! pointers, heap and btree tuples, the page checksum, `pg_control`, attribute walking, TOAST and the free space map's tree. Nothing here
 //! knows where the bytes came from or what a tuple's transaction did.
 
 pub mod btree;
@@ -7,6 +7,7 @@ pub mod bytes;
 pub mod checksum;
 pub mod compress;
 pub mod control;
+pub mod fsm;
 pub mod heap;
 pub mod itemid;
 pub mod page;
