@@ -9,28 +9,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgsurgeon import _pgsurgeon as _ext
-from pgsurgeon.boundary import (
-    AllIndexedConfig,
-    AllIndexedResult,
-    CarveConfig,
-    CarveResult,
-    ClassifyConfig,
-    ClassifyResult,
-    ClusterOptions,
-    ControlFile,
-    DamageSpec,
-    Finding,
-    IndexEvidenceConfig,
-    IndexTid,
-    Injection,
-    ModeInfo,
-    PageReport,
-    RelationFork,
-    TypeDesc,
-    UnloadSummary,
-)
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import (
+        AllIndexedConfig,
+        AllIndexedResult,
+        CarveConfig,
+        CarveResult,
+        ClassifyConfig,
+        ClassifyResult,
+        ClusterOptions,
+        ControlFile,
+        DamageSpec,
+        Finding,
+        IndexEvidenceConfig,
+        IndexTid,
+        Injection,
+        ModeInfo,
+        PageReport,
+        RelationFork,
+        TypeDesc,
+        UnloadSummary,
+    )
 
 FormatError = _ext.FormatError
 Scanner = _ext.Scanner

@@ -6,10 +6,13 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgsurgeon import core
-from pgsurgeon.boundary import ControlFile, SegFile
 from pgsurgeon.errors import PgSurgeonError
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import ControlFile, SegFile
 
 # Defaults when no pg_control is at hand (BLCKSZ and RELSEG_SIZE in pg_config.h).
 DEFAULT_BLCKSZ = 8192

@@ -7,7 +7,6 @@ not run" (a permission problem, not a wrong argument).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -81,4 +80,6 @@ def safe_name(name: str) -> str:
     out = "".join(ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode()) for ch in name)
     if len(out) <= NAME_MAX:
         return out
+    import hashlib  # rarely needed: not on every command's start
+
     return out[: NAME_MAX - 9] + "-" + hashlib.sha256(name.encode()).hexdigest()[:8]

@@ -8,17 +8,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
-from pgsurgeon.boundary import ControlFile, Horizons, ScannerConfig, ScanOptions
 from pgsurgeon.catalog import names as catalog_names
 from pgsurgeon.catalog.names import RelKey, keys_named
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.findings import Finding, from_file
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import ControlFile, Horizons, ScannerConfig, ScanOptions
 
 
 def parse_lsn(text: str) -> int:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pgsurgeon import core
-from pgsurgeon.boundary import BackupInfo, ManifestReport, SegFile
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.findings import SOURCE_SCAN, Finding
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import BackupInfo, ManifestReport, SegFile
 
 
 def is_backup(path: Path) -> bool:
@@ -65,7 +68,7 @@ class BackupSource:
 
     def segments(self, relpath: str) -> list[SegFile]:
         """The segment files of a relation fork, as :func:`pgsurgeon.datadir.segments_of` gives them."""
-        return [SegFile(segno=s, path=str(p)) for s, p in self.handle.segments(relpath)]
+        return [{"segno": s, "path": str(p)} for s, p in self.handle.segments(relpath)]
 
     def hold(self, relpath: str) -> None:
         """Keep a file in memory until :meth:`release` (a TOAST table read at random while its table streams)."""

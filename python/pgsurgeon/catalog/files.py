@@ -8,13 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import ClusterFacts, ClusterOptions, RelDesc, TypeDesc
 from pgsurgeon.catalog.names import RelKey
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import ClusterFacts, ClusterOptions, RelDesc, TypeDesc
 
 # FirstNormalObjectId (access/transam.h): OIDs below it were assigned by initdb.
 FIRST_NORMAL_OID = 16384

@@ -3,11 +3,13 @@ the same from the data files: ``names_from_files``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.catalog.relation import PAGE_KIND, Relation
-from pgsurgeon.catalog.sql import Source, rows_of
+
+if TYPE_CHECKING:
+    from pgsurgeon.catalog.sql import Source
 
 RelKey = tuple[int, int, int]
 """(tablespace oid, database oid or 0 for shared catalogs, relfilenode), as in the file path."""
@@ -62,6 +64,8 @@ def scan_catalog(dsn: str, only: list[str]) -> tuple[dict[RelKey, Relation], lis
 def scan_metas(src: Source) -> list[Any]:
     """The scanner's relation descriptions (boundary.RelMeta by file key) of the connected database."""
     metas: list[Any] = []
+    from pgsurgeon.catalog.sql import rows_of  # the SQL layer only when a server is asked: scan's start stays light
+
     rows = rows_of(src, "catalog_scan_metadata")
     for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name in rows:
         meta = {

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon.boundary import FieldDesc, TypeDesc
-
 if TYPE_CHECKING:
+    from pgsurgeon.boundary import FieldDesc, TypeDesc
     from pgsurgeon.catalog.sql import Source
 
 # Types whose typelem is set but whose text form is not array_out's (utils/adt/int.c, oid.c).

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import ControlFile
 from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
+    from pgsurgeon.boundary import ControlFile
+
     pass
 
 XIDS_PER_XACT_FILE = 1_048_576

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import AllIndexedConfig
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Checked
 from pgsurgeon.diagnose.server import runner
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import AllIndexedConfig
 
 
 def start_allindexed(d: Diagnosis, tables: list[Checked], bloom_bytes: int) -> None:

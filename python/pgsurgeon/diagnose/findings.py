@@ -8,12 +8,14 @@ crates/core/src/finding.rs), including the codes only diagnose produces (``serve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon import findings as _record
-from pgsurgeon.boundary import Finding
 from pgsurgeon.catalog.relation import Relation
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import Finding
 
 FINDING_KEYS = _record.FIELDS
 """The keys of a diagnose finding: the one record of pgsurgeon.findings."""

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import CarveConfig, ChunkRef, Horizons
 from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.repair.model import Tid
 from pgsurgeon.salvage import catalog
 
 if TYPE_CHECKING:
+    from pgsurgeon.boundary import CarveConfig, ChunkRef, Horizons
     from pgsurgeon.repair.planner import Context
 
 PASSES = 4

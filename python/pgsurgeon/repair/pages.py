@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import HeapTuple
 from pgsurgeon.catalog.relation import Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.datadir import Geometry, segment_name
@@ -22,6 +21,8 @@ from pgsurgeon.repair.model import Tid
 
 if TYPE_CHECKING:
     from psycopg import Connection
+
+    from pgsurgeon.boundary import HeapTuple
 
 BATCH = 64
 _NAMED_BLOCK = re.compile(r"(?:invalid page in block|could not read blocks?) (\d+)")

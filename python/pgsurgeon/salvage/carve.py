@@ -9,7 +9,6 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import CarveConfig, UnloadSummary
 from pgsurgeon.salvage.evidence import evidence
 from pgsurgeon.salvage.pages import fetch_toast
 from pgsurgeon.salvage.ranges import _merge
@@ -19,6 +18,7 @@ from pgsurgeon.session import BackendLost, SqlFailed
 if TYPE_CHECKING:
     from psycopg import Connection
 
+    from pgsurgeon.boundary import CarveConfig, UnloadSummary
     from pgsurgeon.salvage.engine import Salvage
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
-from pgsurgeon.boundary import ColumnOut, RelDesc
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import ROLE_INDEX, ROLE_TABLE, ROLE_TOAST, Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts
@@ -18,6 +17,8 @@ from pgsurgeon.errors import PgSurgeonError
 if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg.sql import Composed
+
+    from pgsurgeon.boundary import ColumnOut, RelDesc
 
 # The handler of heap itself: an access method made with CREATE ACCESS METHOD over it stores heap pages too.
 HEAP_HANDLER = "heap_tableam_handler"

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import CarveConfig
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.salvage.pages import pageinspect_function
 
 if TYPE_CHECKING:
+    from pgsurgeon.boundary import CarveConfig
     from pgsurgeon.salvage.engine import Salvage
 
 # The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).

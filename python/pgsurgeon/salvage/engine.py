@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pgsurgeon.boundary import BlockClass, ClassifyConfig, Horizons
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.salvage import catalog
@@ -44,6 +43,9 @@ from pgsurgeon.salvage.session import SharedSnapshot, limits, profile
 from pgsurgeon.salvage.sinks import DirSink, Sink, TableSink
 from pgsurgeon.salvage.sqlread import Failure, read_sound
 from pgsurgeon.session import Session
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import BlockClass, ClassifyConfig, Horizons
 
 __all__ = [
     "CLASSIFY_REGION",

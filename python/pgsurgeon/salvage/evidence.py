@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pgsurgeon import core
-from pgsurgeon.boundary import IndexTid, PageInfo
 from pgsurgeon.salvage.pages import LocalPages
 from pgsurgeon.salvage.server_view import not_zero_in_server, rows_in_block, size_now
 
 if TYPE_CHECKING:
+    from pgsurgeon.boundary import IndexTid, PageInfo
     from pgsurgeon.salvage.engine import Salvage
 
 

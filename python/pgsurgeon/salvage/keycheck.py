@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import CarveConfig
 from pgsurgeon.salvage.carve import carve_config
 from pgsurgeon.salvage.ranges import _complement, _merge
 from pgsurgeon.salvage.sinks import reading
@@ -16,6 +15,7 @@ from pgsurgeon.session import BackendLost, SqlFailed
 if TYPE_CHECKING:
     from psycopg import Connection
 
+    from pgsurgeon.boundary import CarveConfig
     from pgsurgeon.salvage.engine import Salvage
 
 KEY_CHECK_MAX_BLOCKS = 100_000

@@ -5,14 +5,16 @@ way a backup would, never through shared buffers, so damaged pages cannot crash 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import BlockClass, ChunkRef, ClassifyConfig, ClassifyResult, IndexFiles, SegFile
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.datadir import segments_of
 from pgsurgeon.salvage.catalog import Table
 from pgsurgeon.session import Session
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import BlockClass, ChunkRef, ClassifyConfig, ClassifyResult, IndexFiles, SegFile
 
 REMOTE_BATCH = 128  # blocks per pg_read_binary_file call (1 MB)
 

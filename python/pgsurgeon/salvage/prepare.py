@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import ControlFile, Horizons
 from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.errors import PgSurgeonError
@@ -17,6 +16,7 @@ from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.pages import LocalPages, RemotePages, can_read_remote
 
 if TYPE_CHECKING:
+    from pgsurgeon.boundary import ControlFile, Horizons
     from pgsurgeon.salvage.engine import Salvage
 
 

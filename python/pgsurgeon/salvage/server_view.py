@@ -9,7 +9,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import ClassifyConfig
 from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.salvage.pages import LocalPages, pageinspect_function
 from pgsurgeon.salvage.sinks import reading
@@ -18,6 +17,7 @@ from pgsurgeon.session import BackendLost, SqlFailed
 if TYPE_CHECKING:
     from psycopg import Connection
 
+    from pgsurgeon.boundary import ClassifyConfig
     from pgsurgeon.salvage.engine import Salvage
 
 NEWER_CHECK_MAX_BLOCKS = 10_000

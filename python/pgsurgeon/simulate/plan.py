@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import AttrLayout, BTPageOpaqueData, DamageSpec, PageReport
 from pgsurgeon.datadir import read_block, segment_path
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.journal.manifest import KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
@@ -28,6 +27,9 @@ from pgsurgeon.simulate.modes import (
     Mode,
 )
 from pgsurgeon.simulate.target import Resolved, nblocks, segments
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import AttrLayout, BTPageOpaqueData, DamageSpec, PageReport
 
 SECTOR = 512
 LP_NORMAL = 1

@@ -8,14 +8,16 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.boundary import AttrDesc, CarveConfig, ColumnOut, LostItem
 from pgsurgeon.catalog.files import FilesCatalog, file_key
 from pgsurgeon.catalog.types import Types, type_desc
 from pgsurgeon.datadir import find_pgdata, segments_of
 from pgsurgeon.errors import PgSurgeonError
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import AttrDesc, CarveConfig, ColumnOut, LostItem
 
 # Built-in types (catalog/pg_type.dat): name -> (oid, typlen, typalign, typbyval, array oid).
 BUILTIN = {

@@ -11,26 +11,28 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.backup import BackupSource, is_backup
-from pgsurgeon.boundary import (
-    CarveConfig,
-    ClusterFacts,
-    ClusterOptions,
-    ColumnOut,
-    LostItem,
-    RelationFork,
-    SegFile,
-    UnloadSummary,
-)
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import (
+        CarveConfig,
+        ClusterFacts,
+        ClusterOptions,
+        ColumnOut,
+        LostItem,
+        RelationFork,
+        SegFile,
+        UnloadSummary,
+    )
 
 # The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).
 DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
