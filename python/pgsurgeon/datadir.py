@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 # Defaults when no pg_control is at hand (BLCKSZ and RELSEG_SIZE in pg_config.h).
 DEFAULT_BLCKSZ = 8192
 DEFAULT_RELSEG_SIZE = 131072
+# Transactions per pg_xact segment file: 4 a byte (2 status bits each), 32 pages per SLRU segment (clog.c, slru.h).
+XIDS_PER_XACT_FILE = DEFAULT_BLCKSZ * 4 * 32
 
 _SEGMENT = re.compile(r"^(?P<base>.+?)\.(?P<segno>[1-9][0-9]*)$")
 

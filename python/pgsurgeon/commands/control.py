@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.commands import options
+from pgsurgeon.datadir import XIDS_PER_XACT_FILE
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
@@ -16,10 +17,6 @@ from pgsurgeon.render import term
 if TYPE_CHECKING:
     from pgsurgeon.boundary import ControlFile
 
-    pass
-
-XIDS_PER_XACT_FILE = 1_048_576
-"""Transactions per pg_xact segment: 32768 per 8 KB page (2 bits each) x 32 pages (slru.h, clog.c)."""
 FIRST_NORMAL_XID = 3
 """0 invalid, 1 bootstrap, 2 frozen (transam.h)."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.catalog.files import names_from_files
@@ -15,9 +15,6 @@ from pgsurgeon.commands import options
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
-
-if TYPE_CHECKING:
-    pass
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

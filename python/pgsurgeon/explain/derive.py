@@ -7,11 +7,10 @@ from __future__ import annotations
 import re
 
 from pgsurgeon import db
-from pgsurgeon.datadir import DEFAULT_BLCKSZ, DEFAULT_RELSEG_SIZE
+from pgsurgeon.datadir import DEFAULT_RELSEG_SIZE, XIDS_PER_XACT_FILE
 from pgsurgeon.diagnose import amcheck as amcheck_map
 
 # A message carries no block or segment size: the defaults of a standard build (1 GB segments of 8 KB blocks).
-XIDS_PER_XACT_FILE = DEFAULT_BLCKSZ * 4 * 32  # 4 XIDs a byte (2 status bits each), 32 pages per SLRU segment
 
 
 _RELPATH = re.compile(
