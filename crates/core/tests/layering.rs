@@ -34,7 +34,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The code of a file up to its test module, without comment lines (doc links name modules without using them).
+/// A `tests.rs` is a test module in a file of its own (`#[cfg(test)] mod tests;`): it may use any layer.
 fn code(path: &Path) -> String {
+    if path.file_name().is_some_and(|n| n == "tests.rs") {
+        return String::new();
+    }
     let text = std::fs::read_to_string(path).unwrap();
     let end = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
     text[..end].lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
