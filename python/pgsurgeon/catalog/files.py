@@ -181,8 +181,17 @@ class DbCatalog:
         return [dict(zip(columns, r, strict=True)) for r in rows]
 
     def load(self) -> DbCatalog:
+        """Reads the catalogs the row engine and restore.sql need, each from its own heap file."""
         for r in self.read(PG_NAMESPACE, ["oid", "nspname"]):
             self.namespaces[_i(r["oid"])] = r["nspname"] or ""
+        self._load_classes()
+        self._load_attributes()
+        self._load_types()
+        self._load_constraints()
+        self._load_others()
+        return self
+
+    def _load_classes(self) -> None:
         ams = {_i(r["oid"]): r["amname"] or "" for r in self.read(PG_AM, ["oid", "amname"])}
         for r in self.read(
             PG_CLASS,
@@ -205,6 +214,8 @@ class DbCatalog:
                 amname=ams.get(_i(r["relam"])) or _implied_am(r["relkind"] or ""),
                 database=self.db.name,
             )
+
+    def _load_attributes(self) -> None:
         cols = ["attrelid", "attnum", "attname", "atttypid", "attlen", "attalign", "attbyval", "attstorage",
                 "attisdropped", "attnotnull", "atthasdef", "atthasmissing", "attmissingval", "attgenerated",
                 "attidentity", "atttypmod", "attndims", "attcollation", "attislocal"]  # fmt: skip
@@ -240,6 +251,8 @@ class DbCatalog:
             )
         for attrs in self.attributes.values():
             attrs.sort(key=lambda a: a.attnum)
+
+    def _load_types(self) -> None:
         tcols = ["oid", "typname", "typnamespace", "typtype", "typlen", "typalign", "typbyval", "typdelim",
                  "typelem", "typbasetype", "typcategory", "typrelid", "typnotnull", "typtypmod", "typoutput",
                  "typarray"]  # fmt: skip
@@ -273,6 +286,8 @@ class DbCatalog:
             self.ranges[_i(r["rngtypid"])] = _i(r["rngsubtype"])
             if r["rngmultitypid"]:
                 self.multiranges[_i(r["rngmultitypid"])] = _i(r["rngtypid"])
+
+    def _load_constraints(self) -> None:
         con_cols = ["conname", "contype", "conrelid", "contypid", "conkey", "connamespace", "conislocal",
                     "conindid", "confrelid", "confkey", "confupdtype", "confdeltype"]  # fmt: skip
 
@@ -297,6 +312,8 @@ class DbCatalog:
                     r["indexprs"] is not None or r["indpred"] is not None,
                 )
             )  # fmt: skip
+
+    def _load_others(self) -> None:
         for r in self.read(PG_ATTRDEF, ["adrelid", "adnum", "adbin"]):
             if r["adbin"]:
                 self.defaults[(_i(r["adrelid"]), _i(r["adnum"]))] = r["adbin"]
@@ -311,7 +328,6 @@ class DbCatalog:
             self.sequences[_i(r["seqrelid"])] = r
         for r in self.read(PG_PROC, ["oid", "proname", "pronamespace", "prolang", "prosrc"]):
             self.procs[_i(r["oid"])] = (r["proname"] or "", _i(r["pronamespace"]), _i(r["prolang"]), r["prosrc"] or "")
-        return self
 
     # ------------------------------------------------------------------------------------------------ types
 
