@@ -33,14 +33,18 @@ lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict
 	$(PYTHON) -m mypy
 
 .PHONY: test
-test: test-rust test-python ## the test suite: Rust unit + randomized tests, then pytest against PostgreSQL 15 and 18
+test: test-python test-rust ## the test suite: pytest against PostgreSQL 15 and 18, then the Rust unit + randomized tests
 
 .PHONY: test-rust
 test-rust: ## cargo tests of the core (includes the 200,000-page randomized test)
 	cargo test -p pgsurgeon-core
 
 .PHONY: test-python
+# After the README's `pip install .` the test tools (pyproject's `test` extra) are not installed yet: add them.
 test-python: ## pytest against real PostgreSQL 15 (Debian) and 18 (embedded wheel)
+	@$(PYTHON) -c 'import pytest, pytest_timeout' 2>/dev/null || { \
+		echo "make: installing the test tools for $(PYTHON): pip install 'pytest>=8' 'pytest-timeout>=2'"; \
+		$(PYTHON) -m pip install -q 'pytest>=8' 'pytest-timeout>=2'; }
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 .PHONY: fuzz

@@ -21,7 +21,9 @@ import contextlib
 import itertools
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
@@ -107,6 +109,17 @@ class MakeLab(Protocol):
 
 
 # ------------------------------------------------------------------------------------------ hooks
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM ends the suite as Ctrl-C does, so the fixtures' teardown stops every server the tests started and
+    removes their directories: Python's default would exit at once and leave them all behind."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
 
 
 def _marked_versions(metafunc: pytest.Metafunc) -> list[str]:

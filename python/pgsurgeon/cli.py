@@ -12,6 +12,7 @@ import argparse
 import errno
 import gc
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -121,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, while it can still be reported
     except PgSurgeonError as exc:
         failure = exc
+    except Terminated:
+        print("pgsurgeon: terminated", file=sys.stderr)
+        return Exit.TERMINATED
     except KeyboardInterrupt:
         print("pgsurgeon: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
@@ -142,10 +146,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return failure.exit_code
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: every ``except KeyboardInterrupt``/``finally`` that stops worker
+    threads, servers the lab started, or partial output then runs for a ``kill`` too. Python's default for SIGTERM
+    is to die at once, which would leave the lab's PostgreSQL servers running and its directories behind."""
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(f"signal {signum}")
+
+
 def run() -> int:
-    """The console script: :func:`main`, then every object of the run frozen (gc.freeze) so the interpreter's exit
-    does not walk them all in one more collection (~0.04 s of each command). In-process callers, tests among them,
-    call :func:`main`, which leaves the collector alone."""
+    """The console script: :func:`main` with SIGTERM handled like Ctrl-C, then every object of the run frozen
+    (gc.freeze) so the interpreter's exit does not walk them all in one more collection (~0.04 s of each command).
+    In-process callers, tests among them, call :func:`main`, which leaves the collector and signals alone."""
+    signal.signal(signal.SIGTERM, _terminate)
     code = main()
     gc.freeze()
     return code

@@ -22,6 +22,8 @@ class Exit(IntEnum):
     """The command line is wrong; nothing was done (EX_USAGE of sysexits.h)."""
     INTERRUPTED = 130
     """Interrupted (Ctrl-C): 128 + SIGINT, as shells report it."""
+    TERMINATED = 143
+    """Stopped by SIGTERM (kill, systemd, a timeout): 128 + SIGTERM, after the same clean-up as Ctrl-C."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,17 @@ TABLE: tuple[Status, ...] = (
         "the arguments are wrong, do not fit together, or name something that does not exist (argparse's own "
         "errors, a malformed dsn, a number out of range included): one line and a hint; nothing was done",
     ),
-    Status(Exit.INTERRUPTED, "interrupted", "stopped by Ctrl-C (SIGINT)"),
+    Status(
+        Exit.INTERRUPTED,
+        "interrupted",
+        "stopped by Ctrl-C (SIGINT), after stopping the worker threads and removing the servers and directories of a "
+        "lab run",
+    ),
+    Status(
+        Exit.TERMINATED,
+        "terminated",
+        "stopped by SIGTERM (kill, a service manager, a timeout), cleaned up as after Ctrl-C",
+    ),
 )
 
 

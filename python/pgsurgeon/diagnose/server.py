@@ -66,7 +66,8 @@ def server_info(main: Session) -> ServerFacts:
             f"{'are' if len(missing) > 1 else 'is'} not installed in database {facts.database}",
             hint="as a superuser: "
             + " ".join(f"CREATE EXTENSION {e};" for e in missing)
-            + " (both ship with PostgreSQL's contrib; diagnose itself never changes the database)",
+            + f" ({' and '.join(missing)} {'ship' if len(missing) > 1 else 'ships'} with PostgreSQL's contrib; "
+            "diagnose itself never changes the database)",
         )
     return facts
 

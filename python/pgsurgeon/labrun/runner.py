@@ -18,7 +18,7 @@ from pgsurgeon import db
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import ROLE_INDEX, ROLE_TABLE, ROLE_TOAST
 from pgsurgeon.datadir import Geometry
-from pgsurgeon.lab import LabCluster
+from pgsurgeon.lab import LabCluster, list_labs
 from pgsurgeon.labrun import observe as obs
 from pgsurgeon.labrun import steps
 from pgsurgeon.labrun.scenarios import Scenario
@@ -260,8 +260,12 @@ def run_lab(
             with cluster.connect() as conn:
                 conn.execute(TEMPLATE_SQL, {"seed": seed, "rows": SEED_ROWS})
 
+        stop = threading.Event()
+
         def work(cluster: LabCluster) -> None:
             for scenario in scenarios:
+                if stop.is_set():
+                    return
                 r = run_scenario(cluster, scenario, seed, say)
                 with lock:
                     results.append(r)
@@ -270,15 +274,25 @@ def run_lab(
         threads = [threading.Thread(target=work, args=(c,), name=f"lab-{c.name}") for c in clusters]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except KeyboardInterrupt:
+            # Let each thread finish its scenario before the finally below stops and removes its server.
+            say("interrupted: finishing the current scenarios, then removing the lab clusters")
+            stop.set()
+            for t in threads:
+                t.join()
+            raise
         info = [
             {"name": c.name, "version": c.install.short_version, "checksums": c.checksums, "pgdata": str(c.pgdata)}
             for c in clusters
         ]
     finally:
         if not keep:
-            for c in clusters:
+            # Every cluster under base, not only those in the list: an interrupt can land between a server's start
+            # and its cluster's return to the list.
+            for c in list_labs(base):
                 c.destroy()
             shutil.rmtree(base, ignore_errors=True)
     order = {s.name: i for i, s in enumerate(scenarios)}
