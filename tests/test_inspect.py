@@ -4,6 +4,10 @@ server refuses with only "invalid page in block N" while inspect still decodes w
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +104,17 @@ def test_clear_errors(make_lab: MakeLab, capsys: pytest.CaptureFixture[str], tmp
     garbage.write_bytes(b"\xff" * 100)
     assert main(["inspect", str(garbage), "--block", "0", "--checksums", "off"]) == 2
     assert "the file ends inside this block" in capsys.readouterr().out
+
+
+def test_piped_tables_keep_each_row_on_one_line(make_lab: MakeLab) -> None:
+    """Piped, rich would assume 80 columns and cut the line-pointer table into `81… LP…` columns."""
+    path = make_table(make_lab("15"))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run(
+        [sys.executable, "-m", "pgsurgeon.cli", "inspect", str(path), "--block", "0"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout  # fmt: skip
+    assert "…" not in out
+    rows = [line for line in out.splitlines() if re.match(r"│\s+\d+ │", line)]
+    assert len(rows) == len(set(rows)) and len(rows) > 50  # every line pointer on its own line, none wrapped
+    assert all("LP_NORMAL" in r and "HASVARWIDTH" in r for r in rows)

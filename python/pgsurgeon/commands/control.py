@@ -65,6 +65,8 @@ def horizon(kind: str, n: int, oldest: int, nxt: int, pgdata: Path | None) -> tu
 def _shown(key: str, value: Any) -> str:
     import datetime
 
+    if value is None:  # a field older or newer layouts lack (checkpoint_wal_level before 17, …)
+        return "(not in this version's pg_control)"
     if key in _TIMES and isinstance(value, int):
         stamp = datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
         return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,25 @@ def console(*, stderr: bool = False, **kwargs: Any) -> Console:
             raise BrokenPipeError(errno.EPIPE, "broken pipe")
 
     kwargs.setdefault("highlight", False)
+    if (
+        "width" not in kwargs
+        and not os.environ.get("COLUMNS")
+        and not _is_terminal(sys.stderr if stderr else sys.stdout)
+    ):
+        # Piped or redirected, rich would assume 80 columns and wrap tables mid-cell ("81… LP…"): a file or grep
+        # wants each row on one line, as wide as it is.
+        kwargs["width"] = PIPED_WIDTH
     return _Console(file=sys.stderr if stderr else None, **kwargs)
+
+
+PIPED_WIDTH = 10_000
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def table(*columns: str, **kwargs: Any) -> Table:
@@ -74,10 +93,7 @@ class Ticker:
 
 
 def stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return _is_terminal(sys.stderr)
 
 
 def eta(done: float, total: float, elapsed: float) -> str:

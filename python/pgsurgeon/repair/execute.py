@@ -214,7 +214,11 @@ class Executor:
                         }
                     )
         (out / "index.json").write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
-        self.say(f"  saved {len(index)} page image(s) in {out}")
+        pages = len({(e["file"], e["block"]) for e in index})
+        self.say(
+            f"  saved {pages} page(s) in {out}: {len(index)} image(s), the server's and the file's copy of each "
+            "where they could be read"
+        )
         return {"saved": len(index), "dir": str(out)}
 
     def save_carved(self, step: Step) -> dict[str, Any]:

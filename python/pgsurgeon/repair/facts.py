@@ -74,13 +74,16 @@ def preflight(server: ServerFacts) -> None:
     missing = [ext for ext in EXTENSIONS if server.schemas.get(ext) is None]
     if missing:
         what = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1]) + " and " + missing[-1]
-        hint = "as a superuser: " + " ".join(f"CREATE EXTENSION {ext};" for ext in missing)
+        hint = (
+            "repair uses amcheck and pageinspect to find the damage and pg_surgery to remove tuples; as a superuser: "
+        )
+        hint += " ".join(f"CREATE EXTENSION {ext};" for ext in missing)
         if "pg_surgery" in missing and not server.pg_surgery_available:
             hint += " (pg_surgery is not installed on the server: it ships with postgresql's contrib package)"
         raise PgSurgeonError(
             f"extension{'s' if len(missing) > 1 else ''} {what} {'are' if len(missing) > 1 else 'is'} not "
             f"installed in database {server.database}",
-            hint=hint + "; repair uses amcheck and pageinspect to find the damage and pg_surgery to remove tuples",
+            hint=hint,
         )
 
 

@@ -67,6 +67,11 @@ def tid_ranges(tids: list[Tid] | set[Tid], limit: int | None = None) -> str:
     return " ".join(parts)
 
 
+def rows_lost(tids: list[Tid] | set[Tid]) -> str:
+    """``3 row(s) lost: (3,1..3)``, or ``no row lost`` (not ``0 row(s) lost: ``)."""
+    return f"{len(tids)} row(s) lost: {tid_ranges(tids, 12)}" if tids else "no row lost"
+
+
 @dataclass
 class Loss:
     """One row (a ctid of the table) that will not be in the table after the repair."""

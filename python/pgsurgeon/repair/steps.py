@@ -34,6 +34,7 @@ from pgsurgeon.repair.model import (
     Plan,
     Step,
     Tid,
+    rows_lost,
     tid_ranges,
     tid_text,
 )
@@ -177,7 +178,7 @@ def _kill_steps(p: Planner, add: _Add, plan: Plan, main: HeapDamage, heaps: list
                 tids=sorted(kills),
                 irreversible=True,
                 wal_logged=True,
-                cost=f"{len(lost_here)} row(s) lost: {tid_ranges(lost_here, 12)}"
+                cost=rows_lost(lost_here)
                 if is_main
                 else f"{len(kills)} TOAST chunk(s) removed (the rows that used them are killed too)",
             )
@@ -219,7 +220,7 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
             relation=plan.table,
             writes=writes,
             server_stopped=True,
-            cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; reversible: the old pages go "
+            cost=f"{rows_lost(lost_pages)}; reversible: the old pages go "
             "into an undo manifest ('pgsurgeon undo MANIFEST')",
             notes=[stop],
         )
@@ -250,7 +251,7 @@ def _rewrite_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) ->
             sql=sql,
             irreversible=True,
             wal_logged=True,
-            cost=f"{len(lost_pages)} row(s) lost: {tid_ranges(lost_pages, 12)}; takes an ACCESS EXCLUSIVE "
+            cost=f"{rows_lost(lost_pages)}; takes an ACCESS EXCLUSIVE "
             "lock and room for a second copy of the table; the old files (with the damaged pages) are removed",
             notes=[
                 "plain VACUUM does not write a page zero_damaged_pages zeroed in memory back to disk "
