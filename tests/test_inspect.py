@@ -118,3 +118,19 @@ def test_piped_tables_keep_each_row_on_one_line(make_lab: MakeLab) -> None:
     rows = [line for line in out.splitlines() if re.match(r"│\s+\d+ │", line)]
     assert len(rows) == len(set(rows)) and len(rows) > 50  # every line pointer on its own line, none wrapped
     assert all("LP_NORMAL" in r and "HASVARWIDTH" in r for r in rows)
+
+
+def test_an_all_zero_page_is_not_called_a_checksum_mismatch(
+    make_lab: MakeLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server accepts an all-zero page without computing its checksum (bufpage.c's PageIsVerified)."""
+    cluster = make_lab("18", checksums=True)
+    path = make_table(cluster)
+    cluster.stop()
+    with path.open("r+b") as fh:
+        fh.seek(8192)
+        fh.write(bytes(8192))
+    assert main(["inspect", str(path), "--block", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "MISMATCH" not in out and "the server does not check an all-zero page" in out, out
+    assert "reads it as an empty page" in out

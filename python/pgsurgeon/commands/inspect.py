@@ -166,7 +166,10 @@ def _header_table(report: dict[str, Any]) -> Table:
     t.add_column("meaning")
     t.add_row("pd_lsn", h["lsn"], "last WAL record that changed the page")
     cs = report["checksum"]
-    if not report["checksums_enabled"]:
+    if report["verification"]["result"] == "all_zero":
+        # bufpage.c's PageIsVerified: an all-zero page is accepted as new, its checksum never computed
+        remark = "none: the server does not check an all-zero page"
+    elif not report["checksums_enabled"]:
         remark = f"computed {cs['computed']} (checksums off in this cluster)"
     elif cs["matches"]:
         remark = "[green]matches[/]"
