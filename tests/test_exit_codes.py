@@ -201,6 +201,9 @@ def test_repair(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert json.loads(out)["execution"]["after"]["clean"] is False
     assert codes("repair", "--dsn", BAD_DSN, "--table", "ok_t")[0] == Exit.FAILED
     assert repair("ok_t", "--yes")[0] == Exit.USAGE
+    # no terminal to confirm on: refused before planning (else the unreachable server would be the error)
+    code, _, err = codes("repair", "--dsn", BAD_DSN, "--table", "ok_t", "--execute")
+    assert code == Exit.USAGE and "stdin is not a terminal" in err, err
     usage("repair", "--dsn", lab.dsn(), "--table", "ok_t")
 
 

@@ -102,13 +102,17 @@ def default_run_dir(lab_dir: Path | None, table: str) -> Path:
     return path
 
 
-def _confirm(args: argparse.Namespace, steps: int, table: str) -> bool:
-    if args.yes:
-        return True
-    if not sys.stdin.isatty():
+def _can_confirm(args: argparse.Namespace) -> None:
+    """Refuse before planning, which can take a while, when the confirmation could not be asked afterwards."""
+    if args.execute and not args.yes and not sys.stdin.isatty():
         raise UsageError(
             "--execute asks for confirmation and stdin is not a terminal", hint="pass --yes to execute without asking"
         )
+
+
+def _confirm(args: argparse.Namespace, steps: int, table: str) -> bool:
+    if args.yes:
+        return True
     answer = input(f"execute these {steps} steps on {table}? type yes to go on: ")
     return answer.strip().lower() == "yes"
 
@@ -119,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.yes and not args.execute:
         raise UsageError("--yes goes with --execute")
+    _can_confirm(args)
     if args.pgdata is not None:
         paths.existing_dir(args.pgdata, "--pgdata")
     for option, path in (("--backup-dir", args.run_dir), ("--salvage-out", args.salvage_out)):
