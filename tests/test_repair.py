@@ -388,7 +388,7 @@ def test_execute_asks_first_and_nothing_to_do(pg: LabCluster, labs: CorruptLabs,
 
 
 @pytest.mark.pg("15")
-def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLabs) -> None:
+def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLabs, tmp_path: Path) -> None:
     lab = get_lab(labs, "15")
     db = unique("noext")
     sql(lab, f"CREATE DATABASE {db}")
@@ -396,17 +396,12 @@ def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLa
         dsn = lab.dsn(db)
         code, _, err = cli("repair", "--dsn", dsn, "--table", "t")
         assert code == 1
-        assert "amcheck, pageinspect and pg_surgery are not installed" in err, err
-        assert "CREATE EXTENSION pg_surgery;" in err and ";;" not in err, err
+        assert "amcheck and pageinspect are not installed" in err and "even for a dry run" in err, err
+        assert "CREATE EXTENSION pageinspect;" in err and ";;" not in err, err
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION amcheck")
             conn.execute("CREATE EXTENSION pageinspect")
             conn.execute("CREATE ROLE repair_nosu LOGIN")
-        code, _, err = cli("repair", "--dsn", dsn, "--table", "t")
-        assert code == 1 and "pg_surgery is not installed" in err and "CREATE EXTENSION pg_surgery;" in err, err
-        assert ";;" not in err, err
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION pg_surgery")
         nosu = re.sub(r"user=\S+", "user=repair_nosu", dsn)
         code, _, err = cli("repair", "--dsn", nosu, "--table", "t")
         assert code == 1 and "is not a superuser" in err, err
@@ -415,6 +410,30 @@ def test_refuses_without_extensions_or_superuser(pg: LabCluster, labs: CorruptLa
     finally:
         sql(lab, f"DROP DATABASE {db}")
         sql(lab, "DROP ROLE IF EXISTS repair_nosu")
+
+
+@pytest.mark.pg("15")
+def test_the_dry_run_needs_no_pg_surgery_and_says_execute_does(
+    pg: LabCluster, labs: CorruptLabs, tmp_path: Path
+) -> None:
+    """Planning reads with amcheck and pageinspect; pg_surgery is only needed to run a kill or freeze step."""
+    lab = get_lab(labs, "15")
+    table = make_table(lab, PLAIN)
+    corrupt(lab, table, ("tuple-header", "--field", "t_hoff", "--seed", "1"), "pg15", tmp_path / "corrupt.json")
+    sql(lab, "DROP EXTENSION pg_surgery")
+    try:
+        code, out, err = cli("repair", "--dsn", lab.dsn(), "--table", table)
+        assert code == 1 and "DRY RUN" in out, err
+        assert re.search(r"SELECT heap_force_kill\('", out), out  # the statement --execute will run, unqualified
+        assert "this plan cannot be executed: pg_surgery is not installed" in err, err
+        assert "CREATE EXTENSION pg_surgery;" in err, err
+        code, _, err = cli("repair", "--dsn", lab.dsn(), "--table", table, "--execute", "--yes")
+        assert code == 1 and "refusing to execute: pg_surgery is not installed" in err, err
+    finally:
+        sql(lab, "CREATE EXTENSION pg_surgery")
+    code, out, err = cli("repair", "--dsn", lab.dsn(), "--table", table)
+    assert code == 0 and re.search(r"SELECT \"?\w+\"?\.\"?heap_force_kill\"?\('", out), err
+    sql(lab, f"DROP TABLE {table}")
 
 
 def test_refuses_old_servers() -> None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
 APPLICATION_NAME = "pgsurgeon repair"
-EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery")
+PLANNING_EXTENSIONS = ("amcheck", "pageinspect")
 _ROLE_ORDER = {"table": 0, "toast": 1, "toast-index": 2, "index": 3}
 
 
@@ -69,22 +69,37 @@ def check_role(version_num: int, version: str, superuser: bool, usename: str, in
 
 
 def preflight(server: ServerFacts) -> None:
-    """Refuse early: a server too old, a standby, a role without the privileges, missing extensions."""
+    """Refuse early: a server too old, a standby, a role without the privileges, missing extensions. Planning
+    needs amcheck and pageinspect; pg_surgery only the steps that kill or freeze tuples (see surgery_missing)."""
     check_role(server.version_num, server.version, server.superuser, server.usename, server.in_recovery)
-    missing = [ext for ext in EXTENSIONS if server.schemas.get(ext) is None]
+    missing = [ext for ext in PLANNING_EXTENSIONS if server.schemas.get(ext) is None]
     if missing:
-        what = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1]) + " and " + missing[-1]
-        hint = (
-            "repair uses amcheck and pageinspect to find the damage and pg_surgery to remove tuples; as a superuser: "
-        )
-        hint += " ".join(f"CREATE EXTENSION {ext};" for ext in missing)
-        if "pg_surgery" in missing and not server.pg_surgery_available:
-            hint += " (pg_surgery is not installed on the server: it ships with postgresql's contrib package)"
+        are = "are" if len(missing) > 1 else "is"
         raise PgSurgeonError(
-            f"extension{'s' if len(missing) > 1 else ''} {what} {'are' if len(missing) > 1 else 'is'} not "
-            f"installed in database {server.database}",
-            hint=hint,
+            f"extension{'s' if len(missing) > 1 else ''} {' and '.join(missing)} {are} not installed in database "
+            f"{server.database}",
+            hint="repair finds the damage with amcheck and pageinspect, even for a dry run; as a superuser: "
+            + " ".join(f"CREATE EXTENSION {ext};" for ext in missing),
         )
+
+
+def surgery_missing(server: ServerFacts) -> tuple[str, str] | None:
+    """Why the plan's heap_force_kill/heap_force_freeze steps cannot run yet (a blocker), or None."""
+    if server.schemas.get("pg_surgery") is not None:
+        return None
+    hint = "as a superuser: CREATE EXTENSION pg_surgery; then run repair again"
+    if not server.pg_surgery_available:
+        hint += " (pg_surgery is not installed on the server: it ships with postgresql's contrib package)"
+    message = f"pg_surgery is not installed in database {server.database}: --execute needs it to kill or freeze tuples"
+    return message, hint
+
+
+def surgery_fn(server: ServerFacts, name: str) -> Any:
+    """A pg_surgery function, schema-qualified; unqualified while the extension is not installed (a dry run shows
+    the statement --execute will run once it is)."""
+    if server.schemas.get("pg_surgery") is None:
+        return db.sql.SQL(name)  # one of our constants, never user input
+    return ext_fn(server, "pg_surgery", name)
 
 
 def relations(conn: Connection[tuple[Any, ...]], oid: int, block_size: int) -> list[Relation]:

@@ -35,6 +35,8 @@ from pgsurgeon.repair.model import (
     CAUSE_KILLED,
     CAUSE_TOAST,
     CAUSE_ZEROED,
+    FREEZE,
+    KILL,
     METHOD_FILE,
     METHOD_SQL,
     Loss,
@@ -351,6 +353,9 @@ class Planner:
         ]
         placement.count_in_place(self, plan, main)
         plan_steps(self, plan, main, tdmg, index_findings, evidence)
+        surgery = facts.surgery_missing(self.server)
+        if surgery is not None and any(st.kind in (KILL, FREEZE) for st in plan.steps):
+            self.blockers.append(surgery)
         if ctx.req.reinsert and table.relkind == "m" and plan.carved_rows:
             self.blockers.append(
                 (

@@ -135,7 +135,6 @@ def _save_steps(add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
 
 
 def _freeze_steps(p: Planner, add: _Add, heaps: list[HeapDamage]) -> None:
-    surgery = facts.ext_fn
     for d in heaps:
         if d.freeze:
             step = add(
@@ -151,11 +150,10 @@ def _freeze_steps(p: Planner, add: _Add, heaps: list[HeapDamage]) -> None:
                     cost="no row lost; the tuples become visible (frozen) whatever their old xmin/xmax said",
                 )
             )
-            step.sql = surgery_sql(p, surgery(p.server, "pg_surgery", "heap_force_freeze"), d.rel, step.tids)
+            step.sql = surgery_sql(p, facts.surgery_fn(p.server, "heap_force_freeze"), d.rel, step.tids)
 
 
 def _kill_steps(p: Planner, add: _Add, plan: Plan, main: HeapDamage, heaps: list[HeapDamage], rewrite: bool) -> None:
-    surgery = facts.ext_fn
     for d in heaps:
         kills = dict(d.kill)
         if rewrite:
@@ -183,7 +181,7 @@ def _kill_steps(p: Planner, add: _Add, plan: Plan, main: HeapDamage, heaps: list
                 else f"{len(kills)} TOAST chunk(s) removed (the rows that used them are killed too)",
             )
         )
-        step.sql = surgery_sql(p, surgery(p.server, "pg_surgery", "heap_force_kill"), d.rel, step.tids)
+        step.sql = surgery_sql(p, facts.surgery_fn(p.server, "heap_force_kill"), d.rel, step.tids)
         if is_main:
             for loss in plan.lost:
                 if loss.tid in kills:
