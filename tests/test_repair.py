@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,7 +334,9 @@ def test_undo_restores_the_pages(version: str, labs: CorruptLabs, tmp_path: Path
     corrupt(lab, table, ("item-ids", "--block", "2", "--seed", "1"), f"pg{version}", tmp_path / "corrupt.json")
     sql(lab, "CHECKPOINT")
     damaged = _block_bytes(lab, table, 2)
-    code, doc, err = repair(lab, table, "--execute", "--yes", "--skip-salvage", "--run-dir", str(tmp_path / "run"))
+    code, doc, err = repair(
+        lab, table, "--execute", "--yes", "--skip-salvage", "--no-reinsert", "--run-dir", str(tmp_path / "run")
+    )
     assert code == 0, err
     manifest = doc["execution"]["manifest"]
     assert manifest and Path(manifest).is_file()
@@ -385,6 +388,31 @@ def test_execute_asks_first_and_nothing_to_do(pg: LabCluster, labs: CorruptLabs,
 
 
 # ------------------------------------------------------------------------------------------ refusals
+
+
+@pytest.mark.pg("15")
+def test_rows_kept_out_come_with_a_load_command_that_runs(pg: LabCluster, labs: CorruptLabs, tmp_path: Path) -> None:
+    """--no-reinsert leaves the carved rows in carved.copy and prints the command that loads them; run as printed
+    (with the cluster's psql first on PATH) it puts every one back, values intact, generated column recomputed."""
+    lab = get_lab(labs, "15")
+    table = make_table(lab, PLAIN)
+    sql(lab, f"ALTER TABLE {table} ADD COLUMN twice bigint GENERATED ALWAYS AS (id * 2) STORED", "CHECKPOINT")
+    truth = ground_truth(lab, table)
+    corrupt(lab, table, ("item-ids", "--seed", "1"), "pg15", tmp_path / "corrupt.json")
+    conn = ("-h", "127.0.0.1", "-p", str(lab.port), "-U", "postgres", "-d", "postgres")
+    run = tmp_path / "run"
+    code, out, err = cli("repair", *conn, "-t", table, "--execute", "--yes", "--no-reinsert", "--backup-dir", str(run))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "were not put back; load them into the table:" in line)
+    kept = int(lines[at].split()[0])
+    assert kept > 100 and len(sql(lab, f"SELECT 1 FROM {table}")) == len(truth) - kept
+    load = subprocess.run(["bash", "-c", lines[at + 1].strip()], env=lab.install.env(), capture_output=True, text=True)
+    assert load.returncode == 0, load.stderr
+    after = {int(r[0]): str(r[1]) for r in sql(lab, f"SELECT id, md5(t::text) FROM {table} t")}
+    assert after == {key: digest for key, digest in truth.values()}
+    assert sql(lab, f"SELECT count(*) FROM {table} WHERE twice IS DISTINCT FROM id * 2")[0][0] == 0
+    sql(lab, f"DROP TABLE {table}")
 
 
 @pytest.mark.pg("15")

@@ -25,13 +25,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "line pointer); pages with a damaged header or item-ID array zeroed (in the files with the server stopped, "
         "undoable with 'pgsurgeon undo', or through SQL with zero_damaged_pages and VACUUM FULL); indexes rebuilt; "
         "VACUUM; then diagnose again. Without --execute it only prints the plan: every statement, every page write, "
-        "every row lost by ctid. Needs a superuser and the amcheck, pageinspect and pg_surgery extensions.",
+        "every row lost by ctid. Needs a superuser and the amcheck and pageinspect extensions, and pg_surgery to execute "
+        "a plan that kills or freezes tuples.",
     )
     options.add_connection(p)
     options.add_table(p, required=True, help='the table, as SQL text (sales."Orders") or its exact name')
     p.add_argument("--execute", action="store_true", help="carry the plan out (after confirmation, or --yes)")
     p.add_argument("-y", "--yes", action="store_true", help="with --execute: do not ask")
-    p.add_argument("--reinsert", action="store_true", help="insert the rows carved from the removed tuples back")
+    p.add_argument(
+        "--reinsert",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="insert the rows carved with certainty from the removed tuples back into the table (the default; "
+        "--no-reinsert leaves them in the backup directory's carved.copy and prints the command that loads them)",
+    )
     p.add_argument(
         "--skip-salvage",
         action="store_true",
@@ -119,6 +126,7 @@ def _confirm(args: argparse.Namespace, steps: int, table: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from pgsurgeon.repair import RepairRequest, build_plan, execute
+    from pgsurgeon.repair.execute import carved_load_command
     from pgsurgeon.repair.render import plan_lines
 
     if args.yes and not args.execute:
@@ -140,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     req = RepairRequest(
         dsn=args.dsn,
         table=args.table,
-        reinsert=args.reinsert,
+        reinsert=args.reinsert is not False,
+        reinsert_required=args.reinsert is True,
         skip_salvage=args.skip_salvage,
         salvage_into=args.salvage_into,
         salvage_out=args.salvage_out,
@@ -180,6 +189,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         ctx.conn.close()
     after = report.get("after") or {}
+    if plan.carved_rows and not plan.options.get("reinsert"):
+        say(f"{len(plan.carved_rows)} row(s) carved with certainty were not put back; load them into the table:")
+        say("  " + carved_load_command(ctx, run_dir, getattr(args, "conn_words", "")))
     say(f"report: {run_dir / 'report.json'}")
     if args.format == "json":
         print(json.dumps({"plan": plan.to_json(), "execution": report}, indent=2, default=str))

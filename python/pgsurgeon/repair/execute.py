@@ -222,11 +222,19 @@ class Executor:
         return {"saved": len(index), "dir": str(out)}
 
     def save_carved(self, step: Step) -> dict[str, Any]:
+        """carved.copy holds the rows as COPY text of the columns an INSERT takes: generated columns are left out,
+        so that the file loads as it is (and the server computes them again)."""
         rows = sorted(self.plan.carved_rows.items())
         path = self.run_dir / CARVED_FILE
-        path.write_bytes(b"".join(line if line.endswith(b"\n") else line + b"\n" for _, line in rows))
+        live = [c for c in self.ctx.cols if not c.dropped]
+        keep = [i for i, c in enumerate(live) if not c.generated]
+        with path.open("wb") as fh:
+            for _, line in rows:
+                fields = line.rstrip(b"\n").split(b"\t")  # COPY text escapes a tab inside a value as \t
+                fh.write(b"\t".join(fields[i] for i in keep) + b"\n")
+        columns = [live[i].name for i in keep]
         (self.run_dir / "carved.json").write_text(
-            json.dumps({"columns": self.live_columns(), "ctids": [tid_text(t) for t, _ in rows]}, indent=2) + "\n",
+            json.dumps({"columns": columns, "ctids": [tid_text(t) for t, _ in rows]}, indent=2) + "\n",
             encoding="utf-8",
         )
         apart = [(tid, line, why) for tid, got in sorted(self.plan.apart_rows.items()) for line, why in got]
@@ -629,3 +637,19 @@ def execute(plan: Plan, ctx: Context, run_dir: Path, say: Say | None = None) -> 
     """Run every step of ``plan``; the execution report (also in ``run_dir/report.json``)."""
     speak: Say = say or (lambda text: print(text, file=sys.stderr))
     return Executor(plan, ctx, run_dir, speak).run()
+
+
+def carved_load_command(ctx: Context, run_dir: Path, conn_words: str) -> str:
+    """The psql command that loads carved.copy into the table, as printed after a repair that kept the rows out:
+    the settings the rows were written under, the file's encoding and its columns (no generated ones)."""
+    import shlex
+
+    from pgsurgeon.salvage.session import OUTPUT_SETTINGS
+
+    columns = json.loads((run_dir / "carved.json").read_text(encoding="utf-8"))["columns"]
+    cols = ", ".join(db.sql.Identifier(c).as_string(None) for c in columns)
+    path = str((run_dir / CARVED_FILE).resolve()).replace("'", "''")
+    copy = f"\\copy {ctx.table.ident().as_string(None)} ({cols}) FROM '{path}' WITH (ENCODING '{ctx.server.encoding}')"
+    settings = " ".join(f"-c {k}={OUTPUT_SETTINGS[k].replace(' ', '')}" for k in ("DateStyle", "lc_monetary"))
+    words = [f"PGOPTIONS={shlex.quote(settings)}", "psql", conn_words, "-X -v ON_ERROR_STOP=1", "-c", shlex.quote(copy)]
+    return " ".join(w for w in words if w)

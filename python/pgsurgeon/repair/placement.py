@@ -43,7 +43,7 @@ def carve(
             found = carving.carve(p.ctx, images, wanted, main.damaged_items, main.freezable_items)
         except carving.CarveUnavailable as exc:
             p.notes.append(f"rows on the damaged pages were not carved: {exc}")
-            if p.ctx.req.reinsert:
+            if p.ctx.req.reinsert_required:
                 p.blockers.append((f"--reinsert needs carving, which cannot run here: {exc}", "drop --reinsert"))
             found = {}
             images = {}
@@ -61,7 +61,7 @@ def carve(
             del main.freeze[tid]
             main.kill[tid] = why
             lose(tid, CAUSE_KILLED, why)
-    reinsert = p.ctx.req.reinsert
+    reinsert = p.reinsert
     for tid, loss in sorted(losses.items()):
         got = found.get(tid, [])
         live = [c for c in got if c.live and not c.foreign]
@@ -86,7 +86,7 @@ def carve(
                 led.reinsert.append(tid)
             else:
                 loss.place = KEPT_APART
-                led.apart[tid] = f"carved with certainty, saved in {CARVED_FILE} (--reinsert puts it back)"
+                led.apart[tid] = f"carved with certainty, saved in {CARVED_FILE} (with the command that loads it)"
         elif live:
             loss.place = KEPT_APART
             why = "; ".join(sorted({c.why or "carved with certainty" for c in live}))

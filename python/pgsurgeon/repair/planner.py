@@ -103,7 +103,10 @@ PAGE_HEADER, HEAP_TUPLE_HEADER, ITEM_ID = 24, 24, 4
 class RepairRequest:
     dsn: str
     table: str
-    reinsert: bool = False
+    reinsert: bool = True
+    """Put the rows carved with certainty back into the table."""
+    reinsert_required: bool = False
+    """--reinsert was asked for: where it cannot be done, refuse (by default, keep the rows in carved.copy)."""
     skip_salvage: bool = False
     salvage_into: str | None = None
     salvage_out: Path | None = None
@@ -255,6 +258,8 @@ class Planner:
         self.ctx = ctx
         self.server = ctx.server
         self.reader = ctx.reader
+        # a materialized view takes no INSERT (REFRESH rebuilds it): --reinsert there is refused below
+        self.reinsert = ctx.req.reinsert and ctx.table.relkind != "m"
         self.notes: list[str] = []
         self.unrepaired: list[str] = []
         self.blockers: list[tuple[str, str]] = []
@@ -296,7 +301,7 @@ class Planner:
             findings=errors,
         )
         plan.options = {
-            "reinsert": ctx.req.reinsert,
+            "reinsert": self.reinsert,
             "skip_salvage": ctx.req.skip_salvage,
             "freeze": ctx.req.freeze,
             "reindex": ctx.req.reindex,
@@ -356,7 +361,7 @@ class Planner:
         surgery = facts.surgery_missing(self.server)
         if surgery is not None and any(st.kind in (KILL, FREEZE) for st in plan.steps):
             self.blockers.append(surgery)
-        if ctx.req.reinsert and table.relkind == "m" and plan.carved_rows:
+        if ctx.req.reinsert_required and table.relkind == "m" and plan.carved_rows:
             self.blockers.append(
                 (
                     f"{table.regclass} is a materialized view: rows cannot be inserted back",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from pgsurgeon.repair.ledger import CARVED_FILE
 from pgsurgeon.repair.model import (
     CAUSE_CLEARED,
     CAUSE_GONE,
@@ -107,7 +108,7 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
         for cause, tids in by_cause.items():
             out.append(f"  {CAUSES.get(cause, cause)}: {len(tids)}: {tid_ranges(tids)}")
         if plan.recoverable:
-            verb = "are put back (--reinsert)" if plan.options.get("reinsert") else "--reinsert puts them back"
+            verb = "put back into the table" if plan.options.get("reinsert") else f"kept in {CARVED_FILE}"
             out.append(f"  recovered by carving: {len(plan.recoverable)}: {tid_ranges(plan.recoverable)}; {verb}")
         shown = [loss for loss in plan.lost if loss.cause != CAUSE_ZEROED][:30]
         for loss in shown:

@@ -337,10 +337,9 @@ def _visibility_steps(
 
 
 def _reinsert_step(p: Planner, add: _Add, plan: Plan) -> None:
-    req = p.ctx.req
-    if req.reinsert and not plan.carved_rows and plan.lost:
-        p.notes.append("--reinsert: carving recovers none of the removed rows with certainty")
-    if req.reinsert and plan.carved_rows:
+    if p.reinsert and not plan.carved_rows and plan.lost:
+        p.notes.append("carving recovers none of the removed rows with certainty: none to insert back")
+    if p.reinsert and plan.carved_rows:
         n = len(plan.carved_rows)
         add(
             Step(
@@ -357,7 +356,10 @@ def _reinsert_step(p: Planner, add: _Add, plan: Plan) -> None:
             )
         )
     elif plan.carved_rows:
-        p.notes.append(f"carving recovers {len(plan.carved_rows)} of the removed rows: --reinsert puts them back")
+        p.notes.append(
+            f"carving recovers {len(plan.carved_rows)} of the removed rows: they stay in <run directory>/"
+            f"{CARVED_FILE} (--no-reinsert or a materialized view), and repair prints the command that loads them"
+        )
 
 
 def _check_steps(add: _Add, plan: Plan) -> None:
