@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "line pointer); pages with a damaged header or item-ID array zeroed (in the files with the server stopped, "
         "undoable with 'pgsurgeon undo', or through SQL with zero_damaged_pages and VACUUM FULL); indexes rebuilt; "
         "VACUUM; then diagnose again. Without --execute it only prints the plan: every statement, every page write, "
-        "every row lost by ctid. Needs a superuser and the amcheck and pageinspect extensions, and pg_surgery to execute "
-        "a plan that kills or freezes tuples.",
+        "every row lost by ctid. Needs a superuser and the amcheck and pageinspect extensions, and pg_surgery to "
+        "execute a plan that kills or freezes tuples.",
     )
     options.add_connection(p)
     options.add_table(p, required=True, help='the table, as SQL text (sales."Orders") or its exact name')
