@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -131,3 +132,38 @@ def test_explain_names_the_relation_through_the_connection_given(pg: object) -> 
     assert "$REL" not in out and "$DB" not in out
     code, out, _ = cli("explain", message)
     assert code == 0 and '-t "$REL"' in out and "pg_relation_filenode(oid) =" in out
+
+
+def test_explain_on_an_index_or_toast_file_acts_on_the_index_and_the_owning_table(pg: object, tmp_path: object) -> None:
+    """A path can name an index or a TOAST table: salvage and repair take the table (never `-t some_idx` or
+    `-t pg_toast.pg_toast_N`), an index is rebuilt with REINDEX; every command printed runs as printed."""
+    from pathlib import Path
+
+    from pgsurgeon.lab import LabCluster
+
+    assert isinstance(pg, LabCluster) and isinstance(tmp_path, Path)
+    exec_sql(
+        pg,
+        "DROP TABLE IF EXISTS ex_owned; CREATE TABLE ex_owned (id int PRIMARY KEY, body text); "
+        "CREATE INDEX ex_owned_body_idx ON ex_owned (body); "
+        "INSERT INTO ex_owned SELECT g, repeat(md5(g::text), 400) FROM generate_series(1, 50) g",
+    )
+    conn = ("-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "postgres")
+    toast = exec_sql(pg, "SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'ex_owned'")[0][0]
+    # the cluster's psql and this environment's pgsurgeon first on PATH
+    bins = [str(pg.install.bin_dir), os.path.dirname(sys.executable), os.environ["PATH"]]
+    env = {**os.environ, "PATH": os.pathsep.join(bins)}
+    for rel, expect in (("ex_owned_body_idx", "REINDEX INDEX CONCURRENTLY ex_owned_body_idx"), (toast, "-t ex_owned ")):
+        path = exec_sql(pg, f"SELECT pg_relation_filepath('{rel}')")[0][0]
+        code, out, err = cli("explain", *conn, f'ERROR:  invalid page in block 0 of relation "{path}"')
+        assert code == 0, err
+        assert expect in out and f"-t {rel}" not in out and "$REL" not in out, out
+        shown = [ln.strip()[2:] for ln in out.splitlines() if ln.strip().startswith("$ ")]
+        commands = [c for c in shown if c.startswith(("psql ", "pgsurgeon salvage"))]
+        assert commands, out
+        for command in commands:
+            run = subprocess.run(
+                ["bash", "-c", command], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+            )
+            assert run.returncode == 0, (command, run.stdout, run.stderr)
+    assert exec_sql(pg, "SELECT count(*) FROM ex_owned")[0][0] == 50

@@ -139,6 +139,30 @@ def find(conn: Connection[tuple[Any, ...]], text: str, facts: ServerFacts) -> Re
     return next((r for r in rels if r.role == "table"), None)
 
 
+@dataclass(frozen=True)
+class Owned:
+    """A relation as the server names it, its relkind, and the table its rows belong to (itself for a table)."""
+
+    name: str
+    relkind: str
+    table: str
+    system: bool
+
+    @property
+    def is_index(self) -> bool:
+        return self.relkind in ("i", "I")
+
+
+def owner_of(src: Source, *, filenode: int | None = None, toast: str | None = None) -> Owned | None:
+    """The relation with this filenode (in the connection's database) or the TOAST table of this name
+    (``pg_toast_16414``), with the table it belongs to: an index's table, a TOAST table's (or its index's) owner."""
+    rows = rows_of(src, "catalog_owner", {"filenode": filenode, "toast": toast})
+    if not rows:
+        return None
+    rel, relkind, table, system = rows[0]
+    return Owned(str(rel), str(relkind), str(table), bool(system))
+
+
 def user_tables(conn: Source) -> list[tuple[str, str, str, int]]:
     """(schema, name, relkind, total size) of every table and materialized view that holds user data, biggest
     first (catalog_tables.sql)."""

@@ -38,7 +38,10 @@ class Explanation:
 
     def steps(self) -> list[Step]:
         out: list[Step] = []
-        for s in (*self.pattern.steps, *TAILS.get(self.pattern.tail, ())):
+        tail = self.pattern.tail
+        if tail == "table" and "rel_index" in self.values:  # the relation a path named turned out to be an index
+            tail = "index"
+        for s in (*self.pattern.steps, *TAILS.get(tail, ())):
             what, command = _fill(s.what, self.values), _fill(s.command, self.values)
             if what is not None and command is not None and all(command != o.command for o in out):
                 out.append(Step(what, command, s.kind))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.explain.derive import sql_ident
 from pgsurgeon.explain.patterns import Step
@@ -30,6 +31,14 @@ TAILS: dict[str, tuple[Step, ...]] = {
             "{surgery_freeze}",
         ),
         Step("or remove it; the row is lost from the table (" + _SURGERY_NOTE + ")", "{surgery_kill}"),
+    ),
+    "index": (
+        Step(
+            "the damage is in {rel_index}, an index of {rel}: rebuild it from the table (the rows are in the table, "
+            "the index only points at them; nothing is lost)",
+            'psql{conn}{dbopt} -c "{reindex_dq}"',
+        ),
+        Step("then check the table and its other indexes", "pgsurgeon diagnose{conn}{dbopt} -t {rel}"),
     ),
     "sequence": (
         Step(
@@ -126,6 +135,11 @@ def finish(values: dict[str, str], where: Where) -> None:
     values["conn"] = conn
     values["pgdata"] = shlex.quote(where.pgdata) if where.pgdata else '"$PGDATA"'
     values["dbopt"] = ""
+    if names.get("index"):
+        # REINDEX CONCURRENTLY refuses system catalogs' indexes (indexcmds.c)
+        how = "REINDEX INDEX " if names.get("index_system") else "REINDEX INDEX CONCURRENTLY "
+        values["rel_index"] = names["index"]
+        values["reindex_dq"] = _sh_dq(how + names["index"])
     table = names.get("rel") or values.get("table")
     rel_lit = None  # the relation as an SQL literal, inside a double-quoted shell word
     if table:
@@ -201,20 +215,16 @@ def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
                     out["db"] = str(row[0])
                 target = dsn if out.get("db", dbname) == dbname else db.dsn_for_database(dsn, out["db"])
             with db.connect(target) as conn:
+                owned = None
                 if "filenode" in values and "table" not in values:
-                    row = conn.execute(
-                        "SELECT oid::regclass::text FROM pg_class WHERE pg_relation_filenode(oid) = %s::oid",
-                        (values["filenode"],),
-                    ).fetchone()
-                    if row is not None:
-                        out["rel"] = str(row[0])
+                    owned = catalog.owner_of(conn, filenode=int(values["filenode"]))
                 elif "toast" in values and "table" not in values:
-                    row = conn.execute(
-                        "SELECT oid::regclass::text FROM pg_class WHERE reltoastrelid = to_regclass(%s)",
-                        ("pg_toast." + values["toast"],),
-                    ).fetchone()
-                    if row is not None:
-                        out["rel"] = str(row[0])
+                    owned = catalog.owner_of(conn, toast=values["toast"])
+                if owned is not None:
+                    out["rel"] = owned.table  # salvage and repair take the table, never its index or TOAST table
+                    if owned.is_index:
+                        out["index"] = owned.name
+                        out["index_system"] = "1" if owned.system else ""
         except (db.Error, PgSurgeonError):
             return out
         return out
