@@ -167,3 +167,27 @@ def test_explain_on_an_index_or_toast_file_acts_on_the_index_and_the_owning_tabl
             )
             assert run.returncode == 0, (command, run.stdout, run.stderr)
     assert exec_sql(pg, "SELECT count(*) FROM ex_owned")[0][0] == 50
+
+
+def test_no_pg_surgery_command_for_a_page_the_server_refuses(make_lab: MakeLab) -> None:
+    """With data checksums, a damaged tuple leaves its page failing the checksum: heap_force_kill would fail with
+    `invalid page in block N`, so diagnose sends the page to repair's plan instead of printing the kill."""
+    lab = make_lab("18", checksums=True)
+    exec_sql(
+        lab,
+        "CREATE EXTENSION amcheck; CREATE EXTENSION pageinspect; CREATE EXTENSION pg_surgery; "
+        "CREATE TABLE nr_t AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 200) g",
+    )
+    exec_sql(lab, "CHECKPOINT")
+    conn = ("-h", "127.0.0.1", "-p", str(lab.port), "-U", "postgres", "-d", "postgres")
+    code, _, err = cli(
+        "corrupt", "tuple-header", "--field", "t_hoff", "--value", "3", *conn,
+        "-t", "nr_t", "--block", "0", "--item", "3", "--seed", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    with pytest.raises(Exception, match="invalid page in block 0"):
+        exec_sql(lab, "SELECT count(*) FROM nr_t")
+    code, out, err = cli("diagnose", *conn, "-t", "nr_t")
+    assert code == 2, err
+    assert "SELECT heap_force_" not in out, out  # the codes' summary may still name the function in prose
+    assert "block(s) 0 fail the server's page check" in out and "pgsurgeon repair" in out, out

@@ -163,6 +163,32 @@ _VISIBILITY_ONLY = frozenset(
 """Codes about a tuple's visibility fields only: heap_force_freeze makes such a tuple readable again."""
 
 
+# A page that fails bufpage.c's PageIsVerified (its header, or with data checksums its checksum) is refused whole:
+# pg_surgery's functions read it through the buffer manager too and fail with "invalid page in block N".
+_REFUSED_CODES = frozenset(
+    {
+        "checksum.mismatch",
+        "page_header.bad_flags",
+        "page_header.lower_gt_upper",
+        "page_header.upper_gt_special",
+        "page_header.special_gt_blcksz",
+        "page_header.special_unaligned",
+        "page_header.upper_zero",
+        "page_header.invalid",
+        "server.invalid_page",
+    }
+)
+
+
+def refused_blocks(fs: Iterable[Mapping[str, Any]]) -> set[int]:
+    """The blocks the server refuses to read, from the findings about them."""
+    return {
+        int(f["block"])
+        for f in fs
+        if f.get("block") is not None and f.get("severity") == "error" and f.get("code") in _REFUSED_CODES
+    }
+
+
 def next_steps(
     relation: str, fs: Sequence[Mapping[str, Any]], conn: str = "", everything: Iterable[Mapping[str, Any]] = ()
 ) -> list[str]:
@@ -226,6 +252,15 @@ def next_steps(
             f"psql{c} -XAtc \"SELECT format('UPDATE %s SET %I = NULL WHERE ctid = %L', '{lit}'::regclass, attname, "
             f"'{ctid}') FROM pg_attribute WHERE attrelid = '{lit}'::regclass AND attnum = {attnum}\" | psql{c} -X"
         )
+    refused = refused_blocks(fs)
+    unreachable = sorted({int(t.strip("()").split(",")[0]) for t in freeze + kill} & refused)
+    if unreachable:
+        out.append(
+            f"# block(s) {', '.join(map(str, unreachable))} fail the server's page check: pg_surgery cannot reach "
+            "their tuples; repair's plan (above) carves and zeroes such a page instead"
+        )
+        freeze = [t for t in freeze if int(t.strip("()").split(",")[0]) not in refused]
+        kill = [t for t in kill if int(t.strip("()").split(",")[0]) not in refused]
     for fn, ctids in (("freeze", freeze), ("kill", kill)):
         if not ctids:
             continue
