@@ -174,6 +174,7 @@ pub fn unload(
     let can_ask = oracle.is_some() && carver.cfg.can_ask;
     let buffers = Pool::default();
     let pool = &buffers;
+    let crew = Crew { workers: &workers, source, pool, provenance: opts.provenance };
     std::thread::scope(|scope| -> Result<()> {
         // One wave is written while the next is carved.
         let (tx, rx) = sync_channel::<Vec<Batch>>(1);
@@ -192,91 +193,15 @@ pub fn unload(
                 summary.cancelled = true;
                 break;
             }
-            let carved: Result<Vec<(Batch, u64)>> = workers.install(|| {
-                chunk
-                    .par_iter()
-                    .map(|&(a, n)| carve_unit(carver, source, pool, a, n, can_ask, opts.provenance))
-                    .collect()
-            });
-            let mut outs = match carved {
+            let outs = match carve_wave(&crew, carver, oracle.as_deref_mut(), chunk, can_ask, &mut summary) {
                 Ok(v) => v,
                 Err(e) => {
                     failed = Some(e);
                     break;
                 }
             };
-            // Ask what the files did not say, then carve the asking units again (the last time without asking:
-            // what is still unknown is judged uncertain).
-            for round in 0..2 {
-                let Some(o) = oracle.as_deref_mut() else { break };
-                if !outs.iter().any(|(b, _)| b.needs()) {
-                    break;
-                }
-                let xids = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_xids.iter().copied()));
-                let multis = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_multis.iter().copied()));
-                let toast = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_toast.iter().copied()));
-                summary.asked_xids += xids.len() as u64;
-                summary.asked_multis += multis.len() as u64;
-                summary.asked_toast += toast.len() as u64;
-                let answers = (|| -> Result<()> {
-                    if !xids.is_empty() {
-                        for (x, s) in o.xid_status(&xids)? {
-                            carver.add_xid_status(x, s);
-                        }
-                    }
-                    if !multis.is_empty() {
-                        for (m, u) in o.multi_updaters(&multis)? {
-                            carver.add_multi(m, u);
-                        }
-                    }
-                    if !toast.is_empty() {
-                        for (v, seq, bytes) in o.toast_chunks(&toast)? {
-                            carver.add_chunk(v, seq, bytes);
-                        }
-                    }
-                    Ok(())
-                })();
-                if let Err(e) = answers {
-                    failed = Some(e);
-                    break;
-                }
-                let again: Vec<usize> = (0..outs.len()).filter(|&i| outs[i].0.needs()).collect();
-                let last = round == 1;
-                let redo: Result<Vec<(Batch, u64)>> = workers.install(|| {
-                    again
-                        .par_iter()
-                        .map(|&i| carve_unit(carver, source, pool, chunk[i].0, chunk[i].1, !last, opts.provenance))
-                        .collect()
-                });
-                match redo {
-                    Ok(v) => {
-                        for (i, r) in again.into_iter().zip(v) {
-                            outs[i] = r;
-                        }
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            if failed.is_some() {
-                break;
-            }
             carver.clear_chunks();
-            let mut batches = Vec::with_capacity(outs.len());
-            for (i, (mut b, bytes)) in outs.into_iter().enumerate() {
-                summary.blocks += chunk[i].1;
-                summary.bytes_read += bytes;
-                summary.missing_blocks += chunk[i].1 - bytes / u64::from(carver.cfg.blcksz.max(1));
-                summary.counts.add(&b.counts);
-                summary.lost.append(&mut b.lost);
-                summary.pages.append(&mut b.pages);
-                progress.blocks_done.fetch_add(chunk[i].1, Relaxed);
-                progress.rows_main.fetch_add(b.counts.main_rows, Relaxed);
-                progress.rows_apart.fetch_add(b.counts.apart_rows, Relaxed);
-                batches.push(b);
-            }
+            let batches = account(outs, chunk, carver.cfg.blcksz, &mut summary, progress);
             if tx.send(batches).is_err() {
                 break; // the writer failed: its error is returned below
             }
@@ -289,6 +214,111 @@ pub fn unload(
         written
     })?;
     Ok(summary)
+}
+
+/// What carving units in parallel needs besides the carver (which the oracle's answers change between rounds).
+struct Crew<'a> {
+    workers: &'a rayon::ThreadPool,
+    source: &'a dyn PageSource,
+    pool: &'a Pool,
+    provenance: bool,
+}
+
+impl Crew<'_> {
+    /// Carve `units` (first block, count) in parallel; `can_ask`: whether what the files cannot settle is asked
+    /// for rather than judged uncertain.
+    fn carve(&self, carver: &Carver, units: &[(u64, u64)], can_ask: bool) -> Result<Vec<(Batch, u64)>> {
+        self.workers.install(|| {
+            units
+                .par_iter()
+                .map(|&(a, n)| carve_unit(carver, self.source, self.pool, a, n, can_ask, self.provenance))
+                .collect()
+        })
+    }
+}
+
+/// Carve one wave of units; with an oracle, ask it what the files did not say, then carve the asking units again
+/// (the last time without asking: what is still unknown is judged uncertain).
+fn carve_wave(
+    crew: &Crew<'_>,
+    carver: &mut Carver,
+    mut oracle: Option<&mut (dyn Oracle + '_)>,
+    chunk: &[(u64, u64)],
+    can_ask: bool,
+    summary: &mut UnloadSummary,
+) -> Result<Vec<(Batch, u64)>> {
+    let mut outs = crew.carve(carver, chunk, can_ask)?;
+    for round in 0..2 {
+        let Some(o) = oracle.as_deref_mut() else { break };
+        if !outs.iter().any(|(b, _)| b.needs()) {
+            break;
+        }
+        ask_oracle(o, carver, &outs, summary)?;
+        let again: Vec<usize> = (0..outs.len()).filter(|&i| outs[i].0.needs()).collect();
+        let redo_units: Vec<(u64, u64)> = again.iter().map(|&i| chunk[i]).collect();
+        let last = round == 1;
+        let redo = crew.carve(carver, &redo_units, !last)?;
+        for (i, r) in again.into_iter().zip(redo) {
+            outs[i] = r;
+        }
+    }
+    Ok(outs)
+}
+
+/// Ask the oracle about the XIDs, MultiXacts and TOAST values the carved units need, and give the answers to the
+/// carver.
+fn ask_oracle(
+    o: &mut dyn Oracle,
+    carver: &mut Carver,
+    outs: &[(Batch, u64)],
+    summary: &mut UnloadSummary,
+) -> Result<()> {
+    let xids = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_xids.iter().copied()));
+    let multis = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_multis.iter().copied()));
+    let toast = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_toast.iter().copied()));
+    summary.asked_xids += xids.len() as u64;
+    summary.asked_multis += multis.len() as u64;
+    summary.asked_toast += toast.len() as u64;
+    if !xids.is_empty() {
+        for (x, s) in o.xid_status(&xids)? {
+            carver.add_xid_status(x, s);
+        }
+    }
+    if !multis.is_empty() {
+        for (m, u) in o.multi_updaters(&multis)? {
+            carver.add_multi(m, u);
+        }
+    }
+    if !toast.is_empty() {
+        for (v, seq, bytes) in o.toast_chunks(&toast)? {
+            carver.add_chunk(v, seq, bytes);
+        }
+    }
+    Ok(())
+}
+
+/// Add a carved wave to the summary and the progress counters; its batches, for the writer.
+fn account(
+    outs: Vec<(Batch, u64)>,
+    chunk: &[(u64, u64)],
+    blcksz: u32,
+    summary: &mut UnloadSummary,
+    progress: &Progress,
+) -> Vec<Batch> {
+    let mut batches = Vec::with_capacity(outs.len());
+    for (i, (mut b, bytes)) in outs.into_iter().enumerate() {
+        summary.blocks += chunk[i].1;
+        summary.bytes_read += bytes;
+        summary.missing_blocks += chunk[i].1 - bytes / u64::from(blcksz.max(1));
+        summary.counts.add(&b.counts);
+        summary.lost.append(&mut b.lost);
+        summary.pages.append(&mut b.pages);
+        progress.blocks_done.fetch_add(chunk[i].1, Relaxed);
+        progress.rows_main.fetch_add(b.counts.main_rows, Relaxed);
+        progress.rows_apart.fetch_add(b.counts.apart_rows, Relaxed);
+        batches.push(b);
+    }
+    batches
 }
 
 /// Rows into files: the main output and the rows kept apart appended to, provenance optional.

@@ -221,7 +221,6 @@ fn lp_plausible(id: ItemIdData, blcksz: usize, max_tuples: u16) -> bool {
 /// tuples, and (when line pointers are missing, damaged or untrustworthy) by their headers in
 /// the page body.
 pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>) -> (Vec<Found>, PageInfo) {
-    let blcksz = page.len();
     let mut info = PageInfo { block, ..Default::default() };
     let Some(pg) = Page::new(page) else { return (vec![], info) };
     if pg.is_all_zero() {
@@ -229,87 +228,11 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
         return (vec![], info);
     }
     let h = *pg.header();
-    info.header_sane = pg.header_is_sane(blcksz) && h.pd_lower >= SIZE_OF_PAGE_HEADER_DATA as u16;
-    // Line pointer count: pd_lower when sane; otherwise as many as look plausible.
-    let fit = ((blcksz - SIZE_OF_PAGE_HEADER_DATA) / SIZE_OF_ITEM_ID_DATA).min(usize::from(p.max_tuples)) as u16;
-    let n = if info.header_sane {
-        info.lp_count_trusted = true;
-        h.max_offset_number().min(fit)
-    } else {
-        let mut n = 0u16;
-        let mut lowest_tuple = blcksz;
-        for i in 1..=fit {
-            let at = SIZE_OF_PAGE_HEADER_DATA + usize::from(i - 1) * SIZE_OF_ITEM_ID_DATA;
-            if at + SIZE_OF_ITEM_ID_DATA > lowest_tuple {
-                break;
-            }
-            let Some(id) = ItemIdData::parse(page, at) else { break };
-            if !lp_plausible(id, blcksz, p.max_tuples) {
-                break;
-            }
-            if id.lp_len() > 0 {
-                lowest_tuple = lowest_tuple.min(usize::from(id.lp_off()));
-            }
-            n = i;
-        }
-        // Trailing unused entries are free space that happens to be zero.
-        while n > 0 && pg.item_id(n).is_some_and(|id| id.0 == 0) {
-            n -= 1;
-        }
-        n
-    };
+    info.header_sane = pg.header_is_sane(page.len()) && h.pd_lower >= SIZE_OF_PAGE_HEADER_DATA as u16;
+    info.lp_count_trusted = info.header_sane;
+    let n = count_line_pointers(&pg, info.header_sane, p.max_tuples);
     info.line_pointers = n;
-    let opts = WalkOptions { verify_compressed: true, ..WalkOptions::default() };
-    let mut found: Vec<Found> = Vec::new();
-    for off in 1..=n {
-        let Some(id) = pg.item_id(off) else { break };
-        if id.lp_flags() != LP_NORMAL && !lp_plausible(id, blcksz, p.max_tuples) {
-            info.lp_bad.push(off);
-            continue;
-        }
-        match id.lp_flags() {
-            LP_UNUSED => info.lp_unused += 1,
-            LP_REDIRECT => info.lp_redirect += 1,
-            LP_DEAD => info.lp_dead += 1,
-            _ => {
-                let start = usize::from(id.lp_off());
-                let len = usize::from(id.lp_len());
-                let ok = (|| {
-                    if start % 8 != 0 || start < SIZE_OF_PAGE_HEADER_DATA || len < SIZEOF_HEAP_TUPLE_HEADER {
-                        return None;
-                    }
-                    let t = page.get(start..start.checked_add(len)?)?;
-                    let hdr = HeapTupleHeaderData::parse(t)?;
-                    header_plausible(&hdr, t, desc, p, false).ok()?;
-                    let walk = walk_attributes_with(t, &hdr, desc, &opts);
-                    if walk.stopped {
-                        return None;
-                    }
-                    Some(Found {
-                        off: start,
-                        len,
-                        lp: Some(off),
-                        via: Via::LinePointer,
-                        placement: Placement::TupleArea,
-                        header: hdr,
-                        walk,
-                    })
-                })();
-                match ok {
-                    // Two pointers at one tuple: a stale pointer; keep the one the tuple names.
-                    Some(f) if found.iter().any(|g| g.off == f.off) => {
-                        if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == block {
-                            found.retain(|g| g.off != f.off);
-                            found.push(f);
-                        }
-                        info.lp_bad.push(off);
-                    }
-                    Some(f) => found.push(f),
-                    None => info.lp_bad.push(off),
-                }
-            }
-        }
-    }
+    let mut found = through_line_pointers(&pg, n, desc, p, &mut info);
     info.lp_valid = found.len() as u16;
     // Tuple bytes no line pointer covers (a pointer set unused or overwritten) are rows the server no longer sees.
     let orphans = info.header_sane && {
@@ -325,28 +248,7 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     };
     let need_body = orphans || !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
     if need_body {
-        info.body_scanned = true;
-        let body = scan_body(page, block, desc, p, &found, n);
-        info.found_in_body = body.len() as u16;
-        found.extend(body);
-        // Which tuples lie in the tuple area?
-        let area_start = if info.header_sane { usize::from(h.pd_upper) } else { contiguous_area_start(&found, blcksz) };
-        for f in found.iter_mut() {
-            if f.via == Via::PageBody && f.off < area_start {
-                f.placement = Placement::FreeSpace;
-            }
-        }
-        assign_line_pointers(&mut found, block);
-        // With a sound line pointer array, a body tuple whose own slot is dead was removed on purpose (pg_surgery's
-        // heap_force_kill leaves the bytes until the next pruning): it is not a row to bring back.
-        if info.header_sane && info.lp_bad.is_empty() {
-            let killed = |f: &Found| {
-                f.via == Via::PageBody && f.lp.and_then(|l| pg.item_id(l)).is_some_and(|id| id.lp_flags() == LP_DEAD)
-            };
-            found.retain(|f| !killed(f));
-        }
-        let n_entries = usize::from(n.max(1));
-        info.lp_array_destroyed = n == 0 || info.lp_bad.len() * 4 > n_entries && info.lp_bad.len() > 2;
+        add_body_tuples(&pg, n, desc, p, &mut found, &mut info);
     }
     info.claimed_lps = found.iter().filter_map(|f| f.lp).collect();
     info.claimed_lps.sort_unstable();
@@ -354,6 +256,145 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     info.unnumbered = found.iter().filter(|f| f.lp.is_none()).count() as u16;
     found.sort_by_key(|f| (f.lp.unwrap_or(u16::MAX), f.off));
     (found, info)
+}
+
+/// How many line pointers to read: pd_lower's count when the header is sane; otherwise as many as look plausible,
+/// up to where they would run into the lowest tuple they point at.
+fn count_line_pointers(pg: &Page<'_>, header_sane: bool, max_tuples: u16) -> u16 {
+    let page = pg.bytes();
+    let blcksz = page.len();
+    let fit = ((blcksz - SIZE_OF_PAGE_HEADER_DATA) / SIZE_OF_ITEM_ID_DATA).min(usize::from(max_tuples)) as u16;
+    if header_sane {
+        return pg.header().max_offset_number().min(fit);
+    }
+    let mut n = 0u16;
+    let mut lowest_tuple = blcksz;
+    for i in 1..=fit {
+        let at = SIZE_OF_PAGE_HEADER_DATA + usize::from(i - 1) * SIZE_OF_ITEM_ID_DATA;
+        if at + SIZE_OF_ITEM_ID_DATA > lowest_tuple {
+            break;
+        }
+        let Some(id) = ItemIdData::parse(page, at) else { break };
+        if !lp_plausible(id, blcksz, max_tuples) {
+            break;
+        }
+        if id.lp_len() > 0 {
+            lowest_tuple = lowest_tuple.min(usize::from(id.lp_off()));
+        }
+        n = i;
+    }
+    // Trailing unused entries are free space that happens to be zero.
+    while n > 0 && pg.item_id(n).is_some_and(|id| id.0 == 0) {
+        n -= 1;
+    }
+    n
+}
+
+/// The tuples line pointers `1..=n` point at. Counts the pointers by kind in `info`, and lists in `info.lp_bad`
+/// those that are implausible or point at no well-formed tuple.
+fn through_line_pointers(
+    pg: &Page<'_>,
+    n: u16,
+    desc: &RelDesc,
+    p: &Plausibility<'_>,
+    info: &mut PageInfo,
+) -> Vec<Found> {
+    let blcksz = pg.len();
+    let opts = WalkOptions { verify_compressed: true, ..WalkOptions::default() };
+    let mut found: Vec<Found> = Vec::new();
+    for off in 1..=n {
+        let Some(id) = pg.item_id(off) else { break };
+        if id.lp_flags() != LP_NORMAL && !lp_plausible(id, blcksz, p.max_tuples) {
+            info.lp_bad.push(off);
+            continue;
+        }
+        match id.lp_flags() {
+            LP_UNUSED => info.lp_unused += 1,
+            LP_REDIRECT => info.lp_redirect += 1,
+            LP_DEAD => info.lp_dead += 1,
+            _ => match tuple_at(pg.bytes(), off, id, desc, p, &opts) {
+                // Two pointers at one tuple: a stale pointer; keep the one the tuple names.
+                Some(f) if found.iter().any(|g| g.off == f.off) => {
+                    if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == info.block {
+                        found.retain(|g| g.off != f.off);
+                        found.push(f);
+                    }
+                    info.lp_bad.push(off);
+                }
+                Some(f) => found.push(f),
+                None => info.lp_bad.push(off),
+            },
+        }
+    }
+    found
+}
+
+/// The well-formed tuple that normal line pointer `lp` (`id`) points at, if there is one.
+fn tuple_at(
+    page: &[u8],
+    lp: u16,
+    id: ItemIdData,
+    desc: &RelDesc,
+    p: &Plausibility<'_>,
+    opts: &WalkOptions,
+) -> Option<Found> {
+    let start = usize::from(id.lp_off());
+    let len = usize::from(id.lp_len());
+    if start % 8 != 0 || start < SIZE_OF_PAGE_HEADER_DATA || len < SIZEOF_HEAP_TUPLE_HEADER {
+        return None;
+    }
+    let t = page.get(start..start.checked_add(len)?)?;
+    let hdr = HeapTupleHeaderData::parse(t)?;
+    header_plausible(&hdr, t, desc, p, false).ok()?;
+    let walk = walk_attributes_with(t, &hdr, desc, opts);
+    if walk.stopped {
+        return None;
+    }
+    Some(Found {
+        off: start,
+        len,
+        lp: Some(lp),
+        via: Via::LinePointer,
+        placement: Placement::TupleArea,
+        header: hdr,
+        walk,
+    })
+}
+
+/// Search the page body for tuples besides those `found` through the `n` line pointers, add them, and settle where
+/// each lies and which line pointer number it takes.
+fn add_body_tuples(
+    pg: &Page<'_>,
+    n: u16,
+    desc: &RelDesc,
+    p: &Plausibility<'_>,
+    found: &mut Vec<Found>,
+    info: &mut PageInfo,
+) {
+    let block = info.block;
+    info.body_scanned = true;
+    let body = scan_body(pg.bytes(), block, desc, p, found, n);
+    info.found_in_body = body.len() as u16;
+    found.extend(body);
+    // Which tuples lie in the tuple area?
+    let area_start =
+        if info.header_sane { usize::from(pg.header().pd_upper) } else { contiguous_area_start(found, pg.len()) };
+    for f in found.iter_mut() {
+        if f.via == Via::PageBody && f.off < area_start {
+            f.placement = Placement::FreeSpace;
+        }
+    }
+    assign_line_pointers(found, block);
+    // With a sound line pointer array, a body tuple whose own slot is dead was removed on purpose (pg_surgery's
+    // heap_force_kill leaves the bytes until the next pruning): it is not a row to bring back.
+    if info.header_sane && info.lp_bad.is_empty() {
+        let killed = |f: &Found| {
+            f.via == Via::PageBody && f.lp.and_then(|l| pg.item_id(l)).is_some_and(|id| id.lp_flags() == LP_DEAD)
+        };
+        found.retain(|f| !killed(f));
+    }
+    let n_entries = usize::from(n.max(1));
+    info.lp_array_destroyed = n == 0 || info.lp_bad.len() * 4 > n_entries && info.lp_bad.len() > 2;
 }
 
 /// Body tuples take the line pointer number their own t_ctid names, unless that number belongs to another

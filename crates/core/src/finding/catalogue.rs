@@ -1,0 +1,535 @@
+//! The finding catalogue as data: for each code its area, its severity, the error PostgreSQL raises when it reads
+//! such damage, and the remedy. Codes that share their texts share one entry; entries are grouped by family (the
+//! part of a code's name before the dot). The texts are user-facing output: the Python tests compare them verbatim.
+
+use super::{Area, Code, CodeInfo, Severity};
+
+/// The entry of `code`. An exhaustive match: a code without an entry does not compile.
+pub(super) fn info(code: Code) -> CodeInfo {
+    match code {
+        Code::ChecksumMismatch => CHECKSUM_MISMATCH,
+        // page_header.invalid: PageIsVerified refuses the page and no narrower check names why (salvage's block
+        // classifier)
+        Code::PageHeaderBadFlags
+        | Code::PageHeaderLowerGtUpper
+        | Code::PageHeaderUpperGtSpecial
+        | Code::PageHeaderSpecialGtBlcksz
+        | Code::PageHeaderSpecialUnaligned
+        | Code::PageHeaderUpperZero
+        | Code::PageHeaderInvalid => PAGE_HEADER_REFUSED,
+        Code::PageHeaderLowerBelowHeader => PAGE_HEADER_LOWER_BELOW_HEADER,
+        Code::PageHeaderSpecialSize => PAGE_HEADER_SPECIAL_SIZE,
+        Code::PageHeaderPageSize => PAGE_HEADER_PAGE_SIZE,
+        Code::PageHeaderLayoutVersion => PAGE_HEADER_LAYOUT_VERSION,
+        Code::PageHeaderShortPage => PAGE_HEADER_SHORT_PAGE,
+        Code::PageHeaderZeroedAllVisible | Code::PageHeaderZeroedReferenced => PAGE_HEADER_ZEROED,
+        Code::PageHeaderLsnFuture => PAGE_HEADER_LSN_FUTURE,
+        Code::LinePointerPastSpecial
+        | Code::LinePointerBeforeUpper
+        | Code::LinePointerUnaligned
+        | Code::LinePointerTooShort
+        | Code::LinePointerPastPage
+        | Code::LinePointerRedirectTarget
+        | Code::LinePointerCount
+        | Code::LinePointerManyInvalid
+        | Code::LinePointerHotChain => LINE_POINTER_DAMAGED,
+        Code::LinePointerUnreferencedTuple => LINE_POINTER_UNREFERENCED_TUPLE,
+        Code::TupleHeaderTHoff | Code::TupleHeaderNatts | Code::TupleHeaderHoffGtLen => TUPLE_HEADER_LAYOUT,
+        Code::TupleHeaderXminOld | Code::TupleHeaderXmaxOld => TUPLE_HEADER_XID_OLD,
+        Code::TupleHeaderXminOldHinted => TUPLE_HEADER_XMIN_OLD_HINTED,
+        Code::TupleHeaderXminFuture | Code::TupleHeaderXmaxFuture => TUPLE_HEADER_XID_FUTURE,
+        Code::TupleHeaderMultiFuture => TUPLE_HEADER_MULTI_FUTURE,
+        Code::TupleHeaderMultiOld => TUPLE_HEADER_MULTI_OLD,
+        Code::TupleHeaderCtidNotSelf => TUPLE_HEADER_CTID_NOT_SELF,
+        Code::TupleHeaderXminInvalid | Code::TupleHeaderInfomask | Code::TupleHeaderCtid => TUPLE_HEADER_VISIBILITY,
+        Code::TupleDataNattsGtRelation => TUPLE_DATA_NATTS_GT_RELATION,
+        Code::TupleDataAttrPastEnd | Code::TupleDataVarlenaBadHeader => TUPLE_DATA_ATTR_DAMAGED,
+        Code::TupleDataCompressedBad => TUPLE_DATA_COMPRESSED_BAD,
+        Code::TupleDataValueBad => TUPLE_DATA_VALUE_BAD,
+        Code::TupleDataTrailingBytes => TUPLE_DATA_TRAILING_BYTES,
+        Code::ToastPointerBad => TOAST_POINTER_BAD,
+        Code::ToastFlagMissing => TOAST_FLAG_MISSING,
+        Code::ToastValueMissing => TOAST_VALUE_MISSING,
+        Code::ToastChunkMissing => TOAST_CHUNK_MISSING,
+        Code::ToastChunkUnexpected => TOAST_CHUNK_UNEXPECTED,
+        Code::ToastChunkSize => TOAST_CHUNK_SIZE,
+        Code::ToastChunkHeader => TOAST_CHUNK_HEADER,
+        Code::IndexTidBeyondHeap => INDEX_TID_BEYOND_HEAP,
+        Code::IndexTidUnused => INDEX_TID_UNUSED,
+        Code::IndexZeroPage => INDEX_ZERO_PAGE,
+        Code::IndexBtreeFlags | Code::IndexSiblingLink => INDEX_BTREE_PAGE,
+        Code::IndexMissingEntry => INDEX_MISSING_ENTRY,
+        Code::IndexSpecialSize | Code::IndexBadCycleId => INDEX_SPECIAL_DAMAGED,
+        Code::FileVmBeyondEnd => FILE_VM_BEYOND_END,
+        Code::FileFsmBeyondEnd => FILE_FSM_BEYOND_END,
+        Code::FileUnreadable => FILE_UNREADABLE,
+        Code::FileMissingSegment => FILE_MISSING_SEGMENT,
+        Code::FileShortSegment | Code::FilePartialPage | Code::FileOversizedSegment => FILE_SHORT_READ,
+        Code::FileHeapTruncated => FILE_HEAP_TRUNCATED,
+        Code::FileManifestMissing | Code::FileManifestSize | Code::FileManifestChecksum | Code::FileManifestExtra => {
+            FILE_MANIFEST_MISMATCH
+        }
+        Code::ServerInvalidPage => SERVER_INVALID_PAGE,
+        Code::ServerReadError => SERVER_READ_ERROR,
+        Code::ServerError => SERVER_ERROR,
+        Code::ServerCrash => SERVER_CRASH,
+        Code::ServerTimeout => SERVER_TIMEOUT,
+        Code::AmcheckHeap => AMCHECK_HEAP,
+        Code::AmcheckToast => AMCHECK_TOAST,
+        Code::AmcheckBtree => AMCHECK_BTREE,
+    }
+}
+
+// Texts named once: shared by several entries, or too long to sit in one.
+
+const INVALID_PAGE: &str = "invalid page in block N of relation R";
+const REMEDY_HEADER: &str = "the page header is damaged, so the server refuses the whole page: salvage the table \
+(pgsurgeon salvage) to carve its rows, then zero or rebuild the page (pgsurgeon repair)";
+const REMEDY_SIZE_VERSION: &str = "the page header was overwritten although the server still reads the page: \
+look for more damage on it (pgsurgeon inspect), salvage the table, then rewrite the page (pgsurgeon repair)";
+const REMEDY_ITEMS: &str = "rows on this page may be returned wrong or crash the backend: salvage the readable rows \
+first, then repair (pg_surgery heap_force_kill on the damaged items, or zero the page)";
+const REMEDY_TUPLE: &str = "salvage the table, then remove the damaged tuple with pg_surgery's heap_force_kill \
+using its physical ctid (block, line pointer), and reindex";
+const REMEDY_TOAST: &str = "the row's other columns are intact: salvage it with this column set to NULL, then \
+delete the row with pg_surgery heap_force_kill (block, lp) and re-insert";
+const REMEDY_INDEX: &str = "indexes hold no unique data: REINDEX INDEX (or REINDEX TABLE) rebuilds it from the heap";
+const REMEDY_CHECKSUM: &str = "the page changed after it was written: compare with a backup, salvage the readable \
+rows (ignore_checksum_failure=on lets the server read a page whose header is sane), then repair";
+
+// Checksums.
+
+const CHECKSUM_MISMATCH: CodeInfo = CodeInfo {
+    area: Area::Checksum,
+    severity: Severity::Error,
+    pg_error:
+        "page verification failed, calculated checksum C but expected S; then invalid page in block N of relation R",
+    remedy: REMEDY_CHECKSUM,
+};
+
+// Page headers.
+
+const PAGE_HEADER_REFUSED: CodeInfo =
+    CodeInfo { area: Area::PageHeader, severity: Severity::Error, pg_error: INVALID_PAGE, remedy: REMEDY_HEADER };
+
+const PAGE_HEADER_LOWER_BELOW_HEADER: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "none on read; corrupted page pointers: lower = L, upper = U, special = S (PANIC) on the next insert",
+    remedy: REMEDY_HEADER,
+};
+
+const PAGE_HEADER_SPECIAL_SIZE: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "none on PostgreSQL 15: rows are returned, those in the pretend special space may be wrong or missing; \
+later writes to the page corrupt it further",
+    remedy: REMEDY_HEADER,
+};
+
+// The server only ever writes BLCKSZ and layout version 4 into pd_pagesize_version and
+// PageIsVerified never reads it back: any other value means the header was overwritten,
+// and PostgreSQL 15 still returns the page's rows without a word.
+const PAGE_HEADER_PAGE_SIZE: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "none: read silently (the server never checks the page size in pd_pagesize_version)",
+    remedy: REMEDY_SIZE_VERSION,
+};
+
+const PAGE_HEADER_LAYOUT_VERSION: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "none: read silently (the server never checks the layout version in pd_pagesize_version)",
+    remedy: REMEDY_SIZE_VERSION,
+};
+
+const PAGE_HEADER_SHORT_PAGE: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file F: read only X of 8192 bytes",
+    remedy: "the file ends inside this page (a torn or truncated write): salvage, then restore the file from a backup",
+};
+
+const PAGE_HEADER_ZEROED: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "none: the server reads an all-zero page as empty, its rows are silently gone (pg_checksums accepts it)",
+    remedy: "restore the block from a backup if you have one; otherwise the rows are lost: find what referenced them \
+(index entries, foreign keys) and decide with the application owners",
+};
+
+const PAGE_HEADER_LSN_FUTURE: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "none on read; after recovery or on a standby the page may be overwritten or disagree with WAL",
+    remedy: "the page comes from a later state of the cluster (a misdirected write or a mixed-up restore): \
+compare with a backup and salvage the table",
+};
+
+// Line pointers.
+
+const LINE_POINTER_DAMAGED: CodeInfo = CodeInfo {
+    area: Area::LinePointer,
+    severity: Severity::Error,
+    pg_error: "none on read, or invalid memory alloc request size, or a crashed backend (SIGSEGV)",
+    remedy: REMEDY_ITEMS,
+};
+
+const LINE_POINTER_UNREFERENCED_TUPLE: CodeInfo = CodeInfo {
+    area: Area::LinePointer,
+    severity: Severity::Error,
+    pg_error: "none: the row is silently missing from every query (index entries may still point at its line \
+pointer)",
+    remedy: "salvage the table: the carver finds the tuple in the page body and saves the row; then repair",
+};
+
+// Tuple headers.
+
+const TUPLE_HEADER_LAYOUT: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "wrong column values, invalid memory alloc request size, or a crashed backend",
+    remedy: REMEDY_TUPLE,
+};
+
+const TUPLE_HEADER_XID_OLD: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "could not access status of transaction X (DETAIL: Could not open file \"pg_xact/…\")",
+    remedy: REMEDY_TUPLE,
+};
+
+const TUPLE_HEADER_XMIN_OLD_HINTED: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "none while the hint bits last; VACUUM fails with found xmin X from before relfrozenxid",
+    remedy: REMEDY_TUPLE,
+};
+
+const TUPLE_HEADER_XID_FUTURE: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "none: the row is silently invisible (or visible as never deleted) because its XID looks in progress",
+    remedy: REMEDY_TUPLE,
+};
+
+const TUPLE_HEADER_MULTI_FUTURE: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "MultiXactId M has not been created yet -- apparent wraparound",
+    remedy: REMEDY_TUPLE,
+};
+
+const TUPLE_HEADER_MULTI_OLD: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "MultiXactId M does no longer exist -- apparent wraparound",
+    remedy: REMEDY_TUPLE,
+};
+
+const TUPLE_HEADER_CTID_NOT_SELF: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "none on read: the rows of another block appear here (duplicates, or rows in the wrong place), and \
+the rows that belonged here are gone",
+    remedy: "the page holds another block's contents (a misdirected or torn write): restore the block from a backup, \
+or salvage the table and zero this page",
+};
+
+const TUPLE_HEADER_VISIBILITY: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "wrong visibility, an UPDATE or VACUUM failing on the chain, or a crashed backend",
+    remedy: REMEDY_TUPLE,
+};
+
+// Tuple data.
+
+const TUPLE_DATA_NATTS_GT_RELATION: CodeInfo = CodeInfo {
+    area: Area::TupleData,
+    severity: Severity::Error,
+    pg_error: "none on read: attributes beyond the relation's are ignored (amcheck: number of attributes N exceeds \
+maximum expected for table M)",
+    remedy:
+        "t_infomask2 is damaged, so the row may be read with wrong values: salvage the row's columns, then delete it \
+with pg_surgery heap_force_kill (block, lp) and re-insert it",
+};
+
+const TUPLE_DATA_ATTR_DAMAGED: CodeInfo = CodeInfo {
+    area: Area::TupleData,
+    severity: Severity::Error,
+    pg_error: "wrong values, invalid memory alloc request size, or a crashed backend",
+    remedy: "the columns before this attribute are readable: salvage the row with this and later columns set to NULL \
+(pgsurgeon salvage), then delete it with pg_surgery heap_force_kill (block, lp) and re-insert it",
+};
+
+const TUPLE_DATA_COMPRESSED_BAD: CodeInfo = CodeInfo {
+    area: Area::TupleData,
+    severity: Severity::Error,
+    pg_error: "compressed pglz data is corrupt / compressed lz4 data is corrupt / invalid compression method id N / \
+invalid memory alloc request size N",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+};
+
+const TUPLE_DATA_VALUE_BAD: CodeInfo = CodeInfo {
+    area: Area::TupleData,
+    severity: Severity::Error,
+    pg_error: "wrong values, an error from the type's output function (array size exceeds the maximum allowed, \
+invalid numeric), or a crashed backend when it reads the value's damaged internals (jsonb, arrays)",
+    remedy: "the row's other columns are intact: salvage it (pgsurgeon salvage keeps the row apart with this column \
+NULL), then delete it with pg_surgery heap_force_kill (block, lp) and re-insert it",
+};
+
+const TUPLE_DATA_TRAILING_BYTES: CodeInfo = CodeInfo {
+    area: Area::TupleData,
+    severity: Severity::Error,
+    pg_error: "none on read: the extra bytes are ignored, but a length or alignment before them is wrong, so values \
+are read wrong",
+    remedy: "compare the row's values with a backup or the application; salvage the row, then delete it with \
+pg_surgery heap_force_kill (block, lp) and re-insert it corrected",
+};
+
+// TOAST values.
+
+const TOAST_POINTER_BAD: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "invalid compression method id N or compressed pglz data is corrupt (the value is decompressed as if \
+compressed) / could not open relation with OID N / missing chunk number 0 for toast value V in pg_toast_R / \
+unexpected chunk size N (expected M) / invalid memory alloc request size N; some fields are only used by length() \
+and pg_column_compression(), then only amcheck notices",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+};
+
+const TOAST_FLAG_MISSING: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "none on read when the TOAST table exists (the value leaks on DELETE/UPDATE); could not open relation \
+with OID N when the relation has no TOAST table",
+    remedy: "the value may still be readable: copy the row out (INSERT … SELECT), delete the original with \
+pg_surgery heap_force_kill (block, lp); or set HEAP_HASEXTERNAL again (pgsurgeon repair)",
+};
+
+const TOAST_VALUE_MISSING: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "missing chunk number 0 for toast value V in pg_toast_R",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+};
+
+const TOAST_CHUNK_MISSING: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "missing chunk number N for toast value V in pg_toast_R / unexpected chunk number N (expected M) for \
+toast value V in pg_toast_R",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+};
+
+const TOAST_CHUNK_UNEXPECTED: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "unexpected chunk number N (expected M) for toast value V in pg_toast_R / unexpected chunk number N \
+(out of range 0..M) for toast value V in pg_toast_R",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert; REINDEX the TOAST table if its index is the culprit",
+};
+
+const TOAST_CHUNK_SIZE: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "unexpected chunk size N (expected M) in chunk C of T for toast value V in pg_toast_R",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+};
+
+const TOAST_CHUNK_HEADER: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "found toasted toast chunk for toast value V in pg_toast_R",
+    remedy: "the row's other columns are intact: salvage it with this column set to NULL, then delete the row with \
+pg_surgery heap_force_kill (block, lp) and re-insert",
+};
+
+// Indexes.
+
+const INDEX_TID_BEYOND_HEAP: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file F: read only 0 of 8192 bytes (index scans that reach the entry)",
+    remedy: "the heap lost its tail (or the index is wrong): salvage the table, then REINDEX; restore the heap file \
+from a backup if the rows matter",
+};
+
+const INDEX_TID_UNUSED: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none: index scans silently miss the row, or return a different row that reused the slot",
+    remedy: "the heap row is gone while the index still has it (or the heap page was overwritten): REINDEX after \
+checking the heap page with pgsurgeon inspect",
+};
+
+const INDEX_ZERO_PAGE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains unexpected zero page at block N (HINT: Please REINDEX it.)",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_BTREE_PAGE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains corrupted page at block N, or scans that skip or repeat entries",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_MISSING_ENTRY: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none: index scans silently miss this row (a unique index lets a duplicate in)",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_SPECIAL_DAMAGED: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains corrupted page at block N (HINT: Please REINDEX it.)",
+    remedy: REMEDY_INDEX,
+};
+
+// Relation files and backups.
+
+const FILE_VM_BEYOND_END: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none: a sequential scan stops at the file's end, rows past it are silently missing",
+    remedy:
+        "the relation file is shorter than the visibility map says: restore the file from a backup, salvage the rest",
+};
+
+// The server checks every block the FSM offers against the main fork's length (fsm_does_block_exist in
+// freespace.c's fsm_search) and zeroes the slot of one past the end: an INSERT goes elsewhere, no error.
+// That check came with "freespace: Don't return blocks past the end of the main fork" (2024, back-patched
+// to 14; REL_15_STABLE 7c490a18b75b); older minor releases fail the INSERT with a short read instead.
+// The FSM also leads the main fork after a crash (extended blocks' WAL-less space reached disk, the blocks
+// did not), so alone this is no damage; beside file.vm_beyond_end or index.tid_beyond_heap it confirms the cut.
+const FILE_FSM_BEYOND_END: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Warning,
+    pg_error: "",
+    remedy: "the free space map covers blocks the relation file no longer has: if the file lost its tail (see the \
+other findings), restore it from a backup. The map is a hint the server corrects as inserts meet it (plain VACUUM \
+leaves it), but minor releases older than May 2024 (before 14.12, 15.7, 16.3) follow it and fail the INSERT with \
+'could not read block N in file F: read only 0 of 8192 bytes'. To rebuild it, stop the server, delete the \
+relation's _fsm file, start it and run VACUUM (DISABLE_PAGE_SKIPPING) on the table (plain VACUUM records only the \
+pages it does not skip as all-visible)",
+};
+
+const FILE_UNREADABLE: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file F: …",
+    remedy: "check the storage (dmesg, SMART) and file permissions; copy what can be read before anything else",
+};
+
+const FILE_MISSING_SEGMENT: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error:
+        "could not open file F (target block N): No such file or directory, or rows past the gap silently missing",
+    remedy: "restore the missing segment file from a backup; otherwise salvage the blocks before the gap",
+};
+
+const FILE_SHORT_READ: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file F: read only X of 8192 bytes",
+    remedy: "the file was truncated or torn: salvage what is readable, then restore the file from a backup",
+};
+
+const FILE_HEAP_TRUNCATED: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none on a sequential scan: the rows past the end are silently missing; could not read block N in file \
+F when an index scan follows an entry into the missing part",
+    remedy: "the table file is shorter than its indexes or visibility map say: restore the file from a backup; the \
+indexes still hold the key columns of the lost rows",
+};
+
+const FILE_MANIFEST_MISMATCH: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none until the backup is restored: then missing or changed files give wrong rows, or recovery fails \
+(pg_verifybackup reports the same)",
+    remedy: "the backup is not what pg_basebackup wrote (a file was changed, lost or added afterwards): take a new \
+backup, or restore from another one and compare",
+};
+
+// Codes of `pgsurgeon diagnose`, for what the server itself said while reading or checking.
+
+const SERVER_INVALID_PAGE: CodeInfo = CodeInfo {
+    area: Area::PageHeader,
+    severity: Severity::Error,
+    pg_error: "invalid page in block N of relation R (PostgreSQL 18: relation \"R\")",
+    remedy: "the server refuses the whole page: salvage the table (pgsurgeon salvage) to carve its rows from the \
+file, then zero or rebuild the page (pgsurgeon repair); never set zero_damaged_pages before the rows are saved",
+};
+
+const SERVER_READ_ERROR: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file F: read only X of 8192 bytes / could not open file F (target block N)",
+    remedy: "the relation file is shorter than the server expects or a segment is missing: salvage what is \
+readable, then restore the file from a backup",
+};
+
+const SERVER_ERROR: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "the ERROR in observed_error, raised while amcheck checked this block",
+    remedy: "inspect the block (pgsurgeon inspect) and salvage the table before repairing it",
+};
+
+const SERVER_CRASH: CodeInfo = CodeInfo {
+    area: Area::LinePointer,
+    severity: Severity::Error,
+    pg_error: "server process was terminated by signal 11: Segmentation fault (every session is disconnected and \
+the server runs crash recovery)",
+    remedy: "do not query these blocks with ordinary SQL: decode them offline (pgsurgeon inspect/scan) and salvage \
+the table from its files",
+};
+
+const SERVER_TIMEOUT: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Warning,
+    pg_error: "canceling statement due to statement timeout / lock timeout",
+    remedy: "the range was not checked: run diagnose again with a longer --statement-timeout, or when the table is \
+not locked (ALTER TABLE, VACUUM FULL, CLUSTER take conflicting locks)",
+};
+
+// What amcheck reported.
+
+const AMCHECK_HEAP: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "see the amcheck message: reading the tuple may fail or return wrong values",
+    remedy: REMEDY_TUPLE,
+};
+
+const AMCHECK_TOAST: CodeInfo = CodeInfo {
+    area: Area::Toast,
+    severity: Severity::Error,
+    pg_error: "see the amcheck message",
+    remedy: REMEDY_TOAST,
+};
+
+const AMCHECK_BTREE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index scans that skip or repeat rows, or index \"I\" contains corrupted page at block N",
+    remedy: REMEDY_INDEX,
+};
