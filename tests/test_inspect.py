@@ -98,6 +98,22 @@ def test_clear_errors(make_lab: MakeLab, capsys: pytest.CaptureFixture[str], tmp
     assert "beyond the end" in err and "hint:" in err
     assert main(["inspect", str(tmp_path / "nope"), "--block", "0"]) == 1
     assert "no such relation file" in capsys.readouterr().err
+    # the path an old error named, after VACUUM FULL gave the table a new file
+    with cluster.connect() as conn:
+        conn.execute("VACUUM FULL t")
+    assert main(["inspect", str(path), "--block", "0"]) == 1  # left empty until the next checkpoint
+    err = capsys.readouterr().err
+    assert "is empty (0 bytes)" in err and "rewritten" in err and "pg_relation_filepath" in err, err
+    with cluster.connect() as conn:
+        conn.execute("CHECKPOINT")
+    assert main(["inspect", str(path), "--block", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "no such relation file" in err and "rewritten" in err and "pg_relation_filepath" in err, err
+    # segment 0 there, the segment holding the block missing: those blocks are lost
+    single = tmp_path / "16999"
+    single.write_bytes(bytes(8192))
+    assert main(["inspect", str(single), "--block", "131072", "--checksums", "off"]) == 1
+    assert "segment 0 (16999) is there but not segment 1" in capsys.readouterr().err
     assert main(["inspect", "--dsn", cluster.dsn(), "--table", "missing", "--block", "0"]) == 1
     assert "does not exist" in capsys.readouterr().err
     garbage = tmp_path / "16384"

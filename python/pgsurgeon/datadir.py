@@ -130,6 +130,14 @@ class Block:
     partial: bool
 
 
+# VACUUM FULL, CLUSTER, TRUNCATE and REINDEX give a relation a new file, and leave the old one empty until the next
+# checkpoint removes it (md.c's mdunlink): the path in an older error message may be that old file.
+_REWRITTEN = (
+    "if the relation was rewritten since (VACUUM FULL, CLUSTER, TRUNCATE, REINDEX), its file has a new name: "
+    "pgsurgeon files PGDATA lists them, or ask the server: SELECT pg_relation_filepath('TABLE')"
+)
+
+
 def read_block(path: Path, block: int, geometry: Geometry) -> Block:
     """Read relation block ``block`` (counted across segments, as server errors count it).
 
@@ -148,6 +156,8 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
     try:
         with file.open("rb") as fh:
             size = fh.seek(0, 2)
+            if size == 0 and segno == 0:
+                raise PgSurgeonError(f"{file} is empty (0 bytes): no block {block} in it", hint=_REWRITTEN)
             if offset >= size:
                 nblocks = geometry.blocks_to(segno, size)
                 raise PgSurgeonError(
@@ -157,10 +167,12 @@ def read_block(path: Path, block: int, geometry: Geometry) -> Block:
             fh.seek(offset)
             data = fh.read(geometry.blcksz)
     except FileNotFoundError:
-        raise PgSurgeonError(
-            f"no such relation file: {file}",
-            hint="a missing segment means the blocks in it are lost; check the path or restore the file",
-        ) from None
+        if segno and base.exists():
+            hint = f"segment 0 ({base.name}) is there but not segment {segno}: the blocks it held are lost unless "
+            hint += "a backup or standby has the file"
+        else:
+            hint = _REWRITTEN
+        raise PgSurgeonError(f"no such relation file: {file}", hint=hint) from None
     except PermissionError:
         raise PgSurgeonError(
             f"cannot read {file}: permission denied", hint="run as the cluster's owner or root"
