@@ -47,43 +47,112 @@ fn jsonb_container(data: &[u8], budget: &Cell<usize>, out: &mut Vec<u8>, depth: 
     if is_object == is_array {
         return Err(format!("jsonb container header 0x{header:08x} is neither an object nor an array"));
     }
-    let nchildren = if is_object { count.checked_mul(2).ok_or("jsonb count overflows")? } else { count };
-    let children_at = 4usize;
-    let base = children_at.checked_add(nchildren.checked_mul(4).ok_or("jsonb count overflows")?).ok_or("overflow")?;
-    if base > data.len() {
-        return Err(format!("jsonb container claims {count} entries, more than its {} bytes hold", data.len()));
+    let c = Container::open(data, count, is_object, budget, depth)?;
+    if is_array && header & JB_FSCALAR != 0 {
+        if count != 1 {
+            return Err(format!("jsonb scalar container holds {count} values"));
+        }
+        return c.value(0, out);
     }
-    let entry = |i: usize| u32_at(data, children_at + i * 4).unwrap_or(0);
-    // Each child starts where the previous ended: an entry holds its end offset (HAS_OFF, every
-    // JB_OFFSET_STRIDE entries) or its length. One pass, not a walk back per child, so damaged
-    // entries without HAS_OFF cost linear time.
-    let mut starts = Vec::with_capacity(nchildren + 1);
-    starts.push(0usize);
-    for j in 0..nchildren {
-        let e = entry(j);
-        let v = (e & JENTRY_OFFLENMASK) as usize;
-        let prev = starts[j];
-        starts.push(if e & JENTRY_HAS_OFF != 0 { v } else { prev.wrapping_add(v) });
+    if is_array {
+        out.push(b'[');
+        for i in 0..count {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            c.value(i, out)?;
+        }
+        out.push(b']');
+    } else {
+        out.push(b'{');
+        for i in 0..count {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            let (ty, start, end) = c.span(i)?;
+            if ty != JENTRY_ISSTRING {
+                return Err("jsonb object key is not a string".into());
+            }
+            push_json_string(&data[start..end], out);
+            out.extend_from_slice(b": ");
+            c.value(count + i, out)?;
+        }
+        out.push(b'}');
     }
-    let span = |i: usize| -> Result<(u32, usize, usize), String> {
-        let e = entry(i);
-        let off = starts[i];
+    Ok(())
+}
+
+/// Offset of a container's JEntries: right after its header word.
+const CHILDREN_AT: usize = 4;
+
+/// A container's children, located: each one's JEntry and where its bytes lie.
+struct Container<'a> {
+    data: &'a [u8],
+    /// Where the children's data area starts in `data` (after the header word and the JEntries).
+    base: usize,
+    /// Each child's start relative to `base`, then the end of the last.
+    starts: Vec<usize>,
+    budget: &'a Cell<usize>,
+    depth: u32,
+}
+
+impl<'a> Container<'a> {
+    /// An object's `count` pairs are 2·`count` children: its keys, then its values in the same order.
+    fn open(
+        data: &'a [u8],
+        count: usize,
+        is_object: bool,
+        budget: &'a Cell<usize>,
+        depth: u32,
+    ) -> Result<Self, String> {
+        let nchildren = if is_object { count.checked_mul(2).ok_or("jsonb count overflows")? } else { count };
+        let entries = nchildren.checked_mul(4).ok_or("jsonb count overflows")?;
+        let base = CHILDREN_AT.checked_add(entries).ok_or("overflow")?;
+        if base > data.len() {
+            return Err(format!("jsonb container claims {count} entries, more than its {} bytes hold", data.len()));
+        }
+        let mut c = Container { data, base, starts: Vec::with_capacity(nchildren + 1), budget, depth };
+        // Each child starts where the previous ended: an entry holds its end offset (HAS_OFF, every
+        // JB_OFFSET_STRIDE entries) or its length. One pass, not a walk back per child, so damaged
+        // entries without HAS_OFF cost linear time.
+        c.starts.push(0usize);
+        for j in 0..nchildren {
+            let e = c.entry(j);
+            let v = (e & JENTRY_OFFLENMASK) as usize;
+            let prev = c.starts[j];
+            c.starts.push(if e & JENTRY_HAS_OFF != 0 { v } else { prev.wrapping_add(v) });
+        }
+        Ok(c)
+    }
+
+    fn entry(&self, i: usize) -> u32 {
+        u32_at(self.data, CHILDREN_AT + i * 4).unwrap_or(0)
+    }
+
+    /// Child `i`'s type bits and its byte range in `data`.
+    fn span(&self, i: usize) -> Result<(u32, usize, usize), String> {
+        let e = self.entry(i);
+        let off = self.starts[i];
         let len = if e & JENTRY_HAS_OFF != 0 {
             ((e & JENTRY_OFFLENMASK) as usize).checked_sub(off).ok_or("jsonb entry offsets go backwards")?
         } else {
             (e & JENTRY_OFFLENMASK) as usize
         };
-        let start = base.checked_add(off).ok_or("overflow")?;
+        let start = self.base.checked_add(off).ok_or("overflow")?;
         let end = start.checked_add(len).ok_or("overflow")?;
-        if end > data.len() {
-            return Err(format!("jsonb entry {i} runs to byte {end}, past the container's {}", data.len()));
+        if end > self.data.len() {
+            return Err(format!("jsonb entry {i} runs to byte {end}, past the container's {}", self.data.len()));
         }
         Ok((e & JENTRY_TYPEMASK, start, end))
-    };
-    let value = |i: usize, out: &mut Vec<u8>| -> DatumResult {
-        let left = budget.get().checked_sub(1).ok_or("jsonb holds more values than its size allows")?;
-        budget.set(left);
-        let (ty, start, end) = span(i)?;
+    }
+
+    /// Print child `i` as a value (a scalar or a nested container).
+    fn value(&self, i: usize, out: &mut Vec<u8>) -> DatumResult {
+        let left = self.budget.get().checked_sub(1).ok_or("jsonb holds more values than its size allows")?;
+        self.budget.set(left);
+        let (ty, start, end) = self.span(i)?;
+        let data = self.data;
+        let base = self.base;
         match ty {
             JENTRY_ISSTRING => push_json_string(&data[start..end], out),
             JENTRY_ISNUMERIC => {
@@ -98,44 +167,12 @@ fn jsonb_container(data: &[u8], budget: &Cell<usize>, out: &mut Vec<u8>, depth: 
             JENTRY_ISCONTAINER => {
                 let s = base + intalign(start - base);
                 let v = data.get(s..end).ok_or("jsonb container runs past its entry")?;
-                jsonb_container(v, budget, out, depth + 1)?;
+                jsonb_container(v, self.budget, out, self.depth + 1)?;
             }
             t => return Err(format!("jsonb entry type 0x{t:08x} is unknown")),
         }
         Ok(())
-    };
-    if is_array && header & JB_FSCALAR != 0 {
-        if count != 1 {
-            return Err(format!("jsonb scalar container holds {count} values"));
-        }
-        return value(0, out);
     }
-    if is_array {
-        out.push(b'[');
-        for i in 0..count {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
-            value(i, out)?;
-        }
-        out.push(b']');
-    } else {
-        out.push(b'{');
-        for i in 0..count {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
-            let (ty, start, end) = span(i)?;
-            if ty != JENTRY_ISSTRING {
-                return Err("jsonb object key is not a string".into());
-            }
-            push_json_string(&data[start..end], out);
-            out.extend_from_slice(b": ");
-            value(count + i, out)?;
-        }
-        out.push(b'}');
-    }
-    Ok(())
 }
 
 /// escape_json.
