@@ -122,50 +122,42 @@ impl Path<'_> {
         self.d.get(it.at + 4..it.at + 4 + len).ok_or_else(|| "jsonpath string runs past the value".into())
     }
 
+    /// printJsonPathItem: `it` and the chain of items after it (accessors, methods). `in_key`: `it` follows
+    /// another item, so a key or wildcard takes a '.'; `brackets`: an operator must parenthesize itself.
     fn print(&self, it: &Item, in_key: bool, brackets: bool, out: &mut Vec<u8>, depth: u32) -> DatumResult {
         if depth > 1000 {
             return Err("jsonpath nesting is deeper than 1000".into());
         }
         let left = self.budget.get().checked_sub(1).ok_or("jsonpath holds more items than its size allows")?;
         self.budget.set(left);
-        let sub = |p: &Self, i: &Item, k: bool, b: bool, out: &mut Vec<u8>| p.print(i, k, b, out, depth + 1);
+        self.print_item(it, in_key, brackets, out, depth)?;
+        if it.next > 0 {
+            let n = self.item(self.rel(it, it.next)?)?;
+            if n.pos <= it.pos {
+                return Err("jsonpath next item goes backwards".into());
+            }
+            self.print(&n, true, true, out, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// An operand or argument of an item at `depth`: printed without a leading '.'.
+    fn operand(&self, arg: &Item, brackets: bool, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+        self.print(arg, false, brackets, out, depth + 1)
+    }
+
+    /// One item, without the items chained after it.
+    fn print_item(&self, it: &Item, in_key: bool, brackets: bool, out: &mut Vec<u8>, depth: u32) -> DatumResult {
         match it.t {
             NULL => out.extend_from_slice(b"null"),
             STRING => push_json_string(self.string(it)?, out),
-            NUMERIC => {
-                let word = u32_at(self.d, it.at).ok_or("jsonpath numeric runs past the value")?;
-                let n = (word >> 2) as usize;
-                let v = self.d.get(it.at + 4..it.at + n.max(4)).ok_or("jsonpath numeric runs past the value")?;
-                if it.next > 0 {
-                    out.push(b'(');
-                }
-                format_numeric(v, out)?;
-                if it.next > 0 {
-                    out.push(b')');
-                }
-            }
+            NUMERIC => self.print_numeric(it, out)?,
             BOOL => {
                 let b = *self.d.get(it.at).ok_or("jsonpath bool runs past the value")?;
                 out.extend_from_slice(if b != 0 { b"true" } else { b"false" });
             }
             AND..=MOD | STARTS_WITH if it.t != NOT && it.t != IS_UNKNOWN => {
-                if brackets {
-                    out.push(b'(');
-                }
-                let l = self.arg(it, 0)?;
-                sub(self, &l, false, priority(l.t) <= priority(it.t), out)?;
-                out.push(b' ');
-                out.extend_from_slice(if it.t == STARTS_WITH {
-                    b"starts with".as_slice()
-                } else {
-                    BINARY[usize::from(it.t - AND)].as_bytes()
-                });
-                out.push(b' ');
-                let r = self.arg(it, 1)?;
-                sub(self, &r, false, priority(r.t) <= priority(it.t), out)?;
-                if brackets {
-                    out.push(b')');
-                }
+                self.print_binary(it, brackets, out, depth)?
             }
             NOT | IS_UNKNOWN | FILTER | EXISTS => {
                 out.extend_from_slice(match it.t {
@@ -174,20 +166,14 @@ impl Path<'_> {
                     FILTER => b"?(",
                     _ => b"exists (",
                 });
-                sub(self, &self.arg(it, 0)?, false, false, out)?;
+                self.operand(&self.arg(it, 0)?, false, out, depth)?;
                 out.extend_from_slice(if it.t == IS_UNKNOWN { b") is unknown".as_slice() } else { b")" });
             }
-            PLUS | MINUS => {
-                if brackets {
-                    out.push(b'(');
-                }
+            PLUS | MINUS => bracketed(brackets, out, |out| {
                 out.push(if it.t == PLUS { b'+' } else { b'-' });
                 let a = self.arg(it, 0)?;
-                sub(self, &a, false, priority(a.t) <= priority(it.t), out)?;
-                if brackets {
-                    out.push(b')');
-                }
-            }
+                self.operand(&a, priority(a.t) <= priority(it.t), out, depth)
+            })?,
             ANY_ARRAY => out.extend_from_slice(b"[*]"),
             ANY_KEY => {
                 if in_key {
@@ -195,48 +181,8 @@ impl Path<'_> {
                 }
                 out.push(b'*');
             }
-            INDEX_ARRAY => {
-                let n = usize::try_from(self.i32(it.at)?).map_err(|_| "jsonpath subscript count is negative")?;
-                out.push(b'[');
-                for i in 0..n {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    let from = self.i32(it.at + 4 + 8 * i)?;
-                    let to = self.i32(it.at + 8 + 8 * i)?;
-                    sub(self, &self.item(self.rel(it, from)?)?, false, false, out)?;
-                    if to != 0 {
-                        out.extend_from_slice(b" to ");
-                        sub(self, &self.item(self.rel(it, to)?)?, false, false, out)?;
-                    }
-                }
-                out.push(b']');
-            }
-            ANY => {
-                if in_key {
-                    out.push(b'.');
-                }
-                let first = self.i32(it.at)? as u32;
-                let last = self.i32(it.at + 4)? as u32;
-                let bound = |v: u32, out: &mut Vec<u8>| {
-                    if v == u32::MAX {
-                        out.extend_from_slice(b"last");
-                    } else {
-                        push_display(out, v);
-                    }
-                };
-                if first == 0 && last == u32::MAX {
-                    out.extend_from_slice(b"**");
-                } else {
-                    out.extend_from_slice(b"**{");
-                    bound(first, out);
-                    if first != last {
-                        out.extend_from_slice(b" to ");
-                        bound(last, out);
-                    }
-                    out.push(b'}');
-                }
-            }
+            INDEX_ARRAY => self.print_subscripts(it, out, depth)?,
+            ANY => self.print_any(it, in_key, out)?,
             KEY => {
                 if in_key {
                     out.push(b'.');
@@ -250,39 +196,128 @@ impl Path<'_> {
                 push_json_string(self.string(it)?, out);
             }
             LAST => out.extend_from_slice(b"last"),
-            LIKE_REGEX => {
-                if brackets {
-                    out.push(b'(');
-                }
-                let flags = self.i32(it.at)? as u32;
-                let expr = self.item(self.rel(it, self.i32(it.at + 4)?)?)?;
-                sub(self, &expr, false, priority(expr.t) <= priority(it.t), out)?;
-                out.extend_from_slice(b" like_regex ");
-                let len = usize::try_from(self.i32(it.at + 8)?).map_err(|_| "jsonpath pattern length is negative")?;
-                let pat = self.d.get(it.at + 12..it.at + 12 + len).ok_or("jsonpath pattern runs past the value")?;
-                push_json_string(pat, out);
-                if flags != 0 {
-                    // JSP_REGEX_ICASE, DOTALL, MLINE, WSPACE, QUOTE (utils/jsonpath.h)
-                    out.extend_from_slice(b" flag \"");
-                    for (bit, c) in [(1, b'i'), (2, b's'), (4, b'm'), (8, b'x'), (0x10, b'q')] {
-                        if flags & bit != 0 {
-                            out.push(c);
-                        }
-                    }
-                    out.push(b'"');
-                }
-                if brackets {
-                    out.push(b')');
-                }
+            LIKE_REGEX => self.print_like_regex(it, brackets, out, depth)?,
+            TYPE..=KEY_VALUE | BIGINT..=TIMESTAMP_TZ => self.print_method(it, out, depth)?,
+            t => return Err(format!("jsonpath item type {t} is unknown")),
+        }
+        Ok(())
+    }
+
+    /// A numeric literal, parenthesized when an item follows it (as printJsonPathItem does).
+    fn print_numeric(&self, it: &Item, out: &mut Vec<u8>) -> DatumResult {
+        let word = u32_at(self.d, it.at).ok_or("jsonpath numeric runs past the value")?;
+        let n = (word >> 2) as usize;
+        let v = self.d.get(it.at + 4..it.at + n.max(4)).ok_or("jsonpath numeric runs past the value")?;
+        if it.next > 0 {
+            out.push(b'(');
+        }
+        format_numeric(v, out)?;
+        if it.next > 0 {
+            out.push(b')');
+        }
+        Ok(())
+    }
+
+    /// `left op right`; an operand binding no tighter than the operator is parenthesized.
+    fn print_binary(&self, it: &Item, brackets: bool, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+        bracketed(brackets, out, |out| {
+            let l = self.arg(it, 0)?;
+            self.operand(&l, priority(l.t) <= priority(it.t), out, depth)?;
+            out.push(b' ');
+            out.extend_from_slice(if it.t == STARTS_WITH {
+                b"starts with".as_slice()
+            } else {
+                BINARY[usize::from(it.t - AND)].as_bytes()
+            });
+            out.push(b' ');
+            let r = self.arg(it, 1)?;
+            self.operand(&r, priority(r.t) <= priority(it.t), out, depth)
+        })
+    }
+
+    /// `[a, b to c]`: a count, then a (from, to) pair of positions per subscript; `to` 0 when there is none.
+    fn print_subscripts(&self, it: &Item, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+        let n = usize::try_from(self.i32(it.at)?).map_err(|_| "jsonpath subscript count is negative")?;
+        out.push(b'[');
+        for i in 0..n {
+            if i > 0 {
+                out.push(b',');
             }
+            let from = self.i32(it.at + 4 + 8 * i)?;
+            let to = self.i32(it.at + 8 + 8 * i)?;
+            self.operand(&self.item(self.rel(it, from)?)?, false, out, depth)?;
+            if to != 0 {
+                out.extend_from_slice(b" to ");
+                self.operand(&self.item(self.rel(it, to)?)?, false, out, depth)?;
+            }
+        }
+        out.push(b']');
+        Ok(())
+    }
+
+    /// `**`, `**{n}` or `**{n to m}`, where u32::MAX is `last`.
+    fn print_any(&self, it: &Item, in_key: bool, out: &mut Vec<u8>) -> DatumResult {
+        if in_key {
+            out.push(b'.');
+        }
+        let first = self.i32(it.at)? as u32;
+        let last = self.i32(it.at + 4)? as u32;
+        let bound = |v: u32, out: &mut Vec<u8>| {
+            if v == u32::MAX {
+                out.extend_from_slice(b"last");
+            } else {
+                push_display(out, v);
+            }
+        };
+        if first == 0 && last == u32::MAX {
+            out.extend_from_slice(b"**");
+        } else {
+            out.extend_from_slice(b"**{");
+            bound(first, out);
+            if first != last {
+                out.extend_from_slice(b" to ");
+                bound(last, out);
+            }
+            out.push(b'}');
+        }
+        Ok(())
+    }
+
+    /// `expr like_regex "pattern" flag "…"`: flags, the expression's position, then the pattern's length and text.
+    fn print_like_regex(&self, it: &Item, brackets: bool, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+        bracketed(brackets, out, |out| {
+            let flags = self.i32(it.at)? as u32;
+            let expr = self.item(self.rel(it, self.i32(it.at + 4)?)?)?;
+            self.operand(&expr, priority(expr.t) <= priority(it.t), out, depth)?;
+            out.extend_from_slice(b" like_regex ");
+            let len = usize::try_from(self.i32(it.at + 8)?).map_err(|_| "jsonpath pattern length is negative")?;
+            let pat = self.d.get(it.at + 12..it.at + 12 + len).ok_or("jsonpath pattern runs past the value")?;
+            push_json_string(pat, out);
+            if flags != 0 {
+                // JSP_REGEX_ICASE, DOTALL, MLINE, WSPACE, QUOTE (utils/jsonpath.h)
+                out.extend_from_slice(b" flag \"");
+                for (bit, c) in [(1, b'i'), (2, b's'), (4, b'm'), (8, b'x'), (0x10, b'q')] {
+                    if flags & bit != 0 {
+                        out.push(c);
+                    }
+                }
+                out.push(b'"');
+            }
+            Ok(())
+        })
+    }
+
+    /// An item method: `.name()`, or with its optional arguments for decimal, datetime and time to timestamp_tz.
+    fn print_method(&self, it: &Item, out: &mut Vec<u8>, depth: u32) -> DatumResult {
+        match it.t {
             DECIMAL => {
                 out.extend_from_slice(b".decimal(");
                 if let Some(l) = self.child(it, 0)? {
-                    sub(self, &l, false, false, out)?;
+                    self.operand(&l, false, out, depth)?;
                 }
                 if let Some(r) = self.child(it, 1)? {
                     out.push(b',');
-                    sub(self, &r, false, false, out)?;
+                    self.operand(&r, false, out, depth)?;
                 }
                 out.push(b')');
             }
@@ -292,7 +327,7 @@ impl Path<'_> {
                 out.extend_from_slice(name.as_bytes());
                 out.push(b'(');
                 if let Some(a) = self.child(it, 0)? {
-                    sub(self, &a, false, false, out)?;
+                    self.operand(&a, false, out, depth)?;
                 }
                 out.push(b')');
             }
@@ -308,15 +343,20 @@ impl Path<'_> {
             }
             t => return Err(format!("jsonpath item type {t} is unknown")),
         }
-        if it.next > 0 {
-            let n = self.item(self.rel(it, it.next)?)?;
-            if n.pos <= it.pos {
-                return Err("jsonpath next item goes backwards".into());
-            }
-            self.print(&n, true, true, out, depth + 1)?;
-        }
         Ok(())
     }
+}
+
+/// `(…)` around what `f` prints when `brackets` says so.
+fn bracketed(brackets: bool, out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> DatumResult) -> DatumResult {
+    if brackets {
+        out.push(b'(');
+    }
+    f(out)?;
+    if brackets {
+        out.push(b')');
+    }
+    Ok(())
 }
 
 /// jsonpath_out on the varlena payload.
