@@ -465,11 +465,18 @@ fn check_heap_tuple(
     maxoff: u16,
     ctx: &HeapContext<'_>,
 ) {
-    use crate::format::heap::{
-        HEAP_HOT_UPDATED, HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK,
-        HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY, HEAP_XMIN_COMMITTED,
-        HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID,
-    };
+    check_tuple_layout(f, off, len, t, ctx.relnatts);
+    if let Some(h) = ctx.horizons {
+        check_tuple_xids(f, off, t, h);
+    }
+    check_tuple_infomask(f, off, t);
+    check_tuple_ctid(f, block, off, t, maxoff, ctx.nblocks);
+}
+
+/// t_hoff against natts, the null bitmap and the item length `len`; natts against the heap limit and the
+/// table's attribute count.
+#[inline(always)]
+fn check_tuple_layout(f: &mut ItemFindings, off: u16, len: usize, t: &HeapTupleHeaderData, relnatts: Option<u16>) {
     let hoff = usize::from(t.t_hoff);
     if hoff > len {
         f.push(Code::TupleHeaderHoffGtLen, off, || format!("t_hoff {hoff} is beyond the tuple length {len}"));
@@ -487,51 +494,69 @@ fn check_heap_tuple(
         f.push(Code::TupleHeaderNatts, off, || {
             format!("{} attributes, above the limit of {MAX_HEAP_ATTRIBUTE_NUMBER}", t.natts())
         });
-    } else if let Some(relnatts) = ctx.relnatts.filter(|n| t.natts() > *n) {
+    } else if let Some(relnatts) = relnatts.filter(|n| t.natts() > *n) {
         f.push(Code::TupleHeaderNatts, off, || format!("{} attributes, the table has {relnatts}", t.natts()));
     }
+}
+
+/// xmin and xmax against the horizons `h`: an XID at or past nextXid, or before oldestXid (its pg_xact segment
+/// may be gone); a MultiXactId likewise against nextMulti and oldestMulti.
+#[inline(always)]
+fn check_tuple_xids(f: &mut ItemFindings, off: u16, t: &HeapTupleHeaderData, h: &Horizons) {
+    use crate::format::heap::{
+        HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMIN_COMMITTED, HEAP_XMIN_FROZEN,
+        HEAP_XMIN_INVALID,
+    };
     let im = t.t_infomask;
-    if let Some(h) = ctx.horizons {
-        let frozen = im & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN;
-        let xmin = t.t_xmin;
-        if !frozen && xmin >= FIRST_NORMAL_TRANSACTION_ID {
-            let hinted = im & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) != 0;
-            if !xid_precedes(xmin, h.next_xid) {
-                f.push(Code::TupleHeaderXminFuture, off, || {
-                    format!("xmin {xmin} equals or exceeds the next transaction ID {}", h.next_xid)
-                });
-            } else if xid_precedes(xmin, h.oldest_xid) {
-                let code = if hinted { Code::TupleHeaderXminOldHinted } else { Code::TupleHeaderXminOld };
-                f.push(code, off, || format!("xmin {xmin} precedes the oldest valid transaction ID {}", h.oldest_xid));
-            }
-        } else if !frozen && xmin == 0 && im & HEAP_XMIN_INVALID == 0 {
-            f.push(Code::TupleHeaderXminInvalid, off, || "xmin is 0 (invalid) on a normal tuple".to_string());
+    let frozen = im & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN;
+    let xmin = t.t_xmin;
+    if !frozen && xmin >= FIRST_NORMAL_TRANSACTION_ID {
+        let hinted = im & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) != 0;
+        if !xid_precedes(xmin, h.next_xid) {
+            f.push(Code::TupleHeaderXminFuture, off, || {
+                format!("xmin {xmin} equals or exceeds the next transaction ID {}", h.next_xid)
+            });
+        } else if xid_precedes(xmin, h.oldest_xid) {
+            let code = if hinted { Code::TupleHeaderXminOldHinted } else { Code::TupleHeaderXminOld };
+            f.push(code, off, || format!("xmin {xmin} precedes the oldest valid transaction ID {}", h.oldest_xid));
         }
-        let xmax = t.t_xmax;
-        if im & HEAP_XMAX_INVALID == 0 && xmax != 0 {
-            if im & HEAP_XMAX_IS_MULTI != 0 {
-                if !multi_precedes(xmax, h.next_multi) {
-                    f.push(Code::TupleHeaderMultiFuture, off, || {
-                        format!("MultiXactId {xmax} equals or exceeds the next MultiXactId {}", h.next_multi)
-                    });
-                } else if multi_precedes(xmax, h.oldest_multi) {
-                    f.push(Code::TupleHeaderMultiOld, off, || {
-                        format!("MultiXactId {xmax} precedes the oldest MultiXactId {}", h.oldest_multi)
-                    });
-                }
-            } else if xmax >= FIRST_NORMAL_TRANSACTION_ID {
-                if !xid_precedes(xmax, h.next_xid) {
-                    f.push(Code::TupleHeaderXmaxFuture, off, || {
-                        format!("xmax {xmax} equals or exceeds the next transaction ID {}", h.next_xid)
-                    });
-                } else if xid_precedes(xmax, h.oldest_xid) && im & HEAP_XMAX_COMMITTED == 0 {
-                    f.push(Code::TupleHeaderXmaxOld, off, || {
-                        format!("xmax {xmax} precedes the oldest valid transaction ID {}", h.oldest_xid)
-                    });
-                }
+    } else if !frozen && xmin == 0 && im & HEAP_XMIN_INVALID == 0 {
+        f.push(Code::TupleHeaderXminInvalid, off, || "xmin is 0 (invalid) on a normal tuple".to_string());
+    }
+    let xmax = t.t_xmax;
+    if im & HEAP_XMAX_INVALID == 0 && xmax != 0 {
+        if im & HEAP_XMAX_IS_MULTI != 0 {
+            if !multi_precedes(xmax, h.next_multi) {
+                f.push(Code::TupleHeaderMultiFuture, off, || {
+                    format!("MultiXactId {xmax} equals or exceeds the next MultiXactId {}", h.next_multi)
+                });
+            } else if multi_precedes(xmax, h.oldest_multi) {
+                f.push(Code::TupleHeaderMultiOld, off, || {
+                    format!("MultiXactId {xmax} precedes the oldest MultiXactId {}", h.oldest_multi)
+                });
+            }
+        } else if xmax >= FIRST_NORMAL_TRANSACTION_ID {
+            if !xid_precedes(xmax, h.next_xid) {
+                f.push(Code::TupleHeaderXmaxFuture, off, || {
+                    format!("xmax {xmax} equals or exceeds the next transaction ID {}", h.next_xid)
+                });
+            } else if xid_precedes(xmax, h.oldest_xid) && im & HEAP_XMAX_COMMITTED == 0 {
+                f.push(Code::TupleHeaderXmaxOld, off, || {
+                    format!("xmax {xmax} precedes the oldest valid transaction ID {}", h.oldest_xid)
+                });
             }
         }
     }
+}
+
+/// Contradictory infomask bits.
+#[inline(always)]
+fn check_tuple_infomask(f: &mut ItemFindings, off: u16, t: &HeapTupleHeaderData) {
+    use crate::format::heap::{
+        HEAP_KEYS_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMAX_COMMITTED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI,
+        HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY,
+    };
+    let im = t.t_infomask;
     if im & HEAP_XMAX_COMMITTED != 0 && im & HEAP_XMAX_IS_MULTI != 0 {
         f.push(Code::TupleHeaderInfomask, off, || {
             format!("t_infomask 0x{im:04x}: a MultiXactId xmax cannot be marked committed")
@@ -551,6 +576,21 @@ fn check_heap_tuple(
     if t.t_infomask2 & HEAP_ONLY_TUPLE != 0 && im & HEAP_UPDATED == 0 {
         f.push(Code::TupleHeaderInfomask, off, || "heap-only tuple that is not the result of an update".to_string());
     }
+}
+
+/// t_ctid: a never-updated tuple naming its own item number in another block, an impossible item number, a block
+/// past the relation's `nblocks`, a HOT link off the page, an item past this page's `maxoff` line pointers.
+#[inline(always)]
+fn check_tuple_ctid(
+    f: &mut ItemFindings,
+    block: u64,
+    off: u16,
+    t: &HeapTupleHeaderData,
+    maxoff: u16,
+    nblocks: Option<u64>,
+) {
+    use crate::format::heap::{HEAP_HOT_UPDATED, HEAP_XMAX_INVALID};
+    let im = t.t_infomask;
     let ctid = t.t_ctid;
     let special_offset = ctid.offset == MOVED_PARTITIONS_OFFSET_NUMBER || ctid.offset == SPEC_TOKEN_OFFSET_NUMBER;
     if t.t_xmax == 0 && !special_offset && u64::from(ctid.block) != block && ctid.offset == off {
@@ -567,7 +607,7 @@ fn check_heap_tuple(
     if !special_offset {
         if ctid.offset == 0 || ctid.offset > MAX_HEAP_TUPLES_PER_PAGE {
             f.push(Code::TupleHeaderCtid, off, || format!("t_ctid {ctid} has an impossible item number"));
-        } else if let Some(nblocks) = ctx.nblocks.filter(|n| u64::from(ctid.block) >= *n) {
+        } else if let Some(nblocks) = nblocks.filter(|n| u64::from(ctid.block) >= *n) {
             f.push(Code::TupleHeaderCtid, off, || {
                 format!("t_ctid {ctid} points beyond the end of the relation ({nblocks} blocks)")
             });
@@ -658,191 +698,4 @@ pub fn check_page_in(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::format::heap::HeapTupleHeaderData;
-    use crate::format::itemid::ItemIdData;
-    use crate::format::page::{PageHeaderData, BLCKSZ};
-
-    /// A heap page with one 32-byte tuple at 8160.
-    fn heap_page() -> Vec<u8> {
-        let mut p = vec![0u8; BLCKSZ];
-        PageHeaderData {
-            pd_lower: 28,
-            pd_upper: 8160,
-            pd_special: 8192,
-            pd_pagesize_version: 0x2004,
-            ..Default::default()
-        }
-        .write(&mut p);
-        p[24..28].copy_from_slice(&ItemIdData::new(8160, LP_NORMAL, 32).0.to_le_bytes());
-        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
-        t.t_xmin = 750;
-        t.t_ctid = crate::format::heap::ItemPointerData { block: 0, offset: 1 };
-        t.t_infomask2 = 2;
-        t.t_hoff = 24;
-        t.write(&mut p[8160..]);
-        p
-    }
-
-    fn codes(p: &[u8]) -> Vec<Code> {
-        let page = Page::new(p).unwrap();
-        check_page(&page, PageKind::guess(&page), Some(0), false).iter().map(|f| f.code).collect()
-    }
-
-    #[test]
-    fn a_tuple_without_its_line_pointer_is_found() {
-        // two tuples, the second line pointer set unused: its bytes stay in the tuple area
-        let mut p = heap_page();
-        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
-        t.t_xmin = 751;
-        t.t_ctid = crate::format::heap::ItemPointerData { block: 0, offset: 2 };
-        t.t_infomask2 = 2;
-        t.t_hoff = 24;
-        t.write(&mut p[8128..]);
-        PageHeaderData {
-            pd_lower: 32,
-            pd_upper: 8128,
-            pd_special: 8192,
-            pd_pagesize_version: 0x2004,
-            ..Default::default()
-        }
-        .write(&mut p);
-        p[28..32].copy_from_slice(&ItemIdData::new(8128, LP_NORMAL, 32).0.to_le_bytes());
-        assert_eq!(codes(&p), Vec::<Code>::new());
-        p[28..32].copy_from_slice(&[0, 0, 0, 0]);
-        assert_eq!(codes(&p), vec![Code::LinePointerUnreferencedTuple]);
-        // padding between tuples (MAXALIGN) is no gap
-        let mut items = vec![(8160usize, 30usize), (8128, 32)];
-        assert!(unreferenced_tuples(&heap_page(), 0, 8128, 8192, &mut items).is_empty());
-        // a pointer set dead (pg_surgery's heap_force_kill) leaves the bytes: no loss
-        p[28..32].copy_from_slice(&ItemIdData::new(0, crate::format::itemid::LP_DEAD, 0).0.to_le_bytes());
-        assert_eq!(codes(&p), Vec::<Code>::new());
-    }
-
-    #[test]
-    fn healthy_heap_page_is_clean() {
-        assert_eq!(codes(&heap_page()), Vec::<Code>::new());
-    }
-
-    #[test]
-    fn each_damage_is_named() {
-        let mut p = heap_page();
-        p[16..18].copy_from_slice(&8190u16.to_le_bytes());
-        assert!(codes(&p).contains(&Code::PageHeaderSpecialUnaligned));
-
-        let mut p = heap_page();
-        p[24..28].copy_from_slice(&ItemIdData::new(8100, LP_NORMAL, 200).0.to_le_bytes());
-        assert!(codes(&p).contains(&Code::LinePointerPastPage));
-
-        let mut p = heap_page();
-        p[24..28].copy_from_slice(&ItemIdData::new(8164, LP_NORMAL, 24).0.to_le_bytes());
-        assert!(codes(&p).contains(&Code::LinePointerUnaligned));
-
-        let mut p = heap_page();
-        p[8160 + 22] = 40;
-        assert!(codes(&p).contains(&Code::TupleHeaderHoffGtLen));
-
-        let mut p = heap_page();
-        p[8160 + 22] = 32;
-        assert!(codes(&p).contains(&Code::TupleHeaderTHoff));
-
-        let mut p = heap_page();
-        p[24..28].copy_from_slice(&ItemIdData::new(9, LP_REDIRECT, 0).0.to_le_bytes());
-        assert!(codes(&p).contains(&Code::LinePointerRedirectTarget));
-
-        let mut p = heap_page();
-        p[12..14].copy_from_slice(&20u16.to_le_bytes());
-        assert!(codes(&p).contains(&Code::PageHeaderLowerBelowHeader));
-    }
-
-    #[test]
-    fn header_fields_the_server_ignores_are_damage() {
-        let errors = |p: &[u8]| -> Vec<Code> {
-            let page = Page::new(p).unwrap();
-            let found = check_page(&page, PageKind::Heap, Some(0), false);
-            found.iter().filter(|f| f.severity == crate::finding::Severity::Error).map(|f| f.code).collect()
-        };
-        // pd_pagesize_version saying 4096 bytes, then layout version 5: the server reads both pages
-        let mut p = heap_page();
-        p[18..20].copy_from_slice(&(4096u16 | 4).to_le_bytes());
-        assert!(Page::new(&p).unwrap().header_is_sane(BLCKSZ));
-        assert_eq!(errors(&p), vec![Code::PageHeaderPageSize]);
-        let mut p = heap_page();
-        p[18..20].copy_from_slice(&(8192u16 | 5).to_le_bytes());
-        assert_eq!(errors(&p), vec![Code::PageHeaderLayoutVersion]);
-        // pd_special below BLCKSZ on a heap page: accepted by PageIsVerified, still damage
-        let mut p = heap_page();
-        p[16..18].copy_from_slice(&8184u16.to_le_bytes());
-        assert!(Page::new(&p).unwrap().header_is_sane(BLCKSZ));
-        assert!(errors(&p).contains(&Code::PageHeaderSpecialSize));
-        for code in [Code::PageHeaderPageSize, Code::PageHeaderLayoutVersion, Code::PageHeaderSpecialSize] {
-            let info = code.info();
-            assert!(info.pg_error.starts_with("none") && !info.remedy.is_empty(), "{code}");
-        }
-    }
-
-    #[test]
-    fn findings_carry_block_and_item() {
-        let mut p = heap_page();
-        p[8160 + 22] = 32;
-        let page = Page::new(&p).unwrap();
-        let f = check_page(&page, PageKind::Heap, Some(41), false);
-        assert_eq!((f[0].block, f[0].item), (Some(41), Some(1)));
-        assert!(!f[0].remedy.is_empty());
-    }
-
-    fn tuple(xmin: u32, xmax: u32, ctid_off: u16, infomask: u16, infomask2: u16) -> Vec<u8> {
-        let mut b = vec![0u8; 32];
-        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
-        t.t_xmin = xmin;
-        t.t_xmax = xmax;
-        t.t_ctid = crate::format::heap::ItemPointerData { block: 0, offset: ctid_off };
-        t.t_infomask = infomask;
-        t.t_infomask2 = infomask2 | 2;
-        t.t_hoff = 24;
-        t.write(&mut b);
-        b
-    }
-
-    fn page_codes(tuples: &[Vec<u8>]) -> Vec<Code> {
-        let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
-        codes(&crate::format::page::assemble_heap_page(&refs, BLCKSZ).unwrap())
-    }
-
-    #[test]
-    fn hot_link_of_an_aborted_update_is_not_followed() {
-        use crate::format::heap::{HEAP_HOT_UPDATED, HEAP_ONLY_TUPLE, HEAP_UPDATED, HEAP_XMIN_COMMITTED};
-        // item 1 was HOT-updated by 800, which aborted; the heap-only successor was pruned and
-        // its slot reused by an unrelated insert of 900
-        let t1 = tuple(750, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
-        let t2 = tuple(900, 0, 2, 0, 0);
-        assert!(!page_codes(&[t1.clone(), t2]).contains(&Code::LinePointerHotChain));
-        // but the successor the update wrote must be heap-only
-        let t2 = tuple(800, 0, 2, HEAP_UPDATED, 0);
-        assert!(page_codes(&[t1.clone(), t2]).contains(&Code::LinePointerHotChain));
-        let t2 = tuple(800, 0, 2, HEAP_UPDATED, HEAP_ONLY_TUPLE);
-        assert_eq!(page_codes(&[t1.clone(), t2.clone()]), Vec::<Code>::new());
-        // two predecessors only when both updates wrote the successor
-        let t3 = tuple(760, 700, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
-        assert!(!page_codes(&[t1.clone(), t2.clone(), t3]).contains(&Code::LinePointerHotChain));
-        let t3 = tuple(760, 800, 2, HEAP_XMIN_COMMITTED, HEAP_HOT_UPDATED);
-        assert!(page_codes(&[t1, t2, t3]).contains(&Code::LinePointerHotChain));
-    }
-
-    #[test]
-    fn for_update_marks_keys_updated_legally() {
-        use crate::format::heap::{
-            HEAP_KEYS_UPDATED, HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_IS_MULTI, HEAP_XMAX_KEYSHR_LOCK, HEAP_XMAX_LOCK_ONLY,
-            HEAP_XMAX_SHR_LOCK,
-        };
-        let lock = |im: u16| page_codes(&[tuple(750, 760, 1, im, HEAP_KEYS_UPDATED)]);
-        let infomask = Code::TupleHeaderInfomask;
-        // SELECT ... FOR UPDATE, plain and as a MultiXact
-        assert!(!lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK).contains(&infomask));
-        assert!(!lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_IS_MULTI).contains(&infomask));
-        // a shared lock does not touch the keys
-        assert!(lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_SHR_LOCK).contains(&infomask));
-        assert!(lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK).contains(&infomask));
-    }
-}
+mod tests;

@@ -1,0 +1,176 @@
+//! The line pointers of a heap as its index entries see them, gathered while the heap is scanned so that a
+//! btree's leaf TIDs can be checked against them afterwards: a few bytes a block.
+
+use std::collections::HashMap;
+
+use crate::format::btree::{BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD};
+use crate::format::page::Page;
+
+/// Line pointer count of a heap page whose line pointers are unknown (not read, or too damaged to say).
+const LP_UNKNOWN: u16 = u16::MAX;
+/// ... of an all-zero page: every row that was here is gone.
+const LP_ZERO: u16 = u16::MAX - 1;
+
+/// The line pointers of consecutive heap pages, as index entries see them: a count per page (2 bytes), and for
+/// the few pages with unused line pointers among them a bitmap of the used ones (bit i: item i+1 is normal,
+/// redirect or dead, a possible target of an index entry).
+#[derive(Debug, Default)]
+pub(crate) struct LpRun {
+    first: u64,
+    counts: Vec<u16>,
+    holes: Vec<(u64, Box<[u8]>)>,
+}
+
+impl LpRun {
+    fn slot(&mut self, block: u64) -> Option<&mut u16> {
+        if self.counts.is_empty() {
+            self.first = block;
+        }
+        let i = usize::try_from(block.checked_sub(self.first)?).ok()?;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, LP_UNKNOWN);
+        }
+        self.counts.get_mut(i)
+    }
+
+    pub(crate) fn zero(&mut self, block: u64) {
+        if let Some(s) = self.slot(block) {
+            *s = LP_ZERO;
+        }
+    }
+
+    pub(crate) fn page(&mut self, block: u64, page: &Page<'_>) {
+        let n = page.readable_item_count();
+        // Most pages have no unused line pointer: their bitmap is never built.
+        let holes = page.item_ids().any(|(_, id)| id.lp_flags() == crate::format::itemid::LP_UNUSED);
+        if let Some(s) = self.slot(block) {
+            *s = n.min(LP_ZERO - 1);
+            if holes {
+                let mut used = vec![0u8; usize::from(n).div_ceil(8)];
+                for (off, id) in page.item_ids() {
+                    if id.lp_flags() != crate::format::itemid::LP_UNUSED {
+                        let i = usize::from(off - 1);
+                        used[i / 8] |= 1 << (i % 8);
+                    }
+                }
+                self.holes.push((block, used.into_boxed_slice()));
+            }
+        }
+    }
+}
+
+/// Line pointer states of one heap, for the index TID checks: a few bytes a block.
+pub(crate) struct HeapMap {
+    pub(crate) nblocks: u64,
+    counts: Vec<u16>,
+    holes: HashMap<u64, Box<[u8]>>,
+    /// A bit per block: it is in `holes` (every index entry asks; a bit test spares the hash lookup).
+    has_holes: Vec<u64>,
+}
+
+/// Where an index entry's heap TID lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TidTarget {
+    /// Past the heap's last block.
+    PastEnd,
+    /// The heap page was not read or is too damaged to say.
+    Unknown,
+    /// An all-zero heap page.
+    Zero,
+    /// An unused or missing line pointer.
+    Unused,
+    /// A line pointer in use (normal, redirect or dead).
+    Used,
+}
+
+impl HeapMap {
+    pub(crate) fn new(nblocks: u64) -> Self {
+        let words = usize::try_from(nblocks.div_ceil(64)).unwrap_or(0);
+        HeapMap {
+            nblocks,
+            counts: vec![LP_UNKNOWN; nblocks as usize],
+            holes: HashMap::new(),
+            has_holes: vec![0; words],
+        }
+    }
+
+    fn mark_holes(&mut self, block: u64, on: bool) {
+        if let Some(w) = self.has_holes.get_mut((block / 64) as usize) {
+            let bit = 1u64 << (block % 64);
+            if on {
+                *w |= bit;
+            } else {
+                *w &= !bit;
+            }
+        }
+    }
+
+    /// Take what a run of pages recorded (later runs win).
+    pub(crate) fn absorb(&mut self, run: &mut LpRun) {
+        for (i, &n) in run.counts.iter().enumerate() {
+            let block = run.first + i as u64;
+            if n == LP_UNKNOWN {
+                continue;
+            }
+            if let Some(slot) = self.counts.get_mut(block as usize) {
+                *slot = n;
+                if self.holes.remove(&block).is_some() {
+                    self.mark_holes(block, false);
+                }
+            }
+        }
+        for (block, used) in std::mem::take(&mut run.holes) {
+            if (block as usize) < self.counts.len() {
+                self.holes.insert(block, used);
+                self.mark_holes(block, true);
+            }
+        }
+        run.counts = Vec::new();
+    }
+
+    pub(crate) fn target(&self, tid: &crate::format::heap::ItemPointerData) -> TidTarget {
+        let hb = u64::from(tid.block);
+        if hb >= self.nblocks {
+            return TidTarget::PastEnd;
+        }
+        let n = self.counts.get(hb as usize).copied().unwrap_or(LP_UNKNOWN);
+        match n {
+            LP_UNKNOWN => TidTarget::Unknown,
+            LP_ZERO => TidTarget::Zero,
+            _ if tid.offset == 0 || tid.offset > n => TidTarget::Unused,
+            _ if self.has_holes.get((hb / 64) as usize).is_none_or(|w| w & (1 << (hb % 64)) == 0) => TidTarget::Used,
+            _ => {
+                let i = usize::from(tid.offset - 1);
+                let in_use = self.holes.get(&hb).map(|used| used.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0));
+                if in_use == Some(false) {
+                    TidTarget::Unused
+                } else {
+                    TidTarget::Used
+                }
+            }
+        }
+    }
+}
+
+/// Every heap TID of a btree leaf page's live entries, with the line pointer of its entry; nothing for other
+/// pages. The high key is skipped, and LP_DEAD entries may point at rows vacuum already removed.
+pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
+    let Some(o) = BTPageOpaqueData::from_page(page) else { return };
+    if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
+        return;
+    }
+    let first = if o.is_rightmost() { 1 } else { 2 };
+    let mut tids = Vec::new();
+    for (off, id) in page.item_ids() {
+        if off < first || id.lp_flags() != crate::format::itemid::LP_NORMAL {
+            continue;
+        }
+        let Some(t) = page.item_bytes(id) else { continue };
+        if !crate::format::btree::leaf_heap_tids(t, &mut tids) {
+            continue;
+        }
+        for tid in &tids {
+            f(off, tid);
+        }
+    }
+}

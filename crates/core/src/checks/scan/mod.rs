@@ -1,0 +1,241 @@
+//! Offline scan of relation files: every page of every fork through the page checks, in parallel,
+//! plus what needs more than one page (zeroed pages with evidence that rows were there, btree
+//! sibling links, segment gaps). Findings come back as data with their file context.
+//!
+//! Work is split into chunks of consecutive blocks of one segment file; rayon spreads the chunks
+//! over the threads. Each chunk returns its findings and a small summary of the pages that matter
+//! to relation-wide checks, which run once every chunk is in.
+//!
+//! The parts: `unit` reads and checks one chunk, `pool` cuts the relation list into chunks and runs them,
+//! `relation` holds the relation-wide checks, `result` puts the result together; `heapmap` keeps a heap's line
+//! pointers for the index TID checks and `fsm` reads the free space map past a fork's end.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, Result};
+use crate::finding::Finding;
+use crate::sources::relfile::Relation;
+use crate::sources::relpath::Fork;
+use crate::visibility::transam::Horizons;
+
+mod fsm;
+mod heapmap;
+mod pool;
+mod relation;
+mod result;
+mod unit;
+
+pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
+pub(crate) use heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use pool::scan_on_pool;
+
+/// Blocks read per work unit (2 MB with 8 KB pages): large sequential reads, many units to share.
+pub const DEFAULT_CHUNK_BLOCKS: u32 = 256;
+
+/// What the caller knows about a relation beyond its files (from the catalog, via a DSN).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelMeta {
+    /// Page kind of the main fork (from pg_am): "heap", "btree", …; guessed per page when absent.
+    pub kind: Option<String>,
+    /// Attribute count of the relation (pg_class.relnatts), for heaps.
+    pub natts: Option<u16>,
+    /// For a btree index: its table's file key, so leaf TIDs can be checked against the heap.
+    #[serde(default)]
+    pub heap: Option<RelKey>,
+    /// For a table: its columns, so each tuple's attributes can be walked.
+    #[serde(default)]
+    pub desc: Option<crate::format::tuple::RelDesc>,
+    /// For a table with a TOAST table: that table's file key, to check every pointer's chunks.
+    #[serde(default)]
+    pub toast: Option<RelKey>,
+    /// For a TOAST table: its name (pg_toast_N), as the server names it in errors.
+    #[serde(default)]
+    pub toast_name: Option<String>,
+}
+
+/// (tablespace oid, database oid, relfilenode).
+pub type RelKey = (u32, u32, u32);
+
+fn key_of(r: &Relation) -> RelKey {
+    (r.tablespace_oid, r.database_oid, r.relfilenode)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanOptions {
+    /// Whether the cluster has data checksums (resolved by the caller from pg_control or a flag).
+    pub checksums: bool,
+    pub blcksz: u32,
+    pub relseg_size: u32,
+    /// XID/MultiXact horizons from pg_control; tuple XID checks are skipped without them.
+    pub horizons: Option<Horizons>,
+    /// When the cluster was shut down cleanly: the shutdown checkpoint's location. No page may
+    /// carry a newer LSN.
+    pub clean_shutdown_lsn: Option<u64>,
+    /// Scanning a running server's files: pages newer than this redo LSN are skipped (they may be
+    /// mid-write), and checksum mismatches are re-read before they are reported.
+    pub live_redo_lsn: Option<u64>,
+    /// Catalog knowledge per relation, when a DSN was given.
+    #[serde(default)]
+    pub relations: Vec<(RelKey, RelMeta)>,
+    /// Blocks per work unit.
+    pub chunk_blocks: u32,
+    /// Worker threads; all cores when absent.
+    #[serde(default)]
+    pub jobs: Option<usize>,
+    /// TOAST_MAX_CHUNK_SIZE from pg_control.
+    #[serde(default = "default_toast_chunk")]
+    pub toast_max_chunk_size: u32,
+    /// Scanning a base backup: backup_label's START WAL LOCATION. A page with a newer LSN was written while the
+    /// backup copied it, may be torn in the copy, and is rewritten by WAL replay (full-page image): not damage,
+    /// noted as information and not checked.
+    #[serde(default)]
+    pub backup_start_lsn: Option<u64>,
+}
+
+fn default_toast_chunk() -> u32 {
+    crate::format::toast::TOAST_MAX_CHUNK_SIZE_8K
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            checksums: false,
+            blcksz: 8192,
+            relseg_size: 131072,
+            horizons: None,
+            clean_shutdown_lsn: None,
+            live_redo_lsn: None,
+            relations: Vec::new(),
+            chunk_blocks: DEFAULT_CHUNK_BLOCKS,
+            jobs: None,
+            toast_max_chunk_size: default_toast_chunk(),
+            backup_start_lsn: None,
+        }
+    }
+}
+
+/// A finding with the file it was found in.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileFinding {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// Path of the segment file, relative to the data directory.
+    pub path: String,
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    pub fork: Fork,
+}
+
+/// Counters shared with a progress display while the scan runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub bytes_done: AtomicU64,
+    pub pages_done: AtomicU64,
+    pub cancelled: AtomicBool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ScanSummary {
+    pub files: u64,
+    pub relations: u64,
+    pub blocks: u64,
+    pub bytes: u64,
+    /// All-zero pages seen (valid to the server; flagged only with evidence of lost rows).
+    pub zero_pages: u64,
+    /// Of those, the ones before in-use pages of their relation: normal after concurrent relation
+    /// extension, lost rows when something else says rows were there.
+    pub zero_pages_inside: u64,
+    /// Pages skipped in a live scan because they changed after the scan began.
+    pub skipped_live: u64,
+    /// Pages of a base backup newer than its start (replay rewrites them): information, not checked.
+    pub after_backup_start: u64,
+    pub findings: u64,
+    pub errors: u64,
+    pub warnings: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanResult {
+    pub summary: ScanSummary,
+    pub findings: Vec<FileFinding>,
+    /// Runs of blocks a live scan skipped (written after its redo point): the server's copy is the one to check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRange>,
+    /// The first [`MAX_NOTES`] pages newer than a backup's start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_backup_start: Vec<PageNote>,
+}
+
+/// Pages listed one by one in [`ScanResult::after_backup_start`]; the summary counts them all.
+pub const MAX_NOTES: usize = 1000;
+
+/// A page worth mentioning that is not damage.
+#[derive(Debug, Clone, Serialize)]
+pub struct PageNote {
+    pub path: String,
+    pub block: u64,
+    pub lsn: String,
+}
+
+/// Blocks `first..=last` of one relation fork that a live scan did not check.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedRange {
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    pub fork: Fork,
+    pub first: u64,
+    pub last: u64,
+}
+
+/// Scan `relations` (from [`crate::sources::relfile::discover`] or built from explicit files) under `root`,
+/// on `opts.jobs` threads (all cores by default).
+pub fn scan(root: &Path, relations: &[Relation], opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
+    match opts.jobs {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .map_err(|e| CoreError::Invalid(format!("cannot start {n} scan threads: {e}")))?
+            .install(|| scan_on_pool(root, relations, opts, progress)),
+        None => scan_on_pool(root, relations, opts, progress),
+    }
+}
+
+/// The relations to scan when the caller names files instead of a data directory: each path is
+/// grouped with the other segments of its fork found next to it.
+pub fn relations_for_files(root: &Path, files: &[PathBuf]) -> Result<Vec<Relation>> {
+    let all = crate::sources::relfile::discover(root)?;
+    let mut wanted = Vec::new();
+    for file in files {
+        let rel_path = file.strip_prefix(root).unwrap_or(file);
+        let text = rel_path.to_string_lossy().replace('\\', "/");
+        let hit = all.iter().find(|r| r.segments.iter().any(|s| s.path == text) || r.path == text);
+        match hit {
+            Some(r) => {
+                if !wanted.iter().any(|w: &Relation| w.path == r.path) {
+                    wanted.push(r.clone());
+                }
+            }
+            None => {
+                return Err(CoreError::Invalid(format!("{} is not a relation file under {}", text, root.display())))
+            }
+        }
+    }
+    Ok(wanted)
+}
+
+/// Keep the relations of the given databases (OIDs; shared catalogs count as database 0) and
+/// relfilenodes; an empty filter keeps everything.
+pub fn filter_relations(relations: Vec<Relation>, databases: &[u32], relfilenodes: &[u32]) -> Vec<Relation> {
+    relations
+        .into_iter()
+        .filter(|r| databases.is_empty() || databases.contains(&r.database_oid))
+        .filter(|r| relfilenodes.is_empty() || relfilenodes.contains(&r.relfilenode))
+        .collect()
+}

@@ -1,0 +1,254 @@
+//! The scan's result put together from the chunk summaries: what crosses relations first (TOAST pointers against
+//! their TOAST table, index entries into all-zero heap pages, the visibility and free space maps), then relation by
+//! relation its relation-wide checks and its findings with their file context, in block order.
+
+use std::collections::HashMap;
+
+use super::pool::Plan;
+use super::relation::{fsm_check, relation_checks, zero_ref_checks};
+use super::unit::{ChunkSummary, Ctx};
+use super::{key_of, FileFinding, PageNote, RelKey, ScanResult, ScanSummary, SkippedRange, MAX_NOTES};
+use crate::finding::{Code, Finding};
+use crate::sources::relfile::{Relation, SegmentProblemKind};
+use crate::sources::relpath::Fork;
+
+/// What a relation's checks need from the other relations.
+struct CrossRefs {
+    /// All-visible heap blocks per relation, from the VM forks (sorted).
+    vm: HashMap<RelKey, Vec<u64>>,
+    /// The FSM fork of each relation, for its main fork's check.
+    fsm_of: HashMap<RelKey, usize>,
+    /// Index entries into all-zero heap pages: (heap, block) -> entries.
+    zero_refs: HashMap<(usize, u64), u32>,
+}
+
+/// The result as it is put together, relation by relation.
+#[derive(Default)]
+struct Assembly {
+    summary: ScanSummary,
+    findings: Vec<FileFinding>,
+    skipped: Vec<SkippedRange>,
+    after_backup_start: Vec<PageNote>,
+}
+
+pub(super) fn assemble(
+    ctx: &Ctx<'_>,
+    relations: &[Relation],
+    plan: &Plan,
+    mut chunks: Vec<(usize, ChunkSummary)>,
+) -> ScanResult {
+    let opts = ctx.opts;
+    check_toast_pointers(ctx, relations, plan, &mut chunks);
+    // Index entries into all-zero heap pages, counted per heap block.
+    let mut zero_refs: HashMap<(usize, u64), u32> = HashMap::new();
+    for (ri, c) in chunks.iter_mut() {
+        if let Some(hi) = plan.heap_of[*ri] {
+            for (b, n) in c.zero_refs.drain(..) {
+                *zero_refs.entry((hi, b)).or_default() += n;
+            }
+        }
+    }
+    // Group chunk summaries by relation (units were generated in relation order, par_iter keeps order).
+    let mut per_rel: Vec<Vec<ChunkSummary>> = relations.iter().map(|_| Vec::new()).collect();
+    for (ri, c) in chunks.drain(..) {
+        per_rel[ri].push(c);
+    }
+    // All-visible heap blocks per relation, from the VM forks.
+    let mut vm: HashMap<RelKey, Vec<u64>> = HashMap::new();
+    for (rel, cs) in relations.iter().zip(per_rel.iter_mut()) {
+        if rel.fork == Fork::Vm {
+            let v = vm.entry(key_of(rel)).or_default();
+            for c in cs.iter_mut() {
+                v.append(&mut c.vm_all_visible);
+            }
+            v.sort_unstable();
+        }
+    }
+    // The FSM fork of each relation, for its main fork's check. Not in a base backup: its main fork may have been
+    // copied before an extension the FSM copy already records (replay makes the blocks), so there the FSM can
+    // lead the main fork without damage.
+    let fsm_of: HashMap<RelKey, usize> = relations
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.fork == Fork::Fsm && opts.backup_start_lsn.is_none())
+        .map(|(i, r)| (key_of(r), i))
+        .collect();
+    let cross = CrossRefs { vm, fsm_of, zero_refs };
+    let mut out = Assembly {
+        summary: ScanSummary { relations: relations.len() as u64, ..Default::default() },
+        ..Default::default()
+    };
+    for (ri, cs) in per_rel.iter_mut().enumerate() {
+        out.relation(ctx, relations, plan, &cross, ri, cs);
+    }
+    out.finish()
+}
+
+/// TOAST: one inventory per TOAST table, then every pointer of its table checked against it (findings of the
+/// table's chunk). Pointers of tables whose TOAST table is not scanned are dropped.
+fn check_toast_pointers(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan, chunks: &mut [(usize, ChunkSummary)]) {
+    let opts = ctx.opts;
+    let mut inventories: HashMap<usize, crate::format::toast::ChunkInventory> = HashMap::new();
+    for (ri, c) in chunks.iter_mut() {
+        if let Some(inv) = c.toast_inv.take() {
+            match inventories.get_mut(ri) {
+                Some(all) => all.merge(inv),
+                None => {
+                    inventories.insert(*ri, inv);
+                }
+            }
+        }
+    }
+    let toast_of: Vec<Option<usize>> = relations
+        .iter()
+        .enumerate()
+        .map(|(i, _)| ctx.metas[i].and_then(|m| m.toast).and_then(|k| plan.main_index.get(&k).copied()))
+        .collect();
+    for (ri, c) in chunks.iter_mut() {
+        let Some(ti) = toast_of[*ri] else {
+            c.toast_ptrs.clear();
+            continue;
+        };
+        let empty;
+        let inv = match inventories.get(&ti) {
+            Some(inv) => inv,
+            None => {
+                let name = ctx.metas[ti].and_then(|m| m.toast_name.clone()).unwrap_or_default();
+                empty = crate::format::toast::ChunkInventory::new(name, opts.toast_max_chunk_size);
+                &empty
+            }
+        };
+        for (block, lp, ptr) in c.toast_ptrs.drain(..) {
+            for p in inv.check_value(&ptr, opts.toast_max_chunk_size) {
+                c.findings.push(p.to_finding(Some(block), Some(lp)));
+            }
+        }
+    }
+}
+
+/// The path, relative to the data directory, of the segment file of `rel` that holds `block`.
+fn segment_path_of(rel: &Relation, block: u64, relseg_size: u32) -> String {
+    let segno = (block / u64::from(relseg_size)) as u32;
+    rel.segments.iter().find(|s| s.segno == segno).map_or_else(|| rel.segment_path(segno), |s| s.path.clone())
+}
+
+impl Assembly {
+    /// Relation `ri` with its chunk summaries `cs`: its relation-wide checks, its skipped runs and notes, its
+    /// segment problems, its findings in block order.
+    fn relation(
+        &mut self,
+        ctx: &Ctx<'_>,
+        relations: &[Relation],
+        plan: &Plan,
+        cross: &CrossRefs,
+        ri: usize,
+        cs: &mut [ChunkSummary],
+    ) {
+        let opts = ctx.opts;
+        let rel = &relations[ri];
+        let key = key_of(rel);
+        let mut inside = Vec::new();
+        let mut rel_findings: Vec<Finding> = relation_checks(
+            &mut inside,
+            rel,
+            opts.live_redo_lsn.is_some(),
+            plan.nblocks[ri],
+            ctx.kinds[ri],
+            cs,
+            cross.vm.get(&key).map(|v| v.as_slice()),
+        );
+        if let Some(&fi) = cross.fsm_of.get(&key).filter(|_| rel.fork == Fork::Main) {
+            rel_findings.extend(fsm_check(ctx.root, rel, &relations[fi], plan.nblocks[ri], opts));
+        }
+        zero_ref_checks(&mut rel_findings, &cross.zero_refs, ri);
+        self.summary.zero_pages_inside += inside.len() as u64;
+        self.skipped_runs(rel, cs);
+        for c in cs.iter_mut() {
+            self.summary.zero_pages += c.zero_pages;
+            self.summary.skipped_live += c.skipped_live;
+            self.summary.after_backup_start += c.after_start.len() as u64;
+            for &(block, lsn) in &c.after_start {
+                if self.after_backup_start.len() < MAX_NOTES {
+                    let path = segment_path_of(rel, block, opts.relseg_size);
+                    self.after_backup_start.push(PageNote { path, block, lsn: crate::format::page::format_lsn(lsn) });
+                }
+            }
+            rel_findings.append(&mut c.findings);
+        }
+        self.segment_problems(rel, opts.blcksz, opts.relseg_size);
+        self.summary.files += rel.segments.len() as u64;
+        self.summary.bytes += rel.total_size();
+        self.summary.blocks += rel.segments.iter().map(|s| s.size / u64::from(opts.blcksz)).sum::<u64>();
+        rel_findings.sort_by_key(|f| (f.block, f.item));
+        for f in rel_findings {
+            let path = segment_path_of(rel, f.block.unwrap_or(0), opts.relseg_size);
+            self.findings.push(file_finding(rel, f, path));
+        }
+    }
+
+    /// The blocks a live scan skipped in `rel`, as runs of consecutive blocks.
+    fn skipped_runs(&mut self, rel: &Relation, cs: &mut [ChunkSummary]) {
+        let range = |first, last| SkippedRange {
+            tablespace_oid: rel.tablespace_oid,
+            database_oid: rel.database_oid,
+            relfilenode: rel.relfilenode,
+            fork: rel.fork,
+            first,
+            last,
+        };
+        let mut run: Option<(u64, u64)> = None;
+        for c in cs.iter_mut() {
+            for b in c.skipped.drain(..) {
+                run = match run {
+                    Some((first, last)) if last + 1 == b => Some((first, b)),
+                    Some((first, last)) => {
+                        self.skipped.push(range(first, last));
+                        Some((b, b))
+                    }
+                    None => Some((b, b)),
+                };
+            }
+        }
+        if let Some((first, last)) = run {
+            self.skipped.push(range(first, last));
+        }
+    }
+
+    /// Missing, short and oversized segment files of `rel`, and partial pages.
+    fn segment_problems(&mut self, rel: &Relation, blcksz: u32, relseg_size: u32) {
+        for sp in rel.segment_problems(blcksz, relseg_size) {
+            let code = match sp.kind {
+                SegmentProblemKind::MissingSegment => Code::FileMissingSegment,
+                SegmentProblemKind::ShortSegment => Code::FileShortSegment,
+                SegmentProblemKind::OversizedSegment => Code::FileOversizedSegment,
+                SegmentProblemKind::PartialPage => Code::FilePartialPage,
+            };
+            self.findings.push(file_finding(rel, Finding::new(code, None, None, sp.detail), sp.path));
+        }
+    }
+
+    fn finish(mut self) -> ScanResult {
+        let summary = &mut self.summary;
+        summary.findings = self.findings.len() as u64;
+        summary.errors =
+            self.findings.iter().filter(|f| f.finding.severity == crate::finding::Severity::Error).count() as u64;
+        summary.warnings = summary.findings - summary.errors;
+        ScanResult {
+            summary: self.summary,
+            findings: self.findings,
+            skipped: self.skipped,
+            after_backup_start: self.after_backup_start,
+        }
+    }
+}
+
+fn file_finding(rel: &Relation, finding: Finding, path: String) -> FileFinding {
+    FileFinding {
+        finding,
+        path,
+        tablespace_oid: rel.tablespace_oid,
+        database_oid: rel.database_oid,
+        relfilenode: rel.relfilenode,
+        fork: rel.fork,
+    }
+}

@@ -1,0 +1,402 @@
+//! One work unit: a chunk of consecutive blocks of one segment file, read in one go and every page through the
+//! page checks, with what the relation-wide checks need from it kept in a [`ChunkSummary`].
+//!
+//! This is the scan's hot loop: per page it only reads from the chunk's buffer and pushes to the summary's vectors.
+//! No allocation or lock per page (a page read again in a live scan is the exception).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use super::{Progress, RelMeta, ScanOptions};
+use crate::checks::page::{check_page_in, HeapContext};
+use crate::finding::{Code, Finding};
+use crate::format::btree::BTPageOpaqueData;
+use crate::format::page::{Page, PageKind};
+use crate::sources::backup::vfs::VFile;
+use crate::sources::relfile::Relation;
+use crate::sources::relpath::Fork;
+
+/// What every unit of one scan shares.
+pub(super) struct Ctx<'a> {
+    pub(super) root: &'a Path,
+    pub(super) opts: &'a ScanOptions,
+    /// Page kind per relation fork (index into the relation list); None: guess page by page.
+    pub(super) kinds: Vec<Option<PageKind>>,
+    /// Attribute count per relation fork, from the catalog.
+    pub(super) natts: Vec<Option<u16>>,
+    /// Catalog knowledge per relation fork (main forks only).
+    pub(super) metas: Vec<Option<&'a RelMeta>>,
+    pub(super) progress: &'a Progress,
+}
+
+/// One chunk of one segment file.
+pub(super) struct Unit<'a> {
+    pub(super) rel: &'a Relation,
+    pub(super) seg_index: usize,
+    pub(super) first_block_in_file: u64,
+    pub(super) nblocks: u64,
+}
+
+/// A btree page's links: (block, prev, next, level, flags).
+pub(super) type BtLink = (u64, u32, u32, u32, u16);
+
+/// What a chunk tells the relation-wide checks.
+#[derive(Default)]
+pub(super) struct ChunkSummary {
+    pub(super) findings: Vec<Finding>,
+    /// Relation block numbers of all-zero pages.
+    pub(super) zero_blocks: Vec<u64>,
+    /// Highest relation block that is initialised and not empty.
+    pub(super) last_nonempty: Option<u64>,
+    /// Visibility map pages: (vm block, all-visible heap blocks on it).
+    pub(super) vm_all_visible: Vec<u64>,
+    /// Btree pages: (block, prev, next, level, flags).
+    pub(super) btree_links: Vec<BtLink>,
+    pub(super) zero_pages: u64,
+    pub(super) skipped_live: u64,
+    /// Blocks skipped for being written after the scan began (live scans).
+    pub(super) skipped: Vec<u64>,
+    /// Pages newer than the backup's start: (block, LSN).
+    pub(super) after_start: Vec<(u64, u64)>,
+    /// Heap pages' line pointer states, when an index of this heap will be checked.
+    pub(super) lp: LpRun,
+    /// Index entries into all-zero heap pages: (heap block, entries).
+    pub(super) zero_refs: Vec<(u64, u32)>,
+    /// TOAST pointers found in a table's tuples: (block, line pointer, pointer).
+    pub(super) toast_ptrs: Vec<(u64, u16, crate::format::tuple::ToastPointer)>,
+    /// The chunks found in a TOAST table's pages.
+    pub(super) toast_inv: Option<crate::format::toast::ChunkInventory>,
+}
+
+/// Heap blocks one visibility map page covers: (BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) bytes,
+/// four heap blocks a byte (`HEAPBLOCKS_PER_PAGE`, access/heap/visibilitymap.c).
+fn heapblocks_per_vm_page(blcksz: u32) -> u64 {
+    u64::from(blcksz - 24) * 4
+}
+/// `VISIBILITYMAP_ALL_VISIBLE` (access/visibilitymapdefs.h).
+const VISIBILITYMAP_ALL_VISIBLE: u8 = 0x01;
+
+/// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
+/// the count returned are stale).
+pub(super) fn read_chunk(path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let f = VFile::open(path)?;
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    f.read_full_at(&mut buf[..len], offset)
+}
+
+thread_local! {
+    /// Each worker's read buffer, reused chunk after chunk: a fresh buffer per chunk cost a memset and a page fault
+    /// for every page read (about a tenth of the scan's time).
+    static CHUNK_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// This thread's read buffer, taken for one chunk and put back when dropped (on every return). Taken, not borrowed:
+/// a nested call on this thread (rayon may run another chunk while this one waits) gets an empty buffer instead of a
+/// conflict.
+struct ChunkBuf(Vec<u8>);
+
+impl ChunkBuf {
+    fn take() -> Self {
+        ChunkBuf(CHUNK_BUF.take())
+    }
+}
+
+impl Drop for ChunkBuf {
+    fn drop(&mut self) {
+        CHUNK_BUF.set(std::mem::take(&mut self.0));
+    }
+}
+
+pub(super) fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    match read_chunk(path, offset, blcksz, &mut buf) {
+        Ok(n) if n == blcksz => Some(buf),
+        _ => None,
+    }
+}
+
+/// What every page of one unit is checked with, worked out once for the unit.
+struct UnitPages<'a> {
+    opts: &'a ScanOptions,
+    fork: Fork,
+    /// The relation fork's page kind; None: guessed page by page.
+    kind: Option<PageKind>,
+    heap_ctx: HeapContext<'a>,
+    meta: Option<&'a RelMeta>,
+    /// Record heap pages' line pointers (an index of this heap will be checked against them).
+    collect_lp: bool,
+    /// For a btree whose heap was scanned: that heap's line pointers.
+    heap: Option<&'a HeapMap>,
+}
+
+pub(super) fn scan_unit(
+    ctx: &Ctx<'_>,
+    rel_index: usize,
+    unit: &Unit<'_>,
+    rel_nblocks: u64,
+    collect_lp: bool,
+    heap: Option<&HeapMap>,
+) -> ChunkSummary {
+    let mut chunk = ChunkBuf::take();
+    let buf = &mut chunk.0;
+    let opts = ctx.opts;
+    let blcksz = opts.blcksz as usize;
+    let seg = &unit.rel.segments[unit.seg_index];
+    let path = ctx.root.join(&seg.path);
+    let mut out = ChunkSummary::default();
+    let offset = unit.first_block_in_file * blcksz as u64;
+    let want = unit.nblocks as usize * blcksz;
+    let base_block = u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file;
+    let got = match read_chunk(&path, offset, want, buf) {
+        Ok(n) => n,
+        Err(e) => {
+            out.findings.push(Finding::new(
+                Code::FileUnreadable,
+                Some(base_block),
+                None,
+                format!("cannot read {}: {e}", seg.path),
+            ));
+            return out;
+        }
+    };
+    let is_main_heap = unit.rel.fork == Fork::Main || unit.rel.fork == Fork::Init;
+    let pages = UnitPages {
+        opts,
+        fork: unit.rel.fork,
+        kind: ctx.kinds[rel_index],
+        heap_ctx: if is_main_heap {
+            HeapContext { nblocks: Some(rel_nblocks), horizons: opts.horizons.as_ref(), relnatts: ctx.natts[rel_index] }
+        } else {
+            HeapContext::default()
+        },
+        meta: ctx.metas[rel_index],
+        collect_lp,
+        heap,
+    };
+    for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
+        if ctx.progress.cancelled.load(Ordering::Relaxed) {
+            break;
+        }
+        let block = base_block + i as u64;
+        let Some(page) = Page::new(bytes) else {
+            continue;
+        };
+        let (reread, checksum_verified) = match opts.live_redo_lsn {
+            Some(redo) => live_recheck(&page, bytes, block, redo, opts, || {
+                reread_page(&path, offset + (i * blcksz) as u64, blcksz)
+            }),
+            None => (None, false),
+        };
+        let page = match reread.as_deref().and_then(Page::new) {
+            // Skip a page only if it really is newer than the scan: a sane header with a later LSN. A damaged
+            // header's LSN is as damaged as the rest of it, and must not hide the page.
+            Some(p) if p.header().pd_lsn.lsn() > opts.live_redo_lsn.unwrap_or(u64::MAX) && p.header_is_sane(blcksz) => {
+                out.skipped_live += 1;
+                out.skipped.push(block);
+                continue;
+            }
+            Some(p) => p,
+            None => page,
+        };
+        let verify = opts.checksums && !(checksum_verified && reread.is_none());
+        scan_page(&pages, block, bytes, &page, verify, &mut out);
+    }
+    ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
+    ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
+    out
+}
+
+/// A live scan's look at a page as first read: (the page read again, whether this copy's checksum is verified
+/// already). Read again when written since the redo point or torn in our copy by a concurrent write (a checksum
+/// mismatch, an insane header); `None` when not needed or the read fails. A verified checksum spares the page
+/// checks from doing it again.
+fn live_recheck(
+    page: &Page<'_>,
+    bytes: &[u8],
+    block: u64,
+    redo: u64,
+    opts: &ScanOptions,
+    reread: impl FnOnce() -> Option<Vec<u8>>,
+) -> (Option<Vec<u8>>, bool) {
+    let newer = page.header().pd_lsn.lsn() > redo;
+    let mismatch = opts.checksums
+        && !page.header().is_new()
+        && crate::format::checksum::pg_checksum_page(bytes, block as u32) != Some(page.header().pd_checksum);
+    if newer || mismatch || !page.header_is_sane(opts.blcksz as usize) {
+        (reread(), false)
+    } else {
+        (None, opts.checksums && !page.header().is_new())
+    }
+}
+
+/// One page of a unit (the copy to judge, after a live scan's second read): the page checks, and what the
+/// relation-wide checks need from it. `bytes` is the page as the unit read it.
+fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verify: bool, out: &mut ChunkSummary) {
+    let opts = s.opts;
+    let blcksz = opts.blcksz as usize;
+    if page.is_all_zero() {
+        out.zero_blocks.push(block);
+        out.zero_pages += 1;
+        if s.collect_lp {
+            out.lp.zero(block);
+        }
+        return;
+    }
+    if let Some(start) = opts.backup_start_lsn {
+        let lsn = page.header().pd_lsn.lsn();
+        if lsn > start && page.header_is_sane(blcksz) {
+            out.after_start.push((block, lsn));
+            return;
+        }
+    }
+    let page_kind = match s.kind {
+        Some(PageKind::Btree) if block == 0 => PageKind::BtreeMeta,
+        Some(k) => k,
+        None => PageKind::guess(page),
+    };
+    let page_kind = if page.header().is_new() { PageKind::Uninitialized } else { page_kind };
+    out.findings.extend(check_page_in(page, page_kind, Some(block), verify, &s.heap_ctx));
+    let sane = page.header_is_sane(blcksz);
+    if s.collect_lp && sane && page_kind == PageKind::Heap {
+        out.lp.page(block, page);
+    }
+    if let (Some(h), PageKind::Btree, true) = (s.heap, page_kind, sane) {
+        check_leaf_tids(page, block, h, out);
+    }
+    if page_kind == PageKind::Heap && sane {
+        if let Some(meta) = s.meta {
+            check_tuple_data(page, block, meta, opts.toast_max_chunk_size, out);
+        }
+    }
+    match page_kind {
+        PageKind::Map if s.fork == Fork::Vm && sane => record_all_visible(bytes, block, opts.blcksz, out),
+        PageKind::Btree | PageKind::BtreeMeta => {
+            if let Some(o) = BTPageOpaqueData::from_page(page) {
+                out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
+            }
+        }
+        _ => {}
+    }
+    if let Some(lsn) = opts.clean_shutdown_lsn {
+        let page_lsn = page.header().pd_lsn.lsn();
+        if page_lsn > lsn {
+            out.findings.push(Finding::new(
+                Code::PageHeaderLsnFuture,
+                Some(block),
+                None,
+                format!(
+                    "page LSN {} is newer than the clean shutdown checkpoint {}",
+                    crate::format::page::format_lsn(page_lsn),
+                    crate::format::page::format_lsn(lsn)
+                ),
+            ));
+        }
+    }
+    // In use: a heap page with items, or any initialised page of another kind.
+    if !page.header().is_new() && (page.header().max_offset_number() > 0 || page_kind != PageKind::Heap) {
+        out.last_nonempty = Some(block);
+    }
+}
+
+/// Record the all-visible heap blocks a visibility map page (VM block `block`, its bytes) claims.
+fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSummary) {
+    let per_page = heapblocks_per_vm_page(blcksz);
+    let first = block * per_page;
+    for (byte_i, b) in bytes[24..].iter().enumerate() {
+        if *b == 0 {
+            continue;
+        }
+        for slot in 0..4 {
+            if (b >> (slot * 2)) & VISIBILITYMAP_ALL_VISIBLE != 0 {
+                out.vm_all_visible.push(first + (byte_i * 4 + slot) as u64);
+            }
+        }
+    }
+}
+
+/// Every heap TID on a btree leaf page against the heap's line pointers: past the heap's end
+/// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
+/// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
+fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
+    let mut reported = 0usize;
+    let mut summary_code = Code::IndexTidUnused;
+    let mut report = |out: &mut ChunkSummary, code: Code, item: u16, msg: String| {
+        if reported < 16 {
+            out.findings.push(Finding::new(code, Some(block), Some(item), msg));
+        } else {
+            summary_code = code;
+        }
+        reported += 1;
+    };
+    for_each_leaf_tid(page, |off, tid| match heap.target(tid) {
+        TidTarget::PastEnd => report(
+            out,
+            Code::IndexTidBeyondHeap,
+            off,
+            format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
+        ),
+        TidTarget::Zero => {
+            let hb = u64::from(tid.block);
+            match out.zero_refs.last_mut() {
+                Some((b, n)) if *b == hb => *n += 1,
+                _ => out.zero_refs.push((hb, 1)),
+            }
+        }
+        TidTarget::Unused => {
+            report(out, Code::IndexTidUnused, off, format!("points to heap {tid}, an unused or missing line pointer"))
+        }
+        TidTarget::Unknown | TidTarget::Used => {}
+    });
+    if reported > 16 {
+        out.findings.push(Finding::new(
+            summary_code,
+            Some(block),
+            None,
+            format!("{reported} index entries on this page point to missing heap rows ({} not listed)", reported - 16),
+        ));
+    }
+}
+
+/// With the catalog's column types: each tuple's attributes walked (lengths, varlena headers,
+/// compression, TOAST pointers), the TOAST pointers kept for checking against their TOAST table,
+/// and a TOAST table's chunks added to its inventory.
+fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32, out: &mut ChunkSummary) {
+    let toast_name = meta.toast_name.as_deref();
+    if meta.desc.is_none() && toast_name.is_none() {
+        return;
+    }
+    let mut kept = 0usize;
+    let mut walk = crate::format::tuple::Walk::default();
+    // only the problems and TOAST pointers are used here
+    let walk_opts = crate::format::tuple::WalkOptions { record_spans: false, ..Default::default() };
+    for (off, id) in page.item_ids() {
+        if id.lp_flags() != crate::format::itemid::LP_NORMAL {
+            continue;
+        }
+        let Some(tuple) = page.item_bytes(id) else { continue };
+        let Some(header) = crate::format::heap::HeapTupleHeaderData::parse(tuple) else { continue };
+        if let Some(name) = toast_name {
+            let inv = out.toast_inv.get_or_insert_with(|| crate::format::toast::ChunkInventory::new(name, max_chunk));
+            for p in inv.add_tuple(block as u32, off, tuple, &header) {
+                if kept < 16 {
+                    out.findings.push(p.to_finding(Some(block), Some(off)));
+                }
+                kept += 1;
+            }
+        } else if let Some(desc) = &meta.desc {
+            crate::format::tuple::walk_attributes_into(tuple, &header, desc, &walk_opts, &mut walk);
+            for p in &walk.problems {
+                if kept < 16 {
+                    out.findings.push(p.to_finding(Some(block), Some(off)));
+                }
+                kept += 1;
+            }
+            if meta.toast.is_some() {
+                out.toast_ptrs.extend(walk.toast_pointers.drain(..).map(|ptr| (block, off, ptr)));
+            }
+        }
+    }
+}
