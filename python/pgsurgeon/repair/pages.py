@@ -29,6 +29,7 @@ _NAMED_BLOCK = re.compile(r"(?:invalid page in block|could not read blocks?) (\d
 
 # line pointer flags: src/include/storage/itemid.h; t_infomask(2) bits: src/include/access/htup_details.h
 LP_UNUSED, LP_NORMAL, LP_REDIRECT, LP_DEAD = 0, 1, 2, 3
+PAGE_HEADER_SIZE = 24  # SizeOfPageHeaderData, src/include/storage/bufpage.h
 HEAP_HASNULL = 0x0001
 HEAP_XMIN_COMMITTED = 0x0100
 HEAP_XMIN_INVALID = 0x0200
@@ -147,6 +148,30 @@ def heap_items(page: bytes, block: int) -> list[Item]:
         Item(int(it["lp"]), int(it["lp_flags"]), int(it["lp_off"]), int(it["lp_len"]), it.get("heap"))
         for it in report["items"]
     ]
+
+
+@dataclass(frozen=True)
+class LinePointers:
+    """What an index entry into a heap page needs to know of it: all zeroes, how many line pointers pd_lower
+    claims, and each one's flags (the core's lean reader, not a full page report)."""
+
+    zero: bool
+    max_offset: int
+    flags: bytes
+    page: bytes
+
+    @classmethod
+    def of(cls, page: bytes) -> LinePointers:
+        return cls(is_all_zero(page), max_offset(page), core.lp_flags(page), page)
+
+    def flag(self, lp: int) -> int | None:
+        return self.flags[lp - 1] if 1 <= lp <= len(self.flags) else None
+
+    def has_storage(self, lp: int) -> bool:
+        """lp_len > 0 (itemid.h: lp_off:15, lp_flags:2, lp_len:15)."""
+        at = PAGE_HEADER_SIZE + 4 * (lp - 1)
+        word = int.from_bytes(self.page[at : at + 4], "little") if at + 4 <= len(self.page) else 0
+        return (word >> 17) & 0x7FFF > 0
 
 
 def is_all_zero(page: bytes) -> bool:

@@ -121,10 +121,12 @@ def resolve_versions(p: Planner, plan: Plan, main: HeapDamage, losses: dict[Tid,
     if info is None or not p.key_of or not led.lost:
         return
     groups: dict[str, list[Tid]] = {}
+    lost_raw: dict[bytes, str] = {}  # a btree stores equal keys as equal bytes: decode only the lost rows' keys
     for tid in sorted(led.lost):
         raw = p.key_of.get(tid)
         if raw is not None:
-            groups.setdefault(ledger.decode_key(info, raw), []).append(tid)
+            key = lost_raw.setdefault(raw, ledger.decode_key(info, raw))
+            groups.setdefault(key, []).append(tid)
     if not groups:
         return
     carved: dict[str, Tid] = {}
@@ -137,12 +139,12 @@ def resolve_versions(p: Planner, plan: Plan, main: HeapDamage, losses: dict[Tid,
     zeroed = set(main.zero) | main.zero_blocks_present
     unsafe = set(losses) | set(main.freeze) | main.damaged_items
     others: dict[str, list[Tid]] = {}
+    nblocks = main.rel.nblocks
     for tid, raw in p.key_of.items():
-        if tid in losses or tid[0] in zeroed or tid[0] >= main.rel.nblocks:
+        k = lost_raw.get(raw)
+        if k is None or tid in losses or tid[0] in zeroed or tid[0] >= nblocks:
             continue
-        k = ledger.decode_key(info, raw)
-        if k in groups:
-            others.setdefault(k, []).append(tid)
+        others.setdefault(k, []).append(tid)
     for k, tids in groups.items():
         where = None
         if k in carved:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import db
+from pgsurgeon import core, db
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
@@ -519,14 +519,17 @@ class Planner:
         self.ctx.progress(f"reading {sum(r.nblocks for r in indexes)} index page(s) for evidence of rows")
         out: dict[Tid, list[str]] = {}
         for ix in indexes:
+            keyed = self.keyinfo is not None and ix.oid == self.keyinfo.index_oid
             for blk, got in self.reader.all_pages(ix):
                 if blk == 0 or isinstance(got, str):
                     continue
-                keyed = self.keyinfo is not None and ix.oid == self.keyinfo.index_oid
-                for tid, key in pages.btree_leaf_tids(got, blk):
-                    out.setdefault(tid, []).append(ix.regclass)
-                    if keyed:
+                if keyed:  # the unique key's entries carry the keys that name lost rows
+                    for tid, key in pages.btree_leaf_tids(got, blk):
+                        out.setdefault(tid, []).append(ix.regclass)
                         self.key_of[tid] = key
+                    continue
+                for _, hblk, hoff in core.leaf_tids(got):
+                    out.setdefault((hblk, hoff), []).append(ix.regclass)
         return out
 
     def rows_on_page(self, dmg: HeapDamage, blk: int, evidence: dict[Tid, list[str]]) -> list[Tid]:
@@ -546,28 +549,20 @@ class Planner:
         out: dict[Tid, str] = {}
         if not evidence:
             return out
-        blocks = sorted({b for b, _ in evidence if b < rel.nblocks and b not in dmg.zero})
-        states: dict[int, tuple[bool, dict[int, pages.Item], int]] = {}
+        nblocks = rel.nblocks  # a property: read once, not per entry
+        blocks = sorted({b for b, _ in evidence if b < nblocks and b not in dmg.zero})
+        states: dict[int, pages.LinePointers] = {}
         for blk in blocks:
             page = dmg.images.get(blk)
-            if page is None:
-                continue
-            states[blk] = (
-                pages.is_all_zero(page),
-                {it.lp: it for it in pages.heap_items(page, blk)},
-                pages.max_offset(page),
-            )
+            if page is not None:
+                states[blk] = pages.LinePointers.of(page)
         missing = [b for b in blocks if b not in states]
         for a, b in _runs(missing):
             for blk, got in self.reader.server_pages(rel, a, b):
                 if isinstance(got, str):
                     continue
                 dmg.images[blk] = got  # carving may find the gone rows' tuples still in the page
-                states[blk] = (
-                    pages.is_all_zero(got),
-                    {it.lp: it for it in pages.heap_items(got, blk)},
-                    pages.max_offset(got),
-                )
+                states[blk] = pages.LinePointers.of(got)
         # Every full (non-partial) btree index has an entry for every row: a TID only some of them hold is a damaged
         # index entry (REINDEX drops it), not a row that was there.
         full = {ix.regclass for ix in self.ctx.indexes if ix.is_btree and not ix.partial}
@@ -579,21 +574,21 @@ class Planner:
             which = names[0]
             if not full <= set(names):
                 continue
-            if blk >= rel.nblocks:
+            if blk >= nblocks:
                 out[(blk, lp)] = f"{which} points past the end of the table (block {blk}; the file was cut)"
                 continue
             if blk in dmg.zero or blk not in states:
                 continue
-            zero, items, maxoff = states[blk]
-            if zero:
+            state = states[blk]
+            if state.zero:
                 out[(blk, lp)] = f"{which} points into block {blk}, which is all zeroes"
                 continue
-            it = items.get(lp)
-            if lp > maxoff or it is None:
-                out[(blk, lp)] = f"{which} points at line pointer {lp}, beyond the {maxoff} of block {blk}"
-            elif it.flags == LP_UNUSED:
+            flag = state.flag(lp)
+            if lp > state.max_offset or flag is None:
+                out[(blk, lp)] = f"{which} points at line pointer {lp}, beyond the {state.max_offset} of block {blk}"
+            elif flag == LP_UNUSED:
                 out[(blk, lp)] = f"{which} points at line pointer {lp}, which is unused"
-            elif it.flags == LP_DEAD and it.length > 0:
+            elif flag == LP_DEAD and state.has_storage(lp):
                 out[(blk, lp)] = f"{which} points at line pointer {lp}, which is dead with storage (damaged flags)"
         return out
 
