@@ -225,6 +225,12 @@ def check_pages(
     return PageBatch(findings, suspect, zero, candidates, pages)
 
 
+def leaf_keys(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(heap block, heap item, key bytes) of every live entry of a btree leaf page (the key as bt_page_items'
+    ``data``)."""
+    return _ext.leaf_keys(data)
+
+
 def leaf_tids(data: bytes) -> list[tuple[int, int, int]]:
     """(entry's line pointer, heap block, heap item) of every live entry of a btree leaf page."""
     return _ext.leaf_tids(data)

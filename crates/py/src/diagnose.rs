@@ -76,6 +76,12 @@ fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     core_diag::leaf_tids(data)
 }
 
+/// (heap block, heap item, key bytes) of every live entry of a btree leaf page.
+#[pyfunction]
+fn leaf_keys<'py>(py: Python<'py>, data: &[u8]) -> Vec<(u32, u16, Bound<'py, pyo3::types::PyBytes>)> {
+    core_diag::leaf_keys(data).into_iter().map(|(b, o, k)| (b, o, pyo3::types::PyBytes::new(py, &k))).collect()
+}
+
 /// The line pointer flags of a heap page, one byte each (0 unused, 1 normal, 2 redirect, 3 dead).
 #[pyfunction]
 fn lp_flags<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, pyo3::types::PyBytes> {
@@ -98,6 +104,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LineMap>()?;
     m.add_function(wrap_pyfunction!(all_indexed, m)?)?;
     m.add_function(wrap_pyfunction!(check_pages, m)?)?;
+    m.add_function(wrap_pyfunction!(leaf_keys, m)?)?;
     m.add_function(wrap_pyfunction!(leaf_tids, m)?)?;
     m.add_function(wrap_pyfunction!(lp_flags, m)?)?;
     Ok(())

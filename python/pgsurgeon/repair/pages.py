@@ -1,6 +1,6 @@
 """Raw pages for planning: through the buffer manager (pageinspect's get_raw_page, never the executor), and, for
 pages the server refuses, from the relation files (directly when the data directory is on this host, else with
-pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: heap TIDs in btree leaves, TOAST
+pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: TOAST
 chunk ids and TOAST pointers in heap tuples."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.datadir import Geometry, segment_name
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair.facts import ext_fn
-from pgsurgeon.repair.model import Tid
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -181,26 +180,6 @@ def is_all_zero(page: bytes) -> bool:
 def max_offset(page: bytes) -> int:
     lower = int.from_bytes(page[12:14], "little")
     return max((lower - 24) // 4, 0) if 24 <= lower <= len(page) else 0
-
-
-def btree_leaf_tids(page: bytes, block: int) -> list[tuple[Tid, bytes]]:
-    """(heap TID, key bytes) of every non-pivot item of a btree leaf page (posting lists expanded)."""
-    try:
-        rep = core.inspect_page(page, block, checksums=False, kind="btree")
-    except ValueError:
-        return []
-    bt = rep.get("btree")
-    if not bt or "BTP_LEAF" not in bt["flags"]:
-        return []
-    out: list[tuple[Tid, bytes]] = []
-    for it in rep["items"]:
-        item = it.get("btree")
-        if not item or item["is_pivot"] or it["lp_flags"] != LP_NORMAL:
-            continue
-        tids = item["tids"] or ([item["htid"]] if item["htid"] else [])
-        key = bytes.fromhex(str(item.get("data") or "").replace(" ", ""))
-        out.extend(((int(t["block"]), int(t["offset"])), key) for t in tids)
-    return out
 
 
 def toast_chunk_id(page: bytes, item: Item) -> int | None:

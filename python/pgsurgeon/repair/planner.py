@@ -524,9 +524,9 @@ class Planner:
                 if blk == 0 or isinstance(got, str):
                     continue
                 if keyed:  # the unique key's entries carry the keys that name lost rows
-                    for tid, key in pages.btree_leaf_tids(got, blk):
-                        out.setdefault(tid, []).append(ix.regclass)
-                        self.key_of[tid] = key
+                    for hblk, hoff, key in core.leaf_keys(got):
+                        out.setdefault((hblk, hoff), []).append(ix.regclass)
+                        self.key_of[(hblk, hoff)] = key
                     continue
                 for _, hblk, hoff in core.leaf_tids(got):
                     out.setdefault((hblk, hoff), []).append(ix.regclass)
@@ -618,9 +618,9 @@ class Planner:
             for blk, got in self.reader.all_pages(tindex):
                 if blk == 0 or isinstance(got, str):
                     continue
-                for tid, key in pages.btree_leaf_tids(got, blk):
-                    if (tid[0] in tdmg.zero or tid in gone_tids) and len(key) >= 4:
-                        values.setdefault(int.from_bytes(key[:4], "little"), f"chunk at {tid_text(tid)}")
+                for hblk, hoff, key in core.leaf_keys(got):
+                    if (hblk in tdmg.zero or (hblk, hoff) in gone_tids) and len(key) >= 4:
+                        values.setdefault(int.from_bytes(key[:4], "little"), f"chunk at {tid_text((hblk, hoff))}")
         toast_losses = [Loss(b, lp, CAUSE_KILLED, why) for (b, lp), why in sorted(tdmg.kill.items())]
         toast_losses += [
             Loss(b, lp, CAUSE_CLEARED, why) for b, lps in sorted(tdmg.clear.items()) for lp, why in sorted(lps.items())

@@ -255,6 +255,14 @@ pub fn decode_item(itemoffset: u16, tuple: &[u8], dead: bool, opaque: &BTPageOpa
     })
 }
 
+/// The key bytes of a leaf tuple as [`decode_item`] gives them: after the header (and null bitmap), before a
+/// posting list. `None` when the tuple is shorter than its header claims.
+pub fn leaf_key(tuple: &[u8]) -> Option<&[u8]> {
+    let it = IndexTupleData::parse(tuple)?;
+    let end = if it.is_posting() { it.posting_offset() } else { it.size() };
+    tuple.get(..it.size())?.get(it.data_offset()..end)
+}
+
 /// The heap TIDs a leaf tuple points to: its t_tid, or every TID of a posting list. Pivot tuples
 /// (high keys) point nowhere. `false` when the tuple is too damaged to say.
 pub fn leaf_heap_tids(tuple: &[u8], out: &mut Vec<ItemPointerData>) -> bool {
@@ -275,4 +283,49 @@ pub fn leaf_heap_tids(tuple: &[u8], out: &mut Vec<ItemPointerData>) -> bool {
     }
     out.push(it.t_tid);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index tuple: t_tid, t_info (size, plus the ALT_TID bit for a posting list), then `body`.
+    fn tuple(tid: ItemPointerData, alt: bool, body: &[u8]) -> Vec<u8> {
+        let mut t = vec![0u8; 8];
+        tid.write(&mut t, 0);
+        let info = (8 + body.len()) as u16 | if alt { INDEX_ALT_TID_MASK } else { 0 };
+        t[6..8].copy_from_slice(&info.to_le_bytes());
+        t.extend_from_slice(body);
+        t
+    }
+
+    fn leaf() -> BTPageOpaqueData {
+        BTPageOpaqueData { btpo_prev: 0, btpo_next: 0, btpo_level: 0, btpo_flags: BTP_LEAF, btpo_cycleid: 0 }
+    }
+
+    fn hex_data(t: &[u8]) -> String {
+        decode_item(1, t, false, &leaf()).expect("decodes").data
+    }
+
+    #[test]
+    fn leaf_key_is_the_data_bt_page_items_shows() {
+        let key = 42i64.to_le_bytes();
+        let plain = tuple(ItemPointerData { block: 7, offset: 3 }, false, &key);
+        assert_eq!(leaf_key(&plain), Some(&key[..]));
+        assert_eq!(hex_spaced(leaf_key(&plain).unwrap()), hex_data(&plain));
+        // a posting list: t_tid.block is where the TIDs start, t_tid.offset their count with BT_IS_POSTING
+        let mut body = key.to_vec();
+        for (b, o) in [(1u32, 1u16), (1, 2)] {
+            let mut tid = [0u8; 6];
+            ItemPointerData { block: b, offset: o }.write(&mut tid, 0);
+            body.extend_from_slice(&tid);
+        }
+        let posting = tuple(ItemPointerData { block: 16, offset: 2 | BT_IS_POSTING }, true, &body);
+        assert_eq!(leaf_key(&posting), Some(&key[..]));
+        assert_eq!(hex_spaced(leaf_key(&posting).unwrap()), hex_data(&posting));
+        // a header claiming more bytes than the tuple has
+        let mut short = plain.clone();
+        short.truncate(12);
+        assert_eq!(leaf_key(&short), None);
+    }
 }

@@ -119,7 +119,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
             out.lp.page(block, &page);
         }
         if let (PageKind::Btree, Some(map), false) = (kind, heap, damaged) {
-            for_each_leaf_tid(&page, |off, tid| {
+            for_each_leaf_tid(&page, |off, _, tid| {
                 let past_end = match map.map.target(tid) {
                     TidTarget::PastEnd => true,
                     TidTarget::Unused | TidTarget::Zero => false,
@@ -142,7 +142,21 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
 pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     let mut out = Vec::new();
     if let Some(page) = Page::new(data) {
-        for_each_leaf_tid(&page, |off, tid| out.push((off, tid.block, tid.offset)));
+        for_each_leaf_tid(&page, |off, _, tid| out.push((off, tid.block, tid.offset)));
+    }
+    out
+}
+
+/// (heap block, heap item, key bytes) of every live entry of a btree leaf page, the key as pageinspect's
+/// bt_page_items shows it (`data`): what repair names a lost row by, and a TOAST index's chunk_id.
+pub fn leaf_keys(data: &[u8]) -> Vec<(u32, u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    if let Some(page) = Page::new(data) {
+        for_each_leaf_tid(&page, |_, tuple, tid| {
+            if let Some(key) = crate::format::btree::leaf_key(tuple) {
+                out.push((tid.block, tid.offset, key.to_vec()));
+            }
+        });
     }
     out
 }

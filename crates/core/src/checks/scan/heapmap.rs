@@ -152,9 +152,12 @@ impl HeapMap {
     }
 }
 
-/// Every heap TID of a btree leaf page's live entries, with the line pointer of its entry; nothing for other
-/// pages. The high key is skipped, and LP_DEAD entries may point at rows vacuum already removed.
-pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
+/// Every heap TID of a btree leaf page's live entries, with the line pointer and the bytes of its entry; nothing
+/// for other pages. The high key is skipped, and LP_DEAD entries may point at rows vacuum already removed.
+pub(crate) fn for_each_leaf_tid<'a>(
+    page: &Page<'a>,
+    mut f: impl FnMut(u16, &'a [u8], &crate::format::heap::ItemPointerData),
+) {
     let Some(o) = BTPageOpaqueData::from_page(page) else { return };
     if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
         return;
@@ -170,7 +173,7 @@ pub(crate) fn for_each_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::
             continue;
         }
         for tid in &tids {
-            f(off, tid);
+            f(off, t, tid);
         }
     }
 }

@@ -331,7 +331,7 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
         }
         reported += 1;
     };
-    for_each_leaf_tid(page, |off, tid| match heap.target(tid) {
+    for_each_leaf_tid(page, |off, _, tid| match heap.target(tid) {
         TidTarget::PastEnd => report(
             out,
             Code::IndexTidBeyondHeap,
