@@ -1,5 +1,5 @@
 """Every finding code written anywhere in the core or the Python package is in the core's catalogue
-(crates/core/src/finding.rs) with an area, a severity, the error PostgreSQL raises and a remedy: none falls through
+(crates/core/src/finding/mod.rs) with an area, a severity, the error PostgreSQL raises and a remedy: none falls through
 to the catch-all. Issue 15."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def test_every_code_is_catalogued() -> None:
     assert len(codes) > 50  # the scan found the codes (a broken pattern would pass vacuously)
     fallback = core.describe_code("no_such_area.no_such_code")
     missing = {c: sorted(p) for c, p in codes.items() if core.describe_code(c) == fallback}
-    assert missing == {}, f"codes not in crates/core/src/finding.rs: {missing}"
+    assert missing == {}, f"codes not in crates/core/src/finding/mod.rs: {missing}"
     for code in codes:
         area, severity, pg_error, remedy = core.describe_code(code)
         assert area and severity and remedy, code
@@ -45,7 +45,7 @@ _END = "# END generated finding codes"
 
 def _pyi_block(codes: list[str]) -> str:
     body = "".join(f'    "{c}",\n' for c in codes)
-    head = f"{_BEGIN} (crates/core/src/finding.rs Code; PGSURGEON_REGEN_CODES=1 pytest {Path(__file__).name})"
+    head = f"{_BEGIN} (crates/core/src/finding Code; PGSURGEON_REGEN_CODES=1 pytest {Path(__file__).name})"
     return f"{head}\nFindingCode = Literal[\n{body}]\n{_END}"
 
 

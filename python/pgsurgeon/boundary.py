@@ -36,7 +36,7 @@ class Horizons(TypedDict):
 
 
 class AttrDesc(TypedDict):
-    """crates/core/src/format/tuple.rs ``AttrDesc``: one pg_attribute row, as much as the tuple walk needs."""
+    """crates/core/src/format/tuple/ ``AttrDesc``: one pg_attribute row, as much as the tuple walk needs."""
 
     attnum: int
     attlen: int
@@ -48,7 +48,7 @@ class AttrDesc(TypedDict):
 
 
 class RelDesc(TypedDict):
-    """crates/core/src/format/tuple.rs ``RelDesc``: a relation's tuple descriptor."""
+    """crates/core/src/format/tuple/ ``RelDesc``: a relation's tuple descriptor."""
 
     natts: int
     attrs: list[AttrDesc]
@@ -172,7 +172,7 @@ class IndexEvidenceConfig(TypedDict):
 
 
 class RelFiles(TypedDict):
-    """crates/core/src/checks/diagnose/allindexed.rs ``RelFiles``."""
+    """crates/core/src/checks/diagnose/allindexed/ ``RelFiles``."""
 
     name: str
     files: list[SegFile]
@@ -180,14 +180,14 @@ class RelFiles(TypedDict):
 
 
 class IndexSpec(RelFiles):
-    """crates/core/src/checks/diagnose/allindexed.rs ``IndexSpec`` (its ``RelFiles`` flattened in)."""
+    """crates/core/src/checks/diagnose/allindexed/ ``IndexSpec`` (its ``RelFiles`` flattened in)."""
 
     keys: list[int]
     attrs: list[AttrDesc]
 
 
 class AllIndexedConfig(TypedDict):
-    """crates/core/src/checks/diagnose/allindexed.rs ``AllIndexedConfig``: amcheck's heapallindexed from the files."""
+    """crates/core/src/checks/diagnose/allindexed/ ``AllIndexedConfig``: amcheck's heapallindexed from the files."""
 
     heap: RelFiles
     heap_attrs: list[AttrDesc]
@@ -206,7 +206,7 @@ RelKey = tuple[int, int, int]
 
 
 class RelMeta(TypedDict):
-    """crates/core/src/checks/scan.rs ``RelMeta``: what the catalog says about a relation beyond its files."""
+    """crates/core/src/checks/scan/ ``RelMeta``: what the catalog says about a relation beyond its files."""
 
     kind: NotRequired[str | None]
     natts: NotRequired[int | None]
@@ -217,7 +217,7 @@ class RelMeta(TypedDict):
 
 
 class ScanOptions(TypedDict):
-    """crates/core/src/checks/scan.rs ``ScanOptions``."""
+    """crates/core/src/checks/scan/ ``ScanOptions``."""
 
     checksums: bool
     blcksz: int
@@ -308,7 +308,7 @@ Severity = Literal["warning", "error"]
 
 
 class Finding(TypedDict):
-    """crates/core/src/finding.rs ``Finding``: one observation about one page (and line pointer)."""
+    """crates/core/src/finding/mod.rs ``Finding``: one observation about one page (and line pointer)."""
 
     code: str
     area: str
@@ -321,7 +321,7 @@ class Finding(TypedDict):
 
 
 class FileFinding(Finding):
-    """crates/core/src/checks/scan.rs ``FileFinding``: a finding with the file it was found in."""
+    """crates/core/src/checks/scan/ ``FileFinding``: a finding with the file it was found in."""
 
     path: str
     tablespace_oid: int
@@ -331,7 +331,7 @@ class FileFinding(Finding):
 
 
 class ScanSummary(TypedDict):
-    """crates/core/src/checks/scan.rs ``ScanSummary``."""
+    """crates/core/src/checks/scan/ ``ScanSummary``."""
 
     files: int
     relations: int
@@ -347,7 +347,7 @@ class ScanSummary(TypedDict):
 
 
 class SkippedRange(TypedDict):
-    """crates/core/src/checks/scan.rs ``SkippedRange``: blocks of one fork a live scan did not check."""
+    """crates/core/src/checks/scan/ ``SkippedRange``: blocks of one fork a live scan did not check."""
 
     tablespace_oid: int
     database_oid: int
@@ -358,7 +358,7 @@ class SkippedRange(TypedDict):
 
 
 class PageNote(TypedDict):
-    """crates/core/src/checks/scan.rs ``PageNote``."""
+    """crates/core/src/checks/scan/ ``PageNote``."""
 
     path: str
     block: int
@@ -366,7 +366,7 @@ class PageNote(TypedDict):
 
 
 class ScanResult(TypedDict):
-    """crates/core/src/checks/scan.rs ``ScanResult``."""
+    """crates/core/src/checks/scan/ ``ScanResult``."""
 
     summary: ScanSummary
     findings: list[FileFinding]
@@ -526,7 +526,7 @@ class IndexTid(TypedDict):
 
 
 class IndexVerdict(TypedDict):
-    """crates/core/src/checks/diagnose/allindexed.rs ``IndexVerdict``."""
+    """crates/core/src/checks/diagnose/allindexed/ ``IndexVerdict``."""
 
     name: str
     entries: int
@@ -542,7 +542,7 @@ class IndexVerdict(TypedDict):
 
 
 class AllIndexedResult(TypedDict):
-    """crates/core/src/checks/diagnose/allindexed.rs ``AllIndexedResult``, with ``proven`` per index (the binding's)."""
+    """crates/core/src/checks/diagnose/allindexed/ ``AllIndexedResult``, with ``proven`` per index (the binding's)."""
 
     indexes: list[IndexVerdict]
     heap_pages: int
@@ -582,7 +582,7 @@ class ModeInfo(TypedDict):
 
 
 class ControlFile(TypedDict):
-    """crates/core/src/format/control.rs ``ControlFile``: pg_control decoded for its layout (14 to 18). LSNs print as
+    """crates/core/src/format/control/ ``ControlFile``: pg_control decoded for its layout (14 to 18). LSNs print as
     ``X/X``, the next XID as ``epoch:xid``, the state and wal_level as pg_controldata prints them."""
 
     major_version: int

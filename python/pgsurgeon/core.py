@@ -48,7 +48,7 @@ def inspect_page(data: bytes, block: int, *, checksums: bool, kind: str | None =
 
 
 def finding_codes() -> list[str]:
-    """Every finding code the core can emit (crates/core/src/finding.rs ``Code``)."""
+    """Every finding code the core can emit (crates/core/src/finding/mod.rs ``Code``)."""
     return list(_ext.finding_codes())
 
 
@@ -160,7 +160,7 @@ def index_evidence(config: IndexEvidenceConfig) -> list[IndexTid]:
 
 
 def all_indexed(config: AllIndexedConfig) -> AllIndexedResult:
-    """amcheck's heapallindexed from the relation files (crates/core/src/checks/diagnose/allindexed.rs): per index the
+    """amcheck's heapallindexed from the relation files (crates/core/src/checks/diagnose/allindexed/): per index the
     entries fingerprinted, the live rows not found and the doubts, and ``proven`` per index."""
     return _ext.all_indexed(config)
 

@@ -1,5 +1,5 @@
 """The one finding record: what scan, inspect, diagnose and repair report about a damaged structure, from the core's
-``Finding`` (crates/core/src/finding.rs) to the JSON output, with the same keys everywhere.
+``Finding`` (crates/core/src/finding/mod.rs) to the JSON output, with the same keys everywhere.
 
 The core's finding says what is wrong with a page (code, area, severity, block, item, message, the server's
 error and the remedy); the scanner adds the file it is in; Python adds the relation and database it belongs to,

@@ -419,7 +419,7 @@ class DbCatalog:
         return type_desc(a.typid, self.type_rows({a.typid}))
 
     def rel_desc(self, rel: Relation) -> RelDesc:
-        """RelDesc for the core (crates/core/src/format/tuple.rs): every attribute, dropped ones included."""
+        """RelDesc for the core (crates/core/src/format/tuple/): every attribute, dropped ones included."""
         attrs = self.attributes.get(rel.oid, [])
         return {
             "natts": max(rel.natts, max((a.attnum for a in attrs), default=0)),

@@ -1,5 +1,5 @@
 """heapallindexed from the files: the core checks, beside amcheck, that every live row of a sound table is in its
-btree indexes (crates/core/src/checks/diagnose/allindexed.rs); what it doubts goes to the server."""
+btree indexes (crates/core/src/checks/diagnose/allindexed/); what it doubts goes to the server."""
 
 from __future__ import annotations
 

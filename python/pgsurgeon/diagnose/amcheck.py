@@ -1,7 +1,7 @@
 """amcheck's messages mapped to pgsurgeon's finding codes.
 
 ``verify_heapam`` returns one row per problem (block, line pointer, attribute, message); its messages are mapped
-here to the codes the core uses (crates/core/src/finding.rs), so a problem reads the same whether the offline scan,
+here to the codes the core uses (crates/core/src/finding/mod.rs), so a problem reads the same whether the offline scan,
 the page decoder or amcheck saw it. ``bt_index_check`` raises one ERROR for the first problem; the block it is
 about is taken from the message or its DETAIL.
 

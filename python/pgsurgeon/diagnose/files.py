@@ -21,7 +21,7 @@ STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "ch
 # diagnose checks the same things through the server (bt_index_check; the visibility map against the table's
 # length). Index entries without their row are re-read through the server before they are believed.
 SCAN_RECHECKED = frozenset({"index.sibling_link", "file.vm_beyond_end"})
-_TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/checks/scan.rs)
+_TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/checks/scan/)
 
 
 def files_phase(d: Diagnosis, rels: list[Checked]) -> bool:

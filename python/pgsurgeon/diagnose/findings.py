@@ -2,7 +2,7 @@
 pg_error, remedy, relation, database) plus ``observed_error`` (what the server said), ``source`` and ``attnum``.
 
 Every finding's area, severity, server error and remedy come from the core's catalogue (``describe()`` in
-crates/core/src/finding.rs), including the codes only diagnose produces (``server.*``, ``amcheck.*``).
+crates/core/src/finding/mod.rs), including the codes only diagnose produces (``server.*``, ``amcheck.*``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class CodeInfo:
 
 
 def describe(code: str) -> CodeInfo:
-    """The catalogue entry of ``code``: one catalogue for scan, inspect and diagnose (crates/core/src/finding.rs)."""
+    """The catalogue entry of ``code``: one catalogue for scan, inspect and diagnose (crates/core/src/finding/)."""
     return CodeInfo(*core.describe_code(code))
 
 

@@ -56,7 +56,7 @@ class Table:
         return db.sql.SQL(", ").join(db.sql.Identifier(c.name) for c in self.live_columns)
 
     def rel_desc(self) -> RelDesc:
-        """RelDesc for the core (crates/core/src/format/tuple.rs)."""
+        """RelDesc for the core (crates/core/src/format/tuple/)."""
         return {
             "natts": self.rel.natts,
             "has_toast": self.rel.toast_oid != 0,
