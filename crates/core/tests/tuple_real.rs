@@ -380,19 +380,27 @@ fn inventory_with(
     (inv, add_problems)
 }
 
-#[test]
-fn mutated_toast_chunks_give_the_exact_codes() {
+/// Row 2004 of the fixture: an uncompressed bytea of 4800 bytes = chunks 0, 1 (1996 each) and 2 (808).
+fn toast_case() -> (Fixture, ToastPointer, u32, String) {
     let f = load();
-    let set = |c: &[Code]| c.iter().copied().collect::<BTreeSet<_>>();
-    // Row 2004: uncompressed bytea of 4800 bytes = chunks 0, 1 (1996 each) and 2 (808).
     let (_, _, t) = tuple_with_id(&f, 2004);
     let ptr = toast_pointers(&t, &hdr(&t), &f.rel)[0];
     assert_eq!((ptr.extsize, ptr.chunk_count(f.max_chunk)), (4800, 3));
     assert_eq!(ptr.referrer, Referrer::Live);
     let v = ptr.va_valueid;
     assert_eq!(value_items(&f, v).len(), 3);
-    let name = &f.toast_relname;
+    let name = f.toast_relname.clone();
+    (f, ptr, v, name)
+}
 
+fn set(c: &[Code]) -> BTreeSet<Code> {
+    c.iter().copied().collect()
+}
+
+#[test]
+fn toast_chunk_numbers_missing_and_out_of_range() {
+    let (f, ptr, v, name) = toast_case();
+    let name = &name;
     // chunk_seq 1 -> 5: chunk 1 missing, chunk 5 out of range.
     let (inv, add) = inventory_with(&f, v, |seq, t| {
         if seq == 1 {
@@ -423,7 +431,12 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     // ...which a row that may be deleted does not report (VACUUM may have been first).
     let deleted = ToastPointer { referrer: Referrer::MaybeDeleted, ..ptr };
     assert!(inv.check_value(&deleted, f.max_chunk).is_empty());
+}
 
+#[test]
+fn toast_chunks_the_toast_snapshot_skips() {
+    let (f, ptr, v, name) = toast_case();
+    let name = &name;
     // One chunk hinted HEAP_XMIN_INVALID: SnapshotToast skips it (both errors verified on PG 15,
     // whose fetch reads past a chunk with only xmax set).
     let xmin_invalid = |t: &mut Vec<u8>| {
@@ -447,7 +460,12 @@ fn mutated_toast_chunks_give_the_exact_codes() {
         assert_eq!(codes_v(&p), set(&[Code::ToastChunkMissing]));
         assert_eq!(p[0].pg_error, want);
     }
+}
 
+#[test]
+fn toast_chunk_sizes_and_headers() {
+    let (f, ptr, v, name) = toast_case();
+    let name = &name;
     // chunk_data one byte shorter (4-byte length word - 1): a size error, nothing at add time
     // (the tuple still ends inside its MAXALIGN padding).
     let (inv, add) = inventory_with(&f, v, |seq, t| {
@@ -491,7 +509,12 @@ fn mutated_toast_chunks_give_the_exact_codes() {
         p[0].pg_error,
         format!("unexpected chunk size -1 (expected 808) in chunk 2 of 3 for toast value {v} in {name}")
     );
+}
 
+#[test]
+fn toast_duplicates_and_aborted_inserts() {
+    let (f, ptr, v, name) = toast_case();
+    let name = &name;
     // A live duplicate of chunk 1 is reported; a deleted copy next to a live one is not.
     let mut inv = inventory(&f);
     let dup = value_items(&f, v).remove(1);
@@ -517,7 +540,11 @@ fn mutated_toast_chunks_give_the_exact_codes() {
     });
     let committed = ToastPointer { referrer_xmin_committed: true, ..ptr };
     assert_eq!(codes_v(&inv.check_value(&committed, f.max_chunk)), set(&[Code::ToastValueMissing]));
+}
 
+#[test]
+fn toast_inventories_merge() {
+    let (f, ptr, _, _) = toast_case();
     // Merging per-worker inventories gives the same answers as one inventory.
     let all = items(&f.toast);
     let (a, b) = all.split_at(all.len() / 2);
