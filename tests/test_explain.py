@@ -99,6 +99,16 @@ def test_version_differences_and_forks() -> None:
     assert seg.values["relfile"] == "base/5/16384" and seg.values["segment"] == "1"
     (pgc,), _ = explain_text(EXAMPLES["pg_checksums"])
     assert pgc.values["block"] == str(131072 + 12)  # pg_checksums counts blocks within the segment file
+    (old_multi,), _ = explain_text("ERROR:  MultiXactId 911379 wasn't created yet -- apparent overflow")  # 9.3's
+    assert old_multi.pattern.id == "multixact_future" and old_multi.values["multi"] == "911379"
+    # pg_dump's wrapper alone names the table; with the server's line after it, it names that message's table
+    (dump,), _ = explain_text(EXAMPLES["pg_dump_table"])
+    assert dump.values["table"] == "orders" and any("-t orders" in s.command for s in dump.steps())
+    (page,), _ = explain_text(
+        EXAMPLES["pg_dump_table"] + "\npg_dump: error: Error message from server: ERROR:  invalid page in block 988 "
+        "of relation base/16384/16414"
+    )
+    assert page.pattern.id == "invalid_page" and page.values["table"] == "orders"
 
 
 def test_xact_status_names_the_missing_file() -> None:

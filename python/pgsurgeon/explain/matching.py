@@ -210,6 +210,8 @@ def _entries(text: str) -> list[tuple[str, list[str]]]:
         i += 1
     if pending and out:
         out[-1][1].extend(pending)
+    elif pending:  # only pg_dump's 'Dumping the contents of table … failed' was pasted: it is the message
+        out = [(line, []) for line in pending]
     return out
 
 

@@ -304,7 +304,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "multixact_future",
-        r"MultiXactId (?P<multi>\d+) has not been created yet\s*-+\s*apparent wraparound",
+        r"MultiXactId (?P<multi>\d+) (?:has not been|wasn't) created yet\s*-+\s*apparent (?:wraparound|overflow)",
         "a tuple names a MultiXactId from the future",
         "A row's xmax is flagged as a MultiXactId (a group of lockers/updaters) and names {multi}, which the cluster "
         "has not handed out yet. The xmax or its infomask bits are damaged; every query that checks the row's "
@@ -594,6 +594,23 @@ PATTERNS: tuple[Pattern, ...] = (
         (
             Step("find the crash and its query in the server log", "grep -A3 'terminated by signal' \"$PGLOG\""),
             Step("find the damaged pages without the executor", "{diagnose_cmd}"),
+        ),
+    ),
+    _p(
+        "pg_dump_table",
+        r'Dumping the contents of table "(?P<table>[^"]+)" failed: PQgetResult\(\) failed',
+        "pg_dump stopped at a table it could not read",
+        "pg_dump read {table} with COPY and the server failed part-way; pg_dump stops at the first such table and "
+        "the dump is incomplete. The lines after this one ('Error message from server: …', 'The command was: COPY "
+        "…') say why: a damaged page, a TOAST value, a transaction status, or a crashed backend.",
+        _CRASH_MODES,
+        (
+            Step(
+                "the cause is in the lines that follow it",
+                "explain them as well: paste pg_dump's whole output, or pass the file it went to with --file",
+                "note",
+            ),
+            _DIAGNOSE,
         ),
     ),
     _p(
@@ -1310,6 +1327,7 @@ EXAMPLES: dict[str, str] = {
     "relmapper_open": 'FATAL:  could not open relation mapping file "base/5/pg_filenode.map": Input/output error',
     "relmap_missing": 'FATAL:  could not find relation mapping for relation "pg_class", OID 1259',
     "cache_lookup": "ERROR:  cache lookup failed for relation 16434",
+    "pg_dump_table": 'pg_dump: error: Dumping the contents of table "orders" failed: PQgetResult() failed.',
     "catalog_attributes": "ERROR:  pg_attribute catalog is missing 2 attribute(s) for relation OID 16434",
     "catalog_null": "ERROR:  unexpected null value in cached tuple for catalog pg_class column relname",
     "btree_structure": "ERROR:  right sibling's left-link doesn't match: block 5 links to 9 instead of expected 4 in "
