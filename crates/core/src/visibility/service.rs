@@ -1,7 +1,7 @@
 //! Visibility as a service: what the judge consults besides a tuple header (the status files, the server's
 //! answers, the horizons), held once per relation, answering for each tuple of a heap page what it is to a new
 //! snapshot. The carver asks it instead of assembling the judge's sources itself; the judging is
-//! [`judge`](crate::visibility::xact::judge)'s.
+//! [`crate::visibility::xact::judge`]'s.
 
 use std::collections::HashMap;
 
