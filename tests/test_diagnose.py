@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import re
+import shlex
 import threading
 import time
 from collections.abc import Iterator
@@ -325,6 +326,15 @@ def test_weird_identifiers(lab: Lab) -> None:
         assert any(f["block"] == 2 and f["relation"] == rel for f in doc["findings"])
     code, out = cli("diagnose", "--dsn", lab.dsn, "--table", qualified(WEIRD_TABLE))
     assert code == 2 and "block 2" in out
+
+
+def test_toast_damage_steps_name_the_owning_table(lab: Lab) -> None:
+    """diagnose checked the table and its TOAST table: the next steps name the table, not a psql lookup of it."""
+    table = lab.relnames["m_toast_missing"]["table"]
+    code, out = cli("diagnose", "--dsn", lab.dsn, "--table", qualified("m_toast_missing"))
+    assert code == 2 and lab.relnames["m_toast_missing"]["toast"] in out, out
+    assert "REL=$(" not in out and f"is the TOAST table of {table}" in out, out
+    assert re.search(rf"pgsurgeon repair .*-t {re.escape(shlex.quote(table))}", out), out
 
 
 def test_sql_only_without_files(lab: Lab) -> None:

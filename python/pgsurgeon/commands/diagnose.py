@@ -118,12 +118,13 @@ def render_text(outcome: DiagnoseOutcome, console: Console, conn: str = "") -> N
         seen = f["observed_error"]
         return f"server said: {seen}" if seen and seen not in f["message"] else None
 
+    owners = {str(r["relation"]): str(r["table"]) for r in outcome.relations}
     findings.print_groups(
         console,
         findings.group_by(outcome.findings, "relation"),
         title=title,
         note=observed,
-        steps=lambda rel, fs: findings.next_steps(rel, fs, conn, outcome.findings),
+        steps=lambda rel, fs: findings.next_steps(rel, fs, conn, outcome.findings, owners.get(rel)),
     )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 

@@ -190,11 +190,16 @@ def refused_blocks(fs: Iterable[Mapping[str, Any]]) -> set[int]:
 
 
 def next_steps(
-    relation: str, fs: Sequence[Mapping[str, Any]], conn: str = "", everything: Iterable[Mapping[str, Any]] = ()
+    relation: str,
+    fs: Sequence[Mapping[str, Any]],
+    conn: str = "",
+    everything: Iterable[Mapping[str, Any]] = (),
+    owner: str | None = None,
 ) -> list[str]:
     """Runnable commands for one damaged relation, with its real name, ctids and the connection options given
     (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables). ``everything``: all findings of the
-    run, to know whether the TOAST table's pages can still be read (setting a value to NULL deletes its chunks)."""
+    run, to know whether the TOAST table's pages can still be read (setting a value to NULL deletes its chunks).
+    ``owner``: the table a TOAST table belongs to, when the run knows it."""
     import shlex
 
     if not relation or not fs:
@@ -206,6 +211,13 @@ def next_steps(
         return [
             "# an index holds no data of its own: rebuild it once its table is known sound",
             f'psql{c} -c "REINDEX INDEX CONCURRENTLY {lit}"',
+        ]
+    if relation.startswith("pg_toast.") and owner and owner != relation:
+        table = shlex.quote(owner)
+        return [
+            f"# {relation} is the TOAST table of {owner}: save and repair that table",
+            f"pgsurgeon salvage{c} -t {table} --out salvage-{_slug(owner)}",
+            f"pgsurgeon repair{c} -t {table}    # a dry run: prints the plan, changes nothing",
         ]
     if relation.startswith("pg_toast."):
         return [
