@@ -369,3 +369,28 @@ def test_salvage_deleted_from_a_running_server(make_lab: MakeLab, tmp_path: Path
     report = _salvage_deleted(lab, "d2", tmp_path / "by", "--deleted-by", str(first))
     got = _rows(Path(report["deleted"]["file"]), 7)
     assert got == sorted(line for line in original if int(line.split("\t")[0]) <= 1000)
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_rows_on_an_all_zero_page_are_reported_lost(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    """An all-zero page reads as empty with no error: the rows the indexes say were there are listed as lost, one
+    per ctid, with the index that names them; the rest of the table is unloaded."""
+    lab = make_lab(version)
+    with lab.connect() as conn:
+        conn.execute("CREATE TABLE z (id int PRIMARY KEY, v text)")
+        conn.execute("INSERT INTO z SELECT g, md5(g::text) FROM generate_series(1, 2000) g")
+        conn.execute("CHECKPOINT")
+        on_page = [int(r[0]) for r in conn.execute("SELECT id FROM z WHERE (ctid::text::point)[0] = 3").fetchall()]
+        (path,) = conn.execute("SELECT pg_relation_filepath('z')").fetchone() or ("",)
+    lab.stop()
+    with (lab.pgdata / str(path)).open("r+b") as fh:  # dd-style, while stopped
+        fh.seek(3 * 8192)
+        fh.write(bytes(8192))
+    r = _unload(lab.pgdata, tmp_path / "out", "-t", "z")
+    assert r.returncode == Exit.DAMAGE, r.stderr + r.stdout
+    (table,) = [t for t in json.loads((tmp_path / "out" / "report.json").read_text())["tables"] if t["name"] == "z"]
+    assert table["rows"] == 2000 - len(on_page) and len(on_page) > 50
+    lost = table["lost"]
+    assert len(lost) == len(on_page) and {x["block"] for x in lost} == {3}, lost[:3]
+    assert all("all zeroes" in x["reason"] and "z_pkey" in x["reason"] for x in lost)
+    assert f"{len(on_page)} lost" in r.stdout

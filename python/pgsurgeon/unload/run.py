@@ -21,6 +21,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.unload.evidence import zero_page_losses
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import (
@@ -229,6 +230,8 @@ class _Job:
         t.checksum_failures = int(counts.get("checksum_failures", 0))
         t.blocks = nblocks
         t.lost = list(summary.get("lost", []))
+        if self.backup is None:  # a base backup's members are not plain files the index reader can open
+            t.lost += zero_page_losses(cat, rel, summary, self._segments, self.files.block_size)
         if apart.exists() and apart.stat().st_size > 0:
             t.apart_file = str(apart.relative_to(self.req.out))
         elif apart.exists():
