@@ -142,11 +142,22 @@ def test_an_all_zero_page_is_not_called_a_checksum_mismatch(
     """The server accepts an all-zero page without computing its checksum (bufpage.c's PageIsVerified)."""
     cluster = make_lab("18", checksums=True)
     path = make_table(cluster)
+    with cluster.connect() as conn:
+        (on_page,) = conn.execute("SELECT count(*) FROM t WHERE (ctid::text::point)[0] = 1").fetchone() or (0,)
     cluster.stop()
     with path.open("r+b") as fh:
         fh.seek(8192)
         fh.write(bytes(8192))
-    assert main(["inspect", str(path), "--block", "1"]) == 0
+    # the rows the primary key names on the page are the loss, as scan reports it: exit 2
+    assert main(["inspect", str(path), "--block", "1"]) == 2
     out = capsys.readouterr().out
     assert "MISMATCH" not in out and "the server does not check an all-zero page" in out, out
     assert "reads it as an empty page" in out
+    assert "page_header.zeroed_referenced" in out and f"t_pkey names {on_page} row(s) on it" in out, out
+    assert on_page > 50
+    # a page past the rows, all zeroes, that no index names: nothing to report
+    with path.open("ab") as fh:
+        fh.write(bytes(8192))
+    blocks = path.stat().st_size // 8192
+    assert main(["inspect", str(path), "--block", str(blocks - 1)]) == 0
+    assert "zeroed_referenced" not in capsys.readouterr().out

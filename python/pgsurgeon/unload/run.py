@@ -21,7 +21,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.unload.evidence import zero_page_losses
+from pgsurgeon.indexevidence import Segments, rows_named
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import (
@@ -502,3 +502,19 @@ def _write_reports(res: UnloadResult) -> None:
     if res.notes:
         lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
     (res.out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def zero_page_losses(
+    cat: DbCatalog, rel: Relation, summary: UnloadSummary, segments: Segments, block_size: int
+) -> list[LostItem]:
+    """One lost row per heap TID the table's indexes hold into its all-zero pages."""
+    zero = sorted(int(p["block"]) for p in summary.get("pages", []) if p.get("all_zero"))
+    return [
+        {
+            "block": blk,
+            "lp": lp,
+            "reason": f"block {blk} is all zeroes (it reads as empty, with no error); index {', '.join(names)} "
+            "points here",
+        }
+        for (blk, lp), names in rows_named(cat, rel, zero, segments, block_size).items()
+    ]
