@@ -1,7 +1,7 @@
 """Raw pages for planning: through the buffer manager (pageinspect's get_raw_page, never the executor), and, for
 pages the server refuses, from the relation files (directly when the data directory is on this host, else with
-pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: TOAST
-chunk ids and TOAST pointers in heap tuples."""
+pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: line pointer storage, TOAST chunk
+ids and TOAST pointers in heap tuples."""
 
 from __future__ import annotations
 
