@@ -7,6 +7,7 @@ Fixtures
     ``pg``            each of ``pg15`` / ``pg18`` in turn (ids ``pg15``, ``pg18``);
                       ``@pytest.mark.pg("15")`` restricts it to the listed versions
     ``make_lab``      function: factory for extra throwaway clusters, destroyed after the test
+    ``scratch``       function: a short 0755 directory under /tmp the server user can reach
 
 Test clusters run with ``wal_level = minimal``, ``max_wal_senders = 0`` and autovacuum off, so big tables
 are cheap to build and pages stay deterministic.  Helper: :func:`exec_sql`.
@@ -218,6 +219,16 @@ def pg(request: pytest.FixtureRequest) -> LabCluster:
         raise pytest.UsageError("the pg fixture must be parametrized by fix_pg")
     cluster: LabCluster = request.getfixturevalue(f"pg{version}")
     return cluster
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A short 0755 directory under /tmp: the server's unprivileged user can reach what is inside (pytest's tmp_path
+    is 0700), and a path short enough for the sockets of clusters made in it."""
+    path = Path(tempfile.mkdtemp(prefix="pgs-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -4,13 +4,10 @@ PostgreSQL server they started and removes their directories, as Ctrl-C does."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,16 +86,8 @@ def test_sigterm_to_the_suite_stops_its_servers_and_removes_their_directories(tm
     assert not Path(base).exists(), f"{base} left behind:\n{out}"
 
 
-@pytest.fixture
-def lab_dir() -> Iterator[Path]:
-    """A short directory the server user can reach (pytest's tmp_path is 0700 and too long for a socket path)."""
-    path = Path(tempfile.mkdtemp(prefix="pgs-term-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_sigterm_to_a_lab_run_stops_its_servers_and_removes_their_directories(tmp_path: Path, lab_dir: Path) -> None:
+def test_sigterm_to_a_lab_run_stops_its_servers_and_removes_their_directories(tmp_path: Path, scratch: Path) -> None:
+    lab_dir = scratch
     cmd = [sys.executable, "-m", "pgsurgeon.cli", "lab", "--lab-dir", str(lab_dir), "--modes", "zero,header"]
     proc = subprocess.Popen(
         [*cmd, "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -9,8 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +18,6 @@ from fix_pg import exec_sql
 from pgsurgeon import core
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab import LabCluster
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    """A 0755 directory under /tmp, so the unprivileged user can reach what is inside."""
-    path = Path(tempfile.mkdtemp(prefix="pgsurgeon-verdict-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _copy_pgdata(cluster: LabCluster, dst: Path) -> Path:
