@@ -423,7 +423,11 @@ def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: 
     assert crashed
     assert out.summary["crashes"] >= 1 and out.summary["reconnects"] >= 1, out.summary
     crash = [f for f in out.findings if f["code"] == "server.crash"]
-    assert crash and all(f["relation"] in {lab.relnames[t]["index"] for t in (HEALTHY, "m_item_ids")} for f in crash)
+    indexes = {lab.relnames[t]["index"] for t in (HEALTHY, "m_item_ids")}
+    assert any(f["relation"] in indexes for f in crash), crash
+    # The restart also ends a page read in flight on the other session (-j 2): that read may be recorded as a crash
+    # of its own, on one of the tables checked, never anywhere else.
+    assert all(f["relation"] in indexes | {lab.relnames[t]["table"] for t in (HEALTHY, "m_item_ids")} for f in crash)
     assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings)
 
 
