@@ -161,6 +161,18 @@ class IndexFiles(TypedDict):
     nblocks: int
 
 
+class LossConfig(TypedDict):
+    """crates/core/src/rows/loss.rs ``LossConfig``: the heap pages whose rows are in question, the table's btree
+    indexes (``key_index`` names its unique key among them) and its visibility map."""
+
+    indexes: list[IndexFiles]
+    key_index: NotRequired[str | None]
+    blocks: list[int]
+    vm: NotRequired[list[SegFile]]
+    blcksz: NotRequired[int]
+    relseg_size: NotRequired[int]
+
+
 class IndexEvidenceConfig(TypedDict):
     """crates/core/src/rows/evidence.rs ``IndexEvidenceConfig``: which heap TIDs in ``blocks`` index entries name."""
 
@@ -289,6 +301,7 @@ CONFIGS: dict[str, type] = {
         CarveConfig,
         IndexFiles,
         IndexEvidenceConfig,
+        LossConfig,
         RelFiles,
         AllIndexedConfig,
         RelMeta,
@@ -523,6 +536,25 @@ class IndexTid(TypedDict):
     block: int
     lp: int
     index: str
+
+
+class NamedRow(TypedDict):
+    """crates/core/src/rows/loss.rs ``NamedRow``: a row index entries name on a page in question."""
+
+    lp: int
+    indexes: list[str]
+    dead: bool
+    key: str | None
+    """hex"""
+    elsewhere: tuple[int, int] | None
+
+
+class PageEvidence(TypedDict):
+    """crates/core/src/rows/loss.rs ``PageEvidence``."""
+
+    block: int
+    all_visible: bool | None
+    rows: list[NamedRow]
 
 
 class IndexVerdict(TypedDict):

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
         IndexEvidenceConfig,
         IndexTid,
         Injection,
+        LossConfig,
         ModeInfo,
+        PageEvidence,
         PageReport,
         RelationFork,
         TypeDesc,
@@ -157,6 +159,11 @@ class RowCarver:
 def index_evidence(config: IndexEvidenceConfig) -> list[IndexTid]:
     """Heap TIDs inside the given blocks that btree leaf entries point to."""
     return _ext.index_evidence(config)
+
+
+def loss_evidence(config: LossConfig) -> list[PageEvidence]:
+    """What the table's btree indexes and visibility map say about the rows of the given heap pages."""
+    return _ext.loss_evidence(config)
 
 
 def all_indexed(config: AllIndexedConfig) -> AllIndexedResult:

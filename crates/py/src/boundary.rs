@@ -67,6 +67,7 @@ pub fn config_fields(name: &str) -> PyResult<Vec<&'static str>> {
         "TypeDesc" => struct_fields::<c::datum::TypeDesc>(),
         "FieldDesc" => struct_fields::<c::datum::FieldDesc>(),
         "IndexEvidenceConfig" => struct_fields::<c::rows::evidence::IndexEvidenceConfig>(),
+        "LossConfig" => struct_fields::<c::rows::loss::LossConfig>(),
         "IndexFiles" => struct_fields::<c::rows::evidence::IndexFiles>(),
         "AllIndexedConfig" => struct_fields::<c::checks::diagnose::allindexed::AllIndexedConfig>(),
         "RelFiles" => struct_fields::<c::checks::diagnose::allindexed::RelFiles>(),

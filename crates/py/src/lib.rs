@@ -417,6 +417,14 @@ fn index_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAn
     to_py(py, &res)
 }
 
+/// What the indexes and the visibility map say about the rows of the given heap pages.
+#[pyfunction]
+fn loss_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let cfg: pgsurgeon_core::rows::loss::LossConfig = from_py(config, "loss configuration")?;
+    let res = py.detach(|| pgsurgeon_core::rows::loss::loss_evidence(&cfg)).map_err(to_pyerr)?;
+    to_py(py, &res)
+}
+
 #[pymodule]
 fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -440,6 +448,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify_pages, m)?)?;
     m.add_function(wrap_pyfunction!(carve_pages, m)?)?;
     m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(loss_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::config_fields, m)?)?;
     diagnose::register(m)?;
     Ok(())

@@ -13,3 +13,4 @@ pub mod itemid;
 pub mod page;
 pub mod toast;
 pub mod tuple;
+pub mod vm;

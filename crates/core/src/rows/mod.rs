@@ -2,7 +2,8 @@
 //! one page and [`carve`](crate::rows::carve) turns them into rows ([`detoast`](crate::rows::detoast) for their TOAST
 //! values, [`output`](crate::rows::output) for what comes out); [`engine`](crate::rows::engine) runs it over a whole
 //! relation in parallel, in bounded memory, writing as it goes. [`classify`](crate::rows::classify) tells salvage
-//! which blocks SQL may read; [`evidence`](crate::rows::evidence) lists the rows the indexes say were on a block.
+//! which blocks SQL may read; [`evidence`](crate::rows::evidence) lists the rows the indexes say were on a block,
+//! and [`loss`](crate::rows::loss) what else tells whether they were live.
 //! (Links name whole paths: lib.rs's line about this module is read in the crate's scope.)
 
 pub mod carve;
@@ -12,6 +13,7 @@ pub mod encode;
 pub mod engine;
 pub mod evidence;
 pub mod find;
+pub mod loss;
 pub mod output;
 
 #[cfg(test)]

@@ -69,14 +69,6 @@ pub(super) struct ChunkSummary {
     pub(super) toast_inv: Option<crate::format::toast::ChunkInventory>,
 }
 
-/// Heap blocks one visibility map page covers: (BLCKSZ - MAXALIGN(SizeOfPageHeaderData)) bytes,
-/// four heap blocks a byte (`HEAPBLOCKS_PER_PAGE`, access/heap/visibilitymap.c).
-fn heapblocks_per_vm_page(blcksz: u32) -> u64 {
-    u64::from(blcksz - 24) * 4
-}
-/// `VISIBILITYMAP_ALL_VISIBLE` (access/visibilitymapdefs.h).
-const VISIBILITYMAP_ALL_VISIBLE: u8 = 0x01;
-
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
 /// the count returned are stale).
 pub(super) fn read_chunk(path: &Path, offset: u64, len: usize, buf: &mut Vec<u8>) -> std::io::Result<usize> {
@@ -303,14 +295,14 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
 
 /// Record the all-visible heap blocks a visibility map page (VM block `block`, its bytes) claims.
 fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSummary) {
-    let per_page = heapblocks_per_vm_page(blcksz);
+    let per_page = crate::format::vm::heapblocks_per_page(blcksz);
     let first = block * per_page;
     for (byte_i, b) in bytes[24..].iter().enumerate() {
         if *b == 0 {
             continue;
         }
         for slot in 0..4 {
-            if (b >> (slot * 2)) & VISIBILITYMAP_ALL_VISIBLE != 0 {
+            if (b >> (slot * 2)) & crate::format::vm::VISIBILITYMAP_ALL_VISIBLE != 0 {
                 out.vm_all_visible.push(first + (byte_i * 4 + slot) as u64);
             }
         }
