@@ -18,6 +18,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.findings import Finding, from_file
+from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import ControlFile, Horizons, ScannerConfig, ScanOptions
@@ -58,6 +59,8 @@ class ScanOutcome:
     """Runs of blocks a live scan did not check (written after its redo point): relfilenode, fork, first, last."""
     backup: dict[str, Any] | None = None
     """Scanning a base backup: its form, backup_label and the manifest check."""
+    owners: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(database, index or TOAST table) -> the table it belongs to, qualified names: next steps act on the table."""
 
 
 def _control_options(control: ControlFile, checksums: str, live: bool) -> ScanOptions:
@@ -264,6 +267,8 @@ def _run_scan(
     findings = [
         from_file(f, names.get((f["tablespace_oid"], f["database_oid"], f["relfilenode"]))) for f in result["findings"]
     ]
+    if backup is None:  # a base backup's members are not plain files the index reader can open
+        reword_zero_pages(findings, req.pgdata)
     backup_doc = None
     if backup is not None:
         manifest = backup.verify()
@@ -287,7 +292,33 @@ def _run_scan(
             "after_backup_start": result.get("after_backup_start", []),
             "extra_passes": backup.restarts,
         }
-    return ScanOutcome(req.pgdata, control, summary, findings, names, warnings, result.get("skipped", []), backup_doc)
+    return ScanOutcome(
+        req.pgdata,
+        control,
+        summary,
+        findings,
+        names,
+        warnings,
+        result.get("skipped", []),
+        backup_doc,
+        _owners(names, options.get("relations") or []),
+    )
+
+
+def _owners(names: dict[RelKey, Relation], metas: list[Any]) -> dict[tuple[str, str], str]:
+    """Each btree index's and TOAST table's owning table, from the relation descriptions the scan was given."""
+    out: dict[tuple[str, str], str] = {}
+    for key, meta in metas:
+        rel = names.get(tuple(key))
+        if rel is None:
+            continue
+        heap = names.get(tuple(meta["heap"])) if meta.get("heap") else None
+        if heap is not None:
+            out[(rel.database, rel.qualified)] = heap.qualified
+        toast = names.get(tuple(meta["toast"])) if meta.get("toast") else None
+        if toast is not None:
+            out[(toast.database, toast.qualified)] = rel.qualified
+    return out
 
 
 def _not_allowed(exc: PermissionError) -> PgSurgeonError:

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         checksums = int.from_bytes(target.data[8:10], "little") != 0
     page = core.inspect_page(target.data, target.block, checksums=checksums, kind=args.kind or target.kind)
     if args.file is not None and not args.table and page["verification"]["result"] == "all_zero":
-        from pgsurgeon.indexevidence import zero_page_finding
+        from pgsurgeon.loss import zero_page_finding
 
         page["findings"].extend(zero_page_finding(args.file, args.block))
     report: dict[str, Any] = {

@@ -162,7 +162,9 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
         console,
         findings.group_by(outcome.findings, "path"),
         title=title,
-        steps=lambda path, fs: findings.offline_steps(str(outcome.pgdata), path, fs, conn),
+        steps=lambda path, fs: findings.offline_steps(
+            str(outcome.pgdata), path, fs, conn, outcome.owners, outcome.findings
+        ),
     )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 

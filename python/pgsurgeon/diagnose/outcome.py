@@ -9,6 +9,7 @@ from typing import Any
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import DiagnoseOutcome
+from pgsurgeon.loss import reword_zero_pages
 
 
 def fold_amcheck(d: Diagnosis) -> None:
@@ -63,6 +64,8 @@ def relation_summaries(d: Diagnosis) -> list[dict[str, Any]]:
 def outcome(d: Diagnosis) -> DiagnoseOutcome:
     """The findings in order, a summary of the run, the server's facts and each relation's account."""
     findings = sorted(d.findings, key=fmod.sort_key)
+    if d.pgdata is not None:  # the account reads the table's index files and visibility map
+        reword_zero_pages(findings, d.pgdata)
     reconnects = sum(s.reconnects for s in d.sessions)
     summary = {
         "database": d.server.database,

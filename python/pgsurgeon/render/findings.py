@@ -208,6 +208,14 @@ def next_steps(
     rel = shlex.quote(relation)
     lit = relation.replace("'", "''").replace('"', '\\"')
     if all(str(f.get("code", "")).startswith(("btree", "index.", "amcheck.btree")) for f in fs):
+        if owner and owner != relation and _table_damaged(owner, everything):
+            table = shlex.quote(owner)
+            return [
+                f"# {relation} is an index of {owner}, which is damaged too: a rebuild reads the table and stops at "
+                "its first bad page; repairing the table rebuilds its indexes once the table is sound",
+                f"pgsurgeon salvage{c} -t {table} --out salvage-{_slug(owner)}",
+                f"pgsurgeon repair{c} -t {table}    # a dry run: prints the plan, changes nothing",
+            ]
         return [
             "# an index holds no data of its own: rebuild it once its table is known sound",
             f'psql{c} -c "REINDEX INDEX CONCURRENTLY {lit}"',
@@ -285,13 +293,27 @@ def next_steps(
     return out
 
 
+def _table_damaged(table: str, everything: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether the run found errors in ``table``'s own pages or rows (its indexes' findings aside)."""
+    return any(f.get("relation") == table and f.get("severity") == "error" for f in everything)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "relation"
 
 
-def offline_steps(pgdata: str, path: str, fs: Sequence[Mapping[str, Any]], conn: str = "") -> list[str]:
+def offline_steps(
+    pgdata: str,
+    path: str,
+    fs: Sequence[Mapping[str, Any]],
+    conn: str = "",
+    owners: Mapping[tuple[str, str], str] | None = None,
+    everything: Iterable[Mapping[str, Any]] = (),
+) -> list[str]:
     """Runnable commands for one damaged file found offline: decode the first damaged page, then (when the
-    relation is named) the same commands as for a live table. ``conn``: the connection options given, if any."""
+    relation is named) the same commands as for a live table. ``conn``: the connection options given, if any;
+    ``owners``: the table each index and TOAST table belongs to, by (database, qualified name); ``everything``:
+    all findings of the run."""
     import shlex
 
     causes = root_causes(list(fs))
@@ -301,5 +323,11 @@ def offline_steps(pgdata: str, path: str, fs: Sequence[Mapping[str, Any]], conn:
         out.append(f"pgsurgeon inspect {shlex.quote(f'{pgdata}/{path}')} -b {blocks[0]}")
     relation = next((str(f["relation"]) for f in fs if f.get("relation")), "")
     if relation:
-        out += next_steps(relation, fs, conn)
+        database = next((str(f["database"]) for f in fs if f.get("database")), "")
+        if not conn and database:
+            # found offline: the commands below need the server running; the database is known, the rest is not
+            out.append("# with the server running (add -h/-p/-U for it, or set PGHOST/PGPORT/PGUSER):")
+            conn = f"-d {shlex.quote(database)}"
+        owner = (owners or {}).get((database, relation))
+        out += next_steps(relation, fs, conn, [f for f in everything if f.get("database") == database], owner)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import db
+from pgsurgeon import db, loss
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import ROLE_INDEX, ROLE_TABLE, ROLE_TOAST, Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts
@@ -36,6 +36,8 @@ class Table:
     """Its valid btree indexes: their leaf entries tell which rows a lost page held."""
     key: list[str] = field(default_factory=list)
     """The columns of the primary key, or of a unique index over NOT NULL columns (empty: none)."""
+    key_desc: loss.KeyDesc | None = None
+    """That key as the loss account reads it from index entries."""
 
     @property
     def toast_nblocks(self) -> int:
@@ -121,4 +123,7 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> Table:
             c.type = type_desc(c.typid, types)
     key = catalog.unique_key(conn, oid)
     t.key = key.columns if key is not None else []
+    t.key_desc = loss.key_from_sql(
+        key, {r.oid: r.name for r in t.indexes}, {c.attnum: c.type for c in t.columns}, facts.version_num
+    )
     return t

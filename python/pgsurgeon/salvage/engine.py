@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon import loss
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.salvage import catalog
@@ -160,6 +161,8 @@ class Salvage:
         """Block -> carved rows to keep apart (offset, reason): copies of rows read through SQL."""
         self.early_evidence: Background | None = None
         self.notes: list[str] = []
+        self.page_losses: list[loss.PageLoss] = []
+        """The loss account of each page that lost rows (salvage/evidence.py)."""
         self.lock = threading.Lock()
         self.deleted: dict[str, Any] | None = None
         """What salvage --deleted wrote (salvage/deleted.py)."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pgsurgeon import core
+from pgsurgeon import core, loss
+from pgsurgeon.datadir import segments_of
 from pgsurgeon.salvage.pages import LocalPages
 from pgsurgeon.salvage.server_view import not_zero_in_server, rows_in_block, size_now
 
@@ -76,8 +78,8 @@ def evidence(s: Salvage, zero_blocks: list[int], page_infos: list[PageInfo]) -> 
     by_tid: dict[tuple[int, int], list[str]] = {}
     for e in tids:
         by_tid.setdefault((int(e["block"]), int(e["lp"])), []).append(e["index"])
-    _destroyed_pages(s, pages, destroyed, bool(tids), by_tid)
-    _zero_pages(s, zero_blocks, by_tid)
+    counted = _destroyed_pages(s, pages, destroyed, bool(tids), by_tid)
+    _account(s, pages, sorted(set(counted) | set(_zero_pages(s, zero_blocks, by_tid))), by_tid)
 
 
 def _beyond_end(s: Salvage, tids: list[IndexTid]) -> None:
@@ -118,17 +120,21 @@ def _destroyed_pages(
     destroyed: list[int],
     any_tids: bool,
     by_tid: dict[tuple[int, int], list[str]],
-) -> None:
-    """Pages whose line pointer array is destroyed: the line pointers index entries name that no carved tuple
-    claimed (``any_tids`` False: no index evidence at all)."""
+) -> list[int]:
+    """Pages whose line pointer array is destroyed and whose rows the account must count: those where index
+    entries name line pointers no carved tuple claimed (``any_tids`` False: no index evidence at all)."""
+    out: list[int] = []
     for b in destroyed:
         claimed = set(pages[b].get("claimed_lps", []))
         missing = sorted(lp for (blk, lp) in by_tid if blk == b and lp not in claimed)
         # tuples found without a line pointer number (older versions of updated rows) account for some
         spare = int(pages[b].get("unnumbered", 0))
+        if spare:
+            s.notes.append(
+                f"block {b}: {spare} tuple(s) found without a line pointer number may be among the rows lost"
+            )
         if spare >= len(missing):
             missing = []
-        note = f" ({spare} tuples found without a line pointer number may be among these)" if spare else ""
         if not any_tids:
             s.lost.append(
                 {
@@ -139,19 +145,13 @@ def _destroyed_pages(
                     "certain": False,
                 }
             )
-        for lp in missing:
-            s.lost.append(
-                {
-                    "block": b,
-                    "lp": lp,
-                    "reason": "index entries point here but no tuple was found (it may have been dead already)" + note,
-                    "evidence": sorted(set(by_tid[(b, lp)])),
-                    "certain": False,
-                }
-            )
+        if missing:
+            out.append(b)
+    return out
 
 
-def _zero_pages(s: Salvage, zero_blocks: list[int], by_tid: dict[tuple[int, int], list[str]]) -> None:
+def _zero_pages(s: Salvage, zero_blocks: list[int], by_tid: dict[tuple[int, int], list[str]]) -> list[int]:
+    """The all-zero pages whose rows are lost: those index entries point into, unless the server holds them."""
     # An all-zero page is lost only when something says rows were there: relation extension leaves empty
     # pages in healthy tables.
     evidence_on = {blk for blk, _ in by_tid}
@@ -186,26 +186,41 @@ def _zero_pages(s: Salvage, zero_blocks: list[int], by_tid: dict[tuple[int, int]
             + (" …" if len(later) > 20 else "")
         )
         unflushed |= later
-    for b in zero_blocks:
-        if b in unflushed:
-            continue
-        if b in evidence_on:
-            n = sum(1 for blk, _ in by_tid if blk == b)
-            s.lost.append(
-                {
-                    "block": b,
-                    "lp": None,
-                    "reason": f"the page is all zeroes; index entries point at {n} row(s) on it",
-                }
+    return [b for b in zero_blocks if b in evidence_on and b not in unflushed]
+
+
+def _account(
+    s: Salvage, pages: dict[int, PageInfo], blocks: list[int], by_tid: dict[tuple[int, int], list[str]]
+) -> None:
+    """The loss account of the pages that lost rows (scan, diagnose and inspect count them the same way): each
+    row certainly or possibly gone, named by its key; rows known dead are no loss."""
+    recovered = {(b, int(lp)) for b in blocks if b in pages for lp in pages[b].get("claimed_lps", [])}
+    losses: list[loss.PageLoss] = []
+    if isinstance(s.pages, LocalPages) and blocks:
+        try:
+            vm = segments_of(Path(str(s.pages.base) + "_vm"))
+            losses = loss.evidence_for(
+                s.pages.index_files(), s.table.key_desc, blocks, vm, s.table.rel.block_size, recovered
             )
+        except (OSError, ValueError) as exc:
+            s.notes.append(f"the loss account could not read the indexes again: {exc}")
+    if not losses:  # no account: every row an index names, possibly gone
+        losses = [loss.PageLoss(b, None) for b in blocks]
         for (blk, lp), names in sorted(by_tid.items()):
-            if blk == b:
+            if blk in blocks and (blk, lp) not in recovered:
+                losses[blocks.index(blk)].possible.append(loss.LostRow(blk, lp, None, tuple(sorted(set(names)))))
+    s.page_losses = losses
+    for page in losses:
+        for rows, certain in ((page.certain, True), (page.possible, False)):
+            for r in rows:
                 s.lost.append(
                     {
-                        "block": b,
-                        "lp": lp,
-                        "reason": "on an all-zero page; index entries point here (the row may have been dead already)",
-                        "evidence": sorted(set(names)),
-                        "certain": False,
+                        "block": r.block,
+                        "lp": r.lp,
+                        "reason": "certainly gone" if certain else "possibly gone (it may have been dead already)",
+                        "evidence": list(r.indexes),
+                        "key": r.key,
+                        "certain": certain,
+                        "account": True,
                     }
                 )

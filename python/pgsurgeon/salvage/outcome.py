@@ -63,6 +63,7 @@ def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
         },
         "lost": lost,
         "lost_count": len(lost),
+        "pages_lost": [p.to_json() for p in getattr(s, "page_losses", [])],
         "maybe_lost": maybe,
         "maybe_lost_count": len(maybe),
         "failures": [f.to_json() for f in s.failures],

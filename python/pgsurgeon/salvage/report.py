@@ -32,7 +32,8 @@ def render_text(report: dict[str, Any]) -> str:
             "  dead tuples seen while carving (deleted, updated or aborted; not saved): "
             f"{r['carved_invisible_skipped']}"
         )
-    lost = report["lost"]
+    lines.extend(_account_lines(report))
+    lost = [x for x in report["lost"] if not x.get("account")]
     if lost:
         lines.append(f"  lost: {len(lost)}")
         reasons = Counter(x["reason"] for x in lost)
@@ -40,9 +41,9 @@ def render_text(report: dict[str, Any]) -> str:
             ctids = [x["ctid"] for x in lost if x["reason"] == reason]
             shown = ", ".join(ctids[:8]) + (" …" if len(ctids) > 8 else "")
             lines.append(f"    {n} x {reason}: {shown}")
-    else:
+    elif not report.get("pages_lost"):
         lines.append("  lost: nothing known")
-    maybe = report.get("maybe_lost", [])
+    maybe = [x for x in report.get("maybe_lost", []) if not x.get("account")]
     if maybe:
         lines.append(f"  maybe lost (index entries point to rows not found; they may have been dead): {len(maybe)}")
         reasons = Counter(x["reason"] for x in maybe)
@@ -70,3 +71,17 @@ def render_text(report: dict[str, Any]) -> str:
         f"carve {_fmt_seconds(sec['carve'])})"
     )
     return "\n".join(lines) + "\n"
+
+
+def _account_lines(report: dict[str, Any]) -> list[str]:
+    """The loss account, page by page, in the words scan, diagnose and inspect use."""
+    pages = report.get("pages_lost", [])
+    if not pages:
+        return []
+    certain = sum(len(p["certain"]) for p in pages)
+    possible = sum(len(p["possible"]) for p in pages)
+    out = [f"  rows lost: {certain} certainly gone, {possible} possibly gone, on {len(pages)} page(s)"]
+    out += [f"    block {p['block']}: {p['text']}" for p in pages[:20]]
+    if len(pages) > 20:
+        out.append(f"    … {len(pages) - 20} more page(s) in the JSON report")
+    return out

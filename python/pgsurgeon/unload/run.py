@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import core
+from pgsurgeon import core, loss
 from pgsurgeon.backup import BackupSource, is_backup
 from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog
@@ -21,7 +21,6 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.indexevidence import Segments, rows_named
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import (
@@ -83,6 +82,8 @@ class TableResult:
     blocks: int = 0
     checksum_failures: int = 0
     lost: list[LostItem] = field(default_factory=list)
+    pages_lost: list[dict[str, Any]] = field(default_factory=list)
+    """The loss account of each page that lost rows (loss.PageLoss.to_json), as scan and salvage tell it."""
     uncertain: list[str] = field(default_factory=list)
     skipped: str | None = None
     deleted_file: str | None = None
@@ -231,7 +232,15 @@ class _Job:
         t.blocks = nblocks
         t.lost = list(summary.get("lost", []))
         if self.backup is None:  # a base backup's members are not plain files the index reader can open
-            t.lost += zero_page_losses(cat, rel, summary, self._segments, self.files.block_size)
+            pages = page_losses(cat, rel, summary, self._segments, self.files.block_size)
+            counted = {p.block for p in pages}
+            zero = {int(p["block"]) for p in summary.get("pages", []) if p.get("all_zero")}
+            t.lost = [x for x in t.lost if x["block"] not in counted] + [
+                {"block": r.block, "lp": r.lp, "reason": p.row_reason(r, _page_state(r.block in zero))}
+                for p in pages
+                for r in p.gone
+            ]
+            t.pages_lost = [p.to_json() for p in pages if p.gone or p.dead]
         if apart.exists() and apart.stat().st_size > 0:
             t.apart_file = str(apart.relative_to(self.req.out))
         elif apart.exists():
@@ -494,7 +503,12 @@ def _write_reports(res: UnloadResult) -> None:
             if t.deleted_apart:
                 line += f" ({t.deleted_apart} more kept apart)"
         lines.append(line)
-        lines.extend(f"    lost: block {x.get('block')} item {x.get('lp')}: {x.get('reason')}" for x in t.lost[:20])
+        counted = {p["block"] for p in t.pages_lost}
+        lines.extend(f"    lost: block {p['block']}: {p['text']}" for p in t.pages_lost[:20])
+        lines.extend(
+            f"    lost: block {x.get('block')} item {x.get('lp')}: {x.get('reason')}"
+            for x in [x for x in t.lost if x.get("block") not in counted][:20]
+        )
         lines.extend(f"    uncertain: {u}" for u in t.uncertain)
     if res.orphans:
         lines += ["", "relation files no catalog row names (decode one with: pgsurgeon unload FILE --layout TYPES):"]
@@ -504,17 +518,16 @@ def _write_reports(res: UnloadResult) -> None:
     (res.out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def zero_page_losses(
-    cat: DbCatalog, rel: Relation, summary: UnloadSummary, segments: Segments, block_size: int
-) -> list[LostItem]:
-    """One lost row per heap TID the table's indexes hold into its all-zero pages."""
-    zero = sorted(int(p["block"]) for p in summary.get("pages", []) if p.get("all_zero"))
-    return [
-        {
-            "block": blk,
-            "lp": lp,
-            "reason": f"block {blk} is all zeroes (it reads as empty, with no error); index {', '.join(names)} "
-            "points here",
-        }
-        for (blk, lp), names in rows_named(cat, rel, zero, segments, block_size).items()
-    ]
+def _page_state(zero: bool) -> str:
+    return "all zeroes (it reads as empty, with no error)" if zero else "without its line pointer array"
+
+
+def page_losses(
+    cat: DbCatalog, rel: Relation, summary: UnloadSummary, segments: loss.Segments, block_size: int
+) -> list[loss.PageLoss]:
+    """The loss account of the table's all-zero pages and of pages whose line pointer array is destroyed (the
+    rows carved from those pages are not lost)."""
+    pages = summary.get("pages", [])
+    blocks = sorted(int(p["block"]) for p in pages if p.get("all_zero") or p.get("lp_array_destroyed"))
+    recovered = {(int(p["block"]), int(lp)) for p in pages for lp in p.get("claimed_lps", [])}
+    return loss.from_files(cat, rel, blocks, segments, block_size, recovered)
