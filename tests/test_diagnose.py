@@ -714,6 +714,17 @@ def _notes(report: dict[str, Any]) -> dict[str, str]:
     return {str(r["relation"]): " ".join(r["notes"]) for r in report["relations"] if r["role"] == "index"}
 
 
+def _until_missed(dsn: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """diagnose until heapallindexed misses the one row without an entry: each run seeds its Bloom filters anew
+    (as amcheck does), and a run whose filter holds a false positive for that row (about 1.4 % here) finds all."""
+    for _ in range(4):
+        code, report = _diagnose_json(dsn)
+        notes = _notes(report)
+        if "1 live row(s) not found in the index" in notes["ai_pkey"]:
+            break
+    return code, report, notes
+
+
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_heapallindexed_from_the_files_and_a_lost_entry(
     make_lab: Any, version: str, monkeypatch: pytest.MonkeyPatch
@@ -782,8 +793,7 @@ def test_heapallindexed_from_the_files_and_a_lost_entry(
         fh.seek(blkno * 8192)
         fh.write(page)
     lab.start()
-    code, report = _diagnose_json(lab.dsn())
-    notes = _notes(report)
+    code, report, notes = _until_missed(lab.dsn())
     assert "1 live row(s) not found in the index" in notes["ai_pkey"], notes["ai_pkey"]
     assert notes["ai_d"].startswith("heapallindexed from the files"), notes["ai_d"]
     vb, vo = (int(x) for x in victim.strip("()").split(","))
@@ -794,7 +804,7 @@ def test_heapallindexed_from_the_files_and_a_lost_entry(
 
     # filters too big for the budget: the table is checked a range of blocks at a time, with the same verdicts
     monkeypatch.setattr(engine, "ALLINDEXED_BLOOM_BYTES", 8192)
-    code, small = _diagnose_json(lab.dsn())
+    code, small, _ = _until_missed(lab.dsn())
     assert _notes(small)["ai_pkey"] == notes["ai_pkey"] and code == Exit.DAMAGE
     assert _notes(small)["ai_d"].startswith(f"heapallindexed from the files: all {live} live rows found")
     assert "Bloom filter 8 kB" in _notes(small)["ai_d"] or "Bloom filter 4 kB" in _notes(small)["ai_d"]
