@@ -155,7 +155,7 @@ def _files_catalog(
 
 
 def _resolve_filters(
-    req: ScanRequest, names: dict[RelKey, Relation], databases_by_name: dict[str, int]
+    req: ScanRequest, names: dict[RelKey, Relation], databases_by_name: dict[str, int], metas: list[Any]
 ) -> tuple[list[int], list[int]]:
     db_oids: list[int] = []
     for d in req.databases:
@@ -170,13 +170,27 @@ def _resolve_filters(
         if r.isdigit():
             nodes.append(int(r))
             continue
-        hits = [k[2] for k in keys_named(names, r)]
+        hits = keys_named(names, r)
         if not hits:
             raise PgSurgeonError(
                 f"unknown relation {r!r}", hint="give its relfilenode, or --dsn so names can be looked up"
             )
-        nodes.extend(hits)
+        nodes.extend(k[2] for k in _with_relatives(hits, metas))
     return db_oids, nodes
+
+
+def _with_relatives(keys: list[RelKey], metas: list[Any]) -> list[RelKey]:
+    """A table's files with those of its TOAST table and of every index of either, as pg_amcheck -t checks them:
+    damage there shows up when the table is read."""
+    chosen = set(keys)
+    for _ in range(2):  # the table's TOAST table, then the TOAST table's index
+        for key, meta in metas:
+            heap, toast = meta.get("heap"), meta.get("toast")
+            if heap is not None and tuple(heap) in chosen:
+                chosen.add(tuple(key))
+            if toast is not None and tuple(key) in chosen:
+                chosen.add(tuple(toast))
+    return sorted(chosen)
 
 
 def run_scan(req: ScanRequest, on_progress: Callable[[int, int, int], None] | None = None) -> ScanOutcome:
@@ -233,7 +247,7 @@ def _run_scan(
         options["relations"] = metas
         if why:
             warnings.append(why)
-    db_oids, nodes = _resolve_filters(req, names, databases_by_name)
+    db_oids, nodes = _resolve_filters(req, names, databases_by_name, options.get("relations") or [])
     config: ScannerConfig = {
         "options": options,
         "files": [str(f) for f in req.files],

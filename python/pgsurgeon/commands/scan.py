@@ -59,7 +59,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     options.add_format(p)
     options.add_connection(p, optional=True, purpose="to name relations and know their types")
     p.add_argument("--database", action="append", default=[], help="only this database (name when connected, or OID)")
-    options.add_table(p, repeat=True, help="only this relation (name when connected, or relfilenode)")
+    options.add_table(
+        p,
+        repeat=True,
+        help="only this relation (name, or relfilenode); a table's name brings its TOAST table and indexes, as "
+        "pg_amcheck -t does",
+    )
     p.add_argument("--relation", dest="table", action="append", help=argparse.SUPPRESS)  # the old spelling of -t
     p.add_argument(
         "--checksums",
