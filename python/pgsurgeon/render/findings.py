@@ -207,7 +207,9 @@ def next_steps(
     c = f" {conn}" if conn else ""
     rel = shlex.quote(relation)
     lit = relation.replace("'", "''").replace('"', '\\"')
-    if all(str(f.get("code", "")).startswith(("btree", "index.", "amcheck.btree")) for f in fs):
+    # an index: by its findings, or by belonging to another table (a checksum failure says nothing of the kind)
+    index_codes = all(str(f.get("code", "")).startswith(("btree", "index.", "amcheck.btree")) for f in fs)
+    if index_codes or (owner and owner != relation and not relation.startswith("pg_toast.")):
         if owner and owner != relation and _table_damaged(owner, everything):
             table = shlex.quote(owner)
             return [
@@ -317,7 +319,8 @@ def offline_steps(
     import shlex
 
     causes = root_causes(list(fs))
-    blocks = [root["block"] for root, _ in causes if root.get("block") is not None]
+    # a file-level finding's block (where a cut file ends, a missing segment) is past what the file holds
+    blocks = [root["block"] for root, _ in causes if root.get("block") is not None and root.get("area") != "file"]
     out = []
     if blocks and path:
         out.append(f"pgsurgeon inspect {shlex.quote(f'{pgdata}/{path}')} -b {blocks[0]}")
