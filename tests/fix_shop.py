@@ -33,9 +33,13 @@ class Shop:
     """How many blocks the secondary index had."""
 
 
-def shop(make_lab: MakeLab, version: str, rows: int = 30_000, *, toast: bool = False, index: bool = False) -> Shop:
-    """The damaged cluster, stopped. ``toast`` and ``index`` add the TOAST and the index damage."""
-    cluster = make_lab(version, checksums=True)
+def shop(
+    make_lab: MakeLab, version: str, rows: int = 30_000, *, toast: bool = False, index: bool = False, wal: bool = False
+) -> Shop:
+    """The damaged cluster, stopped. ``toast`` and ``index`` add the TOAST and the index damage; ``wal``: WAL
+    enough for pg_basebackup."""
+    conf: dict[str, str | int | bool] = {"wal_level": "replica", "max_wal_senders": 4} if wal else {}
+    cluster = make_lab(version, checksums=True, extra_conf=conf)
     with cluster.connect() as conn:
         for ext in ("amcheck", "pageinspect", "pg_surgery"):
             conn.execute(f"CREATE EXTENSION {ext}")

@@ -26,7 +26,7 @@ def account_of(text: str, block: int) -> tuple[int, str]:
 def test_every_command_tells_the_same_loss_for_a_zeroed_page(
     make_lab: MakeLab, version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    case = shop(make_lab, version)
+    case = shop(make_lab, version, wal=True)
     cluster, path, zeroed, keys = case.cluster, case.orders, case.zeroed, case.keys
     assert len(keys) > 50 and keys == list(range(keys[0], keys[-1] + 1))
     want = (len(keys), f"{keys[0]}..{keys[-1]}")
@@ -56,5 +56,14 @@ def test_every_command_tells_the_same_loss_for_a_zeroed_page(
     salvaged = json.loads(capsys.readouterr().out)
     assert salvaged["lost_count"] == len(keys) and not [x for x in salvaged["maybe_lost"] if x["block"] == zeroed]
     assert sorted(int(x["key"]) for x in salvaged["lost"] if x["block"] == zeroed) == keys
+
+    # a plain base backup of the damaged cluster tells the same, read in place
+    backup = cluster.lab_dir / "backup"
+    cluster.run_tool("pg_basebackup", "-D", str(backup), "-Fp", "--no-verify-checksums", "-c", "fast", timeout=300)
+    assert main(["scan", str(backup)]) == 2
+    told["scan of a base backup"] = account_of(capsys.readouterr().out, zeroed)
+    assert main(["unload", str(backup), "-t", "public.orders", "--out", str(tmp_path / "unload-backup")]) == 2
+    capsys.readouterr()
+    told["unload of a base backup"] = account_of((tmp_path / "unload-backup" / "report.txt").read_text(), zeroed)
 
     assert told == {cmd: want for cmd in told}, told

@@ -57,7 +57,7 @@ def printed_steps(text: str) -> list[str]:
 def explained_steps(doc: dict[str, object], conn: str) -> list[str]:
     out: list[str] = []
     for exp in doc["explained"]:  # type: ignore[attr-defined]
-        for step in exp.get("steps", []):
+        for step in exp["next"]:
             if step["kind"] == "shell":
                 out.append(step["command"])
             elif step["kind"] == "sql":

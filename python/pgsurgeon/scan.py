@@ -281,7 +281,7 @@ def _run_scan(
     findings = [
         from_file(f, names.get((f["tablespace_oid"], f["database_oid"], f["relfilenode"]))) for f in result["findings"]
     ]
-    if backup is None:  # a base backup's members are not plain files the index reader can open
+    if backup is None or backup.form == "plain":  # a tar backup's members are no files the index reader can open
         reword_zero_pages(findings, req.pgdata)
     backup_doc = None
     if backup is not None:

@@ -231,7 +231,7 @@ class _Job:
         t.checksum_failures = int(counts.get("checksum_failures", 0))
         t.blocks = nblocks
         t.lost = list(summary.get("lost", []))
-        if self.backup is None:  # a base backup's members are not plain files the index reader can open
+        if self.backup is None or self.backup.form == "plain":  # a tar backup's members are no files to open
             pages = page_losses(cat, rel, summary, self._segments, self.files.block_size)
             counted = {p.block for p in pages}
             zero = {int(p["block"]) for p in summary.get("pages", []) if p.get("all_zero")}
