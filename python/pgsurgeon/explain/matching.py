@@ -251,7 +251,8 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
         values.setdefault("seq", values["seqrel"])
         pattern = dataclasses.replace(pattern, tail="sequence")
     values.pop("seqrel", None)
-    for k2, k in (("index2", "index"), ("index3", "index"), ("xid2", "xid"), ("xid3", "xid"), ("multi2", "multi")):
+    for k2, k in (("index2", "index"), ("index3", "index"), ("xid2", "xid"), ("xid3", "xid"), ("xid4", "xid"),
+                  ("multi2", "multi"), ("multi3", "multi"), ("oid2", "oid"), ("count2", "count")):  # fmt: skip
         if k2 in values:
             values.setdefault(k, values.pop(k2))
     if "index" in values:
