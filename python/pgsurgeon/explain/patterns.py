@@ -421,7 +421,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "missing_segment",
         r'could not open file "(?P<file>(?:base|global|'
-        r'pg_tblspc)/[^"]+)"(?: \(target block (?P<block>\d+)\))?: (?P<reason>[^.]+)',
+        r'pg_tblspc)/[^"]+)"(?: \(target block (?P<block>\d+)\))?: (?P<reason>(?!maximum nesting depth)[^.]+)',
         "a relation file or segment cannot be opened",
         "The server needed {file} and could not open it ({reason}). For a relation larger than 1 GB each gigabyte is "
         "a separate segment file (.1, .2, …); a missing one loses its blocks and, for an index scan, fails like this.",
@@ -587,7 +587,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "line_pointer",
-        r"corrupted line pointer: (?:offset = (?P<off>\d+), size = (?P<size>\d+)|(?P<lp>\d+))",
+        r"corrupted (?:line|item) pointer: (?:offset = (?P<off>\d+), (?:size|length) = (?P<size>\d+)|(?P<lp>\d+))",
         "a line pointer is impossible",
         "While pruning or compacting a page the server found a line pointer (item ID) pointing outside the page's "
         "tuple space: the item-ID array is damaged. Rows on that page are read from wrong places.",
@@ -1237,7 +1237,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "stats_ext_data",
         r"invalid (?:MVNDistinct size|ndistinct (?:magic|type))|invalid zero-length item array in "
-        r"MV(?:Dependencies|NDistinct)",
+        r"MV(?:Dependencies|NDistinct)|corrupt MVNDistinct entry",
         "extended statistics data is damaged",
         "The data of an extended statistics object (pg_statistic_ext_data, written by ANALYZE) cannot be read: "
         "its header or size is impossible. The planner fails on queries that use it. It holds no user data and "
@@ -1261,8 +1261,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "generic_damage",
-        r"^(?:ERROR|FATAL|PANIC|WARNING):\s+(?P<msg>[^\n]*\b(?:corrupt(?:ed|ion)?|invalid page|damaged|checksum "
-        r"mismatch)\b[^\n]*)",
+        r"^(?:ERROR|FATAL|PANIC|WARNING):\s+(?!RADIUS response|end-of-copy marker)"
+        r"(?P<msg>[^\n]*\b(?:corrupt(?:ed|ion)?|invalid page|damaged|checksum mismatch)\b[^\n]*)",
         "the message speaks of damaged data",
         "The message says something is damaged ({msg}) but is not one pgsurgeon knows word for word.",
         (),

@@ -98,3 +98,29 @@ def render(fmt: str, values: dict[int, str]) -> str:
         last = a.end
     out.append(fmt[last:].replace("%%", "%"))
     return "".join(out)
+
+
+def sample(fmt: str) -> dict[int, str]:
+    """Values for rendering ``fmt`` as a real message would say it: a relation file path after 'file' or
+    'relation', a TOAST table after 'toast value … in', distinct numbers otherwise (so that a translation that
+    reorders its arguments shows)."""
+    values = {0: "Input/output error"}
+    for a in args(fmt):
+        before = fmt[: a.start]
+        if a.conv in "diu":
+            values[a.index] = str(1000 * a.index + 285)
+        elif a.conv in "xX":
+            values[a.index] = "1A2B" if a.conv == "X" else "1a2b"
+        elif a.conv in "eEfFgGaA":
+            values[a.index] = "1.5"
+        elif a.conv == "c":
+            values[a.index] = "x"
+        elif a.conv == "p":
+            values[a.index] = "0x55d0"
+        elif re.search(r'(?:relation|file) "?$', before):
+            values[a.index] = f"base/16384/2972{a.index}"
+        elif "toast value" in fmt and before.endswith("in "):
+            values[a.index] = f"pg_toast_1646{a.index}"
+        else:
+            values[a.index] = f"t{a.index}"
+    return values
