@@ -1222,6 +1222,18 @@ PATTERNS: tuple[Pattern, ...] = (
         tail="",
     ),
     _p(
+        "verifybackup",
+        r'(?:"(?P<file>[^"]+)" has size \d+ on disk but size \d+ in the manifest|checksum mismatch for file '
+        r'"(?P<file2>[^"]+)"|"(?P<file3>[^"]+)" is present (?:in the manifest but not on disk|on disk but not in '
+        r'the manifest)|file "(?P<file4>[^"]+)" has checksum of length \d+, but expected \d+)',
+        "pg_verifybackup found a backup that differs from its manifest",
+        "pg_verifybackup compared the backup with the manifest written when it was taken and found a file changed, "
+        "missing or extra: the backup is damaged or incomplete, and a restore from it would carry the damage.",
+        (),
+        (Step("check the cluster the backup came from, page by page", "pgsurgeon scan {pgdata} --live"),),
+        tail="",
+    ),
+    _p(
         "largeobject_page",
         r"pg_largeobject entry for OID (?P<oid>\d+), page (?P<page>\d+) has invalid data field size (?P<size>\d+)",
         "a large object's page is damaged",
@@ -1424,6 +1436,7 @@ EXAMPLES: dict[str, str] = {
     "xx_sqlstate": "psycopg.errors.DataCorrupted: XX001 some new wording about a page",
     "amcheck_index": 'ERROR:  block 4 is not leftmost in index "orders_pkey"',
     "basebackup_checksums": "WARNING:  2 total checksum verification failures",
+    "verifybackup": 'pg_verifybackup: error: checksum mismatch for file "base/5/16440"',
     "largeobject_page": "ERROR:  pg_largeobject entry for OID 16500, page 3 has invalid data field size 9000",
     "stats_ext_data": "ERROR:  invalid ndistinct magic 00000000 (expected a352bfa4)",
     "catalog_duplicate": 'ERROR:  duplicate key value violates unique constraint "pg_type_typname_nsp_index"',

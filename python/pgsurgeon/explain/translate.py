@@ -115,9 +115,11 @@ def _once(line: str) -> str:
     head, level, message = "", "", line
     for m in _LEVEL_AT.finditer(line):
         word = m.group("word")
-        if word in cat.levels:
-            english, langs = cat.levels[word]
-            head, level, message = line[: m.start()], english, line[m.end() :]
+        last = word.rsplit(" ", 1)[-1]  # '[4242] FEHLER': the prefix's last word ran into the severity
+        if word in cat.levels or last in cat.levels:
+            start = m.start() if word in cat.levels else m.start() + len(word) - len(last)
+            english, langs = cat.levels[word if word in cat.levels else last]
+            head, level, message = line[:start], english, line[m.end() :]
             break
         if english_level and m.start() >= english_level.start():
             head, message = line[: english_level.end()], line[english_level.end() :]
