@@ -17,6 +17,7 @@ from typing import Any
 from pgsurgeon.explain.derive import relpath, sql_ident
 from pgsurgeon.explain.nextsteps import TAILS, Where, finish
 from pgsurgeon.explain.patterns import AMCHECK_MODES, PATTERNS, Pattern, Step
+from pgsurgeon.explain.translate import TYPOGRAPHY, to_english
 
 
 @dataclass
@@ -72,10 +73,6 @@ def _fill(template: str, values: dict[str, str]) -> str | None:
 
 # ------------------------------------------------------------------------------------------ reading pasted text
 
-_DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "--", "\u2015": "--",
-                         "\u2212": "-", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"',
-                         "\u00bb": '"', "\u2033": '"', "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
-                         "\u00a0": " ", "\r": ""})  # fmt: skip
 _SEVERITY = r"(?:ERROR|FATAL|PANIC|WARNING|NOTICE|LOG|INFO|DEBUG\d?|DETAIL|HINT|CONTEXT|STATEMENT|LOCATION|QUERY)"
 # What precedes the message on a line: a log_line_prefix (timestamps, [pid], user@db, …), a client tool's
 # 'pg_dump: error: query failed:', psql's 'psql:file.sql:12:', a driver's exception class, a SQLSTATE.
@@ -141,19 +138,20 @@ def _csv_message(line: str) -> str | None:
 
 
 def normalise(text: str) -> list[str]:
-    """Pasted text as message lines: typographic dashes and quotes made plain, csvlog lines unpacked, prefixes
-    (log_line_prefix, client tools, drivers, SQLSTATE) removed, severities kept ('ERROR:  …')."""
+    """Pasted text as message lines: typographic dashes and quotes made plain, csvlog lines unpacked, a message
+    in another language read back into English (:mod:`~pgsurgeon.explain.translate`), prefixes (log_line_prefix,
+    client tools, drivers, SQLSTATE) removed, severities kept ('ERROR:  …')."""
     out: list[str] = []
-    for raw in text.translate(_DASHES).splitlines():
+    for raw in text.translate(TYPOGRAPHY).splitlines():
         csv_msg = _csv_message(raw)
         if csv_msg is not None:
-            out += csv_msg.splitlines()
+            out += [to_english(line) for line in csv_msg.splitlines()]
             continue
         line = raw.strip()
         if not line:
             out.append("")
             continue
-        line = _strip_prefixes(line)
+        line = _strip_prefixes(to_english(line))
         out.append(line)
     return out
 
@@ -251,7 +249,8 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
         values.setdefault("seq", values["seqrel"])
         pattern = dataclasses.replace(pattern, tail="sequence")
     values.pop("seqrel", None)
-    for k2, k in (("index2", "index"), ("index3", "index"), ("xid2", "xid"), ("xid3", "xid"), ("multi2", "multi")):
+    for k2, k in (("index2", "index"), ("index3", "index"), ("xid2", "xid"), ("xid3", "xid"), ("xid4", "xid"),
+                  ("multi2", "multi"), ("multi3", "multi"), ("oid2", "oid"), ("count2", "count")):  # fmt: skip
         if k2 in values:
             values.setdefault(k, values.pop(k2))
     if "index" in values:
@@ -283,7 +282,10 @@ def _match(line: str) -> tuple[Pattern, dict[str, str]] | None:
                 continue
             rest = msg[len(cue) :]
             if cue.startswith(msg) or (
-                msg.startswith(cue) and len(rest) <= 24 and not rest.rstrip().endswith(('"', ")", "."))
+                msg.startswith(cue)
+                and not rest[:1].isalnum()  # the cue ends a word: 'transaction identifier' is not 'transaction id'
+                and len(rest) <= 24
+                and not rest.rstrip().endswith(('"', ")", "."))
             ):
                 return pattern, {}
     return None

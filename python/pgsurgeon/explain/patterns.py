@@ -199,7 +199,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "invalid_pages",
-        r'(?P<count>\d+) invalid pages among blocks (?P<first>\d+)\.\.(?P<last>\d+) of relation "(?P<relpath>[^"]+)"',
+        r"(?:(?P<count>\d+) invalid pages|zeroing (?P<count2>\d+) page\(s\) and ignoring \d+ checksum failure\(s\))"
+        r' among blocks (?P<first>\d+)\.\.(?P<last>\d+) of relation "(?P<relpath>[^"]+)"',
         "the server refuses several pages of one read (PostgreSQL 18)",
         "{count} pages among blocks {first}..{last} of {relpath} failed the read-time check (bad header or checksum). "
         "PostgreSQL 18 reads several blocks at once and reports them together; the DETAIL names the first, the "
@@ -266,10 +267,11 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "pg_checksums",
-        r'checksum verification failed in file "(?P<file>[^"]+)", block (?P<segblock>\d+): calculated checksum '
-        r"(?P<calc>[0-9A-F]+) but block contains (?P<stored>[0-9A-F]+)",
-        "pg_checksums found a bad checksum",
-        "Offline pg_checksums found block {segblock} of segment file {file} with a wrong checksum (block {block} "
+        r'checksum verification failed in file "(?P<file>[^"]+)", block (?P<segblock>\d+): calculated (?:checksum )?'
+        r"(?P<calc>[0-9A-F]+) but (?:block contains|expected) (?P<stored>[0-9A-F]+)",
+        "pg_checksums or a base backup found a bad checksum",
+        "pg_checksums (offline) or the checksum check of a base backup found block {segblock} of segment file {file} "
+        "with a wrong checksum (block {block} "
         "counted across segments, as the server counts it). The page changed after it was written.",
         _CHECKSUM_MODES,
         (_INSPECT, _SCAN_REL, _FIND_REL),
@@ -419,7 +421,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "missing_segment",
         r'could not open file "(?P<file>(?:base|global|'
-        r'pg_tblspc)/[^"]+)"(?: \(target block (?P<block>\d+)\))?: (?P<reason>[^.]+)',
+        r'pg_tblspc)/[^"]+)"(?: \(target block (?P<block>\d+)\))?: (?P<reason>(?!maximum nesting depth)[^.]+)',
         "a relation file or segment cannot be opened",
         "The server needed {file} and could not open it ({reason}). For a relation larger than 1 GB each gigabyte is "
         "a separate segment file (.1, .2, …); a missing one loses its blocks and, for an index scan, fails like this.",
@@ -501,6 +503,41 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
     ),
     _p(
+        "amcheck_index",
+        r"(?P<msg>(?:block \d+ or its right sibling block or child block|Number of items on block \d+|"
+        r"block found while following rightlinks from child|can't find left sibling high key|"
+        r"can't traverse from downlink \d+ to downlink \d+|child high key is greater than rightmost pivot key|"
+        r"circular link chain found in block \d+|deleted page block \d+|down-link lower bound invariant violated|"
+        r"downlink points to block|downlink to deleted leaf page found|external varlena datum in tuple that "
+        r"references heap row|full transaction id page flag appears|internal (?:page )?block \d+|"
+        r"invalid internal page level|invalid line pointer storage|non-rightmost leaf block \d+|"
+        r"right block of leaf block is non-leaf|the first child of leftmost target page|"
+        r"wrong number of (?:high key )?index tuple attributes|found deleted block \d+ while following right link|"
+        r"heap tid from index tuple|table tid from new index tuple|target page left link unexpectedly changed|"
+        r"right sibling \d+ of scanblkno \d+ unexpectedly|valid left sibling for deletion target|"
+        r"inconsistent tuple chain links in page \d+|block \d+ is not (?:leftmost|true root)|"
+        r"leaf index block lacks downlink|posting list contains misplaced TID|index tuple size does not equal lp_len|"
+        r"line pointer points past end of tuple space|left link/right link pair|could not find tuple using search "
+        r"from root page|downlink or sibling link points to deleted block)[^\n]*?)(?:in |of |for )?"
+        + _QUOTED_INDEX
+        + "|"
+        r'index "(?P<index2>[^"]+)":? (?:has (?:deleted (?:internal )?page|inconsistent (?:records|tuple sizes)|'
+        r"no valid pages on level|page \d+ with exceeding count|unexpected pd_lower)|lacks a main relation fork|"
+        r"metapage (?:has equalimage|incorrectly indicates)|contains a half-dead internal page|posting item exceeds|"
+        r"posting list contains invalid heap pointer|posting tree page's high key|internal pages traversal|"
+        r"rightmost posting tree page|tid exceeds)",
+        "amcheck or the server found an index's structure inconsistent",
+        "amcheck (bt_index_check, gin_index_check) or the server's own checks found index {index} inconsistent: a "
+        "page in the wrong place in the tree, a broken link between pages, a damaged index tuple or one pointing at "
+        "the wrong heap row. Index scans may skip or repeat rows. The table's rows are not affected.",
+        (ModeRef("btree", ("item", "high_key", "siblings", "btpo_prev", "btpo_next", "special")),),
+        (
+            _INDEX_TABLE,
+            Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
+            _REINDEX,
+        ),
+    ),
+    _p(
         "index_missing_row",
         r'heap tuple \((?P<block>\d+),(?P<offset>\d+)\) from table "(?P<table>[^"]+)" lacks matching index tuple'
         r" within " + _QUOTED_INDEX,
@@ -550,7 +587,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "line_pointer",
-        r"corrupted line pointer: (?:offset = (?P<off>\d+), size = (?P<size>\d+)|(?P<lp>\d+))",
+        r"corrupted (?:line|item) pointer: (?:offset = (?P<off>\d+), (?:size|length) = (?P<size>\d+)|(?P<lp>\d+))",
         "a line pointer is impossible",
         "While pruning or compacting a page the server found a line pointer (item ID) pointing outside the page's "
         "tuple space: the item-ID array is damaged. Rows on that page are read from wrong places.",
@@ -700,7 +737,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "control_file",
-        r"incorrect checksum in control file|database files are incompatible with server",
+        r"incorrect checksum in control file|database files are incompatible with server|"
+        r"control file contains invalid (?:checkpoint location|database cluster state)",
         "pg_control is damaged or from another version",
         "global/pg_control (the cluster's checkpoint location, XID horizons and settings) fails its CRC or does not "
         "match this server build, so the server does not start. It is not a page; the simulator does not damage it.",
@@ -782,7 +820,11 @@ PATTERNS: tuple[Pattern, ...] = (
         r"cannot freeze committed update xid (?P<xid2>\d+)|"
         r"found update xid (?P<xid3>\d+) from before xid cutoff (?P<cutoff>\d+)|"
         r"multixact (?P<multi>\d+) from before (?:multi freeze )?cutoff (?P<mcutoff>\d+) found to be still running|"
-        r"found multixact (?P<multi2>\d+) from before relminmxid (?P<minmxid>\d+))",
+        r"found multixact (?P<multi2>\d+) from before relminmxid (?P<minmxid>\d+)|"
+        r"found raw xmax (?P<xid4>\d+) \(infomask 0x[0-9a-f]+\) not invalid and not multi|"
+        r"multixact (?P<multi3>\d+) (?:has two or more updating members|contains running locker XID \d+ from before "
+        r"removable cutoff \d+)|"
+        r'overwrote invalid (?:relfrozenxid|relminmxid) value \d+ with new value \d+ for table "(?P<table>[^"]+)")',
         "VACUUM found a tuple header it cannot freeze",
         "VACUUM refused to freeze a row: {msg}. Freezing needs a coherent xmin/xmax and infomask; these values "
         "contradict each other or the table's horizons, so the tuple header is damaged. VACUUM of the table fails "
@@ -793,7 +835,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "xmin_uncommitted_update",
         r"(?P<msg>t_xmin (?P<xid>\d+) is uncommitted in tuple \((?P<block>\d+),(?P<offset>\d+)\) to be updated in "
-        r'table "(?P<table>[^"]+)")',
+        r'table "(?P<table>[^"]+)"|t_xmin is uncommitted in tuple to be updated)',
         "an update met a row whose inserter never committed",
         "Updating the row at ({block},{offset}) of {table}, the server found its inserting transaction {xid} marked "
         "as not committed although the row is visible: the xmin or its hint bits are damaged.",
@@ -909,7 +951,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "pg_class_index",
-        r"could not find pg_class tuple for index (?P<oid>\d+)",
+        r"could not find pg_class (?:tuple for index|entry for) (?P<oid>\d+)|could not open critical system index "
+        r"(?P<oid2>\d+)",
         "an index's catalog row is missing",
         "The server looked for the pg_class row of index {oid} and found none: pg_class or one of its indexes is "
         "damaged.",
@@ -1011,7 +1054,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "cache_lookup",
-        r"cache lookup failed for (?P<what>[a-z ]+?) (?P<oid>\d+)",
+        r'cache lookup failed for (?P<what>[a-z][a-z_ -]*?) (?:(?P<oid>\d+)|"(?P<name>[^"]*)")',
         "a catalog row the server needs is missing",
         "The server looked up {what} {oid} in the system catalogs and found nothing. Right after a concurrent DROP "
         "this is a race and harmless; otherwise a catalog row (or a catalog page or index) is damaged or lost, and "
@@ -1166,6 +1209,59 @@ PATTERNS: tuple[Pattern, ...] = (
         tail="",
     ),
     _p(
+        "basebackup_checksums",
+        r"(?P<total>[1-9]\d*) total checksum verification failures?|checksum verification failure during base backup|"
+        r'file "(?P<file>[^"]+)" has a total of (?P<count>[1-9]\d*) checksum verification failures?|'
+        r'further checksum verification failures in file "(?P<file2>[^"]+)" will not be reported',
+        "a base backup found bad checksums",
+        "pg_basebackup (or BASE_BACKUP) checks each page's checksum as it copies it and found pages that do not "
+        "match: the backup holds the damaged pages as they are. The WARNING lines before this one name each file "
+        "and block.",
+        _CHECKSUM_MODES,
+        (Step("find every damaged page with its cause and relation", "pgsurgeon scan {pgdata} --live"),),
+        tail="",
+    ),
+    _p(
+        "verifybackup",
+        r'(?:"(?P<file>[^"]+)" has size \d+ on disk but size \d+ in the manifest|checksum mismatch for file '
+        r'"(?P<file2>[^"]+)"|"(?P<file3>[^"]+)" is present (?:in the manifest but not on disk|on disk but not in '
+        r'the manifest)|file "(?P<file4>[^"]+)" has checksum of length \d+, but expected \d+)',
+        "pg_verifybackup found a backup that differs from its manifest",
+        "pg_verifybackup compared the backup with the manifest written when it was taken and found a file changed, "
+        "missing or extra: the backup is damaged or incomplete, and a restore from it would carry the damage.",
+        (),
+        (Step("check the cluster the backup came from, page by page", "pgsurgeon scan {pgdata} --live"),),
+        tail="",
+    ),
+    _p(
+        "largeobject_page",
+        r"pg_largeobject entry for OID (?P<oid>\d+), page (?P<page>\d+) has invalid data field size (?P<size>\d+)",
+        "a large object's page is damaged",
+        "Page {page} of large object {oid} (a row of pg_largeobject) has a data field of impossible size {size}: "
+        "the row is damaged. Reading the large object fails at that page.",
+        (ModeRef("tuple-data", ("varlena", "random"), "in pg_largeobject"),),
+        (
+            Step("check pg_largeobject", "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.pg_largeobject"),
+            _SCAN_ALL,
+        ),
+        tail="",
+    ),
+    _p(
+        "stats_ext_data",
+        r"invalid (?:MVNDistinct size|ndistinct (?:magic|type))|invalid zero-length item array in "
+        r"MV(?:Dependencies|NDistinct)|corrupt MVNDistinct entry",
+        "extended statistics data is damaged",
+        "The data of an extended statistics object (pg_statistic_ext_data, written by ANALYZE) cannot be read: "
+        "its header or size is impossible. The planner fails on queries that use it. It holds no user data and "
+        "ANALYZE writes it anew.",
+        (ModeRef("tuple-data", ("varlena", "random"), "in pg_statistic_ext_data"),),
+        (
+            Step("check the catalog", "pgsurgeon diagnose{conn}{dbopt} -t pg_catalog.pg_statistic_ext_data"),
+            Step("recompute the statistics once the catalog is sound", "ANALYZE;", "sql"),
+        ),
+        tail="",
+    ),
+    _p(
         "xx_sqlstate",
         r"(?:\bXX00[12]\b|DataCorrupted|IndexCorrupted|ERRCODE_DATA_CORRUPTED|ERRCODE_INDEX_CORRUPTED)",
         "the server reports damaged data (SQLSTATE XX001 or XX002)",
@@ -1177,8 +1273,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "generic_damage",
-        r"^(?:ERROR|FATAL|PANIC|WARNING):\s+(?P<msg>[^\n]*\b(?:corrupt(?:ed|ion)?|invalid page|damaged|checksum "
-        r"mismatch)\b[^\n]*)",
+        r"^(?:ERROR|FATAL|PANIC|WARNING):\s+(?!RADIUS response|end-of-copy marker)"
+        r"(?P<msg>[^\n]*\b(?:corrupt(?:ed|ion)?|invalid page|damaged|checksum mismatch)\b[^\n]*)",
         "the message speaks of damaged data",
         "The message says something is damaged ({msg}) but is not one pgsurgeon knows word for word.",
         (),
@@ -1338,6 +1434,11 @@ EXAMPLES: dict[str, str] = {
     "pg_amcheck_summary": 'pg_amcheck: error: error sending command to database "shop": server closed the connection',
     "pg_checksums_summary": "Bad checksums:  3",
     "xx_sqlstate": "psycopg.errors.DataCorrupted: XX001 some new wording about a page",
+    "amcheck_index": 'ERROR:  block 4 is not leftmost in index "orders_pkey"',
+    "basebackup_checksums": "WARNING:  2 total checksum verification failures",
+    "verifybackup": 'pg_verifybackup: error: checksum mismatch for file "base/5/16440"',
+    "largeobject_page": "ERROR:  pg_largeobject entry for OID 16500, page 3 has invalid data field size 9000",
+    "stats_ext_data": "ERROR:  invalid ndistinct magic 00000000 (expected a352bfa4)",
     "catalog_duplicate": 'ERROR:  duplicate key value violates unique constraint "pg_type_typname_nsp_index"',
     "pg_class_index": "ERROR:  could not find pg_class tuple for index 2662",
     "wraparound_stop": "ERROR:  database is not accepting commands that assign new XIDs to avoid wraparound data loss "

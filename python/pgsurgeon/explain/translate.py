@@ -1,0 +1,149 @@
+"""Messages in the server's other languages read back into English: a log written with lc_messages = 'de_DE' says
+'FEHLER:  ungültige Seite in Block 3 von Relation base/5/16437'; explain's patterns are English. The translations
+come from PostgreSQL's own catalogues (``translations.json``, written by bench/pgmessages.py): the severity words
+of every language and, for each message explain classifies, its translated format in every language and version.
+
+A line whose severity word is translated has it replaced by the English one; its message, when it is the
+rendering of a translated format, is rendered again from the English format with the same values (positional
+arguments respected). A line with an English severity and a message of plain ASCII is left alone at once, so that
+an English log costs one regex search a line."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from pgsurgeon.explain import printf
+
+# What pasted text and the catalogues' translations are both made into before matching: typographic quotes,
+# dashes and spaces as plain ASCII (French catalogues quote with « » and no-break spaces), CR dropped.
+TYPOGRAPHY = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "--", "\u2015": "--",
+                            "\u2212": "-", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"',
+                            "\u00bb": '"', "\u2033": '"', "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
+                            "\u00a0": " ", "\u202f": " ", "\uff1a": ":", "\r": ""})  # fmt: skip
+
+# a word (or two) followed by a colon and a space: where a severity can be
+_LEVEL_AT = re.compile(r"(?:^|(?<=[\s\]),>]))(?P<word>[^\s:\d][^\s:]*(?: [^\s:\d][^\s:]*)?) ?:\s")
+_ENGLISH_LEVEL = re.compile(
+    r"(?:^|[\s\]),])(?:ERROR|FATAL|PANIC|WARNING|NOTICE|LOG|INFO|DEBUG\d?|DETAIL|HINT|CONTEXT|STATEMENT|"
+    r"LOCATION|QUERY|error|warning|detail|hint|fatal):\s"
+)
+
+
+@dataclass(frozen=True)
+class Format:
+    """One translated format of a classified message and the English format it translates."""
+
+    english: str
+    source: str
+    """The regex of the translation, compiled when a line first holds its anchor."""
+    indices: tuple[int, ...]
+    anchor: str
+    """The longest literal piece of the translation, lowercased: a line without it cannot match."""
+    literal: int
+    """How much of the translation is literal text: the more, the more specific (tried first)."""
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    levels: dict[str, tuple[str, frozenset[str]]]
+    """translated severity word -> (English word, languages that use it)."""
+    formats: dict[str, tuple[Format, ...]]
+    """language -> formats, the most specific first."""
+    english_words: frozenset[str]
+    """The languages whose severity words are English (Spanish, Indonesian, …): their messages can be plain
+    ASCII after an English 'ERROR:'."""
+
+
+@functools.cache
+def catalogue() -> Catalogue:
+    """translations.json, compiled on first use (a log with no translated line never pays for it)."""
+    data = json.loads(resources.files("pgsurgeon.explain").joinpath("translations.json").read_text("utf-8"))
+    levels: dict[str, tuple[str, set[str]]] = {}
+    for lang, words in data["levels"].items():
+        for word, english in words.items():
+            word = word.translate(TYPOGRAPHY).strip().rstrip(":").strip()
+            if word and word != english:
+                levels.setdefault(word, (english, set()))[1].add(lang)
+    formats = {lang: tuple(sorted(_formats(pairs), key=lambda f: -f.literal)) for lang, pairs in
+               data["messages"].items()}  # fmt: skip
+    english_words = frozenset(
+        lang for lang, words in data["levels"].items() if any(w.strip().rstrip(":").strip() == "ERROR" for w in words)
+    )
+    return Catalogue({w: (e, frozenset(ls)) for w, (e, ls) in levels.items()}, formats, english_words)
+
+
+def _formats(pairs: list[list[str]]) -> list[Format]:
+    out: list[Format] = []
+    for english, translated in pairs:
+        translated = translated.translate(TYPOGRAPHY).strip()
+        source, indices = printf.to_regex(translated)
+        parts = printf.literal_parts(translated)
+        anchor = max(parts, key=len).strip().lower()
+        out.append(Format(english, source, tuple(indices), anchor, sum(len(p.strip()) for p in parts)))
+    return out
+
+
+@functools.cache
+def _compiled(source: str) -> re.Pattern[str]:
+    return re.compile(source, re.IGNORECASE)
+
+
+def to_english(line: str) -> str:
+    """``line`` (already made plain with :data:`TYPOGRAPHY`) with a translated severity word and a translated
+    classified message made English; a wrapper's message (pg_dump's 'Error message from server: …') is read
+    again for the message it wraps. Unchanged when nothing in it is translated."""
+    for _ in range(3):
+        english = _once(line)
+        if english == line:
+            return line
+        line = english
+    return line
+
+
+def _once(line: str) -> str:
+    english_level = _ENGLISH_LEVEL.search(line)
+    cat = catalogue()
+    langs = frozenset(cat.formats)
+    if english_level and line.isascii():
+        langs = cat.english_words
+        if not langs:
+            return line
+    head, level, message = "", "", line
+    for m in _LEVEL_AT.finditer(line):
+        word = m.group("word")
+        last = word.rsplit(" ", 1)[-1]  # '[4242] FEHLER': the prefix's last word ran into the severity
+        if word in cat.levels or last in cat.levels:
+            start = m.start() if word in cat.levels else m.start() + len(word) - len(last)
+            english, langs = cat.levels[word if word in cat.levels else last]
+            head, level, message = line[:start], english, line[m.end() :]
+            break
+        if english_level and m.start() >= english_level.start():
+            head, message = line[: english_level.end()], line[english_level.end() :]
+            break
+    rendered = _message(message.strip(), langs, cat)
+    if rendered is None and not level:
+        return line
+    body = rendered if rendered is not None else message.strip()
+    if not level:
+        return head + body
+    sep = " " if level.islower() else "  "  # the tools write 'error: ', the server 'ERROR:  '
+    return f"{head}{level}:{sep}{body}"
+
+
+def _message(message: str, langs: frozenset[str], cat: Catalogue) -> str | None:
+    """The English rendering of a translated classified message (the whole rest of the line after the severity:
+    a translation of 'could not open file' must not be found inside one of 'could not open configuration
+    file'), or None."""
+    low = message.lower()
+    for lang in sorted(langs):
+        for f in cat.formats.get(lang, ()):
+            if f.anchor not in low:
+                continue
+            m = _compiled(f.source).fullmatch(message)
+            if m:
+                return printf.render(f.english, dict(zip(f.indices, m.groups(), strict=True)))
+    return None
