@@ -24,7 +24,10 @@ PLACEHOLDERS = (
     "the data directory"
 )
 SHELL_VARIABLES = "; $DB and $REL are set by the commands shown before them"
-PGLOG = "; $PGLOG is the server log"
+PGLOG = (
+    "; $PGLOG is the server log (explain --file LOG, or a connection to a server whose logging collector runs, "
+    "names it)"
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,7 +104,7 @@ def render_text(found: list[Explanation], unknown: int, console: Console) -> Non
         if steps:
             console.print("  next:", markup=False)
             for i, s in enumerate(steps, 1):
-                console.print(f"    {i}. {s.what}", markup=False)
+                console.print(f"    {i}. {s.what}" + (f" (only when {s.when})" if s.when else ""), markup=False)
                 prefix = {"shell": "$ ", "sql": "SQL> ", "note": "   "}[s.kind]
                 console.print(
                     f"       {prefix}{s.command}",
@@ -139,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         conn=args.conn_words,
         pgdata=str(args.pgdata) if args.pgdata else None,
         resolve=resolver(args.dsn) if args.dsn is not None else None,
+        log=str(Path(args.file).resolve()) if args.file is not None and str(args.file) != "-" else None,
     )
     found, unknown = explain_text(text, where)
     if args.format == "json":

@@ -42,6 +42,7 @@ def markdown() -> str:
         "",
         exitcodes.markdown(),
     ]
+    out += coverage_section()
     for p in PATTERNS:
         found, _ = explain_text(EXAMPLES[p.id])
         exp = found[0]
@@ -66,3 +67,52 @@ def markdown() -> str:
                     out += [f"{i}. {s.what}", "", f"   ```{fence}", f"   {s.command}", "   ```"]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def coverage_section() -> list[str]:
+    """The figures of :func:`pgsurgeon.explain.coverage.measure`, computed when the docs are generated (in a
+    source checkout, where the catalogues are)."""
+    from pgsurgeon.explain import coverage
+
+    if not coverage.available():
+        return []
+    report = coverage.measure()
+    versions = sorted(report.versions, key=_version_key)
+    out = [
+        "## Coverage: PostgreSQL's own message catalogues",
+        "",
+        "Every message of the catalogues of PostgreSQL 9.6-18 (server, amcheck, client tools, libpq; data in "
+        "`tests/data/pgmessages`, written by `bench/pgmessages.py`) is rendered with sample values, in English and "
+        "in every language the version ships, and read by explain (`python/pgsurgeon/explain/coverage.py`; "
+        "`tests/test_explain_catalogue.py` asserts it). A message classified as damage "
+        "(`tests/data/pgmessages/classified.tsv`) must be recognised by its pattern; every other must not be taken "
+        f"for damage. False alarms: {len(report.false_alarms)}. Translations of an ordinary message that are word "
+        f"for word a damage message's translation in the same language (nothing tells them apart): "
+        f"{report.ambiguous}.",
+        "",
+        "| version | damage messages recognised (English) | XX001/XX002 messages recognised | messages checked for "
+        "false alarms (English / translated) | languages | translated damage messages recognised |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for v in versions:
+        f = report.versions[v]
+        total = sum(t for t, _ in f.languages.values())
+        got = sum(r for _, r in f.languages.values())
+        share = f"{got}/{total} ({100 * got / total:.1f} %)" if total else "-"
+        out.append(
+            f"| {v} | {f.recognised}/{f.damage} | {f.xx_recognised}/{f.xx} | {f.checked} / {f.checked_translated} | "
+            f"{len(f.languages)} | {share} |"
+        )
+    out += ["", "Translated damage messages recognised, by language (PostgreSQL 18):", ""]
+    newest = report.versions[versions[-1]].languages
+    out.append(", ".join(f"{lang} {r}/{t}" for lang, (t, r) in sorted(newest.items())) + ".")
+    out += [
+        "",
+        "A message missed in a language is one whose translation a translator broke over several lines.",
+        "",
+    ]
+    return out

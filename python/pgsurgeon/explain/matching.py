@@ -45,7 +45,7 @@ class Explanation:
         for s in (*self.pattern.steps, *TAILS.get(tail, ())):
             what, command = _fill(s.what, self.values), _fill(s.command, self.values)
             if what is not None and command is not None and all(command != o.command for o in out):
-                out.append(Step(what, command, s.kind))
+                out.append(Step(what, command, s.kind, s.when))
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -59,7 +59,7 @@ class Explanation:
             "values": self.values,
             "meaning": self.meaning(),
             "modes": [m.to_json() for m in self.pattern.modes],
-            "next": [{"what": s.what, "command": s.command, "kind": s.kind} for s in self.steps()],
+            "next": [{"what": s.what, "command": s.command, "kind": s.kind, "when": s.when} for s in self.steps()],
         }
 
 

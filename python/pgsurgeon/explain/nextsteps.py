@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pgsurgeon import db
 from pgsurgeon.catalog import sql as catalog
@@ -34,11 +35,20 @@ TAILS: dict[str, tuple[Step, ...]] = {
     ),
     "index": (
         Step(
-            "the damage is in {rel_index}, an index of {rel}: rebuild it from the table (the rows are in the table, "
-            "the index only points at them; nothing is lost)",
-            'psql{conn}{dbopt} -c "{reindex_dq}"',
+            "the damage is in {rel_index}, an index of {rel}: check the table first, as a rebuild reads all of it "
+            "and stops at the table's first damaged page",
+            "pgsurgeon diagnose{conn}{dbopt} -t {rel}",
         ),
-        Step("then check the table and its other indexes", "pgsurgeon diagnose{conn}{dbopt} -t {rel}"),
+        Step(
+            "rebuild the index from the table (the rows are in the table, the index only points at them; nothing "
+            "is lost)",
+            'psql{conn}{dbopt} -c "{reindex_dq}"',
+            when="diagnose finds the table itself sound",
+        ),
+        Step(
+            "otherwise plan the table's repair, which rebuilds its indexes once the table is sound (a dry run)",
+            "pgsurgeon repair{conn}{dbopt} -t {rel}",
+        ),
     ),
     "sequence": (
         Step(
@@ -92,6 +102,8 @@ class Where:
     conn: str = ""
     pgdata: str | None = None
     resolve: Callable[[dict[str, str]], dict[str, str]] | None = None
+    log: str | None = None
+    """The server log, when explain reads it from a file."""
 
 
 def _with_db(conn: str, dbname: str | None) -> str:
@@ -134,6 +146,8 @@ def finish(values: dict[str, str], where: Where) -> None:
     conn = f" {conn_words}" if conn_words else ""
     values["conn"] = conn
     values["pgdata"] = shlex.quote(where.pgdata) if where.pgdata else '"$PGDATA"'
+    log = where.log or names.get("log")
+    values["pglog"] = shlex.quote(log) if log else '"$PGLOG"'
     values["dbopt"] = ""
     if names.get("index"):
         # REINDEX CONCURRENTLY refuses system catalogs' indexes (indexcmds.c)
@@ -197,6 +211,18 @@ def finish(values: dict[str, str], where: Where) -> None:
         values["index_sh"] = shlex.quote(values["index_sql"])
 
 
+def _current_log(conn: db.Connection[tuple[Any, ...]]) -> str | None:
+    """The server's log file when its logging collector writes one (pg_current_logfile), as an absolute path."""
+    try:
+        row = conn.execute(
+            "SELECT CASE WHEN f LIKE '/%%' THEN f ELSE current_setting('data_directory') || '/' || f END "
+            "FROM pg_current_logfile() f WHERE f IS NOT NULL"
+        ).fetchone()
+    except db.Error:
+        return None
+    return str(row[0]) if row else None
+
+
 def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
     """Name lookups through a connection: the database of a relation path and the relation of a filenode, the
     table owning a TOAST table. Failures leave the names unknown (the answer then shows the commands to find
@@ -225,6 +251,9 @@ def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
                     if owned.is_index:
                         out["index"] = owned.name
                         out["index_system"] = "1" if owned.system else ""
+                log = _current_log(conn)
+                if log:
+                    out["log"] = log
         except (db.Error, PgSurgeonError):
             return out
         return out

@@ -47,6 +47,8 @@ class Step:
     command: str
     kind: str = "shell"
     """shell, sql or note."""
+    when: str = ""
+    """The condition the step is for (``the table is sound``): run it only then; otherwise it fails, as said."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (
             Step(
                 "find the block: the 'invalid page in block' line that follows it in the log",
-                "grep -A2 'page verification failed' \"$PGLOG\"",
+                "grep -A2 'page verification failed' {pglog}",
             ),
             Step(
                 "every checksum failure of the cluster with its cause (offline; --live on a running server)",
@@ -515,6 +517,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"wrong number of (?:high key )?index tuple attributes|found deleted block \d+ while following right link|"
         r"heap tid from index tuple|table tid from new index tuple|target page left link unexpectedly changed|"
         r"right sibling \d+ of scanblkno \d+ unexpectedly|valid left sibling for deletion target|"
+        r"index row size \d+ exceeds maximum for|"
         r"inconsistent tuple chain links in page \d+|block \d+ is not (?:leftmost|true root)|"
         r"leaf index block lacks downlink|posting list contains misplaced TID|index tuple size does not equal lp_len|"
         r"line pointer points past end of tuple space|left link/right link pair|could not find tuple using search "
@@ -615,7 +618,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (
             Step(
                 "find the query that crashed",
-                "grep -B2 -A3 'terminated by signal' \"$PGLOG\" | grep 'Failed process was running'",
+                "grep -B2 -A3 'terminated by signal' {pglog} | grep 'Failed process was running'",
             ),
             Step("do not run it again; find the damaged pages without the executor", "{diagnose_cmd}"),
             _SCAN_ALL,
@@ -629,7 +632,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "on the same query each time, the data that query reads is probably damaged.",
         _CRASH_MODES,
         (
-            Step("find the crash and its query in the server log", "grep -A3 'terminated by signal' \"$PGLOG\""),
+            Step("find the crash and its query in the server log", "grep -A3 'terminated by signal' {pglog}"),
             Step("find the damaged pages without the executor", "{diagnose_cmd}"),
         ),
     ),
@@ -744,6 +747,90 @@ PATTERNS: tuple[Pattern, ...] = (
         "match this server build, so the server does not start. It is not a page; the simulator does not damage it.",
         (),
         (Step("decode pg_control, whatever its version, and check its CRC", "{control_cmd}"),),
+    ),
+    # ---- the cluster's other files: prepared transactions, WAL, replication slots, logical snapshots
+    _p(
+        "twophase_file",
+        r"(?:calculated CRC checksum does not match value stored in|incorrect size of|invalid (?:magic number|size) "
+        r'stored in|incorrect alignment of CRC offset for) file "(?P<file>[^"]+)"',
+        "a prepared transaction's state file is damaged",
+        "{file} holds the state of a prepared transaction (PREPARE TRANSACTION; pg_twophase/, twophase.c) and fails "
+        "its own check: a wrong size, magic number or CRC. The server reads these files at startup and at COMMIT or "
+        "ROLLBACK PREPARED: it does not start, or that transaction cannot be finished. It is not a page; the "
+        "simulator does not damage it.",
+        (),
+        (
+            Step("see the prepared transactions' files, their sizes and times", "ls -l {pgdata}/pg_twophase"),
+            Step(
+                "restore the file from a backup or a standby of the same cluster taken after the PREPARE",
+                "moving it aside instead loses that prepared transaction: its changes never commit",
+                "note",
+            ),
+        ),
+    ),
+    _p(
+        "file_short_read",
+        r'could not read file "(?P<file>[^"]+)": read (?P<got>\d+) of (?P<want>\d+)',
+        "a file is shorter than its contents say",
+        "Reading {file} returned {got} bytes where {want} were expected: the file was cut short (a full disk, a "
+        "crash during a copy, a truncated restore) or its recorded size is damaged.",
+        (),
+        (
+            Step("see the file's size", "ls -l {pgdata}/{file}"),
+            Step("list the cluster's files", "pgsurgeon files -D {pgdata}"),
+        ),
+    ),
+    _p(
+        "wal_short_read",
+        r"could not read from (?:WAL|log) segment (?P<segment>[^\s,]+)(?:, LSN [0-9A-F]+/[0-9A-F]+)?, offset "
+        r"(?P<offset>\d+): read (?P<got>\d+) of (?P<want>\d+)",
+        "a WAL segment file is shorter than a segment",
+        "pg_wal/{segment} ended at offset {offset} with {got} of {want} bytes read: the WAL file was cut short (a "
+        "full disk, a copy that stopped, a storage fault). Recovery, a standby or a WAL sender needs the records "
+        "past that point.",
+        (),
+        (
+            Step("see the segment's size (every segment is wal_segment_size long)", "ls -l {pgdata}/pg_wal/{segment}"),
+            Step("the checkpoint and redo location recovery starts from", "{control_cmd}"),
+        ),
+    ),
+    _p(
+        "replication_slot_file",
+        r'replication slot (?:file "(?P<file>[^"]+)" has (?:wrong magic number|unsupported version)|checkpoint has '
+        r"wrong checksum)",
+        "a replication slot's state file is damaged",
+        "A replication slot's state (pg_replslot/<slot>/state, slot.c) fails its check: a wrong magic number, "
+        "version or CRC. The server does not start with it. It is not a page; the simulator does not damage it.",
+        (),
+        (
+            Step("see the slots' directories and state files", "ls -lR {pgdata}/pg_replslot"),
+            Step(
+                "with the server stopped, moving the slot's directory out of pg_replslot drops the slot",
+                "its consumer (a standby or a logical subscriber) must then be set up again from a new slot",
+                "note",
+            ),
+        ),
+    ),
+    _p(
+        "snapbuild_file",
+        r'snapbuild state file "(?P<file>[^"]+)" has (?:wrong magic number|unsupported version)',
+        "a logical decoding snapshot file is damaged",
+        "{file} is a snapshot logical decoding saved (pg_logical/snapshots, snapbuild.c) and it fails its check. "
+        "Logical replication slots that need it cannot decode; the tables' data is not affected.",
+        (),
+        (
+            Step("see the saved snapshots", "ls -l {pgdata}/pg_logical/snapshots"),
+            Step("the logical slots and where they stand", 'psql{conn} -c "SELECT * FROM pg_replication_slots"'),
+        ),
+    ),
+    _p(
+        "xml_declaration",
+        r"could not parse XML declaration in stored value",
+        "a stored xml value is damaged",
+        "An xml value read from a table does not start with the declaration the server stored: the bytes of the "
+        "value (or of its TOAST chunks) changed on disk.",
+        (ModeRef("tuple-data", ("bitflip", "random")),),
+        (Step("find the damaged rows and pages, continuing past errors", "pgsurgeon diagnose{conn}"),),
     ),
     _p(
         "multixact_offset",
@@ -901,7 +988,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "relation …') names the page; checkpoints fail until it is dealt with.",
         (ModeRef("header", ("pd_lsn",)),),
         (
-            Step("find the page: the CONTEXT line under the error", "grep -A2 'xlog flush request' \"$PGLOG\""),
+            Step("find the page: the CONTEXT line under the error", "grep -A2 'xlog flush request' {pglog}"),
             _INSPECT,
             _SCAN_REL,
             _FIND_REL,
@@ -990,7 +1077,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "the server log name the page.",
         (ModeRef("header", ("pd_lsn",)),),
         (
-            Step("the messages before it", "grep -B5 'checkpoint request failed' \"$PGLOG\""),
+            Step("the messages before it", "grep -B5 'checkpoint request failed' {pglog}"),
             _SCAN_ALL,
         ),
         tail="",
@@ -1401,6 +1488,15 @@ EXAMPLES: dict[str, str] = {
     "beyond_eof": "ERROR:  unexpected data beyond EOF in block 21 of relation base/5/16434",
     "relmapper": 'FATAL:  relation mapping file "base/5/pg_filenode.map" contains invalid data',
     "control_file": "FATAL:  incorrect checksum in control file",
+    "twophase_file": 'FATAL:  calculated CRC checksum does not match value stored in file "pg_twophase/000002E8"',
+    "file_short_read": 'FATAL:  could not read file "pg_twophase/000002E8": read 120 of 280',
+    "wal_short_read": "FATAL:  could not read from WAL segment 000000010000000000000003, LSN 0/3000100, offset 0: "
+    "read 0 of 8192",
+    "replication_slot_file": 'FATAL:  replication slot file "pg_replslot/standby1/state" has wrong magic number: '
+    "0 instead of 1221189400",
+    "snapbuild_file": 'ERROR:  snapbuild state file "pg_logical/snapshots/0-1A2B3C8.snap" has wrong magic number: 0 '
+    "instead of 1369563137",
+    "xml_declaration": "ERROR:  could not parse XML declaration in stored value",
     "multixact_offset": "ERROR:  MultiXact 1234 has invalid next offset",
     "amcheck_heap": 'heap table "shop.public.orders", block 5, offset 3:\n'
     "    line pointer redirection to item at offset 5585 exceeds maximum offset 4",
