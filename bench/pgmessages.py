@@ -1,7 +1,8 @@
 """PostgreSQL's own message catalogues, extracted for explain (issue 28): every message PostgreSQL 9.6-18 can
 raise, in English and in every language it ships translations for, so that explain's coverage is measured.
 
-Two steps:
+Two steps (and ``package`` to rewrite only translations.json from the committed catalogue after classified.tsv
+changed; ``draft`` to list what explain reads as damage that classified.tsv does not list):
 
     python bench/pgmessages.py extract --source 15=/tmp/deb15 --source 14=git:/path/to/repo.git@<commit>:<subdir> \\
         ... --out /tmp/pgmessages-full.json
@@ -374,9 +375,25 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--out", type=Path, required=True)
     da = sub.add_parser("data", help="write the committed data from the extracted file")
     da.add_argument("full", type=Path)
+    sub.add_parser(
+        "package", help="rewrite translations.json from the committed catalogue (after classified.tsv changes)"
+    )
+    sub.add_parser("draft", help="list the messages explain reads as damage that classified.tsv does not list yet")
     args = ap.parse_args(argv)
     if args.cmd == "extract":
         args.out.write_text(json.dumps(extract(args.source), ensure_ascii=False), encoding="utf-8")
+        return 0
+    if args.cmd == "package":
+        from pgsurgeon.explain import coverage
+
+        data = package_data(coverage.catalogue()["messages"], classified())
+        PACKAGE_DATA.write_text(json.dumps(data, ensure_ascii=False, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+        return 0
+    if args.cmd == "draft":
+        from pgsurgeon.explain import coverage
+
+        for line in coverage.measure().false_alarms:
+            print(line)
         return 0
     write_data(json.loads(args.full.read_text(encoding="utf-8")))
     return 0
