@@ -11,6 +11,7 @@ mod backup;
 mod boundary;
 mod catalog;
 mod diagnose;
+mod repair;
 
 use boundary::{from_py, to_py};
 
@@ -442,5 +443,6 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::config_fields, m)?)?;
     diagnose::register(m)?;
+    repair::register(m)?;
     Ok(())
 }
