@@ -190,7 +190,7 @@ def count_in_place(p: Planner, plan: Plan, main: HeapDamage) -> None:
         led.key = p.keyinfo.columns if p.keyinfo is not None else None
         runs = ledger.untouched_runs(ctx.table.nblocks, touched | zeroed)
         ctx.progress(f"counting the rows left in place ({len(runs)} block range(s), {len(beside)} ctid(s))")
-        led.untouched, d1 = ledger.count_ranges(ctx.conn, ctx.table, led.key, runs)
+        led.untouched, d1 = p.early_count.result(ctx.conn, touched | zeroed)
         led.beside, d2 = ledger.count_tids(ctx.conn, ctx.table, led.key, beside)
         led.digest = d1 + d2
         led.counted = True

@@ -267,6 +267,7 @@ class Planner:
         self.keyinfo: ledger.KeyInfo | None = None
         self.keys = UniqueKeys(ctx.reader, ctx.table, None)
         """The entries of the unique key's index the plan asks about (read with the evidence)."""
+        self.early_count: ledger.EarlyCount
 
     def plan(self) -> Plan:
         ctx = self.ctx
@@ -322,6 +323,7 @@ class Planner:
             self.keyinfo = ledger.unique_key(ctx.conn, table.oid)
         except db.Error:
             self.keyinfo = None
+        self.early_count = self.start_count(main)
         evidence = self.index_evidence(main, errors)
         for blk in sorted(main.zero):
             for tid in self.rows_on_page(main, blk, evidence):
@@ -374,6 +376,14 @@ class Planner:
         plan.blockers = self.blockers
         plan.notes = self.notes
         return plan
+
+    def start_count(self, main: HeapDamage) -> ledger.EarlyCount:
+        """Count the rows on the blocks the plan surely leaves alone beside the rest of planning (placement takes
+        the count, less the blocks the evidence adds)."""
+        known = main.touched | main.zero_blocks_present | {b for b, _ in main.gone_items}
+        key = self.keyinfo.columns if self.keyinfo is not None else None
+        dsn = self.ctx.req.dsn
+        return ledger.EarlyCount(lambda: facts.connect(dsn, read_only=True), self.ctx.table, key, known)
 
     # ------------------------------------------------------------------ blocks
 
