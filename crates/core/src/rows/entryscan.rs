@@ -422,6 +422,25 @@ mod tests {
     }
 
     #[test]
+    fn a_sound_table_keeps_nothing() {
+        // 2,000 full heap pages and an index entry for every row: nothing is gone, nothing named, no key kept
+        let pages = 2000u32;
+        let mut scan = EntryScan::new(u64::from(pages), BS, BlockSet::default(), KeyWanted::default());
+        let page = heap_page(0, 100);
+        let mut tids = Vec::new();
+        for b in 0..pages {
+            scan.heap(&page, u64::from(b));
+            tids.extend((1..=100).map(|lp| (b, lp)));
+        }
+        for chunk in tids.chunks(400) {
+            scan.index(&leaf(chunk), 0, true);
+        }
+        assert_eq!((scan.gone().count(), scan.named().count(), scan.keys().len()), (0, 0, 0));
+        assert_eq!(scan.keyed_entries(), 200_000);
+        assert!(scan.heap.nowhere.is_empty(), "no line pointer leads nowhere");
+    }
+
+    #[test]
     fn a_key_asked_for_finds_every_entry_holding_it() {
         let wanted = KeyWanted::new(BlockSet::default(), Vec::new(), vec![1u64.to_le_bytes().to_vec()]);
         let mut scan = EntryScan::new(10, BS, BlockSet::default(), wanted);
