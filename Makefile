@@ -58,4 +58,4 @@ bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server 
 	$(PYTHON) bench/salvage.py --check
 	$(PYTHON) bench/carve.py --repeat 3 --check
 	$(PYTHON) bench/unload.py --check
-	$(PYTHON) bench/repair_plan.py  # target (<= 2x diagnose) not met yet: no --check
+	$(PYTHON) bench/repair_plan.py --check

@@ -3,8 +3,9 @@ one run. Issue 28's case: an `orders` table of 200,000 rows with a primary key a
 and one page's line pointers garbled (PostgreSQL 18, data checksums on, so the second page is refused), the kind of
 damage a DBA brings. Target: planning ≤ 2x diagnose of the table; peak RSS alongside.
 
-The table lives in its own database of the shared bench cluster (bench/labs.py), is built and damaged once, and the
-damage is kept (a plan changes nothing).
+The table lives in its own database of the shared bench cluster (bench/labs.py), one per size (``repair_bench`` at
+the default 200,000 rows, ``repair_bench_<rows>`` otherwise), is built and damaged once, and the damage is kept (a
+plan changes nothing).
 
     python bench/repair_plan.py [--rows 200000] [--repeat 3] [--lab-dir /var/tmp/pgsurgeon-bench] [--check]
 """
@@ -20,7 +21,12 @@ from pathlib import Path
 
 from labs import bench_cluster, run_measured
 
-DB = "repair_bench"
+ROWS = 200_000
+
+
+def database(rows: int) -> str:
+    """Each size its own database: a table built once is never taken for one of another size."""
+    return "repair_bench" if rows == ROWS else f"repair_bench_{rows}"
 
 
 def build(cluster: object, rows: int, pgsurgeon: str) -> str:
@@ -28,12 +34,13 @@ def build(cluster: object, rows: int, pgsurgeon: str) -> str:
     from pgsurgeon.lab import LabCluster
 
     assert isinstance(cluster, LabCluster)
+    db = database(rows)
     with cluster.connect() as conn:
-        have = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB,)).fetchone()
+        have = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone()
         if not have:
-            conn.execute(f"CREATE DATABASE {DB}")
-    dsn = cluster.dsn(DB)
-    with cluster.connect(DB) as conn:
+            conn.execute(f"CREATE DATABASE {db}")
+    dsn = cluster.dsn(db)
+    with cluster.connect(db) as conn:
         done = conn.execute("SELECT to_regclass('orders') IS NOT NULL").fetchone()
         if done and done[0]:
             return dsn
@@ -60,7 +67,7 @@ def build(cluster: object, rows: int, pgsurgeon: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--rows", type=int, default=ROWS)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
     ap.add_argument("--check", action="store_true", help="exit 1 when the target is missed")

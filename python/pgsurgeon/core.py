@@ -198,6 +198,9 @@ def format_datum(raw: bytes, type_desc: TypeDesc, server_version_num: int) -> st
 
 
 LineMap = _ext.LineMap
+EntryScan = _ext.EntryScan
+"""Repair planning's pass over a table's btree entries (crates/core/src/rows/entryscan.rs): feed ``heap`` the table's
+pages and ``index`` each index's, then read ``named``, ``gone`` and ``keys_kept``."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ mod backup;
 mod boundary;
 mod catalog;
 mod diagnose;
+mod repair;
 
 use boundary::{from_py, to_py};
 
@@ -451,5 +452,6 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loss_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::config_fields, m)?)?;
     diagnose::register(m)?;
+    repair::register(m)?;
     Ok(())
 }

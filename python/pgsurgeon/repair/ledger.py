@@ -18,6 +18,8 @@ difference fails the repair with exit status 2.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -149,11 +151,13 @@ def line_key(info: KeyInfo, line: bytes) -> str | None:
 
 
 def key_hash(key: list[str] | None) -> Any:
-    """An order-independent digest term for one row's key: 60 bits of md5 of the key's text."""
+    """An order-independent digest term for one row's key: the 64-bit hash of the key's text. hashtextextended
+    (PostgreSQL 11+), not md5 cut to bits: the plan hashes every row the repair leaves in place, and md5 with its
+    text and bit casts cost several times the scan."""
     if not key:
         return db.sql.SQL("0")
     cols = db.sql.SQL(", ").join(db.sql.Identifier(c) for c in key)
-    return db.sql.SQL("('x' || left(md5(ROW({})::text), 15))::bit(60)::bigint").format(cols)
+    return db.sql.SQL("hashtextextended(ROW({})::text, 0)").format(cols)
 
 
 def _count(
@@ -193,6 +197,58 @@ def count_tids(
         c, d = _count(conn, rel, key, where, ([tid_text(t) for t in tids[i : i + TID_BATCH]],))
         n, digest = n + c, digest + d
     return n, digest
+
+
+class EarlyCount:
+    """The rows (and key digest) on the blocks a repair surely leaves alone, counted on a session of its own while
+    planning goes on: the count reads most of the table, the longest part of a plan. Blocks found touched later are
+    counted on their own and taken off (counts and digests add up)."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Connection[tuple[Any, ...]]],
+        rel: Relation,
+        key: list[str] | None,
+        known: set[int],
+    ) -> None:
+        self.rel, self.key, self.known = rel, key, set(known)
+        self._got: tuple[int, int] | Exception | None = None
+        self._thread = threading.Thread(target=self._count, args=(connect,), name="pgsurgeon-count", daemon=True)
+        self._thread.start()
+
+    def _count(self, connect: Callable[[], Connection[tuple[Any, ...]]]) -> None:
+        try:
+            conn = connect()
+        except (db.Error, PgSurgeonError):
+            return  # no second session (max_connections reached): result() counts on the planning session
+        try:
+            with conn:
+                self._got = count_ranges(conn, self.rel, self.key, untouched_runs(self.rel.nblocks, self.known))
+        except Exception as exc:  # the planning thread decides (a damaged page the diagnosis missed: a blocker)
+            self._got = exc
+
+    def result(self, conn: Connection[tuple[Any, ...]], touched: set[int]) -> tuple[int, int]:
+        """Rows and key digest of the blocks not in ``touched`` (which holds the blocks known at the start)."""
+        self._thread.join()
+        got = self._got
+        if isinstance(got, Exception):
+            raise got
+        if got is None:
+            return count_ranges(conn, self.rel, self.key, untouched_runs(self.rel.nblocks, touched))
+        later = {b for b in touched - self.known if b < self.rel.nblocks}
+        n, digest = count_ranges(conn, self.rel, self.key, block_runs(later))
+        return got[0] - n, got[1] - digest
+
+
+def block_runs(blocks: set[int]) -> list[tuple[int, int]]:
+    """Consecutive blocks as (first, last) runs."""
+    runs: list[tuple[int, int]] = []
+    for b in sorted(blocks):
+        if runs and b == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], b)
+        else:
+            runs.append((b, b))
+    return runs
 
 
 def untouched_runs(nblocks: int, touched: set[int]) -> list[tuple[int, int]]:

@@ -1,7 +1,7 @@
 """Raw pages for planning: through the buffer manager (pageinspect's get_raw_page, never the executor), and, for
 pages the server refuses, from the relation files (directly when the data directory is on this host, else with
-pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: line pointer storage, TOAST chunk
-ids and TOAST pointers in heap tuples."""
+pg_read_binary_file). Plus the few raw decodings repair needs beyond the core's: TOAST chunk ids and TOAST pointers
+in heap tuples."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ if TYPE_CHECKING:
     from pgsurgeon.boundary import HeapTuple
 
 BATCH = 64
+RUN = 256  # pages a statement when a whole relation streams through the core: 2 MB of 8 kB pages
 _NAMED_BLOCK = re.compile(r"(?:invalid page in block|could not read blocks?) (\d+)")
 
 # line pointer flags: src/include/storage/itemid.h; t_infomask(2) bits: src/include/access/htup_details.h
 LP_UNUSED, LP_NORMAL, LP_REDIRECT, LP_DEAD = 0, 1, 2, 3
-PAGE_HEADER_SIZE = 24  # SizeOfPageHeaderData, src/include/storage/bufpage.h
 HEAP_HASNULL = 0x0001
 HEAP_XMIN_COMMITTED = 0x0100
 HEAP_XMIN_INVALID = 0x0200
@@ -60,7 +60,9 @@ class PageReader:
 
     def _batch(self, rel: Relation, a: int, b: int, fork: str) -> list[tuple[int, bytes]] | str:
         try:
-            rows = self.conn.execute(self._query, {"rel": rel.oid, "fork": fork, "a": a, "b": b}).fetchall()
+            # binary: the pages come as they are (a text bytea is twice the size, in hex)
+            params = {"rel": rel.oid, "fork": fork, "a": a, "b": b}
+            rows = self.conn.execute(self._query, params, binary=True).fetchall()
         except (db.OperationalError, db.InterfaceError) as exc:
             if self.conn.closed or self.conn.broken:
                 raise PgSurgeonError(
@@ -73,10 +75,12 @@ class PageReader:
         return [(int(blk), bytes(data)) for blk, data in rows]
 
     def server_pages(
-        self, rel: Relation, first: int, last: int, fork: str = "main"
+        self, rel: Relation, first: int, last: int, fork: str = "main", step: int | None = None
     ) -> Iterator[tuple[int, bytes | str]]:
-        """Each block of first..last as the buffer manager returns it, or the error it raises for that block."""
-        stack = [(first, last)]
+        """Each block of first..last as the buffer manager returns it, or the error it raises for that block;
+        ``step`` blocks a statement (all of them by default)."""
+        step = max(step or last - first + 1, 1)
+        stack = [(a, min(a + step, last + 1) - 1) for a in range(first, last + 1, step)][::-1]
         while stack:
             a, b = stack.pop()
             if a > b:
@@ -97,9 +101,7 @@ class PageReader:
                 stack.extend([(mid + 1, b), (a, mid)])
 
     def all_pages(self, rel: Relation, fork: str = "main") -> Iterator[tuple[int, bytes | str]]:
-        n = rel.nblocks
-        for a in range(0, n, BATCH):
-            yield from self.server_pages(rel, a, min(a + BATCH, n) - 1, fork)
+        yield from self.server_pages(rel, 0, rel.nblocks - 1, fork, BATCH)
 
     def file_page(self, rel: Relation, block: int) -> bytes | None:
         """Block ``block`` from the relation's files (None when it cannot be read from here)."""
@@ -147,30 +149,6 @@ def heap_items(page: bytes, block: int) -> list[Item]:
         Item(int(it["lp"]), int(it["lp_flags"]), int(it["lp_off"]), int(it["lp_len"]), it.get("heap"))
         for it in report["items"]
     ]
-
-
-@dataclass(frozen=True)
-class LinePointers:
-    """What an index entry into a heap page needs to know of it: all zeroes, how many line pointers pd_lower
-    claims, and each one's flags (the core's lean reader, not a full page report)."""
-
-    zero: bool
-    max_offset: int
-    flags: bytes
-    page: bytes
-
-    @classmethod
-    def of(cls, page: bytes) -> LinePointers:
-        return cls(is_all_zero(page), max_offset(page), core.lp_flags(page), page)
-
-    def flag(self, lp: int) -> int | None:
-        return self.flags[lp - 1] if 1 <= lp <= len(self.flags) else None
-
-    def has_storage(self, lp: int) -> bool:
-        """lp_len > 0 (itemid.h: lp_off:15, lp_flags:2, lp_len:15)."""
-        at = PAGE_HEADER_SIZE + 4 * (lp - 1)
-        word = int.from_bytes(self.page[at : at + 4], "little") if at + 4 <= len(self.page) else 0
-        return (word >> 17) & 0x7FFF > 0
 
 
 def is_all_zero(page: bytes) -> bool:

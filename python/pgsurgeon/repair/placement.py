@@ -29,6 +29,7 @@ def carve(
 
     led = plan.ledger
     wanted = set(losses) | set(main.freeze)
+    p.keys.cover(wanted)
     images: dict[int, bytes] = {}
     for b in sorted({b for b, _ in wanted}):
         if b not in main.images:
@@ -70,7 +71,7 @@ def carve(
             # saved for people to look at, but not as the row at this ctid: that one's bytes are gone
             plan.apart_rows.setdefault(tid, []).extend((c.line, c.why) for c in copies)
         if copies and not live:
-            if p.key_of and tid not in p.key_of:
+            if p.keys.unnamed(tid):
                 loss.place = DEAD
                 loss.reason += "; its page holds another block's rows and no index entry names this ctid"
             else:
@@ -94,7 +95,7 @@ def carve(
                 why = f"{len(live)} tuples claim this ctid: {why}"
             plan.apart_rows.setdefault(tid, []).extend((c.line, c.why or why) for c in live)
             led.apart[tid] = f"{why}; saved in {APART_FILE}"
-        elif p.key_of and tid not in p.key_of and tid[0] in main.zero and loss.cause == CAUSE_ZEROED:
+        elif p.keys.unnamed(tid) and tid[0] in main.zero and loss.cause == CAUSE_ZEROED:
             # With a unique index every row has an entry (a HOT chain's at its root, listed on its own): a ctid
             # no entry names where nothing could be read is no row, only a line pointer the damage made up.
             loss.place = DEAD
@@ -118,12 +119,12 @@ def resolve_versions(p: Planner, plan: Plan, main: HeapDamage, losses: dict[Tid,
     versions of one row. With a unique key, such ctids are no lost rows of their own; a row lost with several
     versions is listed once, under its key."""
     info, led = p.keyinfo, plan.ledger
-    if info is None or not p.key_of or not led.lost:
+    if info is None or not p.keys.known or not led.lost:
         return
     groups: dict[str, list[Tid]] = {}
     lost_raw: dict[bytes, str] = {}  # a btree stores equal keys as equal bytes: decode only the lost rows' keys
     for tid in sorted(led.lost):
-        raw = p.key_of.get(tid)
+        raw = p.keys.get(tid)
         if raw is not None:
             key = lost_raw.setdefault(raw, ledger.decode_key(info, raw))
             groups.setdefault(key, []).append(tid)
@@ -140,7 +141,7 @@ def resolve_versions(p: Planner, plan: Plan, main: HeapDamage, losses: dict[Tid,
     unsafe = set(losses) | set(main.freeze) | main.damaged_items
     others: dict[str, list[Tid]] = {}
     nblocks = main.rel.nblocks
-    for tid, raw in p.key_of.items():
+    for tid, raw in p.keys.holding(set(lost_raw)).items():
         k = lost_raw.get(raw)
         if k is None or tid in losses or tid[0] in zeroed or tid[0] >= nblocks:
             continue
@@ -189,7 +190,7 @@ def count_in_place(p: Planner, plan: Plan, main: HeapDamage) -> None:
         led.key = p.keyinfo.columns if p.keyinfo is not None else None
         runs = ledger.untouched_runs(ctx.table.nblocks, touched | zeroed)
         ctx.progress(f"counting the rows left in place ({len(runs)} block range(s), {len(beside)} ctid(s))")
-        led.untouched, d1 = ledger.count_ranges(ctx.conn, ctx.table, led.key, runs)
+        led.untouched, d1 = p.early_count.result(ctx.conn, touched | zeroed)
         led.beside, d2 = ledger.count_tids(ctx.conn, ctx.table, led.key, beside)
         led.digest = d1 + d2
         led.counted = True

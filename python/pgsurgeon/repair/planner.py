@@ -29,6 +29,7 @@ from pgsurgeon.catalog.relation import Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.repair import facts, ledger, pages, placement
+from pgsurgeon.repair.evidence import Evidence, UniqueKeys, gone_rows, read_evidence
 from pgsurgeon.repair.model import (
     CAUSE_CLEARED,
     CAUSE_GONE,
@@ -264,8 +265,9 @@ class Planner:
         self.unrepaired: list[str] = []
         self.blockers: list[tuple[str, str]] = []
         self.keyinfo: ledger.KeyInfo | None = None
-        self.key_of: dict[Tid, bytes] = {}
-        """Heap TID -> key bytes of the entries of the unique key's index (read with the evidence)."""
+        self.keys = UniqueKeys(ctx.reader, ctx.table, None)
+        """The entries of the unique key's index the plan asks about (read with the evidence)."""
+        self.early_count: ledger.EarlyCount
 
     def plan(self) -> Plan:
         ctx = self.ctx
@@ -321,7 +323,8 @@ class Planner:
             self.keyinfo = ledger.unique_key(ctx.conn, table.oid)
         except db.Error:
             self.keyinfo = None
-        evidence = self.index_evidence(table, main, errors)
+        self.early_count = self.start_count(main)
+        evidence = self.index_evidence(main, errors)
         for blk in sorted(main.zero):
             for tid in self.rows_on_page(main, blk, evidence):
                 lose(tid, CAUSE_ZEROED, f"on block {blk}, whose page is zeroed: {'; '.join(main.zero[blk][:2])}")
@@ -342,7 +345,8 @@ class Planner:
         # rows already gone: line pointers found unused, index entries that lead nowhere
         for tid, why in sorted(main.gone_items.items()):
             lose(tid, CAUSE_GONE, why)
-        for tid, why in sorted(self.gone(table, main, evidence, index_findings).items()):
+        damaged = {str(f["relation"]) for f in index_findings if not str(f["code"]).startswith("index.")}
+        for tid, why in sorted(gone_rows(evidence, self.btrees, damaged).items()):
             lose(tid, CAUSE_GONE, why)
         for f in errors:
             if f["code"] in UNREPAIRED_CODES:
@@ -357,7 +361,7 @@ class Planner:
             for t, why in sorted(d.freeze.items())
         ]
         placement.count_in_place(self, plan, main)
-        plan_steps(self, plan, main, tdmg, index_findings, evidence)
+        plan_steps(self, plan, main, tdmg, index_findings)
         surgery = facts.surgery_missing(self.server)
         if surgery is not None and any(st.kind in (KILL, FREEZE) for st in plan.steps):
             self.blockers.append(surgery)
@@ -372,6 +376,14 @@ class Planner:
         plan.blockers = self.blockers
         plan.notes = self.notes
         return plan
+
+    def start_count(self, main: HeapDamage) -> ledger.EarlyCount:
+        """Count the rows on the blocks the plan surely leaves alone beside the rest of planning (placement takes
+        the count, less the blocks the evidence adds)."""
+        known = main.touched | main.zero_blocks_present | {b for b, _ in main.gone_items}
+        key = self.keyinfo.columns if self.keyinfo is not None else None
+        dsn = self.ctx.req.dsn
+        return ledger.EarlyCount(lambda: facts.connect(dsn, read_only=True), self.ctx.table, key, known)
 
     # ------------------------------------------------------------------ blocks
 
@@ -505,92 +517,39 @@ class Planner:
 
     # ------------------------------------------------------------------ rows
 
-    def index_evidence(self, rel: Relation, dmg: HeapDamage, errors: list[dict[str, Any]]) -> dict[Tid, list[str]]:
-        """Heap TIDs the table's btree indexes point to, when rows may be gone or pages go (else empty)."""
+    @property
+    def btrees(self) -> list[Relation]:
+        return [r for r in self.ctx.indexes if r.is_btree]
+
+    def index_evidence(self, dmg: HeapDamage, errors: list[dict[str, Any]]) -> Evidence:
+        """What the table's btree indexes say of the damaged pages and the rows already gone, when rows may be gone
+        or pages go (else nothing)."""
         wanted = bool(dmg.zero or dmg.clear or dmg.zero_blocks_present) or any(f["code"] in GONE_CODES for f in errors)
         if not wanted:
-            return {}
-        indexes = [r for r in self.ctx.indexes if r.is_btree]
+            return Evidence()
+        indexes = self.btrees
         if not indexes:
             self.notes.append(
-                f"{rel.regclass} has no btree index: rows on zeroed pages are counted from the page alone"
+                f"{dmg.rel.regclass} has no btree index: rows on zeroed pages are counted from the page alone"
             )
-            return {}
-        self.ctx.progress(f"reading {sum(r.nblocks for r in indexes)} index page(s) for evidence of rows")
-        out: dict[Tid, list[str]] = {}
-        for ix in indexes:
-            keyed = self.keyinfo is not None and ix.oid == self.keyinfo.index_oid
-            for blk, got in self.reader.all_pages(ix):
-                if blk == 0 or isinstance(got, str):
-                    continue
-                if keyed:  # the unique key's entries carry the keys that name lost rows
-                    for hblk, hoff, key in core.leaf_keys(got):
-                        out.setdefault((hblk, hoff), []).append(ix.regclass)
-                        self.key_of[(hblk, hoff)] = key
-                    continue
-                for _, hblk, hoff in core.leaf_tids(got):
-                    out.setdefault((hblk, hoff), []).append(ix.regclass)
-        return out
+            return Evidence()
+        keyed = next((ix for ix in indexes if self.keyinfo is not None and ix.oid == self.keyinfo.index_oid), None)
+        self.keys = UniqueKeys(self.reader, dmg.rel, keyed)
+        self.ctx.progress(
+            f"reading {dmg.rel.nblocks} table page(s) and {sum(r.nblocks for r in indexes)} index page(s) for "
+            "evidence of rows"
+        )
+        key_blocks = dmg.touched | {b for b, _ in dmg.gone_items}
+        return read_evidence(self.reader, dmg, indexes, self.keys, key_blocks)
 
-    def rows_on_page(self, dmg: HeapDamage, blk: int, evidence: dict[Tid, list[str]]) -> list[Tid]:
+    def rows_on_page(self, dmg: HeapDamage, blk: int, evidence: Evidence) -> list[Tid]:
         """Every row a zeroed page takes: its sound line pointers, the index entries into it, what carving finds."""
-        tids: set[Tid] = {t for t in evidence if t[0] == blk}
+        tids: set[Tid] = {t for t in evidence.named if t[0] == blk}
         most = (self.server.block_size - PAGE_HEADER) // (HEAP_TUPLE_HEADER + ITEM_ID)
         for it in dmg.items.get(blk, []):
             if it.flags == LP_NORMAL and it.header is not None and it.length > 0 and it.lp <= most:
                 tids.add((blk, it.lp))
         return sorted(tids)
-
-    def gone(
-        self, rel: Relation, dmg: HeapDamage, evidence: dict[Tid, list[str]], index_findings: list[dict[str, Any]]
-    ) -> dict[Tid, str]:
-        """Index entries whose heap line pointer is unused, missing, dead with storage, on an all-zero page or past
-        the end of the table: those rows were already gone."""
-        out: dict[Tid, str] = {}
-        if not evidence:
-            return out
-        nblocks = rel.nblocks  # a property: read once, not per entry
-        blocks = sorted({b for b, _ in evidence if b < nblocks and b not in dmg.zero})
-        states: dict[int, pages.LinePointers] = {}
-        for blk in blocks:
-            page = dmg.images.get(blk)
-            if page is not None:
-                states[blk] = pages.LinePointers.of(page)
-        missing = [b for b in blocks if b not in states]
-        for a, b in _runs(missing):
-            for blk, got in self.reader.server_pages(rel, a, b):
-                if isinstance(got, str):
-                    continue
-                dmg.images[blk] = got  # carving may find the gone rows' tuples still in the page
-                states[blk] = pages.LinePointers.of(got)
-        # Every full (non-partial) btree index has an entry for every row: a TID only some of them hold is a damaged
-        # index entry (REINDEX drops it), not a row that was there.
-        full = {ix.regclass for ix in self.ctx.indexes if ix.is_btree and not ix.partial}
-        # an index with damage of its own (a changed heap TID, a damaged posting list) is not asked: the others are
-        damaged = {str(f["relation"]) for f in index_findings if not str(f["code"]).startswith("index.")}
-        if full - damaged:
-            full -= damaged
-        for (blk, lp), names in sorted(evidence.items()):
-            which = names[0]
-            if not full <= set(names):
-                continue
-            if blk >= nblocks:
-                out[(blk, lp)] = f"{which} points past the end of the table (block {blk}; the file was cut)"
-                continue
-            if blk in dmg.zero or blk not in states:
-                continue
-            state = states[blk]
-            if state.zero:
-                out[(blk, lp)] = f"{which} points into block {blk}, which is all zeroes"
-                continue
-            flag = state.flag(lp)
-            if lp > state.max_offset or flag is None:
-                out[(blk, lp)] = f"{which} points at line pointer {lp}, beyond the {state.max_offset} of block {blk}"
-            elif flag == LP_UNUSED:
-                out[(blk, lp)] = f"{which} points at line pointer {lp}, which is unused"
-            elif flag == LP_DEAD and state.has_storage(lp):
-                out[(blk, lp)] = f"{which} points at line pointer {lp}, which is dead with storage (damaged flags)"
-        return out
 
     def toast_values_lost(self, tdmg: HeapDamage, plan: Plan) -> dict[int, str]:
         """TOAST value ids that lose chunks: on zeroed pages, killed or cleared chunk tuples (from the chunks
@@ -681,16 +640,6 @@ class Planner:
         if req.method == METHOD_SQL or not can_file:
             return METHOD_SQL
         return METHOD_FILE
-
-
-def _runs(blocks: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for b in sorted(blocks):
-        if out and b == out[-1][1] + 1:
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((b, b))
-    return out
 
 
 _CTID = re.compile(r"t_ctid \((\d+),(\d+)\)")

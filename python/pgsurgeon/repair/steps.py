@@ -55,7 +55,6 @@ def plan_steps(
     main: HeapDamage,
     tdmg: HeapDamage | None,
     index_findings: list[dict[str, Any]],
-    evidence: dict[Tid, list[str]],
 ) -> None:
     req = p.ctx.req
     steps: list[Step] = []

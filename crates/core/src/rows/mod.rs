@@ -3,7 +3,8 @@
 //! values, [`output`](crate::rows::output) for what comes out); [`engine`](crate::rows::engine) runs it over a whole
 //! relation in parallel, in bounded memory, writing as it goes. [`classify`](crate::rows::classify) tells salvage
 //! which blocks SQL may read; [`evidence`](crate::rows::evidence) lists the rows the indexes say were on a block,
-//! and [`loss`](crate::rows::loss) what else tells whether they were live.
+//! [`loss`](crate::rows::loss) what else tells whether they were live, and [`entryscan`](crate::rows::entryscan) what
+//! repair planning needs of the index entries, streamed.
 //! (Links name whole paths: lib.rs's line about this module is read in the crate's scope.)
 
 pub mod carve;
@@ -11,6 +12,7 @@ pub mod classify;
 pub mod detoast;
 pub mod encode;
 pub mod engine;
+pub mod entryscan;
 pub mod evidence;
 pub mod find;
 pub mod loss;
