@@ -270,6 +270,37 @@ def key_from_sql(
     )
 
 
+def from_server(
+    conn: Any,
+    pgdata: Path,
+    table: Relation,
+    indexes: list[Relation],
+    blocks: list[int],
+    recovered: Collection[Tid] = (),
+) -> list[PageLoss]:
+    """The account of ``blocks`` of ``table`` on a running server whose data directory is on this host: the
+    relations and key from its catalog, the index files and visibility map from the directory."""
+    from pgsurgeon.catalog import sql as catalog
+    from pgsurgeon.catalog.types import load_types, type_desc
+    from pgsurgeon.datadir import segments_of
+
+    if table.filepath is None or not blocks:
+        return []
+    files: list[IndexFiles] = [
+        {"name": ix.name, "files": segments_of(pgdata / ix.filepath), "nblocks": ix.nblocks}
+        for ix in indexes
+        if ix.is_btree and ix.filepath is not None
+    ]
+    found = catalog.unique_key(conn, table.oid)
+    types: dict[int, TypeDesc | None] = {}
+    if found is not None and len(found.typids) == 1:
+        types[found.attnums[0]] = type_desc(found.typids[0], load_types(conn, {found.typids[0]}))
+    version = int(conn.info.server_version)
+    key = key_from_sql(found, {ix.oid: ix.name for ix in indexes}, types, version)
+    vm = segments_of(pgdata / (table.filepath + "_vm"))
+    return evidence_for(files, key, blocks, vm, table.block_size, recovered)
+
+
 def from_files(
     cat: DbCatalog,
     rel: Relation,

@@ -208,6 +208,9 @@ class Plan:
     """Carved COPY text lines (and why) of removed rows that are kept apart, not put back."""
     ledger: Ledger = field(default_factory=Ledger)
     """Where every row of the table ends: the plan's numbers and the check after the repair come from it."""
+    page_losses: list[dict[str, Any]] = field(default_factory=list)
+    """The loss account (loss.PageLoss.to_json) of the pages whose rows the ledger loses, as scan and salvage
+    tell it."""
     touched: dict[str, list[int]] = field(default_factory=dict)
     """Relation (regclass text) -> the blocks the repair changes: saved before anything is done."""
 
@@ -235,6 +238,7 @@ class Plan:
             "steps": [s.to_json() for s in self.steps],
             "lost": [loss.to_json() for loss in sorted(self.lost, key=lambda x: x.tid)],
             "lost_count": len(self.lost_tids),
+            "pages_lost": self.page_losses,
             "ledger": self.ledger.to_json(),
             "recoverable_by_carving": [tid_text(t) for t in self.recoverable],
             "touched_pages": self.touched,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import core, db
+from pgsurgeon import core, db, loss
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
@@ -361,6 +361,7 @@ class Planner:
             for t, why in sorted(d.freeze.items())
         ]
         placement.count_in_place(self, plan, main)
+        plan.page_losses = self.account(plan)
         plan_steps(self, plan, main, tdmg, index_findings)
         surgery = facts.surgery_missing(self.server)
         if surgery is not None and any(st.kind in (KILL, FREEZE) for st in plan.steps):
@@ -376,6 +377,22 @@ class Planner:
         plan.blockers = self.blockers
         plan.notes = self.notes
         return plan
+
+    def account(self, plan: Plan) -> list[dict[str, Any]]:
+        """The loss account of the pages whose rows the ledger loses, in the words every command uses (read from
+        the files when the data directory is on this host)."""
+        pgdata = self.server.pgdata
+        blocks = sorted({t[0] for t in plan.ledger.lost})
+        if pgdata is None or not blocks:
+            return []
+        try:
+            pages = loss.from_server(
+                self.ctx.conn, pgdata, self.ctx.table, self.ctx.indexes, blocks, set(plan.recoverable)
+            )
+        except (OSError, ValueError, db.Error) as exc:
+            self.notes.append(f"the loss account could not read the index files: {exc}")
+            return []
+        return [p.to_json() for p in pages if p.gone]
 
     def start_count(self, main: HeapDamage) -> ledger.EarlyCount:
         """Count the rows on the blocks the plan surely leaves alone beside the rest of planning (placement takes

@@ -96,7 +96,9 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
             out.append(f"  kept apart: {len(led.apart)}: {tid_ranges(list(led.apart), 20)} (in {', '.join(where)})")
         if led.lost:
             out.append(f"  lost: {len(led.lost)}: {tid_ranges(list(led.lost), 20)}")
-            for tid, why in sorted(led.lost.items())[:30]:
+            counted = {p["block"] for p in plan.page_losses}
+            out += [f"    block {p['block']}: {p['text']}" for p in plan.page_losses[:20]]
+            for tid, why in [x for x in sorted(led.lost.items()) if x[0][0] not in counted][:30]:
                 out.append(f"    ({tid[0]},{tid[1]}): {why[:160]}")
     lost = plan.lost_tids
     if lost:
@@ -110,7 +112,8 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
         if plan.recoverable:
             verb = "put back into the table" if plan.options.get("reinsert") else f"kept in {CARVED_FILE}"
             out.append(f"  recovered by carving: {len(plan.recoverable)}: {tid_ranges(plan.recoverable)}; {verb}")
-        shown = [loss for loss in plan.lost if loss.cause != CAUSE_ZEROED][:30]
+        counted = {p["block"] for p in plan.page_losses}
+        shown = [loss for loss in plan.lost if loss.cause != CAUSE_ZEROED and loss.block not in counted][:30]
         for loss in shown:
             out.append(f"    ({loss.block},{loss.lp}): {loss.reason[:160]}")
     if plan.kept:
