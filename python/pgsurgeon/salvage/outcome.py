@@ -78,5 +78,7 @@ def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
     }
     if s.deleted is not None:
         out["deleted"] = s.deleted
-    out["complete"] = not lost and s.carved.get("uncertain", 0) == 0
+    # rows the loss account says are possibly gone leave the salvage incomplete too: nothing says they were dead
+    possibly = any(x.get("account") for x in maybe)
+    out["complete"] = not lost and not possibly and s.carved.get("uncertain", 0) == 0
     return out
