@@ -114,7 +114,17 @@ ORDINARY = [
     "ERROR:  out of memory\nDETAIL:  Failed on request of size 8192.",
     "FEHLER:  doppelter Schlüsselwert verletzt Unique-Constraint »orders_pkey«",
     'ERROR:  could not open file "base/16384/29724": maximum nesting depth exceeded',
+    # two sessions creating the same name at once (CREATE TABLE IF NOT EXISTS, CREATE SCHEMA IF NOT EXISTS)
+    'ERROR:  duplicate key value violates unique constraint "pg_type_typname_nsp_index"\n'
+    "DETAIL:  Key (typname, typnamespace)=(orders, 2200) already exists.",
+    'ERROR:  duplicate key value violates unique constraint "pg_namespace_nspname_index"',
+    "ERROR:  RADIUS response from 10.0.0.1 has corrupt length: 20 (actual length 12)",
 ]
+
+
+def test_a_duplicate_in_a_catalog_index_on_oids_is_damage() -> None:
+    (exp,), _ = explain_text('ERROR:  duplicate key value violates unique constraint "pg_class_oid_index"')
+    assert exp.pattern.id == "catalog_duplicate"
 
 
 @pytest.mark.parametrize("text", ORDINARY, ids=[t[:30] for t in ORDINARY])

@@ -220,7 +220,22 @@ def _cue(regex: str) -> str:
     return text.strip().lower() if len(text.strip()) >= 12 else ""
 
 
-_NO_CUE = frozenset(("xx_sqlstate", "generic_damage", "pg_amcheck_summary", "amcheck_heap", "btree_amcheck"))
+# patterns whose first words many ordinary messages share ('could not read from', 'replication slot'): a line
+# cut off there says nothing
+_NO_CUE = frozenset(
+    (
+        "xx_sqlstate",
+        "generic_damage",
+        "pg_amcheck_summary",
+        "amcheck_heap",
+        "btree_amcheck",
+        "file_short_read",
+        "wal_short_read",
+        "replication_slot_file",
+        "snapbuild_file",
+        "twophase_file",
+    )
+)
 _CUES = {p.id: _cue(p.regex.pattern) for p in PATTERNS if p.id not in _NO_CUE}
 
 

@@ -770,7 +770,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "file_short_read",
-        r'could not read file "(?P<file>[^"]+)": read (?P<got>\d+) of (?P<want>\d+)',
+        r'could not read file "(?P<file>[^"]+)"[:,] read (?P<got>\d+) (?:of|bytes, expected) (?P<want>\d+)',
         "a file is shorter than its contents say",
         "Reading {file} returned {got} bytes where {want} were expected: the file was cut short (a full disk, a "
         "crash during a copy, a truncated restore) or its recorded size is damaged.",
@@ -796,8 +796,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "replication_slot_file",
-        r'replication slot (?:file "(?P<file>[^"]+)" has (?:wrong magic number|unsupported version)|checkpoint has '
-        r"wrong checksum)",
+        r'replication slot (?:file "?(?P<file>[^"\s:]+)"?(?::| has) (?:wrong magic|unsupported version|corrupted '
+        r"length|checksum mismatch)|checkpoint has wrong checksum)|checksum mismatch for replication slot file",
         "a replication slot's state file is damaged",
         "A replication slot's state (pg_replslot/<slot>/state, slot.c) fails its check: a wrong magic number, "
         "version or CRC. The server does not start with it. It is not a page; the simulator does not damage it.",
@@ -813,9 +813,10 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "snapbuild_file",
-        r'snapbuild state file "(?P<file>[^"]+)" has (?:wrong magic number|unsupported version)',
+        r'snapbuild state file "?(?P<file>[^"\s:]+)"?(?::| has) (?:wrong magic|unsupported version|checksum '
+        r"mismatch)|checksum mismatch for snapbuild state file",
         "a logical decoding snapshot file is damaged",
-        "{file} is a snapshot logical decoding saved (pg_logical/snapshots, snapbuild.c) and it fails its check. "
+        "A snapshot logical decoding saved (pg_logical/snapshots, snapbuild.c) fails its check. "
         "Logical replication slots that need it cannot decode; the tables' data is not affected.",
         (),
         (
@@ -1024,11 +1025,14 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "catalog_duplicate",
-        r'duplicate key value violates unique constraint "(?P<index>pg_\w+_index)"',
+        # not a unique name (pg_type_typname_nsp_index, pg_namespace_nspname_index, …): two sessions creating
+        # the same name at once (CREATE … IF NOT EXISTS included) collide there, an ordinary error
+        r'duplicate key value violates unique constraint "(?P<index>pg_(?!\w*(?:name|nsp)_index")\w+_index)"',
         "a system catalog's unique index holds a duplicate",
-        "A catalog row was inserted with a key that {index} already holds. PostgreSQL assigns those keys itself, so "
-        "in normal use this does not happen: the catalog index is damaged (it lost the existing entry) or a catalog "
-        "row reappeared (a damaged xmax/infomask made a deleted row visible again).",
+        "A catalog row was inserted with a key that {index} already holds. PostgreSQL assigns those keys itself "
+        "(OIDs are checked against the index before use), so in normal use this does not happen: the catalog index "
+        "is damaged (it lost the existing entry) or a catalog row reappeared (a damaged xmax/infomask made a deleted "
+        "row visible again).",
         (ModeRef("btree", ("item",), "on a catalog index"), ModeRef("tuple-header", ("t_xmax", "t_infomask"))),
         (
             Step("check the catalog and its indexes (read-only)", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
@@ -1360,7 +1364,8 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "generic_damage",
-        r"^(?:ERROR|FATAL|PANIC|WARNING):\s+(?!RADIUS response|end-of-copy marker)"
+        # the look-ahead before the spaces: after them, \s+ could give one back and look past it
+        r"^(?:ERROR|FATAL|PANIC|WARNING):(?!\s*(?:RADIUS response|end-of-copy marker))\s+"
         r"(?P<msg>[^\n]*\b(?:corrupt(?:ed|ion)?|invalid page|damaged|checksum mismatch)\b[^\n]*)",
         "the message speaks of damaged data",
         "The message says something is damaged ({msg}) but is not one pgsurgeon knows word for word.",
@@ -1535,7 +1540,7 @@ EXAMPLES: dict[str, str] = {
     "verifybackup": 'pg_verifybackup: error: checksum mismatch for file "base/5/16440"',
     "largeobject_page": "ERROR:  pg_largeobject entry for OID 16500, page 3 has invalid data field size 9000",
     "stats_ext_data": "ERROR:  invalid ndistinct magic 00000000 (expected a352bfa4)",
-    "catalog_duplicate": 'ERROR:  duplicate key value violates unique constraint "pg_type_typname_nsp_index"',
+    "catalog_duplicate": 'ERROR:  duplicate key value violates unique constraint "pg_class_oid_index"',
     "pg_class_index": "ERROR:  could not find pg_class tuple for index 2662",
     "wraparound_stop": "ERROR:  database is not accepting commands that assign new XIDs to avoid wraparound data loss "
     'in database "shop"',
