@@ -8,12 +8,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CoreError, Result};
-use crate::format::btree::{leaf_heap_tids, leaf_key, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD};
-use crate::format::itemid::{LP_DEAD, LP_NORMAL};
-use crate::format::page::Page;
+use crate::error::Result;
 use crate::format::vm;
-use crate::rows::evidence::IndexFiles;
+use crate::rows::evidence::{walk_leaves, IndexFiles};
 use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,54 +51,6 @@ pub struct PageEvidence {
     pub rows: Vec<NamedRow>,
 }
 
-/// One leaf entry: the heap TID it names, whether it is marked dead, its key bytes.
-struct Entry<'a> {
-    block: u64,
-    lp: u16,
-    dead: bool,
-    key: &'a [u8],
-}
-
-/// Calls `each` for every heap TID a leaf entry of `ix` names.
-fn walk_leaves(ix: &IndexFiles, cfg: &LossConfig, mut each: impl FnMut(Entry<'_>)) -> Result<()> {
-    let reader = BlockReader::new(&ix.files, cfg.blcksz, cfg.relseg_size);
-    let blcksz = cfg.blcksz as usize;
-    let mut tids = Vec::new();
-    let mut first = 1u64; // block 0 is the metapage
-    while first < ix.nblocks {
-        let count = 256u64.min(ix.nblocks - first);
-        let data =
-            reader.read(first, count).map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", ix.name)))?;
-        for bytes in data.chunks_exact(blcksz) {
-            let Some(page) = Page::new(bytes) else { continue };
-            if !page.header_is_sane(blcksz) {
-                continue;
-            }
-            let Some(o) = BTPageOpaqueData::from_page(&page) else { continue };
-            if !o.is_leaf() || o.btpo_flags & (BTP_DELETED | BTP_HALF_DEAD) != 0 {
-                continue;
-            }
-            let first_item = if o.is_rightmost() { 1 } else { 2 };
-            for (off, id) in page.item_ids() {
-                if off < first_item || !matches!(id.lp_flags(), LP_NORMAL | LP_DEAD) {
-                    continue;
-                }
-                let Some(t) = page.item_bytes(id) else { continue };
-                if !leaf_heap_tids(t, &mut tids) {
-                    continue;
-                }
-                let key = leaf_key(t).unwrap_or(&[]);
-                for tid in &tids {
-                    let dead = id.lp_flags() == LP_DEAD;
-                    each(Entry { block: u64::from(tid.block), lp: tid.offset, dead, key });
-                }
-            }
-        }
-        first += count;
-    }
-    Ok(())
-}
-
 /// The visibility map's all-visible bit of `block`.
 fn all_visible(reader: &BlockReader, block: u64, blcksz: u32) -> Option<bool> {
     let (vm_block, byte, shift) = vm::locate(block, blcksz);
@@ -117,7 +66,7 @@ pub fn loss_evidence(cfg: &LossConfig) -> Result<Vec<PageEvidence>> {
     let key_ix = cfg.indexes.iter().find(|ix| cfg.key_index.as_deref() == Some(ix.name.as_str()));
     for ix in &cfg.indexes {
         let keyed = key_ix.is_some_and(|k| k.name == ix.name);
-        walk_leaves(ix, cfg, |e| {
+        walk_leaves(ix, cfg.blcksz, cfg.relseg_size, |e| {
             if !want.contains(&e.block) {
                 return;
             }
@@ -172,7 +121,7 @@ fn rows_elsewhere(
     if keys.is_empty() {
         return Ok(out);
     }
-    walk_leaves(ix, cfg, |e| {
+    walk_leaves(ix, cfg.blcksz, cfg.relseg_size, |e| {
         if !e.dead && !want.contains(&e.block) && keys.contains(e.key) {
             out.entry(e.key.to_vec()).or_insert((e.block, e.lp));
         }
