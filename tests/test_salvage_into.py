@@ -279,5 +279,7 @@ def test_out_reads_region_by_region_around_damage(
     assert len(ids) == len(set(ids))
     sound = {k for k, v in truth.rows.items() if v[0] not in (15, 19, 30)}
     assert sound <= set(ids) and set(ids) <= set(truth.rows)
-    assert {x["block"] for x in got.report["lost"]} >= {30}
+    # the zeroed page's rows, in the loss account (possibly gone: no VACUUM has set the visibility map)
+    assert {x["block"] for x in got.report["lost"] + got.report["maybe_lost"]} >= {30}
+    assert 30 in {p["block"] for p in got.report["pages_lost"]} and not got.report["complete"]
     assert got.report["blocks"]["carved"] >= 2

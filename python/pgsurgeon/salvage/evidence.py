@@ -79,7 +79,11 @@ def evidence(s: Salvage, zero_blocks: list[int], page_infos: list[PageInfo]) -> 
     for e in tids:
         by_tid.setdefault((int(e["block"]), int(e["lp"])), []).append(e["index"])
     counted = _destroyed_pages(s, pages, destroyed, bool(tids), by_tid)
-    _account(s, pages, sorted(set(counted) | set(_zero_pages(s, zero_blocks, by_tid))), by_tid)
+    zero_lost = _zero_pages(s, zero_blocks, by_tid)
+    _account(s, pages, sorted(set(counted) | set(zero_lost)), by_tid)
+    for item in s.lost:
+        if item.get("account") and item["block"] in zero_lost:
+            item["zero"] = True
 
 
 def _beyond_end(s: Salvage, tids: list[IndexTid]) -> None:

@@ -78,7 +78,8 @@ def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
     }
     if s.deleted is not None:
         out["deleted"] = s.deleted
-    # rows the loss account says are possibly gone leave the salvage incomplete too: nothing says they were dead
-    possibly = any(x.get("account") for x in maybe)
+    # an all-zero page's rows possibly gone leave the salvage incomplete too: nothing says they were dead (on a
+    # page whose line pointers are gone, the rows carving found account for the live ones as far as anyone knows)
+    possibly = any(x.get("account") and x.get("zero") for x in maybe)
     out["complete"] = not lost and not possibly and s.carved.get("uncertain", 0) == 0
     return out
