@@ -10,11 +10,11 @@ import pytest
 from pgsurgeon.explain import coverage, translate
 from pgsurgeon.explain.patterns import PATTERNS
 
-pytestmark = pytest.mark.skipif(not coverage.available(), reason="a source checkout's tests/data/pgmessages")
 SUPPORTED = ("14", "15", "16", "17", "18")
 
 
 def test_the_catalogue_holds_every_supported_version_in_its_languages() -> None:
+    assert coverage.available(), coverage.DATA  # tests/conftest.py points at the checkout's data
     langs = coverage.catalogue()["languages"]
     for v in (*SUPPORTED, "9.6", "10", "11", "12", "13"):
         assert len(langs[v]["postgres"]) >= 10, (v, langs[v]["postgres"])
@@ -44,13 +44,13 @@ def test_no_false_alarm_in_any_language() -> None:
 
 @pytest.mark.parametrize("version", SUPPORTED)
 def test_translations_of_damage_messages_are_recognised(version: str) -> None:
-    """Each shipped language of the server: at least 9 in 10 damage messages read back (the rest are translations
-    a translator wrapped over several lines; docs/errors.md lists the figures)."""
+    """Each shipped language of the server: at least 19 in 20 damage messages read back (docs/errors.md lists the
+    figures and the few that are not: spread over three lines or more, or worded unlike their message)."""
     figs = coverage.measure().versions[version]
     assert len(figs.languages) >= 12
     for lang, (total, recognised) in figs.languages.items():
         if total >= 20:
-            assert recognised / total >= 0.9, (version, lang, total, recognised)
+            assert recognised / total >= 0.95, (version, lang, total, recognised)
 
 
 def test_translated_severity_words_come_from_the_catalogues() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import lzma
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,18 @@ from typing import Any
 from pgsurgeon.explain import printf
 from pgsurgeon.explain.matching import explain_text
 
-DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "pgmessages"
+
+def _data_dir() -> Path:
+    """Where the catalogues are: $PGSURGEON_PGMESSAGES, else the source tree this module runs from (an editable
+    install), else tests/data/pgmessages under the working directory (a checkout with the package installed)."""
+    env = os.environ.get("PGSURGEON_PGMESSAGES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[3] / "tests" / "data" / "pgmessages"
+    return here if here.is_dir() else Path.cwd() / "tests" / "data" / "pgmessages"
+
+
+DATA = _data_dir()
 SERVER = frozenset(("postgres", "elog", "amcheck"))
 NOT_DAMAGE = frozenset(("context", "wrapper", "grey"))
 

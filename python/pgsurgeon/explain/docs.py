@@ -112,7 +112,10 @@ def coverage_section() -> list[str]:
     out.append(", ".join(f"{lang} {r}/{t}" for lang, (t, r) in sorted(newest.items())) + ".")
     out += [
         "",
-        "A message missed in a language is one whose translation a translator broke over several lines.",
+        f"The {len(report.misses)} translated renderings not recognised (a message a translator spread over "
+        "three lines or more, or worded unlike the message it translates):",
         "",
     ]
+    out += [f"- `{m.split(': expected')[0][:110].replace(chr(10), ' ')}`" for m in report.misses]
+    out.append("")
     return out

@@ -318,7 +318,9 @@ def explain_text(text: str, where: Where | None = None) -> tuple[list[Explanatio
         exp = match_line(line, context, where)
         if i + 1 < len(entries) and (exp is None or not exp.pattern.regex.search(line)):
             nxt, nctx = entries[i + 1]
-            joined = match_line(line.rstrip() + " " + nxt.strip(), context + nctx, where)
+            # read back into English again: a translator may have wrapped the message, so that neither half alone
+            # is a known translation
+            joined = match_line(to_english(line.rstrip() + " " + nxt.strip(), True), context + nctx, where)
             if (
                 joined is not None
                 and joined.pattern.regex.search(joined.line)

@@ -741,6 +741,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "control_file",
         r"incorrect checksum in control file|database files are incompatible with server|"
+        # pg_controldata's and pg_resetwal's warning, whose first line is all a log or paste may keep
+        r"Calculated CRC checksum does not match value stored in file\.|"
         r"control file contains invalid (?:checkpoint location|database cluster state)",
         "pg_control is damaged or from another version",
         "global/pg_control (the cluster's checkpoint location, XID horizons and settings) fails its CRC or does not "

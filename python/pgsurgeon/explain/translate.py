@@ -92,23 +92,25 @@ def _compiled(source: str) -> re.Pattern[str]:
     return re.compile(source, re.IGNORECASE)
 
 
-def to_english(line: str) -> str:
+def to_english(line: str, every_language: bool = False) -> str:
     """``line`` (already made plain with :data:`TYPOGRAPHY`) with a translated severity word and a translated
     classified message made English; a wrapper's message (pg_dump's 'Error message from server: …') is read
-    again for the message it wraps. Unchanged when nothing in it is translated."""
+    again for the message it wraps. Unchanged when nothing in it is translated. ``every_language``: try every
+    language even for plain ASCII after an English severity (a wrapped line joined again, whose severity the
+    first reading made English: too slow for every line of a log)."""
     for _ in range(3):
-        english = _once(line)
+        english = _once(line, every_language)
         if english == line:
             return line
         line = english
     return line
 
 
-def _once(line: str) -> str:
+def _once(line: str, every_language: bool = False) -> str:
     english_level = _ENGLISH_LEVEL.search(line)
     cat = catalogue()
     langs = frozenset(cat.formats)
-    if english_level and line.isascii():
+    if english_level and line.isascii() and not every_language:
         langs = cat.english_words
         if not langs:
             return line
