@@ -110,3 +110,25 @@ def test_salvage_and_repair_against_ground_truth(lab_report: tuple[dict[str, Any
     for r in results(lab_report[0], "zero").values():  # a zeroed page: its rows are gone, and said so
         assert r["salvage"]["lost"] == r["rows_on_damaged_blocks"]
         assert r["repair"]["lost"] == r["rows_on_damaged_blocks"]
+
+
+def test_the_matrix_piped_is_one_whole_line_per_result() -> None:
+    """Piped, the matrix is plain lines, never a table folded mid-word into 80 columns (issue 28)."""
+    import io
+
+    from rich.console import Console
+
+    from pgsurgeon.labrun import report
+    from pgsurgeon.labrun.runner import LabRun, Result
+    from pgsurgeon.labrun.scenarios import SCENARIOS
+
+    results = [Result(s, "checksums", True, f"lab_{s.name.replace('-', '_')}", 2400) for s in SCENARIOS]
+    run = LabRun(1, list(SCENARIOS), results, [], 3.0, Path("/tmp"))
+    buf = io.StringIO()
+    report.print_matrix(run, Console(file=buf, width=80), plain=True)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 1 + len(SCENARIOS) and "│" not in buf.getvalue()
+    assert all(
+        ln.startswith(f"{s.name} (checksums on): SELECT *: ") for ln, s in zip(lines[1:], SCENARIOS, strict=True)
+    )
+    assert any(len(ln) > 80 for ln in lines[1:])  # whole, not folded to the console's width

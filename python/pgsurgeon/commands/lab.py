@@ -95,7 +95,8 @@ def _console() -> Console:
 
 
 def _matrix_console() -> Console:
-    """The terminal's width; piped or captured: $COLUMNS or 120 (the matrix folds its cells to fit)."""
+    """The terminal's width; piped or captured: $COLUMNS or 120 (the matrix folds its cells to fit, unless it is
+    printed plain: see report.print_matrix)."""
     console = term.console()
     if not console.is_terminal:
         console.width = int(os.environ.get("COLUMNS") or 120)
@@ -244,6 +245,7 @@ def run_default(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(run), indent=1, default=str))
     else:
         console = _console()
-        report.print_matrix(run, _matrix_console())
+        matrix = _matrix_console()
+        report.print_matrix(run, matrix, plain=not matrix.is_terminal and not os.environ.get("COLUMNS"))
         console.print("reports: " + ", ".join(str(p) for p in written.values()))
     return Exit.FAILED if any(r.error for r in run.results) else Exit.CLEAN

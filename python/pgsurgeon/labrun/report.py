@@ -121,10 +121,18 @@ def row(r: Result) -> list[str]:
     ]
 
 
-def print_matrix(run: LabRun, console: Any) -> None:
+def print_matrix(run: LabRun, console: Any, plain: bool = False) -> None:
+    """The matrix, fitted to a terminal's width (rich folds each cell within its column); ``plain`` (piped, no
+    $COLUMNS): one line a scenario and cluster, each cell whole, for a file or grep."""
     from pgsurgeon.render import term
 
-    # Fitted to the console's width: rich folds each cell within its column rather than widening the table.
+    if plain:
+        console.print(f"pgsurgeon lab — seed {run.seed}, {run.seconds:.0f}s", markup=False)
+        for r in run.results:
+            cells = row(r)
+            rest = "; ".join(f"{name}: {value}" for name, value in zip(COLUMNS[2:], cells[2:], strict=True))
+            console.print(f"{cells[0]} (checksums {cells[1]}): {rest}", markup=False, soft_wrap=True)
+        return
     t = term.table(title=f"pgsurgeon lab — seed {run.seed}, {run.seconds:.0f}s", show_lines=True)
     for name in COLUMNS:
         t.add_column(name, overflow="fold", ratio=2 if name in ("scenario", "checksums") else 3)
