@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import functools
 import re
 import string
 from dataclasses import dataclass, field
@@ -284,7 +285,49 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
 
 
 def _match(line: str) -> tuple[Pattern, dict[str, str]] | None:
-    for pattern in PATTERNS:
+    found = _match_cached(line)
+    return None if found is None else (found[0], dict(found[1]))
+
+
+def required_literal(regex: str) -> str:
+    """The longest plain text every match of ``regex`` contains (lowercase; '' when none is sure): outside any
+    group, class or escape, in a pattern with no top-level alternative, and not under a quantifier."""
+    depth, runs, run, i = 0, [""], "", 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "|" and depth == 0:
+            return ""
+        if depth == 0 and (c.isalnum() or c in " _-,'"):
+            run += c
+            i += 1
+            continue
+        if c in "?*{" and run:
+            run = run[:-1]  # the quantifier takes the character before it
+        runs.append(run)
+        run = ""
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            while i < len(regex) and regex[i] != "]":
+                i += 2 if regex[i] == "\\" else 1
+        depth += c == "(" and (i == 0 or regex[i - 1] != "\\")
+        depth -= c == ")" and depth > 0
+        i += 1
+    runs.append(run)
+    return max(runs, key=len).strip().lower()
+
+
+# each pattern's sure text: a line without it is not searched (most log lines match nothing)
+_REQUIRED = tuple((p, required_literal(p.regex.pattern)) for p in PATTERNS)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _match_cached(line: str) -> tuple[Pattern, dict[str, str]] | None:
+    """A log says the same thing many times: each distinct message is matched once."""
+    low = line.lower()
+    for pattern, required in _REQUIRED:
+        if required not in low:
+            continue
         m = pattern.regex.search(line)
         if m:
             return pattern, {k: v for k, v in m.groupdict().items() if v is not None}
@@ -317,17 +360,10 @@ def explain_text(text: str, where: Where | None = None) -> tuple[list[Explanatio
         line, context = entries[i]
         exp = match_line(line, context, where)
         if i + 1 < len(entries) and (exp is None or not exp.pattern.regex.search(line)):
-            nxt, nctx = entries[i + 1]
-            # read back into English again: a translator may have wrapped the message, so that neither half alone
-            # is a known translation
-            joined = match_line(to_english(line.rstrip() + " " + nxt.strip(), True), context + nctx, where)
-            if (
-                joined is not None
-                and joined.pattern.regex.search(joined.line)
-                and not (exp is None and match_line(nxt, nctx, where) is not None and _full(nxt))
-            ):
+            joined, taken = _joined(entries, i, exp is None, where)
+            if joined is not None:
                 exp = joined
-                i += 1
+                i += taken
         i += 1
         if exp is None:
             unknown.append(line)
@@ -338,6 +374,32 @@ def explain_text(text: str, where: Where | None = None) -> tuple[list[Explanatio
         else:
             found[key] = exp
     return list(found.values()), unknown
+
+
+_NEW_MESSAGE = re.compile(r"(?:ERROR|FATAL|PANIC|WARNING|LOG|NOTICE|INFO|DEBUG\d?):  ")
+
+
+def _joined(
+    entries: list[tuple[str, list[str]]], i: int, alone: bool, where: Where | None
+) -> tuple[Explanation | None, int]:
+    """The message of entry ``i`` read together with the next line, or the next two (a translator may have wrapped
+    the message so that no part alone is a known translation; French spreads some over three lines), and how many
+    lines that took. Three lines are tried only for text beyond ASCII: an English log never pays."""
+    line, context = entries[i]
+    nxt, nctx = entries[i + 1]
+    if _NEW_MESSAGE.match(nxt):  # a line of its own severity starts a message; it continues none
+        return None, 0
+    if alone and match_line(nxt, nctx, where) is not None and _full(nxt):
+        return None, 0
+    text, ctx = line.rstrip() + " " + nxt.strip(), context + nctx
+    exp = match_line(to_english(text, True), ctx, where)
+    if exp is not None and exp.pattern.regex.search(exp.line):
+        return exp, 1
+    if i + 2 >= len(entries) or text.isascii():
+        return None, 0
+    third, tctx = entries[i + 2]
+    exp = match_line(to_english(text + " " + third.strip(), True), ctx + tctx, where)
+    return (exp, 2) if exp is not None and exp.pattern.regex.search(exp.line) else (None, 0)
 
 
 def _full(line: str) -> bool:

@@ -27,10 +27,10 @@ TYPOGRAPHY = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013
 
 # a word (or two) followed by a colon and a space: where a severity can be
 _LEVEL_AT = re.compile(r"(?:^|(?<=[\s\]),>]))(?P<word>[^\s:\d][^\s:]*(?: [^\s:\d][^\s:]*)?) ?:\s")
-_ENGLISH_LEVEL = re.compile(
-    r"(?:^|[\s\]),])(?:ERROR|FATAL|PANIC|WARNING|NOTICE|LOG|INFO|DEBUG\d?|DETAIL|HINT|CONTEXT|STATEMENT|"
-    r"LOCATION|QUERY|error|warning|detail|hint|fatal):\s"
-)
+# the server's severity words and the client tools' (pg_dump writes 'error: ')
+_SEVERITIES = ("ERROR", "FATAL", "PANIC", "WARNING", "NOTICE", "LOG", "INFO", "DEBUG", "DETAIL", "HINT", "CONTEXT",
+               "STATEMENT", "LOCATION", "QUERY", "error", "warning", "detail", "hint", "fatal")  # fmt: skip
+_ENGLISH_LEVEL = re.compile(r"(?:^|[\s\]),])(?P<word>" + "|".join(_SEVERITIES).replace("DEBUG", r"DEBUG\d?") + r"):\s")
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,11 @@ class Catalogue:
     """translated severity word -> (English word, languages that use it)."""
     formats: dict[str, tuple[Format, ...]]
     """language -> formats, the most specific first."""
-    english_words: frozenset[str]
-    """The languages whose severity words are English (Spanish, Indonesian, …): their messages can be plain
-    ASCII after an English 'ERROR:'."""
+    ascii_formats: dict[str, tuple[Format, ...]]
+    """language -> the formats a message of plain ASCII can match (an English log's lines: few)."""
+    untranslated: dict[str, frozenset[str]]
+    """English severity word -> the languages that leave it English (Spanish and Japanese write 'ERROR', German
+    'DETAIL', Czech translates neither): their messages can be plain ASCII after it."""
 
 
 @functools.cache
@@ -68,12 +70,28 @@ def catalogue() -> Catalogue:
             word = word.translate(TYPOGRAPHY).strip().rstrip(":").strip()
             if word and word != english:
                 levels.setdefault(word, (english, set()))[1].add(lang)
-    formats = {lang: tuple(sorted(_formats(pairs), key=lambda f: -f.literal)) for lang, pairs in
+    formats = {lang: tuple(sorted(_formats(pairs), key=_specific_first)) for lang, pairs in
                data["messages"].items()}  # fmt: skip
-    english_words = frozenset(
-        lang for lang, words in data["levels"].items() if any(w.strip().rstrip(":").strip() == "ERROR" for w in words)
-    )
-    return Catalogue({w: (e, frozenset(ls)) for w, (e, ls) in levels.items()}, formats, english_words)
+    ascii_formats = {lang: tuple(f for f in fs if f.anchor.isascii()) for lang, fs in formats.items()}
+    return Catalogue({w: (e, frozenset(ls)) for w, (e, ls) in levels.items()}, formats, ascii_formats,
+                     _untranslated(data["levels"]))  # fmt: skip
+
+
+def _untranslated(levels: dict[str, dict[str, str]]) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for lang, words in levels.items():
+        kept = {w.strip().rstrip(":").strip() for w, e in words.items() if w.strip().rstrip(":").strip() == e}
+        translated = set(words.values()) - kept
+        for english in _SEVERITIES:
+            if english in kept or english not in translated:
+                out.setdefault(english, set()).add(lang)
+    return {w: frozenset(ls) for w, ls in out.items()}
+
+
+def _specific_first(f: Format) -> tuple[int, int]:
+    """The most literal translation first; of English formats translated alike (Russian renders 'could not open
+    file' and 'could not open control file' the same), the plainest English, which claims the least."""
+    return -f.literal, len(f.english)
 
 
 def _formats(pairs: list[list[str]]) -> list[Format]:
@@ -82,7 +100,7 @@ def _formats(pairs: list[list[str]]) -> list[Format]:
         translated = translated.translate(TYPOGRAPHY).strip()
         source, indices = printf.to_regex(translated)
         parts = printf.literal_parts(translated)
-        anchor = max(parts, key=len).strip().lower()
+        anchor = " ".join(max(parts, key=len).lower().split())  # a translator's line break is a space in a log
         out.append(Format(english, source, tuple(indices), anchor, sum(len(p.strip()) for p in parts)))
     return out
 
@@ -111,7 +129,7 @@ def _once(line: str, every_language: bool = False) -> str:
     cat = catalogue()
     langs = frozenset(cat.formats)
     if english_level and line.isascii() and not every_language:
-        langs = cat.english_words
+        langs = cat.untranslated.get(english_level["word"].rstrip("0123456789"), frozenset())
         if not langs:
             return line
     head, level, message = "", "", line
@@ -126,7 +144,12 @@ def _once(line: str, every_language: bool = False) -> str:
         if english_level and m.start() >= english_level.start():
             head, message = line[: english_level.end()], line[english_level.end() :]
             break
-    rendered = _message(message.strip(), langs, cat)
+    rendered = _message(message.strip(), langs)
+    if rendered is None and level and head.strip():
+        # the 'severity' may be a word of the message itself (Georgian pg_dump: 'ცხრილის ("t") დამპის შეცდომა: …')
+        whole = _message(line.strip(), langs)
+        if whole is not None:
+            return whole
     if rendered is None and not level:
         return line
     body = rendered if rendered is not None else message.strip()
@@ -136,13 +159,16 @@ def _once(line: str, every_language: bool = False) -> str:
     return f"{head}{level}:{sep}{body}"
 
 
-def _message(message: str, langs: frozenset[str], cat: Catalogue) -> str | None:
+@functools.lru_cache(maxsize=1 << 14)
+def _message(message: str, langs: frozenset[str]) -> str | None:
     """The English rendering of a translated classified message (the whole rest of the line after the severity:
     a translation of 'could not open file' must not be found inside one of 'could not open configuration
-    file'), or None."""
-    low = message.lower()
+    file'), or None. A log repeats its messages: each distinct one is read once."""
+    cat = catalogue()
+    low = " ".join(message.lower().split())
+    formats = cat.ascii_formats if low.isascii() else cat.formats
     for lang in sorted(langs):
-        for f in cat.formats.get(lang, ()):
+        for f in formats.get(lang, ()):
             if f.anchor not in low:
                 continue
             m = _compiled(f.source).fullmatch(message)
