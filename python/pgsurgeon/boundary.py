@@ -242,6 +242,7 @@ class ScanOptions(TypedDict):
     jobs: NotRequired[int | None]
     toast_max_chunk_size: NotRequired[int]
     backup_start_lsn: NotRequired[int | None]
+    health_major: NotRequired[int | None]
 
 
 class ScannerConfig(TypedDict):
@@ -378,6 +379,50 @@ class PageNote(TypedDict):
     lsn: str
 
 
+class TupleFigures(TypedDict):
+    """crates/core/src/health/pages.rs ``TupleFigures``: pgstattuple's counts."""
+
+    tuple_count: int
+    tuple_len: int
+    dead_tuple_count: int
+    dead_tuple_len: int
+    free_space: int
+    undecided: int
+
+
+class BtreeFigures(TypedDict):
+    """crates/core/src/health/pages.rs ``BtreeFigures``: pgstatindex's counts and pgstattuple's of the index."""
+
+    version: int
+    tree_level: int
+    root_block_no: int
+    internal_pages: int
+    leaf_pages: int
+    empty_pages: int
+    deleted_pages: int
+    max_avail: int
+    leaf_free_space: int
+    fragments: int
+    next_adjacent: int
+    leaf_items: list[tuple[int, int]]
+    tuples: TupleFigures
+
+
+class RelationHealth(TypedDict):
+    """crates/core/src/health/mod.rs ``RelationHealth``: one main fork's health figures."""
+
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    kind: str
+    blocks: int
+    zero_pages: int
+    heap: NotRequired[TupleFigures]
+    btree: NotRequired[BtreeFigures]
+    vm_all_visible: int
+    vm_all_frozen: int
+
+
 class ScanResult(TypedDict):
     """crates/core/src/checks/scan/ ``ScanResult``."""
 
@@ -385,6 +430,7 @@ class ScanResult(TypedDict):
     findings: list[FileFinding]
     skipped: NotRequired[list[SkippedRange]]
     after_backup_start: NotRequired[list[PageNote]]
+    health: NotRequired[list[RelationHealth]]
 
 
 class RelationFile(TypedDict):

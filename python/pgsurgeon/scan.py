@@ -21,7 +21,7 @@ from pgsurgeon.findings import Finding, from_file
 from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
-    from pgsurgeon.boundary import ControlFile, Horizons, ScannerConfig, ScanOptions
+    from pgsurgeon.boundary import ControlFile, Horizons, RelationHealth, ScannerConfig, ScanOptions
 
 
 def parse_lsn(text: str) -> int:
@@ -44,6 +44,8 @@ class ScanRequest:
     connection: the scan then does not connect for them, and names no relation."""
     next_xid: Callable[[], int] | None = None
     """The server's next XID on the caller's connection (a live scan otherwise connects for it)."""
+    health: bool = False
+    """Count the storage-health figures too (:mod:`pgsurgeon.health`), in the same pass over the pages."""
 
 
 @dataclass
@@ -61,6 +63,8 @@ class ScanOutcome:
     """Scanning a base backup: its form, backup_label and the manifest check."""
     owners: dict[tuple[str, str], str] = field(default_factory=dict)
     """(database, index or TOAST table) -> the table it belongs to, qualified names: next steps act on the table."""
+    health: list[RelationHealth] = field(default_factory=list)
+    """With ``ScanRequest.health``: each main fork's health figures."""
 
 
 def _control_options(control: ControlFile, checksums: str, live: bool) -> ScanOptions:
@@ -231,6 +235,8 @@ def _run_scan(
         options["horizons"] = None
         options["clean_shutdown_lsn"] = None
     options["jobs"] = req.jobs
+    if req.health:
+        options["health_major"] = int(control["major_version"])
     if backup is not None:
         options["backup_start_lsn"] = backup.start_lsn
     names: dict[RelKey, Relation] = {}
@@ -316,6 +322,7 @@ def _run_scan(
         result.get("skipped", []),
         backup_doc,
         _owners(names, options.get("relations") or []),
+        result.get("health", []),
     )
 
 

@@ -21,6 +21,9 @@ pub mod sources;
 /// Transaction status from the SLRUs and the visibility of heap tuples.
 pub mod visibility;
 
+/// Storage health: pgstattuple's and pgstatindex's figures counted from the pages.
+pub mod health;
+
 /// Damage detection: page checks, relation scans, inspection and diagnosis.
 pub mod checks;
 

@@ -7,6 +7,7 @@ from types import ModuleType
 
 NAMES: dict[str, str] = {
     "scan": "scan",
+    "health": "health",
     "inspect": "inspect",
     "control": "control",
     "files": "files",

@@ -95,6 +95,9 @@ pub struct ScanOptions {
     /// noted as information and not checked.
     #[serde(default)]
     pub backup_start_lsn: Option<u64>,
+    /// Count storage-health figures too ([`crate::health`]), with the definitions of this server major version.
+    #[serde(default)]
+    pub health_major: Option<u32>,
 }
 
 fn default_toast_chunk() -> u32 {
@@ -115,6 +118,7 @@ impl Default for ScanOptions {
             jobs: None,
             toast_max_chunk_size: default_toast_chunk(),
             backup_start_lsn: None,
+            health_major: None,
         }
     }
 }
@@ -170,6 +174,9 @@ pub struct ScanResult {
     /// The first [`MAX_NOTES`] pages newer than a backup's start.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub after_backup_start: Vec<PageNote>,
+    /// With [`ScanOptions::health_major`]: each main fork's storage-health figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<crate::health::RelationHealth>,
 }
 
 /// Pages listed one by one in [`ScanResult::after_backup_start`]; the summary counts them all.

@@ -131,6 +131,7 @@ fn context<'a>(
     opts: &'a ScanOptions,
     progress: &'a Progress,
     meta: &HashMap<RelKey, &'a RelMeta>,
+    vis: Option<&'a crate::visibility::service::Visibility>,
 ) -> Ctx<'a> {
     let kinds = in_read_order(
         relations,
@@ -140,7 +141,11 @@ fn context<'a>(
     let natts = relations.iter().map(|r| meta.get(&key_of(r)).and_then(|m| m.natts)).collect();
     let metas =
         relations.iter().map(|r| if r.fork == Fork::Main { meta.get(&key_of(r)).copied() } else { None }).collect();
-    Ctx { root, opts, kinds, natts, metas, progress }
+    let health = opts
+        .health_major
+        .zip(vis)
+        .map(|(major, vis)| crate::health::Counting { defs: crate::health::Definitions::for_major(major), vis });
+    Ctx { root, opts, kinds, natts, metas, progress, health }
 }
 
 /// The work units: each segment file cut into chunks of `opts.chunk_blocks` blocks, with their relation's index,
@@ -201,7 +206,12 @@ pub(super) fn scan_on_pool(
     }
     refuse_unreadable(root, relations)?;
     let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
-    let ctx = context(root, relations, opts, progress, &meta);
+    // Health figures judge each heap tuple live or dead: by its hint bits, else by the data directory's pg_xact.
+    let vis = opts.health_major.map(|_| {
+        let clog = crate::visibility::xact::Clog::open(root, opts.blcksz);
+        crate::visibility::service::Visibility::new(clog, HashMap::new(), HashMap::new(), opts.horizons)
+    });
+    let ctx = context(root, relations, opts, progress, &meta, vis.as_ref());
     let plan = Plan::new(relations, opts, &meta, &ctx);
     let chunks = run_units(&ctx, relations, &plan);
     if progress.cancelled.load(Ordering::Relaxed) {

@@ -29,6 +29,7 @@ struct Assembly {
     findings: Vec<FileFinding>,
     skipped: Vec<SkippedRange>,
     after_backup_start: Vec<PageNote>,
+    health: Vec<crate::health::RelationHealth>,
 }
 
 pub(super) fn assemble(
@@ -76,6 +77,7 @@ pub(super) fn assemble(
     let cross = CrossRefs { vm, fsm_of, zero_refs };
     let mut out = Assembly {
         summary: ScanSummary { relations: relations.len() as u64, ..Default::default() },
+        health: health_of(ctx, relations, plan, &mut per_rel),
         ..Default::default()
     };
     for (ri, cs) in per_rel.iter_mut().enumerate() {
@@ -238,8 +240,45 @@ impl Assembly {
             findings: self.findings,
             skipped: self.skipped,
             after_backup_start: self.after_backup_start,
+            health: self.health,
         }
     }
+}
+
+/// Each main fork's health figures, summed over its chunks, with its visibility map's counts.
+fn health_of(
+    ctx: &Ctx<'_>,
+    relations: &[Relation],
+    plan: &Plan,
+    per_rel: &mut [Vec<ChunkSummary>],
+) -> Vec<crate::health::RelationHealth> {
+    if ctx.opts.health_major.is_none() {
+        return Vec::new();
+    }
+    let mut accs: Vec<crate::health::HealthAcc> = per_rel
+        .iter_mut()
+        .map(|cs| {
+            let mut acc = crate::health::HealthAcc::default();
+            for c in cs.iter_mut() {
+                acc.merge(std::mem::take(&mut c.health));
+            }
+            acc
+        })
+        .collect();
+    let vm: HashMap<RelKey, (u64, u64)> = relations
+        .iter()
+        .zip(&accs)
+        .filter(|(r, _)| r.fork == Fork::Vm)
+        .map(|(r, a)| (key_of(r), a.vm_counts()))
+        .collect();
+    let mut out = Vec::new();
+    for (ri, rel) in relations.iter().enumerate().filter(|(_, r)| r.fork == Fork::Main) {
+        let acc = std::mem::take(&mut accs[ri]);
+        let mut h = acc.finish(key_of(rel), ctx.kinds[ri], plan.nblocks[ri]);
+        (h.vm_all_visible, h.vm_all_frozen) = vm.get(&key_of(rel)).copied().unwrap_or_default();
+        out.push(h);
+    }
+    out
 }
 
 fn file_finding(rel: &Relation, finding: Finding, path: String) -> FileFinding {

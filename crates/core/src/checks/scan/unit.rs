@@ -28,6 +28,8 @@ pub(super) struct Ctx<'a> {
     /// Catalog knowledge per relation fork (main forks only).
     pub(super) metas: Vec<Option<&'a RelMeta>>,
     pub(super) progress: &'a Progress,
+    /// With health figures asked for: how to count them.
+    pub(super) health: Option<crate::health::Counting<'a>>,
 }
 
 /// One chunk of one segment file.
@@ -67,6 +69,8 @@ pub(super) struct ChunkSummary {
     pub(super) toast_ptrs: Vec<(u64, u16, crate::format::tuple::ToastPointer)>,
     /// The chunks found in a TOAST table's pages.
     pub(super) toast_inv: Option<crate::format::toast::ChunkInventory>,
+    /// With health figures asked for: this chunk's share.
+    pub(super) health: crate::health::HealthAcc,
 }
 
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
@@ -122,6 +126,7 @@ struct UnitPages<'a> {
     collect_lp: bool,
     /// For a btree whose heap was scanned: that heap's line pointers.
     heap: Option<&'a HeapMap>,
+    health: Option<&'a crate::health::Counting<'a>>,
 }
 
 pub(super) fn scan_unit(
@@ -167,6 +172,7 @@ pub(super) fn scan_unit(
         meta: ctx.metas[rel_index],
         collect_lp,
         heap,
+        health: ctx.health.as_ref(),
     };
     for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
         if ctx.progress.cancelled.load(Ordering::Relaxed) {
@@ -230,6 +236,9 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     let opts = s.opts;
     let blcksz = opts.blcksz as usize;
     if page.is_all_zero() {
+        if let (Some(c), Fork::Main) = (s.health, s.fork) {
+            out.health.new_page(c, s.kind, block, page);
+        }
         out.zero_blocks.push(block);
         out.zero_pages += 1;
         if s.collect_lp {
@@ -251,6 +260,12 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     };
     let page_kind = if page.header().is_new() { PageKind::Uninitialized } else { page_kind };
     out.findings.extend(check_page_in(page, page_kind, Some(block), verify, &s.heap_ctx));
+    if let Some(c) = s.health {
+        match page_kind {
+            PageKind::Uninitialized if s.fork == Fork::Main => out.health.new_page(c, s.kind, block, page),
+            k => out.health.page(c, s.fork, k, block, page),
+        }
+    }
     let sane = page.header_is_sane(blcksz);
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);

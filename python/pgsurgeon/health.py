@@ -1,0 +1,186 @@
+"""Storage health from the files: the figures pgstattuple and pgstatindex give, for every table and btree index of a
+stopped cluster, a base backup or a running server's files, counted by the scan in its one pass over the pages
+(crates/core/src/health). Named as PostgreSQL names them, and rounded as it rounds them (two decimals, NaN for an
+index with no leaves), so the two can be compared figure for figure.
+
+Where the definitions differ: pgstattuple judges a tuple with a dirty snapshot on the running server; here a tuple
+is judged by its hint bits and pg_xact, and one whose transaction the files cannot settle (the server running, or
+a crash) counts as live, as a running transaction's does there, and is counted in ``undecided``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import BtreeFigures, RelationHealth, TupleFigures
+    from pgsurgeon.catalog.names import RelKey
+    from pgsurgeon.catalog.relation import Relation
+    from pgsurgeon.findings import Finding
+
+
+@dataclass
+class HealthRequest:
+    pgdata: Path
+    dsn: str | None = None
+    databases: list[str] = field(default_factory=list)
+    relations: list[str] = field(default_factory=list)
+    live: bool = False
+    jobs: int | None = None
+    system: bool = False
+    """Count the system catalogs too (pg_catalog, information_schema)."""
+
+
+SYSTEM_SCHEMAS = frozenset(("pg_catalog", "information_schema"))
+
+
+def _pct(part: int, whole: int) -> float:
+    """pgstattuple's percentage: printed with two decimals (``%.2f``), 0 for an empty relation."""
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def pgstattuple_row(t: TupleFigures, table_len: int) -> dict[str, int | float]:
+    """The row ``pgstattuple(rel)`` returns, from the counted figures."""
+    return {
+        "table_len": table_len,
+        "tuple_count": t["tuple_count"],
+        "tuple_len": t["tuple_len"],
+        "tuple_percent": _pct(t["tuple_len"], table_len),
+        "dead_tuple_count": t["dead_tuple_count"],
+        "dead_tuple_len": t["dead_tuple_len"],
+        "dead_tuple_percent": _pct(t["dead_tuple_len"], table_len),
+        "free_space": t["free_space"],
+        "free_percent": _pct(t["free_space"], table_len),
+    }
+
+
+def pgstatindex_row(b: BtreeFigures, block_size: int) -> dict[str, int | float]:
+    """The row ``pgstatindex(index)`` returns: the metapage is counted in index_size, an all-zero page as an
+    internal one (pgstatindex.c), NaN where there are no leaves."""
+    pages = 1 + b["leaf_pages"] + b["internal_pages"] + b["deleted_pages"] + b["empty_pages"]
+    density = 100.0 - b["leaf_free_space"] / b["max_avail"] * 100.0 if b["max_avail"] else math.nan
+    frag = b["fragments"] / b["leaf_pages"] * 100.0 if b["leaf_pages"] else math.nan
+    return {
+        "version": b["version"],
+        "tree_level": b["tree_level"],
+        "index_size": pages * block_size,
+        "root_block_no": b["root_block_no"],
+        "internal_pages": b["internal_pages"],
+        "leaf_pages": b["leaf_pages"],
+        "empty_pages": b["empty_pages"],
+        "deleted_pages": b["deleted_pages"],
+        "avg_leaf_density": round(density, 2),
+        "leaf_fragmentation": round(frag, 2),
+    }
+
+
+@dataclass
+class RelationFigures:
+    """One relation's health: what was counted, and the rows PostgreSQL's functions would return."""
+
+    key: RelKey
+    relation: Relation | None
+    counted: RelationHealth
+    block_size: int
+    owner: str = ""
+    """For an index or TOAST table (or a TOAST table's index): the table it belongs to, qualified."""
+
+    @property
+    def name(self) -> str:
+        return self.relation.qualified if self.relation is not None else f"relfilenode {self.key[2]}"
+
+    @property
+    def database(self) -> str:
+        return self.relation.database if self.relation is not None else str(self.key[1])
+
+    @property
+    def kind(self) -> str:
+        return self.counted["kind"]
+
+    @property
+    def size(self) -> int:
+        return self.counted["blocks"] * self.block_size
+
+    def pgstattuple(self) -> dict[str, int | float] | None:
+        """pgstattuple's row: of a table's tuples, or of a btree's index tuples; None for other kinds."""
+        if "heap" in self.counted:
+            return pgstattuple_row(self.counted["heap"], self.size)
+        if "btree" in self.counted:
+            return pgstattuple_row(self.counted["btree"]["tuples"], self.size)
+        return None
+
+    def pgstatindex(self) -> dict[str, int | float] | None:
+        return pgstatindex_row(self.counted["btree"], self.block_size) if "btree" in self.counted else None
+
+    def leaf_histogram(self) -> list[tuple[int, int]]:
+        """(items on a leaf, leaves with that many), ascending: how full the leaves are, page by page."""
+        return [(int(i), int(n)) for i, n in self.counted["btree"]["leaf_items"]] if "btree" in self.counted else []
+
+    def in_order_leaves(self) -> float:
+        """The percentage of leaves whose right sibling is the next block (a range scan reads them in order)."""
+        b = self.counted.get("btree")
+        return _pct(b["next_adjacent"], b["leaf_pages"]) if b else math.nan
+
+
+@dataclass
+class HealthOutcome:
+    scan: ScanOutcome
+    relations: list[RelationFigures]
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The damage the same pass found: figures of a damaged relation count only what its pages still show."""
+        return self.scan.findings
+
+
+def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] | None = None) -> HealthOutcome:
+    """One scan of the selected relations with the health figures counted."""
+    outcome = run_scan(
+        ScanRequest(
+            pgdata=req.pgdata,
+            dsn=req.dsn,
+            databases=req.databases,
+            relations=req.relations,
+            live=req.live,
+            jobs=req.jobs,
+            health=True,
+        ),
+        on_progress,
+    )
+    block_size = int(outcome.control["blcksz"])
+    figures = []
+    for h in outcome.health:
+        key = (h["tablespace_oid"], h["database_oid"], h["relfilenode"])
+        rel = outcome.names.get(key)
+        f = RelationFigures(key, rel, h, block_size, _table_of(outcome.owners, rel))
+        if req.system or rel is None or (f.owner or rel.qualified).split(".", 1)[0] not in SYSTEM_SCHEMAS:
+            figures.append(f)
+    return HealthOutcome(outcome, in_report_order(figures))
+
+
+def _table_of(owners: dict[tuple[str, str], str], rel: Relation | None) -> str:
+    """The table an index, TOAST table or TOAST index belongs to ('' for a table itself)."""
+    if rel is None:
+        return ""
+    owner = owners.get((rel.database, rel.qualified), "")
+    return owners.get((rel.database, owner), owner) if owner else ""
+
+
+def in_report_order(figures: list[RelationFigures]) -> list[RelationFigures]:
+    """By database; in each, the tables largest first (with their TOAST table and indexes), each followed by its
+    TOAST table and then its indexes; relations with no name last."""
+    groups: dict[tuple[str, str], list[RelationFigures]] = {}
+    for f in figures:
+        groups.setdefault((f.database, f.owner or f.name), []).append(f)
+    for members in groups.values():
+        members.sort(key=lambda f: (bool(f.owner), f.kind != "heap", f.name))
+    order = sorted(
+        groups.items(),
+        key=lambda g: (g[0][0], g[1][0].relation is None, -sum(f.size for f in g[1]), g[0][1]),
+    )
+    return [f for _, members in order for f in members]
