@@ -243,6 +243,7 @@ class ScanOptions(TypedDict):
     toast_max_chunk_size: NotRequired[int]
     backup_start_lsn: NotRequired[int | None]
     health_major: NotRequired[int | None]
+    checks: NotRequired[bool]
 
 
 class ScannerConfig(TypedDict):

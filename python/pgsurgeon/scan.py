@@ -46,6 +46,8 @@ class ScanRequest:
     """The server's next XID on the caller's connection (a live scan otherwise connects for it)."""
     health: bool = False
     """Count the storage-health figures too (:mod:`pgsurgeon.health`), in the same pass over the pages."""
+    checks: bool = True
+    """Check the pages for damage; off (with ``health``), only the figures are counted."""
 
 
 @dataclass
@@ -141,7 +143,7 @@ def _scan_once(
 
 
 def _files_catalog(
-    pgdata: Path, in_backup: bool = False
+    pgdata: Path, in_backup: bool = False, descs: bool = True
 ) -> tuple[dict[RelKey, Relation], list[Any], dict[str, int], str | None]:
     """Names and relation descriptions from the catalog in the data files, when no server is given; a warning
     instead when the catalog cannot be read there (the scan then goes on without names)."""
@@ -151,7 +153,7 @@ def _files_catalog(
 
     try:
         fc = FilesCatalog(pgdata)
-        names, metas = relation_index(fc)
+        names, metas = relation_index(fc, descs)
         dbs = {d.name: d.oid for d in fc.databases()}
     except (ValueError, OSError) as exc:
         return {}, [], {}, f"relations are not named: the catalog could not be read from the files ({exc})"
@@ -237,6 +239,7 @@ def _run_scan(
     options["jobs"] = req.jobs
     if req.health:
         options["health_major"] = int(control["major_version"])
+    options["checks"] = req.checks
     if backup is not None:
         options["backup_start_lsn"] = backup.start_lsn
     names: dict[RelKey, Relation] = {}
@@ -249,7 +252,7 @@ def _run_scan(
         with db.connect(req.dsn) as conn:
             databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
     else:
-        names, metas, databases_by_name, why = _files_catalog(req.pgdata, in_backup=backup is not None)
+        names, metas, databases_by_name, why = _files_catalog(req.pgdata, backup is not None, descs=req.checks)
         options["relations"] = metas
         if why:
             warnings.append(why)

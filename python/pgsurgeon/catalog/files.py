@@ -182,13 +182,18 @@ class DbCatalog:
 
     def load(self) -> DbCatalog:
         """Reads the catalogs the row engine and restore.sql need, each from its own heap file."""
-        for r in self.read(PG_NAMESPACE, ["oid", "nspname"]):
-            self.namespaces[_i(r["oid"])] = r["nspname"] or ""
-        self._load_classes()
+        self.load_relations()
         self._load_attributes()
         self._load_types()
         self._load_constraints()
         self._load_others()
+        return self
+
+    def load_relations(self) -> DbCatalog:
+        """Only the relations and their schemas: what names files (pg_attribute, the largest catalog, unread)."""
+        for r in self.read(PG_NAMESPACE, ["oid", "nspname"]):
+            self.namespaces[_i(r["oid"])] = r["nspname"] or ""
+        self._load_classes()
         return self
 
     def _load_classes(self) -> None:
@@ -514,15 +519,16 @@ PG_INDEX = 2610
 _STORAGE_KINDS = ("r", "i", "S", "t", "m")
 
 
-def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, Relation], list[list[Any]]]:
+def relation_index(fc: FilesCatalog, descs: bool = True) -> tuple[dict[RelKey, Relation], list[list[Any]]]:
     """Names of every relation file, and what a scan needs to check each (the files source of what
-    relation_names.sql and scan_metadata.sql ask a server)."""
+    relation_names.sql and scan_metadata.sql ask a server). ``descs``: with each table's columns, for the checks of
+    its tuples' attributes (without them, pg_attribute is not read)."""
     names: dict[RelKey, Relation] = {}
     metas: list[list[Any]] = []
     for d in fc.databases():
         if not d.allow_connections:
             continue
-        cat = fc.database(d)
+        cat = fc.database(d) if descs else DbCatalog(fc, d).load_relations()
         heap_of = {_i(r["indexrelid"]): _i(r["indrelid"]) for r in cat.read(PG_INDEX, ["indexrelid", "indrelid"])}
         keys: dict[int, RelKey] = {}
 
@@ -544,7 +550,7 @@ def relation_index(fc: FilesCatalog) -> tuple[dict[RelKey, Relation], list[list[
             names[k] = replace(r, database="" if k[1] == 0 else d.name, relfilenode=k[2])
             heap = key(heap_of[oid]) if amname == "btree" and oid in heap_of else None
             toast = key(r.toast_oid) if r.toast_oid else None
-            desc = cat.rel_desc(r) if r.relkind in ("r", "m") else None
+            desc = cat.rel_desc(r) if descs and r.relkind in ("r", "m") else None
             meta = {
                 "kind": r.kind,
                 "natts": r.natts,

@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     options.add_connection(p, optional=True, purpose="to name relations (without one, names come from the files)")
     p.add_argument("--database", action="append", default=[], help="only this database (name, or OID)")
     options.add_table(p, repeat=True, help="only this table (name, or relfilenode), with its TOAST table and indexes")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check every page for damage in the same pass, as scan does (slower); exit 2 when damage is found",
+    )
     p.add_argument("--system", action="store_true", help="the system catalogs too (pg_catalog, information_schema)")
     p.add_argument(
         "--live",
@@ -68,6 +73,7 @@ def request_from_args(args: argparse.Namespace) -> HealthRequest:
         live=args.live,
         jobs=args.jobs,
         system=args.system,
+        checks=args.check,
     )
 
 
@@ -96,7 +102,8 @@ def to_json(outcome: HealthOutcome) -> dict[str, Any]:
     return {
         "pgdata": str(outcome.scan.pgdata),
         "seconds": outcome.scan.summary["seconds"],
-        "damage_findings": outcome.scan.summary["findings"],
+        "checked": outcome.checked,
+        "damage_findings": outcome.scan.summary["findings"] if outcome.checked else None,
         "warnings": outcome.scan.warnings,
         "relations": [relation_json(f) for f in outcome.relations],
         "suggestions": suggestions(outcome),
@@ -168,6 +175,8 @@ def render_text(outcome: HealthOutcome, console: Console) -> None:
             markup=False,
             style="yellow",
         )
+    elif not outcome.checked:
+        console.print("\npages not checked for damage (--check does it in the same pass)", markup=False, style="dim")
     todo = suggestions(outcome)
     if todo:
         console.print("\nnext:", markup=False)

@@ -8,11 +8,14 @@
 use serde::Serialize;
 
 use crate::format::btree::{BTMetaPageData, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF};
-use crate::format::heap::HeapTupleHeaderData;
+use crate::format::heap::{
+    HeapTupleHeaderData, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMIN_COMMITTED,
+    HEAP_XMIN_INVALID,
+};
 use crate::format::itemid::{LP_DEAD, LP_NORMAL, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, PD_HAS_FREE_LINES, SIZE_OF_PAGE_HEADER_DATA};
 use crate::visibility::service::Visibility;
-use crate::visibility::xact::TupleState;
+use crate::visibility::xact::{xmax_locked_only, TupleState};
 
 /// The server major version whose definitions are counted with: the free space of PostgreSQL 18 and later is exact.
 #[derive(Debug, Clone, Copy)]
@@ -94,8 +97,9 @@ pub fn heap_page(page: &Page<'_>, vis: &Visibility, defs: Definitions) -> TupleF
             continue;
         }
         let len = u64::from(id.lp_len());
-        let state = match page.item_bytes(id).and_then(HeapTupleHeaderData::parse) {
-            Some(h) => vis.state(&h, false),
+        let state = match page.item_bytes(id) {
+            Some(t) => hinted(t)
+                .unwrap_or_else(|| HeapTupleHeaderData::parse(t).map_or(TupleState::Unknown, |h| vis.state(&h, false))),
             None => TupleState::Unknown,
         };
         match state {
@@ -111,6 +115,21 @@ pub fn heap_page(page: &Page<'_>, vis: &Visibility, defs: Definitions) -> TupleF
         }
     }
     f
+}
+
+/// What a dirty snapshot decides from the hint bits alone (`HeapTupleSatisfiesDirty`, heapam_visibility.c): the
+/// inserter committed (or froze) and no one deleted it, or deleted it for good; the inserter aborted. Most tuples
+/// of a settled table are one of these; the rest go to the judge.
+fn hinted(tuple: &[u8]) -> Option<TupleState> {
+    let m = u16::from_le_bytes([*tuple.get(20)?, *tuple.get(21)?]);
+    if m & HEAP_XMIN_COMMITTED == 0 {
+        return (m & HEAP_XMIN_INVALID != 0).then_some(TupleState::Dead);
+    }
+    if m & HEAP_XMAX_INVALID != 0 {
+        return Some(TupleState::Live);
+    }
+    let deleted = m & HEAP_XMAX_COMMITTED != 0 && m & HEAP_XMAX_IS_MULTI == 0 && !xmax_locked_only(m);
+    deleted.then_some(TupleState::RecentlyDead)
 }
 
 /// pgstatindex's figures for a btree (`BTIndexStat`, pgstatindex.c) and pgstattuple's for its tuples, summed over

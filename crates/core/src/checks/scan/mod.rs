@@ -98,6 +98,14 @@ pub struct ScanOptions {
     /// Count storage-health figures too ([`crate::health`]), with the definitions of this server major version.
     #[serde(default)]
     pub health_major: Option<u32>,
+    /// Check the pages for damage (the default). Off, a scan only counts its health figures: as fast as the pages
+    /// can be read, and nothing said about damage.
+    #[serde(default = "yes")]
+    pub checks: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_toast_chunk() -> u32 {
@@ -119,6 +127,7 @@ impl Default for ScanOptions {
             toast_max_chunk_size: default_toast_chunk(),
             backup_start_lsn: None,
             health_major: None,
+            checks: true,
         }
     }
 }

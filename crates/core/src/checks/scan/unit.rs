@@ -235,6 +235,9 @@ fn live_recheck(
 fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verify: bool, out: &mut ChunkSummary) {
     let opts = s.opts;
     let blcksz = opts.blcksz as usize;
+    if !opts.checks {
+        return count_only(s, block, page, out);
+    }
     if page.is_all_zero() {
         if let (Some(c), Fork::Main) = (s.health, s.fork) {
             out.health.new_page(c, s.kind, block, page);
@@ -306,6 +309,27 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     if !page.header().is_new() && (page.header().max_offset_number() > 0 || page_kind != PageKind::Heap) {
         out.last_nonempty = Some(block);
     }
+}
+
+/// A scan without checks: the page's health figures only.
+fn count_only(s: &UnitPages<'_>, block: u64, page: &Page<'_>, out: &mut ChunkSummary) {
+    let Some(c) = s.health else { return };
+    let lsn = page.header().pd_lsn.lsn();
+    if s.opts.backup_start_lsn.is_some_and(|start| lsn > start) && page.header_is_sane(s.opts.blcksz as usize) {
+        return; // written while the backup copied it: perhaps torn in the copy, and replay rewrites it
+    }
+    if page.header().is_new() {
+        if s.fork == Fork::Main {
+            out.health.new_page(c, s.kind, block, page);
+        }
+        return;
+    }
+    let kind = match s.kind {
+        Some(PageKind::Btree) if block == 0 => PageKind::BtreeMeta,
+        Some(k) => k,
+        None => PageKind::guess(page),
+    };
+    out.health.page(c, s.fork, kind, block, page);
 }
 
 /// Record the all-visible heap blocks a visibility map page (VM block `block`, its bytes) claims.

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pgsurgeon.health.figures import pct, pgstatindex_row, pgstattuple_row
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 
 if TYPE_CHECKING:
-    from pgsurgeon.boundary import BtreeFigures, RelationHealth, TupleFigures
+    from pgsurgeon.boundary import RelationHealth
     from pgsurgeon.catalog.names import RelKey
     from pgsurgeon.catalog.relation import Relation
     from pgsurgeon.findings import Finding
@@ -34,49 +35,11 @@ class HealthRequest:
     jobs: int | None = None
     system: bool = False
     """Count the system catalogs too (pg_catalog, information_schema)."""
+    checks: bool = False
+    """Check the pages for damage in the same pass (slower: every page through the scan's checks)."""
 
 
 SYSTEM_SCHEMAS = frozenset(("pg_catalog", "information_schema"))
-
-
-def _pct(part: int, whole: int) -> float:
-    """pgstattuple's percentage: printed with two decimals (``%.2f``), 0 for an empty relation."""
-    return round(100.0 * part / whole, 2) if whole else 0.0
-
-
-def pgstattuple_row(t: TupleFigures, table_len: int) -> dict[str, int | float]:
-    """The row ``pgstattuple(rel)`` returns, from the counted figures."""
-    return {
-        "table_len": table_len,
-        "tuple_count": t["tuple_count"],
-        "tuple_len": t["tuple_len"],
-        "tuple_percent": _pct(t["tuple_len"], table_len),
-        "dead_tuple_count": t["dead_tuple_count"],
-        "dead_tuple_len": t["dead_tuple_len"],
-        "dead_tuple_percent": _pct(t["dead_tuple_len"], table_len),
-        "free_space": t["free_space"],
-        "free_percent": _pct(t["free_space"], table_len),
-    }
-
-
-def pgstatindex_row(b: BtreeFigures, block_size: int) -> dict[str, int | float]:
-    """The row ``pgstatindex(index)`` returns: the metapage is counted in index_size, an all-zero page as an
-    internal one (pgstatindex.c), NaN where there are no leaves."""
-    pages = 1 + b["leaf_pages"] + b["internal_pages"] + b["deleted_pages"] + b["empty_pages"]
-    density = 100.0 - b["leaf_free_space"] / b["max_avail"] * 100.0 if b["max_avail"] else math.nan
-    frag = b["fragments"] / b["leaf_pages"] * 100.0 if b["leaf_pages"] else math.nan
-    return {
-        "version": b["version"],
-        "tree_level": b["tree_level"],
-        "index_size": pages * block_size,
-        "root_block_no": b["root_block_no"],
-        "internal_pages": b["internal_pages"],
-        "leaf_pages": b["leaf_pages"],
-        "empty_pages": b["empty_pages"],
-        "deleted_pages": b["deleted_pages"],
-        "avg_leaf_density": round(density, 2),
-        "leaf_fragmentation": round(frag, 2),
-    }
 
 
 @dataclass
@@ -124,7 +87,7 @@ class RelationFigures:
     def in_order_leaves(self) -> float:
         """The percentage of leaves whose right sibling is the next block (a range scan reads them in order)."""
         b = self.counted.get("btree")
-        return _pct(b["next_adjacent"], b["leaf_pages"]) if b else math.nan
+        return pct(b["next_adjacent"], b["leaf_pages"]) if b else math.nan
 
 
 @dataclass
@@ -132,9 +95,13 @@ class HealthOutcome:
     scan: ScanOutcome
     relations: list[RelationFigures]
 
+    checked: bool = False
+    """Whether the pages were checked for damage in the same pass."""
+
     @property
     def findings(self) -> list[Finding]:
-        """The damage the same pass found: figures of a damaged relation count only what its pages still show."""
+        """The damage the same pass found (none unless checked): figures of a damaged relation count only what its
+        pages still show."""
         return self.scan.findings
 
 
@@ -149,6 +116,7 @@ def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] 
             live=req.live,
             jobs=req.jobs,
             health=True,
+            checks=req.checks,
         ),
         on_progress,
     )
@@ -160,7 +128,7 @@ def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] 
         f = RelationFigures(key, rel, h, block_size, _table_of(outcome.owners, rel))
         if req.system or rel is None or (f.owner or rel.qualified).split(".", 1)[0] not in SYSTEM_SCHEMAS:
             figures.append(f)
-    return HealthOutcome(outcome, in_report_order(figures))
+    return HealthOutcome(outcome, in_report_order(figures), req.checks)
 
 
 def _table_of(owners: dict[tuple[str, str], str], rel: Relation | None) -> str:
