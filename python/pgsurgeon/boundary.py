@@ -409,6 +409,24 @@ class BtreeFigures(TypedDict):
     tuples: TupleFigures
 
 
+class HeapUpkeep(TypedDict):
+    """crates/core/src/health/heap.rs ``HeapUpkeep``: a heap's upkeep beyond pgstattuple's figures."""
+
+    never_live: int
+    dead_stubs: int
+    redirects: int
+    unused: int
+    heap_only: int
+    hot_updated: int
+    pages: int
+    pages_all_visible: int
+    pages_all_frozen: int
+    oldest_xmin: int | None
+    oldest_xmin_age: int
+    newest_deleter: int | None
+    newest_deleter_age: int
+
+
 class RelationHealth(TypedDict):
     """crates/core/src/health/mod.rs ``RelationHealth``: one main fork's health figures."""
 
@@ -419,6 +437,7 @@ class RelationHealth(TypedDict):
     blocks: int
     zero_pages: int
     heap: NotRequired[TupleFigures]
+    upkeep: NotRequired[HeapUpkeep]
     btree: NotRequired[BtreeFigures]
     vm_all_visible: int
     vm_all_frozen: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -107,6 +108,7 @@ def to_json(outcome: HealthOutcome) -> dict[str, Any]:
         "warnings": outcome.scan.warnings,
         "relations": [relation_json(f) for f in outcome.relations],
         "suggestions": suggestions(outcome),
+        "causes": [dataclasses.asdict(c) for c in outcome.causes],
     }
 
 
@@ -177,6 +179,12 @@ def render_text(outcome: HealthOutcome, console: Console) -> None:
         )
     elif not outcome.checked:
         console.print("\npages not checked for damage (--check does it in the same pass)", markup=False, style="dim")
+    if outcome.causes:
+        console.print("\nwhy:", markup=False, style="bold")
+        for c in outcome.causes:
+            console.print(f"  {c.relation + ': ' if c.relation else ''}{c.text}", markup=False, soft_wrap=True)
+            if c.command:
+                console.print(f"    {c.command}", markup=False, soft_wrap=True, style="cyan")
     todo = suggestions(outcome)
     if todo:
         console.print("\nnext:", markup=False)

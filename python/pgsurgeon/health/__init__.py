@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pgsurgeon.health import why
 from pgsurgeon.health.figures import pct, pgstatindex_row, pgstattuple_row
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from pgsurgeon.catalog.names import RelKey
     from pgsurgeon.catalog.relation import Relation
     from pgsurgeon.findings import Finding
+    from pgsurgeon.health.why import Cause
 
 
 @dataclass
@@ -97,6 +99,8 @@ class HealthOutcome:
 
     checked: bool = False
     """Whether the pages were checked for damage in the same pass."""
+    causes: list[Cause] = field(default_factory=list)
+    """With a connection: why the pages are as they are (:mod:`pgsurgeon.health.why`)."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -128,7 +132,10 @@ def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] 
         f = RelationFigures(key, rel, h, block_size, _table_of(outcome.owners, rel))
         if req.system or rel is None or (f.owner or rel.qualified).split(".", 1)[0] not in SYSTEM_SCHEMAS:
             figures.append(f)
-    return HealthOutcome(outcome, in_report_order(figures), req.checks)
+    health = HealthOutcome(outcome, in_report_order(figures), req.checks)
+    if req.dsn:
+        health.causes = why.causes(health, req.dsn)
+    return health
 
 
 def _table_of(owners: dict[tuple[str, str], str], rel: Relation | None) -> str:

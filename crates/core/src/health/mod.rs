@@ -10,8 +10,10 @@ use crate::format::page::{Page, PageKind};
 use crate::sources::relpath::Fork;
 use crate::visibility::service::Visibility;
 
+pub mod heap;
 pub mod pages;
 
+pub use heap::HeapUpkeep;
 pub use pages::{BtreeFigures, Definitions, TupleFigures};
 
 /// The health figures of one relation's main fork (and its visibility map).
@@ -29,6 +31,9 @@ pub struct RelationHealth {
     /// For a heap: pgstattuple's figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heap: Option<TupleFigures>,
+    /// For a heap: what else its pages tell about its upkeep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upkeep: Option<HeapUpkeep>,
     /// For a btree: pgstatindex's figures and pgstattuple's of its tuples.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub btree: Option<BtreeFigures>,
@@ -41,6 +46,7 @@ pub struct RelationHealth {
 #[derive(Debug, Default)]
 pub struct HealthAcc {
     heap: Option<TupleFigures>,
+    upkeep: HeapUpkeep,
     btree: Option<BtreeFigures>,
     zero_pages: u64,
     vm_all_visible: u64,
@@ -52,6 +58,8 @@ pub struct HealthAcc {
 pub struct Counting<'a> {
     pub defs: Definitions,
     pub vis: &'a Visibility,
+    /// pg_control's next transaction ID, for the age of the oldest unfrozen tuple.
+    pub next_xid: Option<u32>,
 }
 
 impl HealthAcc {
@@ -59,7 +67,8 @@ impl HealthAcc {
     pub fn page(&mut self, c: &Counting<'_>, fork: Fork, kind: PageKind, block: u64, page: &Page<'_>) {
         match (fork, kind) {
             (Fork::Main, PageKind::Heap) => {
-                self.heap.get_or_insert_with(Default::default).add(&pages::heap_page(page, c.vis, c.defs))
+                let f = heap::heap_page(page, c.vis, c.defs, c.next_xid, &mut self.upkeep);
+                self.heap.get_or_insert_with(Default::default).add(&f)
             }
             (Fork::Main, PageKind::Btree | PageKind::BtreeMeta) => {
                 pages::btree_page(page, block, c.defs, self.btree.get_or_insert_with(Default::default))
@@ -96,6 +105,7 @@ impl HealthAcc {
         if let Some(h) = o.heap {
             self.heap.get_or_insert_with(Default::default).add(&h);
         }
+        self.upkeep.add(&o.upkeep);
         if let Some(b) = o.btree {
             self.btree.get_or_insert_with(Default::default).add(&b);
         }
@@ -125,6 +135,7 @@ impl HealthAcc {
             kind,
             blocks,
             zero_pages: self.zero_pages,
+            upkeep: self.heap.is_some().then_some(self.upkeep),
             heap: self.heap,
             btree: self.btree,
             vm_all_visible: self.vm_all_visible,

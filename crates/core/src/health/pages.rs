@@ -8,14 +8,8 @@
 use serde::Serialize;
 
 use crate::format::btree::{BTMetaPageData, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF};
-use crate::format::heap::{
-    HeapTupleHeaderData, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMIN_COMMITTED,
-    HEAP_XMIN_INVALID,
-};
-use crate::format::itemid::{LP_DEAD, LP_NORMAL, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
+use crate::format::itemid::{LP_DEAD, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, PD_HAS_FREE_LINES, SIZE_OF_PAGE_HEADER_DATA};
-use crate::visibility::service::Visibility;
-use crate::visibility::xact::{xmax_locked_only, TupleState};
 
 /// The server major version whose definitions are counted with: the free space of PostgreSQL 18 and later is exact.
 #[derive(Debug, Clone, Copy)]
@@ -54,13 +48,13 @@ impl TupleFigures {
 }
 
 /// `PageGetExactFreeSpace`: the gap between the line pointers and the tuples, never negative.
-fn exact_free(page: &Page<'_>) -> u64 {
+pub(super) fn exact_free(page: &Page<'_>) -> u64 {
     let h = page.header();
     u64::from(h.pd_upper.saturating_sub(h.pd_lower))
 }
 
 /// `PageGetFreeSpace`: the gap less the line pointer a new tuple needs; 0 when it does not fit one.
-fn free_less_one_pointer(page: &Page<'_>) -> u64 {
+pub(super) fn free_less_one_pointer(page: &Page<'_>) -> u64 {
     exact_free(page).saturating_sub(SIZE_OF_ITEM_ID_DATA as u64)
 }
 
@@ -70,7 +64,7 @@ fn max_heap_tuples_per_page(blcksz: usize) -> usize {
 }
 
 /// `PageGetHeapFreeSpace`: as `PageGetFreeSpace`, but 0 on a page whose line pointer array is full with none unused.
-fn heap_free(page: &Page<'_>) -> u64 {
+pub(super) fn heap_free(page: &Page<'_>) -> u64 {
     let space = free_less_one_pointer(page);
     let nline = usize::from(page.header().max_offset_number());
     if space > 0 && nline >= max_heap_tuples_per_page(page.len()) {
@@ -81,55 +75,6 @@ fn heap_free(page: &Page<'_>) -> u64 {
         }
     }
     space
-}
-
-/// A heap page as pgstattuple counts it: each tuple of a normal line pointer live or dead to a dirty snapshot
-/// (inserted by a committed or running transaction, and not deleted by a committed one), and the page's free space.
-/// An all-zero or never-initialised page holds nothing and has no free space to count.
-pub fn heap_page(page: &Page<'_>, vis: &Visibility, defs: Definitions) -> TupleFigures {
-    let mut f = TupleFigures::default();
-    if page.header().is_new() {
-        return f;
-    }
-    f.free_space = if defs.exact_free_space { exact_free(page) } else { heap_free(page) };
-    for (_, id) in page.item_ids() {
-        if id.lp_flags() != LP_NORMAL {
-            continue;
-        }
-        let len = u64::from(id.lp_len());
-        let state = match page.item_bytes(id) {
-            Some(t) => hinted(t)
-                .unwrap_or_else(|| HeapTupleHeaderData::parse(t).map_or(TupleState::Unknown, |h| vis.state(&h, false))),
-            None => TupleState::Unknown,
-        };
-        match state {
-            TupleState::Dead | TupleState::RecentlyDead => {
-                f.dead_tuple_count += 1;
-                f.dead_tuple_len += len;
-            }
-            TupleState::Live | TupleState::InProgress | TupleState::Unknown => {
-                f.undecided += u64::from(state == TupleState::Unknown);
-                f.tuple_count += 1;
-                f.tuple_len += len;
-            }
-        }
-    }
-    f
-}
-
-/// What a dirty snapshot decides from the hint bits alone (`HeapTupleSatisfiesDirty`, heapam_visibility.c): the
-/// inserter committed (or froze) and no one deleted it, or deleted it for good; the inserter aborted. Most tuples
-/// of a settled table are one of these; the rest go to the judge.
-fn hinted(tuple: &[u8]) -> Option<TupleState> {
-    let m = u16::from_le_bytes([*tuple.get(20)?, *tuple.get(21)?]);
-    if m & HEAP_XMIN_COMMITTED == 0 {
-        return (m & HEAP_XMIN_INVALID != 0).then_some(TupleState::Dead);
-    }
-    if m & HEAP_XMAX_INVALID != 0 {
-        return Some(TupleState::Live);
-    }
-    let deleted = m & HEAP_XMAX_COMMITTED != 0 && m & HEAP_XMAX_IS_MULTI == 0 && !xmax_locked_only(m);
-    deleted.then_some(TupleState::RecentlyDead)
 }
 
 /// pgstatindex's figures for a btree (`BTIndexStat`, pgstatindex.c) and pgstattuple's for its tuples, summed over
@@ -261,50 +206,7 @@ fn index_items(page: &Page<'_>, first: u16, defs: Definitions, f: &mut TupleFigu
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
-    use crate::format::page::assemble_heap_page;
-    use crate::visibility::xact::Clog;
-
-    /// A tuple header (and `extra` data bytes) inserted by a frozen transaction and deleted by `xmax` (0: never),
-    /// with `infomask` bits added.
-    fn tuple(xmax: u32, infomask: u16, extra: usize) -> Vec<u8> {
-        let mut t = vec![0u8; 24 + extra];
-        t[0..4].copy_from_slice(&2u32.to_le_bytes()); // FrozenTransactionId
-        t[4..8].copy_from_slice(&xmax.to_le_bytes());
-        let mask = 0x0100 | infomask | if xmax == 0 { 0x0800 } else { 0 }; // XMIN_COMMITTED, XMAX_INVALID
-        t[20..22].copy_from_slice(&mask.to_le_bytes());
-        t[22] = 24;
-        t
-    }
-
-    fn vis() -> Visibility {
-        Visibility::new(Clog::bare(None, 8192, true), HashMap::new(), HashMap::new(), None)
-    }
-
-    #[test]
-    fn heap_free_space_is_one_pointer_less_until_18() {
-        let (live, dead) = (tuple(0, 0, 8), tuple(700, 0x0400, 16)); // 0x0400: XMAX_COMMITTED
-        let page = assemble_heap_page(&[&live, &dead], 8192).unwrap();
-        let p = Page::new(&page).unwrap();
-        let gap = u64::from(p.header().pd_upper - p.header().pd_lower);
-        let old = heap_page(&p, &vis(), Definitions::for_major(17));
-        let new = heap_page(&p, &vis(), Definitions::for_major(18));
-        assert_eq!((old.free_space, new.free_space), (gap - 4, gap));
-        assert_eq!((old.tuple_count, old.tuple_len, old.dead_tuple_count, old.dead_tuple_len), (1, 32, 1, 40));
-    }
-
-    #[test]
-    fn a_heap_page_with_every_line_pointer_used_has_no_free_space_before_18() {
-        let small = tuple(0, 0, 0);
-        let tuples: Vec<&[u8]> = (0..291).map(|_| small.as_slice()).collect();
-        let page = assemble_heap_page(&tuples, 8192).unwrap();
-        let p = Page::new(&page).unwrap();
-        assert!(p.header().pd_upper > p.header().pd_lower + 4);
-        assert_eq!(heap_page(&p, &vis(), Definitions::for_major(15)).free_space, 0);
-        assert!(heap_page(&p, &vis(), Definitions::for_major(18)).free_space > 0);
-    }
 
     #[test]
     fn an_all_zero_btree_page_is_internal_with_all_its_space_free() {

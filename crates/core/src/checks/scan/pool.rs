@@ -141,10 +141,11 @@ fn context<'a>(
     let natts = relations.iter().map(|r| meta.get(&key_of(r)).and_then(|m| m.natts)).collect();
     let metas =
         relations.iter().map(|r| if r.fork == Fork::Main { meta.get(&key_of(r)).copied() } else { None }).collect();
-    let health = opts
-        .health_major
-        .zip(vis)
-        .map(|(major, vis)| crate::health::Counting { defs: crate::health::Definitions::for_major(major), vis });
+    let health = opts.health_major.zip(vis).map(|(major, vis)| crate::health::Counting {
+        defs: crate::health::Definitions::for_major(major),
+        vis,
+        next_xid: opts.horizons.map(|h| h.next_xid),
+    });
     Ctx { root, opts, kinds, natts, metas, progress, health }
 }
 
