@@ -406,6 +406,10 @@ class BtreeFigures(TypedDict):
     fragments: int
     next_adjacent: int
     leaf_items: list[tuple[int, int]]
+    heap_tids: int
+    heap_blocks: int
+    tid_pairs: int
+    tid_pairs_in_order: int
     tuples: TupleFigures
 
 

@@ -14,6 +14,7 @@ from pgsurgeon.commands.scan import MAX_JOBS
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.health import HealthOutcome, HealthRequest, RelationFigures, run_health
+from pgsurgeon.health.readiness import readiness
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
@@ -91,8 +92,11 @@ def relation_json(f: RelationFigures) -> dict[str, Any]:
         doc["pgstatindex"] = {k: _json_number(v) for k, v in i.items()}
         doc["leaf_items"] = f.leaf_histogram()
         doc["in_order_leaves_percent"] = _json_number(f.in_order_leaves())
+        doc["heap_blocks_per_leaf"] = _json_number(f.heap_blocks_per_leaf())
+        doc["heap_order_percent"] = _json_number(f.heap_order_percent())
     if "heap" in f.counted:
         doc["undecided"] = f.counted["heap"]["undecided"]
+        doc["upkeep"] = f.counted.get("upkeep")
         doc["vm_all_visible"] = f.counted["vm_all_visible"]
         doc["vm_all_frozen"] = f.counted["vm_all_frozen"]
     doc["zero_pages"] = f.counted["zero_pages"]
@@ -109,6 +113,7 @@ def to_json(outcome: HealthOutcome) -> dict[str, Any]:
         "relations": [relation_json(f) for f in outcome.relations],
         "suggestions": suggestions(outcome),
         "causes": [dataclasses.asdict(c) for c in outcome.causes],
+        "checksums": {**dataclasses.asdict(ready := readiness(outcome)), "words": ready.words()},
     }
 
 
@@ -179,6 +184,7 @@ def render_text(outcome: HealthOutcome, console: Console) -> None:
         )
     elif not outcome.checked:
         console.print("\npages not checked for damage (--check does it in the same pass)", markup=False, style="dim")
+    console.print(f"checksums: {readiness(outcome).words()}", markup=False, soft_wrap=True)
     if outcome.causes:
         console.print("\nwhy:", markup=False, style="bold")
         for c in outcome.causes:

@@ -86,6 +86,18 @@ class RelationFigures:
         """(items on a leaf, leaves with that many), ascending: how full the leaves are, page by page."""
         return [(int(i), int(n)) for i, n in self.counted["btree"]["leaf_items"]] if "btree" in self.counted else []
 
+    def heap_blocks_per_leaf(self) -> float:
+        """The heap blocks a leaf's entries point into, on average: a few for an index in heap order (a range scan
+        reads few heap pages), as many as its entries for a random key."""
+        b = self.counted.get("btree")
+        return round(b["heap_blocks"] / b["leaf_pages"], 2) if b and b["leaf_pages"] else math.nan
+
+    def heap_order_percent(self) -> float:
+        """Of the entries following one another in key order, the share whose heap block does not go back: 100 for
+        an index in heap order, about 50 for a random one (the seed's index order against heap order)."""
+        b = self.counted.get("btree")
+        return pct(b["tid_pairs_in_order"], b["tid_pairs"]) if b and b["tid_pairs"] else math.nan
+
     def in_order_leaves(self) -> float:
         """The percentage of leaves whose right sibling is the next block (a range scan reads them in order)."""
         b = self.counted.get("btree")

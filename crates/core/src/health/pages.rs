@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::format::btree::{BTMetaPageData, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF};
+use crate::format::btree::{leaf_heap_tids, BTMetaPageData, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF};
 use crate::format::itemid::{LP_DEAD, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, PD_HAS_FREE_LINES, SIZE_OF_PAGE_HEADER_DATA};
 
@@ -97,6 +97,14 @@ pub struct BtreeFigures {
     pub next_adjacent: u64,
     /// Leaf pages by the number of items after the high key: (items, pages), ascending.
     pub leaf_items: Vec<(u32, u64)>,
+    /// Index order against heap order, leaf by leaf: the heap TIDs the leaves hold, the distinct heap blocks each
+    /// leaf points into (summed), and of the TIDs following one another in key order, those whose heap block does not
+    /// go back. An index in heap order points each leaf into a few blocks, in order; a random key into as many
+    /// blocks as it has entries, half of them backwards.
+    pub heap_tids: u64,
+    pub heap_blocks: u64,
+    pub tid_pairs: u64,
+    pub tid_pairs_in_order: u64,
     /// pgstattuple of the index: leaf items (a posting list is one), LP_DEAD ones dead.
     pub tuples: TupleFigures,
 }
@@ -114,6 +122,10 @@ impl BtreeFigures {
         self.leaf_free_space += o.leaf_free_space;
         self.fragments += o.fragments;
         self.next_adjacent += o.next_adjacent;
+        self.heap_tids += o.heap_tids;
+        self.heap_blocks += o.heap_blocks;
+        self.tid_pairs += o.tid_pairs;
+        self.tid_pairs_in_order += o.tid_pairs_in_order;
         self.tuples.add(&o.tuples);
         for &(items, pages) in &o.leaf_items {
             match self.leaf_items.binary_search_by_key(&items, |(i, _)| *i) {
@@ -172,9 +184,32 @@ fn pgstatindex_page(
         let first = opaque.map_or(1, first_data_key);
         let items = u32::from(page.header().max_offset_number()).saturating_sub(u32::from(first) - 1);
         f.add(&BtreeFigures { leaf_items: vec![(items, 1)], ..Default::default() });
+        heap_order(page, first, f);
     } else {
         f.internal_pages += 1;
     }
+}
+
+/// The heap blocks a leaf's entries point into, in key order (see [`BtreeFigures::heap_blocks`]).
+fn heap_order(page: &Page<'_>, first: u16, f: &mut BtreeFigures) {
+    let mut tids = Vec::new();
+    let mut blocks: Vec<u32> = Vec::new();
+    for (off, id) in page.item_ids() {
+        if off < first || id.lp_flags() == LP_UNUSED {
+            continue;
+        }
+        if let Some(t) = page.item_bytes(id) {
+            if leaf_heap_tids(t, &mut tids) {
+                blocks.extend(tids.iter().map(|t| t.block));
+            }
+        }
+    }
+    f.heap_tids += blocks.len() as u64;
+    f.tid_pairs += blocks.len().saturating_sub(1) as u64;
+    f.tid_pairs_in_order += blocks.windows(2).filter(|w| w[1] >= w[0]).count() as u64;
+    blocks.sort_unstable();
+    blocks.dedup();
+    f.heap_blocks += blocks.len() as u64;
 }
 
 /// `P_FIRSTDATAKEY`: item 1 is the high key except on the rightmost page of a level.
