@@ -32,8 +32,12 @@ class Readiness:
     def words(self) -> str:
         if self.enabled:
             return "data checksums are on"
-        when = f" (pg_checksums --enable: about {self.seconds_estimate:.0f} s to rewrite {self.cluster_bytes / 1e9:.1f} GB " \
-               "at this run's read rate, with the server stopped)" if self.seconds_estimate is not None else ""  # fmt: skip
+        when = ""
+        if self.seconds_estimate is not None:
+            when = (
+                f" (pg_checksums --enable: about {self.seconds_estimate:.0f} s to rewrite "
+                f"{self.cluster_bytes / 1e9:.1f} GB at this run's read rate, with the server stopped)"
+            )
         if self.verdict == "safe":
             return f"data checksums are off; safe to enable: no damaged page was found{when}"
         if self.verdict == "repair-first":
