@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use crate::format::btree::{leaf_heap_tids, BTMetaPageData, BTPageOpaqueData, BTP_DELETED, BTP_HALF_DEAD, BTP_LEAF};
+use crate::format::heap::ItemPointerData;
 use crate::format::itemid::{LP_DEAD, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, PD_HAS_FREE_LINES, SIZE_OF_PAGE_HEADER_DATA};
 
@@ -183,7 +184,10 @@ fn pgstatindex_page(
         f.next_adjacent += u64::from(next != 0 && u64::from(next) == block + 1);
         let first = opaque.map_or(1, first_data_key);
         let items = u32::from(page.header().max_offset_number()).saturating_sub(u32::from(first) - 1);
-        f.add(&BtreeFigures { leaf_items: vec![(items, 1)], ..Default::default() });
+        match f.leaf_items.binary_search_by_key(&items, |(i, _)| *i) {
+            Ok(at) => f.leaf_items[at].1 += 1,
+            Err(at) => f.leaf_items.insert(at, (items, 1)),
+        }
         heap_order(page, first, f);
     } else {
         f.internal_pages += 1;
@@ -192,14 +196,30 @@ fn pgstatindex_page(
 
 /// The heap blocks a leaf's entries point into, in key order (see [`BtreeFigures::heap_blocks`]).
 fn heap_order(page: &Page<'_>, first: u16, f: &mut BtreeFigures) {
-    let mut tids = Vec::new();
-    let mut blocks: Vec<u32> = Vec::new();
+    SCRATCH.with_borrow_mut(|(tids, blocks)| heap_order_in(page, first, f, tids, blocks));
+}
+
+thread_local! {
+    /// Each worker's buffers for [`heap_order`], reused leaf after leaf.
+    static SCRATCH: std::cell::RefCell<(Vec<ItemPointerData>, Vec<u32>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    };
+}
+
+fn heap_order_in(
+    page: &Page<'_>,
+    first: u16,
+    f: &mut BtreeFigures,
+    tids: &mut Vec<ItemPointerData>,
+    blocks: &mut Vec<u32>,
+) {
+    blocks.clear();
     for (off, id) in page.item_ids() {
         if off < first || id.lp_flags() == LP_UNUSED {
             continue;
         }
         if let Some(t) = page.item_bytes(id) {
-            if leaf_heap_tids(t, &mut tids) {
+            if leaf_heap_tids(t, tids) {
                 blocks.extend(tids.iter().map(|t| t.block));
             }
         }
