@@ -431,6 +431,36 @@ class HeapUpkeep(TypedDict):
     newest_deleter_age: int
 
 
+class HashFigures(TypedDict):
+    """crates/core/src/health/hash.rs ``HashFigures``: pgstathashindex's counts and pgstattuple's of the index."""
+
+    version: int
+    space_per_page: int
+    bucket_pages: int
+    overflow_pages: int
+    bitmap_pages: int
+    unused_pages: int
+    live_items: int
+    dead_items: int
+    free_space: int
+    corrupt_pages: int
+    tuples: TupleFigures
+
+
+class GinFigures(TypedDict):
+    """crates/core/src/health/gin.rs ``GinFigures``: pgstatginindex's figures, from the metapage."""
+
+    version: int
+    pending_pages: int
+    pending_tuples: int
+
+
+class GistFigures(TypedDict):
+    """crates/core/src/health/gist.rs ``GistFigures``: pgstattuple's counts of a GiST index."""
+
+    tuples: TupleFigures
+
+
 class RelationHealth(TypedDict):
     """crates/core/src/health/mod.rs ``RelationHealth``: one main fork's health figures."""
 
@@ -443,6 +473,9 @@ class RelationHealth(TypedDict):
     heap: NotRequired[TupleFigures]
     upkeep: NotRequired[HeapUpkeep]
     btree: NotRequired[BtreeFigures]
+    hash: NotRequired[HashFigures]
+    gin: NotRequired[GinFigures]
+    gist: NotRequired[GistFigures]
     vm_all_visible: int
     vm_all_frozen: int
 

@@ -1,4 +1,5 @@
-"""``pgsurgeon health``: pgstattuple's and pgstatindex's figures for every table and btree index, from the files."""
+"""``pgsurgeon health``: pgstattuple's and pgstatindex's figures for every table and btree index, from the files (and
+pgstattuple's, pgstathashindex's and pgstatginindex's for hash, GiST and GIN indexes; JSON only for GIN)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "health",
         help="pgstattuple and pgstatindex figures for every table and index, from the files",
         description="Count, from the data files, what pgstattuple and pgstatindex report for every table, TOAST "
-        "table and btree index: live and dead tuples, free space, leaf density and fragmentation, with the same "
+        "table and btree index (and pgstattuple, pgstathashindex and pgstatginindex for hash, GiST and GIN indexes): "
+        "live and dead tuples, free space, leaf density and fragmentation, with the same "
         "definitions and rounding as the server's version. Works on a stopped cluster, a base backup, or a running "
         "server's files (--live), in one pass that also finds damage.",
     )
@@ -94,6 +96,10 @@ def relation_json(f: RelationFigures) -> dict[str, Any]:
         doc["in_order_leaves_percent"] = _json_number(f.in_order_leaves())
         doc["heap_blocks_per_leaf"] = _json_number(f.heap_blocks_per_leaf())
         doc["heap_order_percent"] = _json_number(f.heap_order_percent())
+    if (h := f.pgstathashindex()) is not None:
+        doc["pgstathashindex"] = h
+    if (g := f.pgstatginindex()) is not None:
+        doc["pgstatginindex"] = g
     if "heap" in f.counted:
         doc["undecided"] = f.counted["heap"]["undecided"]
         doc["upkeep"] = f.counted.get("upkeep")
@@ -144,7 +150,7 @@ def suggestions(outcome: HealthOutcome) -> list[str]:
         if f.relation is None or f.relation.schema == "pg_toast":
             continue
         t, i = f.pgstattuple(), f.pgstatindex()
-        if i is None and t is not None and t["dead_tuple_percent"] >= DEAD_PERCENT_TO_VACUUM:
+        if "heap" in f.counted and t is not None and t["dead_tuple_percent"] >= DEAD_PERCENT_TO_VACUUM:
             out.append(f"VACUUM (VERBOSE) {f.relation.regclass};  -- {f.database}: {t['dead_tuple_percent']}% dead")
         if (
             i is not None

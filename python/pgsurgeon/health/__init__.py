@@ -1,7 +1,8 @@
 """Storage health from the files: the figures pgstattuple and pgstatindex give, for every table and btree index of a
 stopped cluster, a base backup or a running server's files, counted by the scan in its one pass over the pages
-(crates/core/src/health). Named as PostgreSQL names them, and rounded as it rounds them (two decimals, NaN for an
-index with no leaves), so the two can be compared figure for figure.
+(crates/core/src/health); and pgstattuple's of hash and GiST indexes, pgstathashindex's and pgstatginindex's.
+Named as PostgreSQL names them, and rounded as it rounds them (two decimals, NaN for an index with no leaves;
+pgstathashindex's free_percent unrounded), so the two can be compared figure for figure.
 
 Where the definitions differ: pgstattuple judges a tuple with a dirty snapshot on the running server; here a tuple
 is judged by its hint bits and pg_xact, and one whose transaction the files cannot settle (the server running, or
@@ -16,7 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgsurgeon.health import why
-from pgsurgeon.health.figures import pct, pgstatindex_row, pgstattuple_row
+from pgsurgeon.health.figures import (
+    pct,
+    pgstatginindex_row,
+    pgstathashindex_row,
+    pgstatindex_row,
+    pgstattuple_row,
+)
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 
 if TYPE_CHECKING:
@@ -72,15 +79,32 @@ class RelationFigures:
         return self.counted["blocks"] * self.block_size
 
     def pgstattuple(self) -> dict[str, int | float] | None:
-        """pgstattuple's row: of a table's tuples, or of a btree's index tuples; None for other kinds."""
-        if "heap" in self.counted:
-            return pgstattuple_row(self.counted["heap"], self.size)
-        if "btree" in self.counted:
-            return pgstattuple_row(self.counted["btree"]["tuples"], self.size)
+        """pgstattuple's row: of a table's tuples, or of a btree's, hash index's or GiST index's index tuples;
+        None for other kinds (the server refuses GIN, SP-GiST and BRIN indexes)."""
+        c = self.counted
+        if "heap" in c:
+            return pgstattuple_row(c["heap"], self.size)
+        if "btree" in c:
+            return pgstattuple_row(c["btree"]["tuples"], self.size)
+        if "hash" in c:
+            return pgstattuple_row(c["hash"]["tuples"], self.size)
+        if "gist" in c:
+            return pgstattuple_row(c["gist"]["tuples"], self.size)
         return None
 
     def pgstatindex(self) -> dict[str, int | float] | None:
         return pgstatindex_row(self.counted["btree"], self.block_size) if "btree" in self.counted else None
+
+    def pgstathashindex(self) -> dict[str, int | float] | None:
+        """pgstathashindex's row of a hash index; None for other kinds, or when its metapage was not read (the
+        server fails on such an index)."""
+        h = self.counted.get("hash")
+        return pgstathashindex_row(h, self.counted["blocks"]) if h and h["version"] else None
+
+    def pgstatginindex(self) -> dict[str, int | float] | None:
+        """pgstatginindex's row of a GIN index; None for other kinds, or when its metapage was not read."""
+        g = self.counted.get("gin")
+        return pgstatginindex_row(g) if g is not None else None
 
     def leaf_histogram(self) -> list[tuple[int, int]]:
         """(items on a leaf, leaves with that many), ascending: how full the leaves are, page by page."""

@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pgsurgeon.boundary import BtreeFigures, TupleFigures
+    from pgsurgeon.boundary import BtreeFigures, GinFigures, HashFigures, TupleFigures
 
 
 def pct(part: int, whole: int) -> float:
@@ -48,3 +48,26 @@ def pgstatindex_row(b: BtreeFigures, block_size: int) -> dict[str, int | float]:
         "avg_leaf_density": round(density, 2),
         "leaf_fragmentation": round(frag, 2),
     }
+
+
+def pgstathashindex_row(h: HashFigures, blocks: int) -> dict[str, int | float]:
+    """The row ``pgstathashindex(index)`` returns, for an index of ``blocks`` blocks: unused pages count as free
+    space of the metapage's page size, and free_percent is of the space of every page but the metapage and the
+    bitmap pages, a float8 left unrounded (pgstatindex.c), computed in the same order as the server's."""
+    free_space = h["free_space"] + h["unused_pages"] * h["space_per_page"]
+    total_space = (blocks - (h["bitmap_pages"] + 1)) * h["space_per_page"]
+    return {
+        "version": h["version"],
+        "bucket_pages": h["bucket_pages"],
+        "overflow_pages": h["overflow_pages"],
+        "bitmap_pages": h["bitmap_pages"],
+        "unused_pages": h["unused_pages"],
+        "live_items": h["live_items"],
+        "dead_items": h["dead_items"],
+        "free_percent": 100.0 * free_space / total_space if total_space > 0 else 0.0,
+    }
+
+
+def pgstatginindex_row(g: GinFigures) -> dict[str, int | float]:
+    """The row ``pgstatginindex(index)`` returns: the metapage's version and pending list."""
+    return {"version": g["version"], "pending_pages": g["pending_pages"], "pending_tuples": g["pending_tuples"]}

@@ -1,6 +1,7 @@
 //! Storage health from the files: what pgstattuple and pgstatindex report of a relation (tuples live and dead,
-//! free space, leaf density and fragmentation), and what the visibility map claims, counted from the pages as the
-//! scan reads them. A damaged page counts for what it still shows; its damage is the scan's to report.
+//! free space, leaf density and fragmentation; pgstathashindex's and pgstatginindex's figures), and what the
+//! visibility map claims, counted from the pages as the scan reads them. A damaged page counts for what it still
+//! shows; its damage is the scan's to report.
 //!
 //! The scan keeps one [`HealthAcc`] per chunk of pages and [`relation_health`] sums them per relation.
 
@@ -10,9 +11,15 @@ use crate::format::page::{Page, PageKind};
 use crate::sources::relpath::Fork;
 use crate::visibility::service::Visibility;
 
+pub mod gin;
+pub mod gist;
+pub mod hash;
 pub mod heap;
 pub mod pages;
 
+pub use gin::GinFigures;
+pub use gist::GistFigures;
+pub use hash::HashFigures;
 pub use heap::HeapUpkeep;
 pub use pages::{BtreeFigures, Definitions, TupleFigures};
 
@@ -37,6 +44,15 @@ pub struct RelationHealth {
     /// For a btree: pgstatindex's figures and pgstattuple's of its tuples.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub btree: Option<BtreeFigures>,
+    /// For a hash index: pgstathashindex's figures and pgstattuple's of its tuples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash: Option<HashFigures>,
+    /// For a GIN index: pgstatginindex's figures (from its metapage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gin: Option<GinFigures>,
+    /// For a GiST index: pgstattuple's figures of its tuples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gist: Option<GistFigures>,
     /// Heap blocks the visibility map marks all-visible, and all-frozen.
     pub vm_all_visible: u64,
     pub vm_all_frozen: u64,
@@ -48,6 +64,9 @@ pub struct HealthAcc {
     heap: Option<TupleFigures>,
     upkeep: HeapUpkeep,
     btree: Option<BtreeFigures>,
+    hash: Option<HashFigures>,
+    gin: Option<GinFigures>,
+    gist: Option<GistFigures>,
     zero_pages: u64,
     vm_all_visible: u64,
     vm_all_frozen: u64,
@@ -73,6 +92,17 @@ impl HealthAcc {
             (Fork::Main, PageKind::Btree | PageKind::BtreeMeta) => {
                 pages::btree_page(page, block, c.defs, self.btree.get_or_insert_with(Default::default))
             }
+            (Fork::Main, PageKind::Hash) => {
+                hash::hash_page(page, block, c.defs, self.hash.get_or_insert_with(Default::default))
+            }
+            (Fork::Main, PageKind::Gist) => {
+                gist::gist_page(page, block, c.defs, self.gist.get_or_insert_with(Default::default))
+            }
+            (Fork::Main, PageKind::Gin) => {
+                if let Some(g) = gin::gin_page(page, block) {
+                    self.gin = Some(g);
+                }
+            }
             (Fork::Vm, PageKind::Map) => self.vm_page(page.bytes()),
             _ => {}
         }
@@ -88,6 +118,12 @@ impl HealthAcc {
             }
             Some(PageKind::Heap) => {
                 self.heap.get_or_insert_with(Default::default);
+            }
+            Some(PageKind::Hash) => {
+                hash::new_hash_page(block, page.len() as u64, self.hash.get_or_insert_with(Default::default))
+            }
+            Some(PageKind::Gist) => {
+                gist::new_gist_page(block, page.len() as u64, self.gist.get_or_insert_with(Default::default))
             }
             _ => {}
         }
@@ -109,6 +145,14 @@ impl HealthAcc {
         if let Some(b) = o.btree {
             self.btree.get_or_insert_with(Default::default).add(&b);
         }
+        if let Some(h) = o.hash {
+            self.hash.get_or_insert_with(Default::default).add(&h);
+        }
+        if let Some(g) = o.gist {
+            self.gist.get_or_insert_with(Default::default).add(&g);
+        }
+        // only the chunk with the metapage has GIN figures
+        self.gin = o.gin.or(self.gin);
         self.zero_pages += o.zero_pages;
         self.vm_all_visible += o.vm_all_visible;
         self.vm_all_frozen += o.vm_all_frozen;
@@ -120,14 +164,21 @@ impl HealthAcc {
         match kind {
             Some(PageKind::Heap) => _ = self.heap.get_or_insert_with(Default::default),
             Some(PageKind::Btree) => _ = self.btree.get_or_insert_with(Default::default),
+            Some(PageKind::Hash) => _ = self.hash.get_or_insert_with(Default::default),
+            Some(PageKind::Gist) => _ = self.gist.get_or_insert_with(Default::default),
+            // a GIN index's figures are its metapage's: without one there are none
             _ => {}
         }
-        let kind = match (&self.heap, &self.btree, kind) {
-            (_, _, Some(k)) => k.as_str().to_string(),
-            (Some(_), _, None) => "heap".to_string(),
-            (_, Some(_), None) => "btree".to_string(),
-            _ => "unknown".to_string(),
-        };
+        let kind = match kind {
+            Some(k) => k.as_str(),
+            None if self.heap.is_some() => "heap",
+            None if self.btree.is_some() => "btree",
+            None if self.hash.is_some() => "hash",
+            None if self.gist.is_some() => "gist",
+            None if self.gin.is_some() => "gin",
+            None => "unknown",
+        }
+        .to_string();
         RelationHealth {
             tablespace_oid: key.0,
             database_oid: key.1,
@@ -138,6 +189,9 @@ impl HealthAcc {
             upkeep: self.heap.is_some().then_some(self.upkeep),
             heap: self.heap,
             btree: self.btree,
+            hash: self.hash,
+            gin: self.gin,
+            gist: self.gist,
             vm_all_visible: self.vm_all_visible,
             vm_all_frozen: self.vm_all_frozen,
         }
@@ -146,5 +200,35 @@ impl HealthAcc {
     /// A visibility map's counts, to be added to its main fork's figures.
     pub fn vm_counts(&self) -> (u64, u64) {
         (self.vm_all_visible, self.vm_all_frozen)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::format::itemid::{ItemIdData, LP_DEAD, LP_NORMAL};
+    use crate::format::page::{PageHeaderData, PG_PAGE_LAYOUT_VERSION, SIZE_OF_PAGE_HEADER_DATA};
+
+    /// An 8 kB index page with special space `special` and items of `lens` bytes (those at `dead` LP_DEAD), laid
+    /// out as PostgreSQL lays one out: line pointers from the header down, items MAXALIGNed from the special up.
+    pub(crate) fn index_page_bytes(special: &[u8], lens: &[u16], dead: &[usize]) -> Vec<u8> {
+        let mut p = vec![0u8; 8192];
+        let at_special = 8192 - special.len();
+        let mut upper = at_special;
+        for (i, &len) in lens.iter().enumerate() {
+            upper -= usize::from(len).next_multiple_of(8);
+            let lp = if dead.contains(&i) { LP_DEAD } else { LP_NORMAL };
+            let at = SIZE_OF_PAGE_HEADER_DATA + 4 * i;
+            p[at..at + 4].copy_from_slice(&ItemIdData::new(upper as u16, lp, len).0.to_le_bytes());
+        }
+        PageHeaderData {
+            pd_lower: (SIZE_OF_PAGE_HEADER_DATA + 4 * lens.len()) as u16,
+            pd_upper: upper as u16,
+            pd_special: at_special as u16,
+            pd_pagesize_version: 8192 | u16::from(PG_PAGE_LAYOUT_VERSION),
+            ..Default::default()
+        }
+        .write(&mut p);
+        p[at_special..].copy_from_slice(special);
+        p
     }
 }

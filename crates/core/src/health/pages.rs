@@ -242,7 +242,7 @@ fn first_data_key(o: &BTPageOpaqueData) -> u16 {
 }
 
 /// `pgstat_index_page`: the page's free space and its items from `first`, LP_DEAD ones counted dead.
-fn index_items(page: &Page<'_>, first: u16, defs: Definitions, f: &mut TupleFigures) {
+pub(super) fn index_items(page: &Page<'_>, first: u16, defs: Definitions, f: &mut TupleFigures) {
     f.free_space += if defs.exact_free_space { exact_free(page) } else { free_less_one_pointer(page) };
     for (off, id) in page.item_ids() {
         if off < first {
