@@ -50,7 +50,8 @@ CREATE TABLE uuid_v7 (id uuid PRIMARY KEY, n int);
 INSERT INTO uuid_v7 SELECT (lpad(to_hex(1700000000000 + g), 12, '0') || '7' ||
   substr(md5(g::text), 1, 19))::uuid, g FROM generate_series(1, 30000) g;
 CREATE TABLE docs (id int PRIMARY KEY, body text);
-INSERT INTO docs SELECT g, repeat(md5(g::text), 200 + g % 50) FROM generate_series(1, 300) g;
+INSERT INTO docs SELECT g, (SELECT string_agg(md5(g::text || i::text), '') FROM generate_series(1, 200 + g % 50) i)
+  FROM generate_series(1, 300) g;
 DELETE FROM docs WHERE id % 5 = 0;
 """
 
@@ -139,6 +140,13 @@ def test_every_figure_equals_pgstattuple_and_pgstatindex(version: str, make_lab:
     # the failed inserts: 5000 dead heap tuples, and their entries in every index but the unique one they hit
     failed = offline["public.failed"].pgstattuple()
     assert failed is not None and failed["tuple_count"] == 1000 and failed["dead_tuple_count"] == 5000
+    assert offline["public.failed"].counted["upkeep"]["never_live"] == 5000  # unique violations: never live
+    accounts = offline["public.accounts"].counted["upkeep"]
+    assert accounts["never_live"] == 0 and accounts["newest_deleter"] is not None
+    assert offline["public.docs"].toast_share > 90  # the documents live out of line
+    assert offline["public.accounts"].index_bytes == sum(
+        f.size for f in offline.values() if f.owner == "public.accounts" and f.kind == "btree"
+    )
 
 
 UUID_ROWS = 1_000_000

@@ -100,6 +100,9 @@ def relation_json(f: RelationFigures) -> dict[str, Any]:
         doc["pgstathashindex"] = h
     if (g := f.pgstatginindex()) is not None:
         doc["pgstatginindex"] = g
+    if "heap" in f.counted and not f.owner:
+        doc["toast_bytes"], doc["index_bytes"] = f.toast_bytes, f.index_bytes
+        doc["toast_share_percent"] = f.toast_share
     if "heap" in f.counted:
         doc["undecided"] = f.counted["heap"]["undecided"]
         doc["upkeep"] = f.counted.get("upkeep")

@@ -61,6 +61,15 @@ class RelationFigures:
     block_size: int
     owner: str = ""
     """For an index or TOAST table (or a TOAST table's index): the table it belongs to, qualified."""
+    toast_bytes: int = 0
+    """For a table: its TOAST table's size."""
+    index_bytes: int = 0
+    """For a table: the size of its indexes (and its TOAST table's)."""
+
+    @property
+    def toast_share(self) -> float:
+        """The share of the table's heap and TOAST bytes that are in TOAST (values stored out of line)."""
+        return pct(self.toast_bytes, self.size + self.toast_bytes)
 
     @property
     def name(self) -> str:
@@ -168,6 +177,7 @@ def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] 
         f = RelationFigures(key, rel, h, block_size, _table_of(outcome.owners, rel))
         if req.system or rel is None or (f.owner or rel.qualified).split(".", 1)[0] not in SYSTEM_SCHEMAS:
             figures.append(f)
+    _sizes_of_tables(figures)
     health = HealthOutcome(outcome, in_report_order(figures), req.checks)
     if req.dsn:
         health.causes = why.causes(health, req.dsn)
@@ -180,6 +190,19 @@ def _table_of(owners: dict[tuple[str, str], str], rel: Relation | None) -> str:
         return ""
     owner = owners.get((rel.database, rel.qualified), "")
     return owners.get((rel.database, owner), owner) if owner else ""
+
+
+def _sizes_of_tables(figures: list[RelationFigures]) -> None:
+    """Each table's TOAST and index bytes, from the figures of its relatives."""
+    tables = {(f.database, f.name): f for f in figures if not f.owner}
+    for f in figures:
+        table = tables.get((f.database, f.owner)) if f.owner else None
+        if table is None:
+            continue
+        if f.relation is not None and f.relation.relkind == "t":
+            table.toast_bytes += f.size
+        else:
+            table.index_bytes += f.size
 
 
 def in_report_order(figures: list[RelationFigures]) -> list[RelationFigures]:
