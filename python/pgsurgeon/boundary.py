@@ -406,6 +406,8 @@ class BtreeFigures(TypedDict):
     fragments: int
     next_adjacent: int
     leaf_items: list[tuple[int, int]]
+    leaf_order: list[tuple[int, int]]
+    """(position of the leaf in key order, its block) for at most 512 leaves evenly spaced along the right-links."""
     tuples: TupleFigures
 
 

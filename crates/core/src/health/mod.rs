@@ -112,6 +112,9 @@ impl HealthAcc {
             Some(PageKind::Btree) => _ = self.btree.get_or_insert_with(Default::default),
             _ => {}
         }
+        if let Some(b) = &mut self.btree {
+            b.order_leaves();
+        }
         let kind = match (&self.heap, &self.btree, kind) {
             (_, _, Some(k)) => k.as_str().to_string(),
             (Some(_), _, None) => "heap".to_string(),
