@@ -48,3 +48,12 @@ def pgstatindex_row(b: BtreeFigures, block_size: int) -> dict[str, int | float]:
         "avg_leaf_density": round(density, 2),
         "leaf_fragmentation": round(frag, 2),
     }
+
+
+def size_text(n: int) -> str:
+    """A size as the text report prints it: bytes up to 10 kB, then kB, MB, … (whole units, rounded down)."""
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if n < 10240 or unit == "TB":
+            return f"{n} {unit}"
+        n //= 1024
+    return f"{n} TB"  # pragma: no cover - the loop returns
