@@ -9,23 +9,18 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
-import shutil
-import struct
-import subprocess
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fix_browser import browser_or_skip, dump_dom, png_pixels, rgb, screenshot
 from pgsurgeon.cli import main
 from pgsurgeon.labrun.report import AREA_COLOURS, HEALTHY
 
 CODE = re.compile(r"\b(?:page|page_header|checksum|line_pointer|tuple_header|tuple_data|toast|index|file|server|"
                   r"amcheck|btree)\.[a-z_]+\b")  # fmt: skip
-BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
 
 
 @pytest.fixture(scope="module")
@@ -81,68 +76,16 @@ def test_terminal_matrix_fits_and_progress_counts(lab_run: dict[str, Any]) -> No
     assert "left]" in progress
 
 
-def _png_pixels(data: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
-    """Width, height and RGB pixels of an 8-bit RGB/RGBA PNG (what a browser screenshot is)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width, height, ctype = 8, b"", 0, 0, 0
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
-        body = data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            width, height, depth, ctype = struct.unpack(">IIBB", body[:10])
-            assert depth == 8 and ctype in (2, 6)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    bpp = 4 if ctype == 6 else 3
-    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
-    for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(line)
-        prev = line
-    pixels = [(r[i], r[i + 1], r[i + 2]) for r in rows for i in range(0, stride, bpp)]
-    return width, height, pixels
-
-
 def test_a_headless_browser_shows_the_maps(lab_run: dict[str, Any], tmp_path: Path) -> None:
-    browser = next((b for b in BROWSERS if shutil.which(b)), None)
-    if browser is None:
-        if os.environ.get("PGSURGEON_REQUIRE_BROWSER"):
-            pytest.fail("no headless browser (apt-get install chromium-headless-shell)")
-        pytest.skip("no headless browser installed (apt-get install chromium-headless-shell)")
+    browser = browser_or_skip()
     page = lab_run["out"] / "lab-report.html"
     shot = tmp_path / "report.png"
-    flags = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1"]
-    subprocess.run(
-        [browser, *flags, f"--screenshot={shot}", "--window-size=1400,6000", page.as_uri()],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    width, height, pixels = _png_pixels(shot.read_bytes())
+    screenshot(browser, page, shot, 1400, 6000)
+    width, height, pixels = png_pixels(shot.read_bytes())
     assert (width, height) == (1400, 6000)
     seen = set(pixels)
-
-    def rgb(colour: str) -> tuple[int, int, int]:
-        return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
-
     for name in ("page_header", "checksum"):
         assert rgb(AREA_COLOURS[name]) in seen, name
     assert rgb(HEALTHY) in seen
-    dom = subprocess.run(
-        [browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
+    dom = dump_dom(browser, page)
     assert "block 0" in dom and "checksum failure" in dom and not CODE.findall(dom)

@@ -410,6 +410,8 @@ class BtreeFigures(TypedDict):
     heap_blocks: int
     tid_pairs: int
     tid_pairs_in_order: int
+    leaf_order: list[tuple[int, int]]
+    """(position of the leaf in key order, its block) for at most 512 leaves evenly spaced along the right-links."""
     tuples: TupleFigures
 
 

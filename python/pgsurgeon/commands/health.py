@@ -15,6 +15,8 @@ from pgsurgeon.commands.scan import MAX_JOBS
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.health import HealthOutcome, HealthRequest, RelationFigures, run_health
+from pgsurgeon.health.figures import size_text
+from pgsurgeon.health.html import render_html
 from pgsurgeon.health.readiness import readiness
 from pgsurgeon.render import term
 
@@ -48,7 +50,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     options.add_pgdata(p, env_default=True, help="the data directory")
     p.add_argument("-j", "--jobs", type=int, help="threads (default: all cores)")
     options.add_progress(p, help="show bytes, MB/s and ETA on stderr")
-    options.add_format(p)
+    options.add_format(
+        p,
+        choices=("text", "json", "html"),
+        help="output on stdout (default: text); html: a page with a histogram of items per leaf and the physical "
+        "order of the leaves of every btree index",
+    )
     options.add_connection(p, optional=True, purpose="to name relations (without one, names come from the files)")
     p.add_argument("--database", action="append", default=[], help="only this database (name, or OID)")
     options.add_table(p, repeat=True, help="only this table (name, or relfilenode), with its TOAST table and indexes")
@@ -93,6 +100,7 @@ def relation_json(f: RelationFigures) -> dict[str, Any]:
     if (i := f.pgstatindex()) is not None:
         doc["pgstatindex"] = {k: _json_number(v) for k, v in i.items()}
         doc["leaf_items"] = f.leaf_histogram()
+        doc["leaf_order"] = f.leaf_order()
         doc["in_order_leaves_percent"] = _json_number(f.in_order_leaves())
         doc["heap_blocks_per_leaf"] = _json_number(f.heap_blocks_per_leaf())
         doc["heap_order_percent"] = _json_number(f.heap_order_percent())
@@ -126,18 +134,10 @@ def to_json(outcome: HealthOutcome) -> dict[str, Any]:
     }
 
 
-def _size(n: int) -> str:
-    for unit in ("bytes", "kB", "MB", "GB", "TB"):
-        if n < 10240 or unit == "TB":
-            return f"{n} {unit}"
-        n //= 1024
-    return f"{n} TB"  # pragma: no cover - the loop returns
-
-
 def _line(f: RelationFigures, width: int) -> str:
     t = f.pgstattuple()
     name = f"  {f.name}" if f.owner else f.name  # an index or TOAST table under its table
-    cols = f"{name:<{width}} {f.kind:<7} {_size(f.size):>10}"
+    cols = f"{name:<{width}} {f.kind:<7} {size_text(f.size):>10}"
     if t is None:
         return cols
     cols += f" {t['tuple_count']:>11} {t['dead_tuple_percent']:>7.2f} {t['free_percent']:>7.2f}"
@@ -218,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False, soft_wrap=True)
     if args.format == "json":
         print(json.dumps(to_json(outcome), indent=1))
+    elif args.format == "html":
+        print(render_html(outcome, suggestions(outcome), min_leaves=MIN_LEAVES), end="")
     else:
         render_text(outcome, term.console())
     return Exit.DAMAGE if outcome.scan.summary["errors"] else Exit.CLEAN

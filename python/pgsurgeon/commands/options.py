@@ -91,8 +91,13 @@ def add_table(p: argparse._ActionsContainer, *, required: bool = False, repeat: 
         p.add_argument("-t", "--table", required=required, metavar="TABLE", help=help)
 
 
-def add_format(p: argparse.ArgumentParser, *, help: str = "output on stdout (default: text)") -> None:
-    p.add_argument("--format", choices=("text", "json"), default="text", help=help)
+def add_format(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "output on stdout (default: text)",
+    choices: tuple[str, ...] = ("text", "json"),
+) -> None:
+    p.add_argument("--format", choices=choices, default="text", help=help)
 
 
 def add_progress(p: argparse.ArgumentParser, *, help: str) -> None:

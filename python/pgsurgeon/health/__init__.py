@@ -131,6 +131,11 @@ class RelationFigures:
         b = self.counted.get("btree")
         return pct(b["tid_pairs_in_order"], b["tid_pairs"]) if b and b["tid_pairs"] else math.nan
 
+    def leaf_order(self) -> list[tuple[int, int]]:
+        """(position of the leaf in key order, its block number) for at most 512 leaves evenly spaced along the
+        right-links, the first and last included: rising blocks mean a range scan reads the file forwards."""
+        return [(int(p), int(b)) for p, b in self.counted["btree"]["leaf_order"]] if "btree" in self.counted else []
+
     def in_order_leaves(self) -> float:
         """The percentage of leaves whose right sibling is the next block (a range scan reads them in order)."""
         b = self.counted.get("btree")

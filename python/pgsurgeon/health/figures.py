@@ -71,3 +71,12 @@ def pgstathashindex_row(h: HashFigures, blocks: int) -> dict[str, int | float]:
 def pgstatginindex_row(g: GinFigures) -> dict[str, int | float]:
     """The row ``pgstatginindex(index)`` returns: the metapage's version and pending list."""
     return {"version": g["version"], "pending_pages": g["pending_pages"], "pending_tuples": g["pending_tuples"]}
+
+
+def size_text(n: int) -> str:
+    """A size as the text report prints it: bytes up to 10 kB, then kB, MB, … (whole units, rounded down)."""
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if n < 10240 or unit == "TB":
+            return f"{n} {unit}"
+        n //= 1024
+    return f"{n} TB"  # pragma: no cover - the loop returns

@@ -169,6 +169,9 @@ impl HealthAcc {
             // a GIN index's figures are its metapage's: without one there are none
             _ => {}
         }
+        if let Some(b) = &mut self.btree {
+            b.order_leaves();
+        }
         let kind = match kind {
             Some(k) => k.as_str(),
             None if self.heap.is_some() => "heap",
