@@ -57,7 +57,7 @@ def main() -> int:
         pg_checksums = median([run_measured(checksums, as_server=cluster) for _ in range(args.repeat)])
         ours: dict[int, tuple[float, float]] = {}
         for jobs in sorted({1, os.cpu_count() or 1}):
-            cmd = [pgsurgeon, "health", str(cluster.pgdata), "--system", "--format", "json", "-j", str(jobs)]
+            cmd = [pgsurgeon, "health", str(cluster.pgdata), "--system", "-j", str(jobs)]  # a summary, as psql prints
             run_measured(cmd)
             ours[jobs] = median([run_measured(cmd) for _ in range(args.repeat)])
     finally:
