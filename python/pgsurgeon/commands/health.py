@@ -104,6 +104,7 @@ def relation_json(f: RelationFigures) -> dict[str, Any]:
         doc["in_order_leaves_percent"] = _json_number(f.in_order_leaves())
         doc["heap_blocks_per_leaf"] = _json_number(f.heap_blocks_per_leaf())
         doc["heap_order_percent"] = _json_number(f.heap_order_percent())
+        doc["dead_entries"] = f.dead_entries
     if (h := f.pgstathashindex()) is not None:
         doc["pgstathashindex"] = h
     if (g := f.pgstatginindex()) is not None:

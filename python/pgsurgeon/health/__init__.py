@@ -65,6 +65,17 @@ class RelationFigures:
     """For a table: its TOAST table's size."""
     index_bytes: int = 0
     """For a table: the size of its indexes (and its TOAST table's)."""
+    table_live: int | None = None
+    """For a btree of a table: the table's live tuples."""
+
+    @property
+    def dead_entries(self) -> int | None:
+        """For a btree: its heap TIDs beyond the table's live rows, the entries that point at dead tuples (each live
+        row has one entry, a HOT chain's included; a partial index has fewer, so this never overstates)."""
+        b = self.counted.get("btree")
+        if b is None or self.table_live is None:
+            return None
+        return max(0, b["heap_tids"] - self.table_live)
 
     @property
     def toast_share(self) -> float:
@@ -208,6 +219,9 @@ def _sizes_of_tables(figures: list[RelationFigures]) -> None:
             table.toast_bytes += f.size
         else:
             table.index_bytes += f.size
+        # the TOAST table's index points at chunks, not at the table's rows
+        if "btree" in f.counted and "heap" in table.counted and f.relation and f.relation.schema != "pg_toast":
+            f.table_live = table.counted["heap"]["tuple_count"]
 
 
 def in_report_order(figures: list[RelationFigures]) -> list[RelationFigures]:

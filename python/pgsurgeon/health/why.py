@@ -86,7 +86,7 @@ def causes(outcome: HealthOutcome, dsn: str) -> list[Cause]:
         if row is not None:
             out += _stats_disagree(f, row, settings) + _unvacuumed(f, row, settings)
             out += _freeze(f, row, settings)
-        out += _never_live(f)
+        out += _never_live(f, [i for i in outcome.relations if i.owner == f.name and i.database == database])
     return out
 
 
@@ -170,13 +170,15 @@ def _unvacuumed(f: RelationFigures, row: dict[str, Any], settings: dict[str, Any
     return [Cause("autovacuum", text, f.name, f"VACUUM (VERBOSE) {_sql_name(f)};")]
 
 
-def _never_live(f: RelationFigures) -> list[Cause]:
+def _never_live(f: RelationFigures, indexes: list[RelationFigures]) -> list[Cause]:
     u = f.counted.get("upkeep")
     if u is None or u["never_live"] < NEVER_LIVE_MIN:
         return []
+    bloated = [(i.name, i.dead_entries) for i in indexes if i.dead_entries]
+    entries = "; dead entries: " + ", ".join(f"{n} {d}" for n, d in bloated) if bloated else ""
     text = (
         f"{u['never_live']} dead tuples were never live (inserts that failed or rolled back: each left its row and "
-        "an entry in every index before the failing one); INSERT … ON CONFLICT DO NOTHING avoids them"
+        f"an entry in every index before the failing one{entries}); INSERT … ON CONFLICT DO NOTHING avoids them"
     )
     return [Cause("failed-inserts", text, f.name, f"VACUUM (VERBOSE) {_sql_name(f)};")]
 
