@@ -176,9 +176,11 @@ def render_text(outcome: HealthOutcome, console: Console) -> None:
         f"{'relation':<{width}} {'kind':<7} {'size':>10} {'live tuples':>11} {'dead %':>7} {'free %':>7}"
         f" {'density':>8} {'frag %':>8}"
     )
+    # an empty TOAST table and its index say nothing (the JSON keeps them)
+    no_toast = {(f.database, f.name) for f in outcome.relations if not f.owner and not f.toast_bytes}
     database = None
     for f in outcome.relations:
-        if f.pgstattuple() is None:
+        if f.pgstattuple() is None or (f.name.startswith("pg_toast.") and (f.database, f.owner) in no_toast):
             continue
         if f.database != database:
             database = f.database
@@ -201,7 +203,8 @@ def render_text(outcome: HealthOutcome, console: Console) -> None:
             console.print(f"  {c.relation + ': ' if c.relation else ''}{c.text}", markup=False, soft_wrap=True)
             if c.command:
                 console.print(f"    {c.command}", markup=False, soft_wrap=True, style="cyan")
-    todo = suggestions(outcome)
+    said = {c.command.split(";")[0] for c in outcome.causes}
+    todo = [s for s in suggestions(outcome) if s.split(";")[0] not in said]
     if todo:
         console.print("\nnext:", markup=False)
         for line in todo:
