@@ -250,9 +250,10 @@ def test_ordinary_errors_get_no_corruption_diagnosis(text: str) -> None:
         ),
         ("psycopg.errors.DataCorrupted: invalid page in block 3 of relation base/5/16434", "invalid_page"),
         (
+            # the DETAIL says the status file is not there: read as such (issue 29), not as a garbage XID
             "psycopg2.errors.InternalError_: could not access status of transaction 3000000000\n"
             'DETAIL:  Could not open file "pg_xact/0B2D": No such file or directory.',
-            "xact_status",
+            "xact_file_missing",
         ),
         ("error: MultiXactId 50000 has not been created yet -- apparent wraparound", "multixact_future"),
         ("psql:restore.sql:12: ERROR:  compressed pglz data is corrupt", "compressed_corrupt"),

@@ -50,16 +50,29 @@ def horizon(kind: str, n: int, oldest: int, nxt: int, pgdata: Path | None) -> tu
             f"can still name it unfrozen. A tuple naming it is damaged (its xmin/xmax or infomask), not a real "
             f"{'transaction' if kind == 'xid' else 'MultiXact'}"
         )
+    if n == nxt and kind == "xid":
+        # StartupCLOG/TrimCLOG read the pg_xact page of the next XID at startup: a server that cannot start says
+        # "could not access status of transaction <NextXID>" when that file is gone (issue 29)
+        text = (
+            f"{name} {n} is the cluster's {next_name}: the server reads its commit-status page at startup, so an "
+            "error naming it at startup means the status file is missing or short, not a damaged tuple"
+        )
+        return True, text + _xact_file(n, pgdata)
     if not _precedes(n, nxt):
         return False, (
             f"{name} {n} is not older than {next_name} {nxt}: it has not been handed out yet. A tuple naming it is "
             "damaged (its xmin/xmax or infomask)"
         )
     text = f"{name} {n} lies within the horizons ({oldest_name} {oldest} .. {next_name} {nxt}): a real id"
-    if kind == "xid" and pgdata is not None and pgdata.is_dir():
-        seg = pgdata / "pg_xact" / f"{n // XIDS_PER_XACT_FILE:04X}"
-        text += f"; its commit status is in {seg.relative_to(pgdata)}" + ("" if seg.exists() else ", which is MISSING")
-    return True, text
+    return True, text + (_xact_file(n, pgdata) if kind == "xid" else "")
+
+
+def _xact_file(xid: int, pgdata: Path | None) -> str:
+    """Where transaction ``xid``'s commit status is kept, and whether that file is there."""
+    if pgdata is None or not pgdata.is_dir():
+        return ""
+    seg = pgdata / "pg_xact" / f"{xid // XIDS_PER_XACT_FILE:04X}"
+    return f"; its commit status is in {seg.relative_to(pgdata)}" + ("" if seg.exists() else ", which is MISSING")
 
 
 def _shown(key: str, value: Any) -> str:

@@ -106,6 +106,7 @@ _CONTINUATION = re.compile(r"^(?:DETAIL|HINT|CONTEXT|STATEMENT|LOCATION|QUERY|Wh
 _PG_AMCHECK_HEAD = re.compile(
     r'^(?:btree index|heap table) "[^"]+"(?:, block \d+, offset \d+(?:, attribute \d+)?)?:\s*$'
 )
+_NO_FILE = re.compile(r"No such file or directory|could not open file", re.IGNORECASE)
 _SLRU = re.compile(
     r'Could not (?:open|read from|seek in|access) file "(?P<slru>pg_(?:xact|multixact/\w+|subtrans|'
     r'commit_ts)/[0-9A-F]+)"'
@@ -235,9 +236,14 @@ _NO_CUE = frozenset(
         "replication_slot_file",
         "snapbuild_file",
         "twophase_file",
+        "checkpoint_record",
+        "startup_failed",
     )
 )
 _CUES = {p.id: _cue(p.regex.pattern) for p in PATTERNS if p.id not in _NO_CUE}
+
+
+_BY_ID = {p.id: p for p in PATTERNS}
 
 
 def _message(line: str) -> str:
@@ -255,6 +261,9 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
     for extra in context or []:
         if s := _SLRU.search(extra):
             values.setdefault("slru", s.group("slru"))
+            if pattern.id == "xact_status" and s.group("slru").startswith("pg_xact/") and _NO_FILE.search(extra):
+                # the file is not there: not only a garbage XID (issue 29), the status of a real one may be lost
+                pattern = _BY_ID["xact_file_missing"]
         for rx in _CONTEXT_VALUES:
             if c := rx.search(extra):
                 for k, v in c.groupdict().items():

@@ -307,6 +307,36 @@ PATTERNS: tuple[Pattern, ...] = (
         derive=derive_xid,
     ),
     _p(
+        # chosen by matching (matching.py) when the DETAIL says the status file is not there: never by this regex
+        # alone, which xact_status, earlier in the list, matches first
+        "xact_file_missing",
+        r"could not access status of transaction (?P<xid>\d+)",
+        "a transaction's commit-status file is missing",
+        "The server looked up whether transaction {xid} committed in {slru}, and that file is not there. Two cases "
+        "differ: if {xid} lies within the cluster's XID horizons (pgsurgeon control --xid says so), the transaction is "
+        "real and its status file was lost (removed by hand, a failed restore or copy, a disk fault): every row it "
+        "wrote or deleted has an unknown fate, and when this comes from the startup process (CONTEXT: WAL redo) the "
+        "server does not start. If {xid} lies outside the horizons, a damaged tuple header names a garbage XID and "
+        "only that row is affected.",
+        _TUPLE_XID_MODES,
+        (
+            Step("is {xid} a real transaction of this cluster, or garbage?", "{control_cmd}"),
+            Step("see which commit-status files exist ({slru} is the one wanted)", "ls -l {pgdata}/pg_xact"),
+            Step(
+                "save every table with no server, visibility judged from the files that are left (read-only)",
+                "pgsurgeon unload -D {pgdata} --out unloaded -P",
+            ),
+            _SCAN_ALL,
+            Step(
+                "do not create a {slru} full of zeroes or of 'committed' to make the error go away",
+                "zeroes make every transaction in it aborted (its inserted rows vanish, its deleted rows come back); "
+                "'committed' resurrects rows of transactions that aborted",
+                "note",
+            ),
+        ),
+        derive=derive_xid,
+    ),
+    _p(
         "multixact_future",
         r"MultiXactId (?P<multi>\d+) (?:has not been|wasn't) created yet\s*-+\s*apparent (?:wraparound|overflow)",
         "a tuple names a MultiXactId from the future",
@@ -607,6 +637,27 @@ PATTERNS: tuple[Pattern, ...] = (
         (_DIAGNOSE, _SCAN_ALL),
     ),
     _p(
+        "startup_failed",
+        r"startup process \(PID (?P<pid>\d+)\) (?:was terminated by (?:signal|exception) (?P<signal>\w+)|"
+        r"exited with exit code (?P<code>\d+))",
+        "the server did not start: recovery stopped",
+        "The startup process replays WAL before the server accepts connections. It stopped (exit code 1 after a "
+        "FATAL, signal 6 the abort a PANIC raises) on the error logged just before this line, and the server shut "
+        "down. That error says what is damaged or missing; this line only says the server is down.",
+        (),
+        (
+            Step("read the PANIC or FATAL logged just before it", "pgsurgeon explain --file {log}"),
+            Step(
+                "pg_control: the state the server was left in and the checkpoint it needs",
+                "pgsurgeon control -D {pgdata}",
+            ),
+            Step(
+                "save every table with no server (read-only)",
+                "pgsurgeon unload -D {pgdata} --out unloaded -P",
+            ),
+        ),
+    ),
+    _p(
         "crash_signal",
         r"(?:server process|process|"
         r"backend) \(PID (?P<pid>\d+)\) was terminated by signal (?P<signal>\d+)(?::\s*(?P<signame>[A-Za-z ]+))?",
@@ -750,7 +801,41 @@ PATTERNS: tuple[Pattern, ...] = (
         (),
         (Step("decode pg_control, whatever its version, and check its CRC", "{control_cmd}"),),
     ),
-    # ---- the cluster's other files: prepared transactions, WAL, replication slots, logical snapshots
+    # ---- the cluster's other files: WAL, prepared transactions, replication slots, logical snapshots
+    _p(
+        "checkpoint_record",
+        r"(?:could not locate (?:a valid|required) checkpoint record|"
+        r"invalid (?:(?:resource manager ID|xl_info|length|redo) (?:in|of) )?(?:primary |secondary )?checkpoint record|"
+        r"could not find redo location (?:[0-9A-F]+/[0-9A-F]+ )?referenced by checkpoint record)"
+        r"(?: at (?P<lsn>[0-9A-F]+/[0-9A-F]+))?",
+        "the server cannot read its last checkpoint: WAL is missing or damaged",
+        "At startup the server reads the checkpoint record pg_control points to (in pg_wal) to know where to start "
+        "replaying WAL. That record is missing (a WAL segment removed, pg_wal emptied or lost with its mount, a "
+        "backup restored without its WAL) or damaged, so the server does not start. The data files are as the last "
+        "checkpoint left them, plus whatever was written after it: nothing is lost yet. pg_resetwal makes the server "
+        "start by forgetting the WAL, and transactions committed after the checkpoint can come back half applied; "
+        "run it on a copy, after the rows are saved.",
+        (),
+        (
+            Step(
+                "pg_control: the checkpoint and redo locations, the WAL segment they need, and whether the server was "
+                "shut down cleanly",
+                "pgsurgeon control -D {pgdata}",
+            ),
+            Step("see which WAL segments are left", "ls -l {pgdata}/pg_wal"),
+            Step(
+                "with a WAL archive, copy the missing segments back into pg_wal (or set restore_command) and start "
+                "again: nothing is lost",
+                "the archive's segment names are the ones pgsurgeon control names",
+                "note",
+            ),
+            Step(
+                "without one, save every table with no server first (read-only: the data directory is not written)",
+                "pgsurgeon unload -D {pgdata} --out unloaded -P",
+            ),
+            Step("check every page of the stopped cluster", "pgsurgeon scan {pgdata}"),
+        ),
+    ),
     _p(
         "twophase_file",
         r"(?:calculated CRC checksum does not match value stored in|incorrect size of|invalid (?:magic number|size) "
@@ -1463,6 +1548,10 @@ EXAMPLES: dict[str, str] = {
     "pg_checksums": 'pg_checksums: error: checksum verification failed in file "/data/base/5/16440.1", block 12: '
     "calculated checksum 6225 but block contains 9DC2",
     "xact_status": "ERROR:  could not access status of transaction 3000000000",
+    "xact_file_missing": "FATAL:  could not access status of transaction 3353862211\n"
+    'DETAIL:  Could not open file "pg_xact/0C7E": No such file or directory.',
+    "checkpoint_record": "PANIC:  could not locate a valid checkpoint record at 0/1719ED8",
+    "startup_failed": "LOG:  startup process (PID 32389) was terminated by signal 6: Aborted",
     "multixact_future": "ERROR:  MultiXactId 50000 has not been created yet -- apparent wraparound",
     "multixact_gone": "ERROR:  MultiXactId 12 does no longer exist -- apparent wraparound",
     "toast_chunk_number": "ERROR:  unexpected chunk number 5 (expected 1) for toast value 16472 in pg_toast_16467",
