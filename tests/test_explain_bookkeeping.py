@@ -1,4 +1,5 @@
-"""explain on the cluster's own bookkeeping broken (issue 29), from what a real PostgreSQL 15 and 18 log:
+"""The cluster's own bookkeeping broken (issue 29), on real PostgreSQL 15 and 18: scan and control find the missing
+file (exit 2, naming it and what it held), and explain reads what the server logs:
 
 - pg_wal emptied: the server refuses to start with `PANIC: could not locate a valid checkpoint record`; explain
   --file on its log names the missing checkpoint (and the startup process's abort as its consequence, not as a
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shlex
 import subprocess
 import sys
@@ -33,6 +35,20 @@ def explain_file(log: Path, pgdata: Path) -> str:
     return buf.getvalue()
 
 
+def scan_names(lab: LabCluster, code: str) -> list[str]:
+    """The files scan and control name with ``code`` (both exit 2, and agree)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["scan", str(lab.pgdata), "--format", "json"]) == 2
+    scanned = [f["path"] for f in json.loads(out.getvalue())["findings"] if f["code"] == code]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["control", "-D", str(lab.pgdata), "--format", "json"]) == 2
+    controlled = [f["path"] for f in json.loads(out.getvalue())["findings"] if f["code"] == code]
+    assert scanned == controlled, (scanned, controlled)
+    return scanned
+
+
 def start_fails(lab: LabCluster) -> None:
     with pytest.raises(LabError):
         lab.start()
@@ -47,6 +63,8 @@ def test_pg_wal_emptied_points_to_unload(version: str, make_lab: MakeLab, tmp_pa
         if seg.is_file():
             seg.unlink()
     start_fails(lab)
+    segment = scan_names(lab, "file.wal_missing")
+    assert segment and segment[0].startswith("pg_wal/0000000"), segment
     found, _ = explain_text(lab.log_path.read_text())
     ids = [e.pattern.id for e in found]
     assert "checkpoint_record" in ids and "startup_failed" in ids, ids
@@ -76,6 +94,7 @@ def test_a_missing_pg_xact_segment_is_not_a_garbage_xid(version: str, make_lab: 
     lab.stop()
     (lab.pgdata / "pg_xact" / "0000").unlink()
     start_fails(lab)
+    assert scan_names(lab, "file.xact_missing") == ["pg_xact/0000"]
     found, _ = explain_text(lab.log_path.read_text())
     by_id = {e.pattern.id: e for e in found}
     assert "xact_file_missing" in by_id and "startup_failed" in by_id and "xact_status" not in by_id, list(by_id)

@@ -335,6 +335,12 @@ class Finding(TypedDict):
     remedy: str
 
 
+class ClusterFinding(Finding):
+    """crates/core/src/checks/cluster.rs ``ClusterFinding``: a finding about a file of the cluster's bookkeeping."""
+
+    path: str
+
+
 class FileFinding(Finding):
     """crates/core/src/checks/scan/ ``FileFinding``: a finding with the file it was found in."""
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         AllIndexedConfig,
         AllIndexedResult,
         CarveConfig,
+        ClusterFinding,
         CarveResult,
         ClassifyConfig,
         ClassifyResult,
@@ -72,6 +73,12 @@ def parse_control(data: bytes) -> ControlFile:
 def read_control(pgdata: str | Path) -> ControlFile:
     """``global/pg_control`` of a data directory, decoded for its PostgreSQL version."""
     return _ext.read_control(str(pgdata))
+
+
+def cluster_checks(pgdata: str | Path, wal: bool = True) -> list[ClusterFinding]:
+    """The cluster's bookkeeping against its pg_control: the WAL segments of the checkpoint and redo point (with
+    ``wal``), pg_xact's segments from the oldest to the next XID (crates/core/src/checks/cluster.rs)."""
+    return _ext.cluster_checks(str(pgdata), wal)
 
 
 def discover_relations(pgdata: str | Path) -> list[RelationFork]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from pgsurgeon.boundary import FileFinding
+    from pgsurgeon.boundary import ClusterFinding, FileFinding
     from pgsurgeon.catalog.relation import Relation
 
 
@@ -61,6 +61,28 @@ def from_file(f: FileFinding, rel: Relation | None) -> Finding:
         "remedy": f["remedy"],
         "relation": rel.qualified if rel is not None else None,
         "database": rel.database if rel is not None else None,
+        "observed_error": None,
+        "source": SOURCE_SCAN,
+        "attnum": None,
+    }
+
+
+def from_cluster(f: ClusterFinding) -> Finding:
+    """A finding about a file of the cluster's bookkeeping (pg_wal, pg_xact): no relation, no block."""
+    return {
+        "code": f["code"],
+        "area": f["area"],
+        "severity": f["severity"],
+        "path": f["path"],
+        "relfilenode": None,
+        "fork": None,
+        "block": None,
+        "item": None,
+        "message": f["message"],
+        "pg_error": f["pg_error"],
+        "remedy": f["remedy"],
+        "relation": None,
+        "database": None,
         "observed_error": None,
         "source": SOURCE_SCAN,
         "attnum": None,

@@ -17,7 +17,7 @@ from pgsurgeon.catalog.names import RelKey, keys_named
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.findings import Finding, from_file
+from pgsurgeon.findings import Finding, from_cluster, from_file
 from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
@@ -292,6 +292,13 @@ def _run_scan(
     ]
     if backup is None or backup.form == "plain":  # a tar backup's members are no files the index reader can open
         reword_zero_pages(findings, req.pgdata)
+    if not req.files and not req.relations and (backup is None or backup.form == "plain"):
+        # the whole cluster: its bookkeeping too (a backup's WAL comes apart from it, so not pg_wal there)
+        extra = [from_cluster(f) for f in core.cluster_checks(req.pgdata, wal=backup is None)]
+        findings.extend(extra)
+        summary["findings"] += len(extra)
+        summary["errors"] += sum(1 for f in extra if f["severity"] == "error")
+        summary["warnings"] += sum(1 for f in extra if f["severity"] != "error")
     backup_doc = None
     if backup is not None:
         manifest = backup.verify()

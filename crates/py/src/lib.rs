@@ -85,6 +85,19 @@ fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny
     to_py(py, &control)
 }
 
+/// The cluster's bookkeeping files against its pg_control: the WAL it needs to start (with `wal`), pg_xact's
+/// segments between the oldest and the next XID.
+#[pyfunction]
+fn cluster_checks(py: Python<'_>, pgdata: std::path::PathBuf, wal: bool) -> PyResult<Py<PyAny>> {
+    let found = py
+        .detach(|| {
+            let control = pgsurgeon_core::sources::pgdata::read_control_file(&pgdata)?;
+            Ok::<_, pgsurgeon_core::CoreError>(pgsurgeon_core::checks::cluster::cluster_checks(&pgdata, &control, wal))
+        })
+        .map_err(to_pyerr)?;
+    to_py(py, &found)
+}
+
 /// Every relation file under a data directory, grouped by relation and fork.
 #[pyfunction]
 fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
@@ -442,6 +455,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(page_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_checks, m)?)?;
     m.add_function(wrap_pyfunction!(discover_relations, m)?)?;
     m.add_function(wrap_pyfunction!(inject_page, m)?)?;
     m.add_function(wrap_pyfunction!(inject_modes, m)?)?;

@@ -159,8 +159,10 @@ def run(args: argparse.Namespace) -> int:
             for _k, _n, ok, text in checks:
                 print(("" if ok else "outside: ") + text)
         return Exit.CLEAN if all(ok for _k, _n, ok, _t in checks) else Exit.DAMAGE
+    # the files the server needs besides pg_control (a restored backup's checkpoint is in its backup_label)
+    files = core.cluster_checks(pgdata, wal=not (pgdata / "backup_label").exists()) if pgdata.is_dir() else []
     if args.format == "json":
-        print(json.dumps(control, indent=2))
+        print(json.dumps({**control, "findings": files}, indent=2))
     else:
         console = term.console()
         table = term.table(title=f"pg_control of {pgdata}", header_style="bold")
@@ -173,4 +175,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(
                 "[red]the CRC does not match: the server will refuse to start (incorrect checksum in control file)[/]"
             )
-    return Exit.CLEAN if control.get("crc_ok", True) else Exit.DAMAGE
+        for f in files:
+            console.print(f"{f['code']}: {f['message']}", style="red", markup=False, soft_wrap=True)
+            console.print(f"  what to do: {f['remedy']}", markup=False, soft_wrap=True)
+    return Exit.CLEAN if control.get("crc_ok", True) and not files else Exit.DAMAGE

@@ -69,6 +69,8 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileManifestMissing | Code::FileManifestSize | Code::FileManifestChecksum | Code::FileManifestExtra => {
             FILE_MANIFEST_MISMATCH
         }
+        Code::FileWalMissing | Code::FileWalShort => FILE_WAL_MISSING,
+        Code::FileXactMissing => FILE_XACT_MISSING,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -467,6 +469,20 @@ const FILE_MANIFEST_MISMATCH: CodeInfo = CodeInfo {
 (pg_verifybackup reports the same)",
     remedy: "the backup is not what pg_basebackup wrote (a file was changed, lost or added afterwards): take a new \
 backup, or restore from another one and compare",
+};
+
+const FILE_WAL_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "PANIC:  could not locate a valid checkpoint record (the server does not start)",
+    remedy: "copy the segment back from the WAL archive or a backup into pg_wal and start again (nothing is lost); without one, save every table with `pgsurgeon unload` before anything else (pg_resetwal only on a copy)",
+};
+
+const FILE_XACT_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  could not access status of transaction N; DETAIL:  Could not open file \"pg_xact/…\": No such file or directory (at startup, or on the first row that needs it)",
+    remedy: "restore the file from a backup taken after those transactions ended; without one, save every table with `pgsurgeon unload` (it reports the rows whose fate depended on the lost status) before anything else, and never create a zero-filled segment: it turns committed transactions into aborted ones",
 };
 
 // Codes of `pgsurgeon diagnose`, for what the server itself said while reading or checking.

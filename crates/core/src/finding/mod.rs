@@ -243,6 +243,12 @@ pub enum Code {
     FileManifestChecksum,
     /// `file.manifest_extra`
     FileManifestExtra,
+    /// `file.wal_missing`
+    FileWalMissing,
+    /// `file.wal_short`
+    FileWalShort,
+    /// `file.xact_missing`
+    FileXactMissing,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -330,6 +336,9 @@ impl Code {
         Code::FileManifestSize,
         Code::FileManifestChecksum,
         Code::FileManifestExtra,
+        Code::FileWalMissing,
+        Code::FileWalShort,
+        Code::FileXactMissing,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -416,6 +425,9 @@ impl Code {
             Code::FileManifestSize => "file.manifest_size",
             Code::FileManifestChecksum => "file.manifest_checksum",
             Code::FileManifestExtra => "file.manifest_extra",
+            Code::FileWalMissing => "file.wal_missing",
+            Code::FileWalShort => "file.wal_short",
+            Code::FileXactMissing => "file.xact_missing",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }

@@ -146,7 +146,7 @@ pub fn parse_control_as(bytes: &[u8], major_version: u32) -> Result<ControlFile>
 
 /// WAL file name as `XLogFileName` builds it (`src/include/access/xlog_internal.h`): timeline,
 /// then the segment number split into "log" and "seg" parts, 8 hex digits each.
-fn wal_file_name(tli: u32, lsn: Lsn, seg_size: u32) -> Option<String> {
+pub fn wal_file_name(tli: u32, lsn: Lsn, seg_size: u32) -> Option<String> {
     if !valid_wal_seg_size(seg_size) {
         return None;
     }
