@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.commands import options
-from pgsurgeon.commands.scan import MAX_JOBS
-from pgsurgeon.errors import UsageError
+from pgsurgeon.commands.scan import check_jobs
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.health import HealthOutcome, HealthRequest, RelationFigures, run_health
 from pgsurgeon.health.figures import size_text
@@ -74,15 +73,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> HealthRequest:
-    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
-        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
     return HealthRequest(
         pgdata=args.targets or options.require_pgdata(args),
         dsn=args.dsn,
         databases=args.database,
         relations=args.table or [],
         live=args.live,
-        jobs=args.jobs,
+        jobs=check_jobs(args.jobs),
         system=args.system,
         checks=args.check,
     )

@@ -80,9 +80,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def request_from_args(args: argparse.Namespace) -> ScanRequest:
-    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+def check_jobs(jobs: int | None) -> int | None:
+    """``-j`` of the commands that read every page on threads: 1 to :data:`MAX_JOBS`, or every core."""
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}", hint="leave it out to use every core")
+    return jobs
+
+
+def request_from_args(args: argparse.Namespace) -> ScanRequest:
+    check_jobs(args.jobs)
     targets: list[Path] = args.targets or [options.require_pgdata(args)]
     files: list[Path] = []
     if len(targets) == 1 and (targets[0].is_dir() or is_backup(targets[0])):
