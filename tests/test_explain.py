@@ -250,9 +250,15 @@ def test_ordinary_errors_get_no_corruption_diagnosis(text: str) -> None:
         ),
         ("psycopg.errors.DataCorrupted: invalid page in block 3 of relation base/5/16434", "invalid_page"),
         (
-            # the DETAIL says the status file is not there: read as such (issue 29), not as a garbage XID
+            # a query's ERROR: the same DETAIL comes with a garbage XID in a tuple header
             "psycopg2.errors.InternalError_: could not access status of transaction 3000000000\n"
             'DETAIL:  Could not open file "pg_xact/0B2D": No such file or directory.',
+            "xact_status",
+        ),
+        (
+            # at startup (FATAL): the next XID's page is missing, a lost status file (issue 29)
+            "FATAL:  could not access status of transaction 726\n"
+            'DETAIL:  Could not open file "pg_xact/0000": No such file or directory.',
             "xact_file_missing",
         ),
         ("error: MultiXactId 50000 has not been created yet -- apparent wraparound", "multixact_future"),

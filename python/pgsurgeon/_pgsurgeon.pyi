@@ -236,6 +236,9 @@ FindingCode = Literal[
     "file.manifest_size",
     "file.manifest_checksum",
     "file.manifest_extra",
+    "file.wal_missing",
+    "file.wal_short",
+    "file.xact_missing",
     "index.special_size",
     "index.bad_cycle_id",
 ]

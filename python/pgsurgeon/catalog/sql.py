@@ -382,3 +382,12 @@ def columns_from_rows(rows: list[tuple[Any, ...]]) -> list[Column]:
 
 def columns(conn: Source, oid: int) -> list[Column]:
     return columns_from_rows(rows_of(conn, "catalog_columns", {"oid": oid}))
+
+
+def table_stats(conn: Connection[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """What the statistics say of every table of the connected database, and what governs its vacuuming
+    (catalog_table_stats.sql): schema, name, n_live_tup, n_dead_tup, last_vacuum, last_autovacuum, autovacuum_count,
+    frozen_age, autovacuum_enabled."""
+    cur = conn.execute(db.load_sql("catalog_table_stats"))
+    cols = [d.name for d in cur.description or []]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]

@@ -106,6 +106,7 @@ _CONTINUATION = re.compile(r"^(?:DETAIL|HINT|CONTEXT|STATEMENT|LOCATION|QUERY|Wh
 _PG_AMCHECK_HEAD = re.compile(
     r'^(?:btree index|heap table) "[^"]+"(?:, block \d+, offset \d+(?:, attribute \d+)?)?:\s*$'
 )
+_AT_STARTUP = re.compile(r"(?:FATAL|PANIC):")
 _NO_FILE = re.compile(r"No such file or directory|could not open file", re.IGNORECASE)
 _SLRU = re.compile(
     r'Could not (?:open|read from|seek in|access) file "(?P<slru>pg_(?:xact|multixact/\w+|subtrans|'
@@ -246,6 +247,14 @@ _CUES = {p.id: _cue(p.regex.pattern) for p in PATTERNS if p.id not in _NO_CUE}
 _BY_ID = {p.id: p for p in PATTERNS}
 
 
+def _lost_at_startup(slru: str, detail: str, line: str, context: list[str]) -> bool:
+    """pg_xact's file is not there and the startup process said so (a FATAL or PANIC, or WAL redo): it needs the
+    next XID's page, so the file is lost, not a tuple's XID garbage (a query reading a garbage XID gets the same
+    DETAIL, as an ERROR; issue 29)."""
+    at_startup = bool(_AT_STARTUP.match(line)) or any("WAL redo" in c for c in context)
+    return slru.startswith("pg_xact/") and bool(_NO_FILE.search(detail)) and at_startup
+
+
 def _message(line: str) -> str:
     """The message without its severity."""
     head = line.split(":  ", 1)
@@ -261,8 +270,7 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
     for extra in context or []:
         if s := _SLRU.search(extra):
             values.setdefault("slru", s.group("slru"))
-            if pattern.id == "xact_status" and s.group("slru").startswith("pg_xact/") and _NO_FILE.search(extra):
-                # the file is not there: not only a garbage XID (issue 29), the status of a real one may be lost
+            if pattern.id == "xact_status" and _lost_at_startup(s.group("slru"), extra, line, context or []):
                 pattern = _BY_ID["xact_file_missing"]
         for rx in _CONTEXT_VALUES:
             if c := rx.search(extra):

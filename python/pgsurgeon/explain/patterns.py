@@ -307,8 +307,8 @@ PATTERNS: tuple[Pattern, ...] = (
         derive=derive_xid,
     ),
     _p(
-        # chosen by matching (matching.py) when the DETAIL says the status file is not there: never by this regex
-        # alone, which xact_status, earlier in the list, matches first
+        # chosen by matching (matching.py) when a FATAL or PANIC (the startup process) has a DETAIL saying the
+        # status file is not there: never by this regex alone, which xact_status, earlier in the list, matches first
         "xact_file_missing",
         r"could not access status of transaction (?P<xid>\d+)",
         "a transaction's commit-status file is missing",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog_sql
 from pgsurgeon.health.figures import pct
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def causes(outcome: HealthOutcome, dsn: str) -> list[Cause]:
     """Every cause found for the tables of ``dsn``'s database, most pressing first."""
     with db.connect(dsn) as conn:
         settings = _row(conn, "health_settings")
-        stats = {(r["schema"], r["name"]): r for r in _rows(conn, "health_table_stats")}
+        stats = {(r["schema"], r["name"]): r for r in catalog_sql.table_stats(conn)}
         database = str(conn.info.dbname)
         holders = [Holder(**r) for r in _rows(conn, "health_horizon")]
     tables = [f for f in outcome.relations if "heap" in f.counted and f.database == database and f.relation]
