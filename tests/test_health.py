@@ -185,7 +185,7 @@ def test_uuid_keys_at_the_articles_scale(make_lab: MakeLab) -> None:
     assert 89 < float(i7["avg_leaf_density"]) < 91 and float(i7["leaf_fragmentation"]) == 0
     assert v7.in_order_leaves() > 99 and v4.in_order_leaves() < 1
     assert v7.heap_order_percent() > 99 and 40 < v4.heap_order_percent() < 60
-    assert v7.heap_blocks_per_leaf() < 5 and v4.heap_blocks_per_leaf() > 100
+    assert v7.heap_pages_per_leaf() < 5 and v4.heap_pages_per_leaf() > 100
     assert int(i4["index_size"]) > 1.2 * int(i7["index_size"])  # the article: v4 ~26 % bigger
 
 

@@ -413,7 +413,7 @@ class BtreeFigures(TypedDict):
     next_adjacent: int
     leaf_items: list[tuple[int, int]]
     heap_tids: int
-    heap_blocks: int
+    heap_runs: int
     tid_pairs: int
     tid_pairs_in_order: int
     leaf_order: list[tuple[int, int]]

@@ -99,7 +99,7 @@ def relation_json(f: RelationFigures) -> dict[str, Any]:
         doc["leaf_items"] = f.leaf_histogram()
         doc["leaf_order"] = f.leaf_order()
         doc["in_order_leaves_percent"] = _json_number(f.in_order_leaves())
-        doc["heap_blocks_per_leaf"] = _json_number(f.heap_blocks_per_leaf())
+        doc["heap_pages_per_leaf"] = _json_number(f.heap_pages_per_leaf())
         doc["heap_order_percent"] = _json_number(f.heap_order_percent())
         doc["dead_entries"] = f.dead_entries
     if (h := f.pgstathashindex()) is not None:

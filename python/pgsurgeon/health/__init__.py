@@ -130,11 +130,11 @@ class RelationFigures:
         """(items on a leaf, leaves with that many), ascending: how full the leaves are, page by page."""
         return [(int(i), int(n)) for i, n in self.counted["btree"]["leaf_items"]] if "btree" in self.counted else []
 
-    def heap_blocks_per_leaf(self) -> float:
-        """The heap blocks a leaf's entries point into, on average: a few for an index in heap order (a range scan
-        reads few heap pages), as many as its entries for a random key."""
+    def heap_pages_per_leaf(self) -> float:
+        """The heap pages a scan of one leaf visits, on average (runs of its entries in one heap block): a few for an
+        index in heap order (a range scan reads few heap pages), as many as its entries for a random key."""
         b = self.counted.get("btree")
-        return round(b["heap_blocks"] / b["leaf_pages"], 2) if b and b["leaf_pages"] else math.nan
+        return round(b["heap_runs"] / b["leaf_pages"], 2) if b and b["leaf_pages"] else math.nan
 
     def heap_order_percent(self) -> float:
         """Of the entries following one another in key order, the share whose heap block does not go back: 100 for
