@@ -186,18 +186,27 @@ def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] 
         on_progress,
     )
     block_size = int(outcome.control["blcksz"])
+    named_databases = {k[1] for k in outcome.names}
     figures = []
     for h in outcome.health:
         key = (h["tablespace_oid"], h["database_oid"], h["relfilenode"])
         rel = outcome.names.get(key)
         f = RelationFigures(key, rel, h, block_size, _table_of(outcome.owners, rel))
-        if req.system or rel is None or (f.owner or rel.qualified).split(".", 1)[0] not in SYSTEM_SCHEMAS:
+        if req.system or _user_relation(f, named_databases):
             figures.append(f)
     _sizes_of_tables(figures)
     health = HealthOutcome(outcome, in_report_order(figures), req.checks)
     if req.dsn:
         health.causes = why.causes(health, req.dsn)
     return health
+
+
+def _user_relation(f: RelationFigures, named_databases: set[int]) -> bool:
+    """Not a system catalog, and not in a database the catalog names nothing of (template0, which takes no
+    connections); a file no catalog names in a named database stays (an orphan is worth seeing)."""
+    if f.relation is None:
+        return not named_databases or f.key[1] in named_databases
+    return (f.owner or f.relation.qualified).split(".", 1)[0] not in SYSTEM_SCHEMAS
 
 
 def _table_of(owners: dict[tuple[str, str], str], rel: Relation | None) -> str:
