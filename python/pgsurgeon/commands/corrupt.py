@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="damage a lab cluster's pages on purpose (seeded, recorded, undoable)",
         description="Damage chosen parts of a relation's files in a lab cluster, to reproduce the errors real\n"
         "corruption causes. Choose the relation with a connection (-d, -h, -p, -U) and -t (its TOAST table\n"
-        "or an index with --target) or with -D and --file. Every change goes into a manifest first; 'pgsurgeon undo\n"
+        "or an index with --target) or with -D and --file. The modes control, wal, xact, subtrans, multixact,\n"
+        "relmap and orphan-file damage the cluster's own files: -D alone (--file picks a segment).\n"
+        "Every change goes into a manifest first; 'pgsurgeon undo\n"
         "MANIFEST' puts the bytes back. A running lab cluster is stopped and started again around the\n"
         "write, so the server sees the damage.",
         epilog="modes:\n"
@@ -44,7 +46,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     where.add_argument("--index", metavar="NAME", help="with --target index: which index (default: the primary key)")
     options.add_pgdata(p, env_default=False, help="data directory, with --file instead of a connection and -t")
-    where.add_argument("--file", type=Path, help="relation file relative to --pgdata, e.g. base/5/16384")
+    where.add_argument(
+        "--file",
+        type=Path,
+        help="relation file relative to --pgdata, e.g. base/5/16384 (bookkeeping modes: the segment, e.g. "
+        "pg_xact/0000, or for orphan-file the database directory)",
+    )
     where.add_argument("--kind", choices=("heap", "btree"), help="with --file: the page kind (default: guessed)")
     choose = p.add_argument_group("what to damage")
     choose.add_argument("--block", type=int, help="block number, counted across segments (default: seeded random)")

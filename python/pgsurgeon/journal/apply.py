@@ -18,6 +18,7 @@ from pathlib import Path
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.journal.manifest import (
     KIND_BYTES,
+    KIND_CREATE,
     KIND_REMOVE,
     KIND_TRUNCATE,
     FileChange,
@@ -71,6 +72,22 @@ def _copy_range(src: Path, offset: int, length: int, dst: Path) -> str:
     return h.hexdigest()
 
 
+def _create(path: Path, data: bytes) -> None:
+    """A new file (refused if one is there), owned like its directory so the server can read it."""
+    if path.exists():
+        raise PgSurgeonError(f"{path} appeared while pgsurgeon was planning", hint="run corrupt again")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    st = path.parent.stat()
+    if os.geteuid() == 0:
+        os.chown(path, st.st_uid, st.st_gid)
+    fsync_dir(path.parent)
+
+
 def _sha_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -87,6 +104,11 @@ def apply(manifest: Manifest, say: Callable[[str], None]) -> None:
             continue
         manifest.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         name = f"{n:04d}-{Path(change.file).name}.bin"
+        if change.kind == KIND_CREATE:
+            write_durably(manifest.data_dir / name, change.new)
+            change.old_sha256 = sha256(change.new)
+            change.saved = f"{manifest.data_dir.name}/{name}"
+            continue
         change.old_sha256 = _copy_range(pgdata / change.file, change.offset, change.length, manifest.data_dir / name)
         change.saved = f"{manifest.data_dir.name}/{name}"
     if manifest.pages:
@@ -114,6 +136,8 @@ def apply(manifest: Manifest, say: Callable[[str], None]) -> None:
         elif change.kind == KIND_REMOVE:
             path.unlink()
             fsync_dir(path.parent)
+        elif change.kind == KIND_CREATE:
+            _create(path, change.new)
     manifest.write("applied", applied_at=utc_now())
     say(f"wrote {len(manifest.changes)} change(s) to {len({c.file for c in manifest.changes})} file(s)")
 
@@ -157,6 +181,10 @@ def _file_state(change: FileChange, pgdata: Path) -> str:
         size: int | None = path.stat().st_size
     except FileNotFoundError:
         size = None
+    if change.kind == KIND_CREATE:
+        if size is None:
+            return "old"
+        return "new" if size == change.length and _sha_file(path) == change.old_sha256 else "other"
     if change.kind == KIND_TRUNCATE:
         if size == change.offset:
             return "new"
@@ -216,7 +244,7 @@ def check(manifest: Manifest) -> Check:
         else:
             state = _file_state(change, pgdata)
             if state == "other":
-                what = "cut" if change.kind == KIND_TRUNCATE else "removed"
+                what = {KIND_TRUNCATE: "cut", KIND_CREATE: "created"}.get(change.kind, "removed")
                 result.other.append(f"{change.file} (was {what})")
         if state == "old":
             result.already.append(change)
@@ -253,6 +281,8 @@ def _original_page(manifest: Manifest, page: PageRecord) -> bytes:
 
 def _check_target(path: Path, kind: str) -> None:
     """The file a change is restored into must be there (or, for a removed one, its directory)."""
+    if kind == KIND_CREATE:
+        return
     if kind == KIND_REMOVE:
         if not path.parent.is_dir():
             raise PgSurgeonError(
@@ -271,6 +301,10 @@ def _restore(manifest: Manifest, change: FileChange, saved: Path | None) -> None
         _write_at(path, change.offset, change.old)
         return
     assert saved is not None  # undo() checked every side file before the first write
+    if change.kind == KIND_CREATE:
+        path.unlink()
+        fsync_dir(path.parent)
+        return
     if change.kind == KIND_TRUNCATE:
         with path.open("r+b") as fh, saved.open("rb") as src:
             fh.seek(change.offset)

@@ -2,7 +2,9 @@
 
 A manifest is a JSON document written (and fsynced) *before* any data file is touched. Byte changes keep
 their old and new bytes inline as hex; the bytes of a truncated tail or a removed segment go to side
-files in ``<manifest>.data/`` with their sha256, also written before the data file is touched.
+files in ``<manifest>.data/`` with their sha256, also written before the data file is touched. A file the
+simulator adds (an orphan relation file) is a ``create`` change: its content is kept the same way, and undo removes
+the file while it still holds exactly that content.
 States: ``applying`` (written, data being changed), ``applied``, ``undone``.
 """
 
@@ -23,6 +25,7 @@ VERSION = 1
 KIND_BYTES = "bytes"
 KIND_TRUNCATE = "truncate"
 KIND_REMOVE = "remove"
+KIND_CREATE = "create"
 
 
 def sha256(data: bytes) -> str:
@@ -54,7 +57,8 @@ class FileChange:
 
     ``bytes``: ``old`` -> ``new`` at ``offset`` (same length, kept inline). ``truncate``: the file was cut
     from ``old_size`` to ``offset`` bytes and the removed tail saved in a side file. ``remove``: the file
-    was deleted and its content saved in a side file, with its ``mode``/``uid``/``gid``.
+    was deleted and its content saved in a side file, with its ``mode``/``uid``/``gid``. ``create``: the file did
+    not exist; ``new`` is the content written (kept in a side file, ``old_sha256`` is its hash), undo removes it.
     """
 
     kind: str
@@ -99,7 +103,7 @@ class FileChange:
         """A change as the manifest holds it, every key and type checked (``where`` names it in errors)."""
         _keys(doc, where, required=_CHANGE_REQUIRED, optional=_CHANGE_OPTIONAL)
         kind = _field(doc, "kind", str, where)
-        if kind not in (KIND_BYTES, KIND_TRUNCATE, KIND_REMOVE):
+        if kind not in (KIND_BYTES, KIND_TRUNCATE, KIND_REMOVE, KIND_CREATE):
             raise _malformed(f"{where} has unknown kind {kind!r}")
         change = cls(
             kind=kind,
@@ -126,6 +130,9 @@ class FileChange:
                 raise _malformed(f"{at}: the old bytes do not match their sha256")
             if change.block is None:
                 raise _malformed(f"{at} names no block")
+        elif kind == KIND_CREATE:
+            if change.saved is None or change.offset != 0 or change.old_size is not None:
+                raise _malformed(f"{at}: a created file has saved content, offset 0 and no old size")
         else:
             if change.saved is None:
                 raise _malformed(f"{at} has no saved data")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pgsurgeon.datadir import postmaster_pid as postmaster_pid  # re-exported for the commands
-from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.errors import LabError, PgSurgeonError
 from pgsurgeon.lab import META_NAME, LabCluster
 
 
@@ -30,9 +30,12 @@ def lab_cluster_for(pgdata: Path) -> LabCluster | None:
 
 
 @contextlib.contextmanager
-def server_stopped(pgdata: Path, say: Callable[[str], None]) -> Iterator[LabCluster | None]:
+def server_stopped(
+    pgdata: Path, say: Callable[[str], None], *, may_refuse: bool = False
+) -> Iterator[LabCluster | None]:
     """Run the body with no server on ``pgdata``: stop a running lab cluster and start it again after
-    (also when the body fails); refuse any other running server. Yields the lab that was stopped."""
+    (also when the body fails); refuse any other running server. Yields the lab that was stopped. ``may_refuse``:
+    the body damaged what the server needs to start, so a refusal is reported with the server's own words."""
     pid = postmaster_pid(pgdata)
     if pid is None:
         yield None
@@ -48,5 +51,24 @@ def server_stopped(pgdata: Path, say: Callable[[str], None]) -> Iterator[LabClus
     try:
         yield lab
     finally:
-        lab.start()
-        say(f"server: lab cluster {lab.name} started again; it reads the files as they are now")
+        try:
+            lab.start()
+        except LabError:
+            if not may_refuse:
+                raise
+            say(f"server: lab cluster {lab.name} does not start now: {last_complaint(lab.log_path)}")
+        else:
+            say(f"server: lab cluster {lab.name} started again; it reads the files as they are now")
+
+
+def last_complaint(log: Path) -> str:
+    """The server log's last FATAL or PANIC line (what it said when it refused to start)."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no server log)"
+    for line in reversed(lines[-200:]):
+        for word in ("PANIC:", "FATAL:"):
+            if word in line:
+                return line[line.index(word) :].strip()
+    return "(the log names no reason)"

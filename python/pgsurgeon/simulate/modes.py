@@ -19,6 +19,8 @@ UNIT_RELATION = "relation"
 """``--count`` damages spread over the relation (bit flips)."""
 UNIT_FILE = "file"
 """A whole segment file is cut or removed."""
+UNIT_CLUSTER = "cluster"
+"""The cluster's bookkeeping (pg_control, WAL, pg_xact, …), planned by :mod:`pgsurgeon.simulate.bookkeeping`."""
 
 TARGET_TABLE = "table"
 TARGET_TOAST = "toast"
@@ -119,11 +121,65 @@ def _build() -> dict[str, Mode]:
         Mode("bitflips", UNIT_RELATION, "--count random bit flips spread over the relation"),
         Mode("truncate", UNIT_FILE, "the segment file cut at a block boundary (or inside a block with --tear-at)"),
         Mode("missing-segment", UNIT_FILE, "a whole segment file removed"),
+        *_bookkeeping_modes(),
     ]
     for m in modes:
         if m.unit in (UNIT_PAGE, UNIT_ITEM, UNIT_RELATION) and m.name not in f:
             raise RuntimeError(f"the core does not know mode {m.name}")
     return {m.name: m for m in modes}
+
+
+def _bookkeeping_modes() -> list[Mode]:
+    """Modes on the cluster's own files (-D only; --file picks the segment where there is a choice)."""
+    control = ("crc", "truncate", "checkpoint", "version", "next-xid", "next-multi")
+    wal = ("checkpoint-segment", "empty", "truncate", "checkpoint-record", "checkpoint-rmid", "page-header", "record")
+    slru = ("remove", "zero", "page")
+    multi = tuple(f"{part}-{f}" for part in ("offsets", "members") for f in slru)
+    return [
+        Mode(
+            "control",
+            UNIT_CLUSTER,
+            "pg_control: its CRC, a field (CRC kept valid), or the file cut",
+            fields=control,
+            value_fields=control,
+        ),
+        Mode(
+            "wal",
+            UNIT_CLUSTER,
+            "WAL: the checkpoint's segment removed or cut, pg_wal emptied, the checkpoint "
+            "record's body, resource manager or page header, or an earlier record",
+            fields=wal,
+            value_fields=("checkpoint-rmid",),
+        ),
+        Mode(
+            "xact",
+            UNIT_CLUSTER,
+            "pg_xact (commit status): a segment removed or zeroed, or a page garbled",
+            fields=slru,
+            value_fields=("page",),
+        ),
+        Mode(
+            "subtrans",
+            UNIT_CLUSTER,
+            "pg_subtrans: a segment removed or a page garbled (a clean shutdown leaves it zeroed)",
+            fields=("remove", "page"),
+            value_fields=("page",),
+        ),
+        Mode(
+            "multixact",
+            UNIT_CLUSTER,
+            "pg_multixact offsets or members: a segment removed or zeroed, or a page garbled",
+            fields=multi,
+            value_fields=("offsets-page", "members-page"),
+        ),
+        Mode(
+            "relmap",
+            UNIT_CLUSTER,
+            "pg_filenode.map of a database (or global/): its mappings garbled",
+            fields=("database", "global"),
+        ),
+        Mode("orphan-file", UNIT_CLUSTER, "a relation file no catalog names, holding copies of real pages"),
+    ]
 
 
 MODES: dict[str, Mode] = _build()

@@ -102,7 +102,7 @@ class _Pages:
         return self.image[block]
 
 
-def _diff(old: bytes, new: bytes, gap: int = 4) -> list[tuple[int, bytes, bytes]]:
+def diff_runs(old: bytes, new: bytes, gap: int = 4) -> list[tuple[int, bytes, bytes]]:
     """(offset, old, new) runs where the pages differ; runs closer than ``gap`` bytes merged."""
     runs: list[tuple[int, int]] = []
     step = 64
@@ -441,7 +441,7 @@ def _finish_pages(plan: Plan, req: CorruptRequest, pages: _Pages) -> None:
         segno, page_off = geo.locate(block)
         path = segment_path(res.relation.path, segno)
         file = res.relpath(path)
-        for offset, o, nw in _diff(old, new_page):
+        for offset, o, nw in diff_runs(old, new_page):
             plan.changes.append(FileChange.replace_bytes(file, page_off + offset, o, nw, block=block))
         plan.pages.append(PageRecord(file, block, page_off, geo.blcksz, sha256(old), sha256(new_page), original=old))
 

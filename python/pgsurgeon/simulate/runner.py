@@ -18,7 +18,8 @@ from pgsurgeon.journal import apply as applying
 from pgsurgeon.journal.manifest import Manifest, default_path
 from pgsurgeon.journal.server import lab_cluster_for, postmaster_pid, server_stopped
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
-from pgsurgeon.simulate.modes import MODES, UNIT_FILE, UNIT_ITEM, UNIT_PAGE, UNIT_RELATION
+from pgsurgeon.simulate.bookkeeping import BookPlan, BookRequest, plan_bookkeeping, resolved_for
+from pgsurgeon.simulate.modes import MODES, UNIT_CLUSTER, UNIT_FILE, UNIT_ITEM, UNIT_PAGE, UNIT_RELATION, Mode
 from pgsurgeon.simulate.plan import CorruptRequest, Plan, make_plan
 from pgsurgeon.simulate.target import Resolved, checkpoint, from_dsn, from_file, nblocks
 
@@ -77,6 +78,9 @@ def check(req: SimulateRequest) -> None:
     if req.mode not in MODES:
         raise UsageError(f"unknown mode {req.mode}", hint="modes: " + ", ".join(MODES))
     mode = MODES[req.mode]
+    if mode.unit == UNIT_CLUSTER:
+        _check_bookkeeping(req, mode)
+        return
     by_sql = req.dsn is not None or req.table is not None
     by_file = req.pgdata is not None or req.file is not None
     if by_sql == by_file or (by_sql and not (req.dsn and req.table)) or (by_file and not (req.pgdata and req.file)):
@@ -148,12 +152,38 @@ def check(req: SimulateRequest) -> None:
         raise UsageError("--seed must be between 0 and 2**64-1")
 
 
+_RELATION_ONLY = ("dsn", "table", "target", "index", "kind", "block", "item", "segment", "column", "length", "flips")
+
+
+def _check_bookkeeping(req: SimulateRequest, mode: Mode) -> None:
+    """A bookkeeping mode takes the data directory, and --file only to pick its segment."""
+    if req.pgdata is None:
+        raise UsageError(f"mode {mode.name} damages the cluster's own files: pass -D PGDATA")
+    extra = [n for n in _RELATION_ONLY if getattr(req, n) is not None]
+    extra += [n for n in ("tear_at", "source_block", "source_file") if getattr(req, n) is not None]
+    if extra or req.count != 1 or req.clear_hints or req.keep_checksum_valid:
+        shown = ", ".join("--" + n.replace("_", "-") for n in extra) or "--count/--clear-hints/--keep-checksum-valid"
+        raise UsageError(f"mode {mode.name} takes -D, --field, --file, --seed and --value, not {shown}")
+    if req.field is not None and req.field not in mode.fields:
+        raise UsageError(
+            f"mode {mode.name} has no field {req.field}",
+            hint=f"its fields: {', '.join(mode.fields)}" if mode.fields else f"mode {mode.name} takes no --field",
+        )
+    field = req.field or mode.default_field()
+    if req.value is not None and field not in mode.value_fields:
+        raise UsageError(f"mode {mode.name}{' field ' + field if field else ''} takes no --value")
+    if req.seed is not None and not 0 <= req.seed <= MAX_SEED:
+        raise UsageError("--seed must be between 0 and 2**64-1")
+
+
 def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
     """Damage what ``req`` names (or, with ``dry_run``, only plan it) and return the manifest; ``say`` receives the
     progress lines. A running lab cluster is stopped and started again around the write."""
     say = say or (lambda _text: None)
     check(req)
     _check_paths(req)
+    if MODES[req.mode].unit == UNIT_CLUSTER:
+        return _run_bookkeeping(req, say)
     res = _resolve(req)
     _check_fits(req, res)
     lab = _refuse_non_lab(res.pgdata, req.force_non_lab)
@@ -179,6 +209,62 @@ def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
         manifest = Manifest(path.absolute(), _header(creq, plan, lab), plan.changes, plan.pages)
         applying.apply(manifest, say)
     return SimulateResult(manifest, plan)
+
+
+def _run_bookkeeping(req: SimulateRequest, say: Say) -> SimulateResult:
+    """Damage the cluster's bookkeeping: planned with the server down (its shutdown checkpoint is what pg_control
+    and the WAL then say), written through the journal, and the server started again: it may now refuse, which is
+    reported, not raised."""
+    assert req.pgdata is not None  # check() made sure
+    pgdata = req.pgdata.absolute()
+    mode = MODES[req.mode]
+    lab = _refuse_non_lab(pgdata, req.force_non_lab)
+    breq = BookRequest(
+        req.mode,
+        req.field or mode.default_field() or "",
+        req.seed if req.seed is not None else secrets.randbits(32),
+        str(req.file) if req.file is not None else None,
+        req.value,
+    )
+    if req.dry_run:
+        book = plan_bookkeeping(pgdata, breq)
+        result = _book_result(pgdata, breq, book, lab, Path("-"))
+        _say_book(result.plan, breq, say)
+        if postmaster_pid(pgdata) is not None:
+            say("note: the server is running; the real run stops it first (its shutdown checkpoint changes WAL)")
+        say(f"dry run: {len(book.changes)} change(s) planned, nothing written")
+        result.manifest.header["state"] = "planned"
+        return result
+    lab_cluster = lab_cluster_for(pgdata)
+    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
+    path = req.manifest or default_path(pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, req.mode)
+    if path.exists():
+        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
+    with server_stopped(pgdata, say, may_refuse=True):
+        book = plan_bookkeeping(pgdata, breq)
+        result = _book_result(pgdata, breq, book, lab, path.absolute())
+        _say_book(result.plan, breq, say)
+        applying.apply(result.manifest, say)
+    return result
+
+
+def _book_result(
+    pgdata: Path, req: BookRequest, book: BookPlan, lab: dict[str, Any] | None, path: Path
+) -> SimulateResult:
+    res = resolved_for(pgdata, book.target)
+    plan = Plan(res, MODES[req.mode], req.field, UNIT_CLUSTER, 0, book.changes, book.pages, book.lines, book.warnings)
+    creq = CorruptRequest(mode=req.mode, field=req.field, seed=req.seed, value=req.value)
+    header = _header(creq, plan, lab)
+    header["relation"]["nblocks"] = None
+    return SimulateResult(Manifest(path, header, book.changes, book.pages), plan)
+
+
+def _say_book(plan: Plan, req: BookRequest, say: Say) -> None:
+    say(f"corrupt {req.mode} (field {req.field}), seed {req.seed}")
+    for line in plan.lines:
+        say(f"  {line}")
+    for w in plan.warnings:
+        say(f"note: {w}")
 
 
 def _check_paths(req: SimulateRequest) -> None:

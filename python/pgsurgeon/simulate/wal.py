@@ -1,0 +1,124 @@
+"""Just enough of the WAL format to damage the checkpoint record the way a disk would: where it lies, its header,
+and its CRC-32C recomputed when a damage should pass the CRC and trip a later check.
+
+Layouts from ``src/include/access/xlog_internal.h`` (XLogPageHeaderData, XLogLongPageHeaderData) and
+``src/include/access/xlogrecord.h`` (XLogRecord), the same in PostgreSQL 14 to 18; the CRC is computed as
+``ValidXLogRecord`` (``src/backend/access/transam/xlogreader.c``) does: over the record after its header, then over the
+header up to ``xl_crc``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgsurgeon.errors import PgSurgeonError
+
+SIZE_OF_XLOG_SHORT_PHD = 24
+"""MAXALIGN(sizeof(XLogPageHeaderData)) (xlog_internal.h)."""
+SIZE_OF_XLOG_LONG_PHD = 40
+"""MAXALIGN(sizeof(XLogLongPageHeaderData)) (xlog_internal.h)."""
+SIZE_OF_XLOG_RECORD = 24
+"""SizeOfXLogRecord: xl_tot_len, xl_xid, xl_prev, xl_info, xl_rmid, 2 bytes padding, xl_crc (xlogrecord.h)."""
+XL_CRC_OFFSET = 20
+"""offsetof(XLogRecord, xl_crc)."""
+XL_RMID_OFFSET = 17
+"""offsetof(XLogRecord, xl_rmid)."""
+RM_XLOG_ID = 0
+"""rmgrlist.h: the first resource manager, XLOG, owns checkpoint records."""
+
+_CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected (src/port/pg_crc32c_sb8.c)
+
+
+def _table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ _CRC32C_POLY if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _table()
+
+
+def crc32c_update(crc: int, data: bytes) -> int:
+    """COMP_CRC32C: ``crc`` is the running (not yet finished) value, INIT_CRC32C is 0xFFFFFFFF."""
+    for byte in data:
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def record_crc(record: bytes) -> int:
+    """The CRC a WAL record (header and body, contiguous) must carry."""
+    crc = crc32c_update(0xFFFFFFFF, record[SIZE_OF_XLOG_RECORD:])
+    crc = crc32c_update(crc, record[:XL_CRC_OFFSET])
+    return crc ^ 0xFFFFFFFF
+
+
+def segment_name(tli: int, lsn: int, seg_size: int) -> str:
+    """XLogFileName (xlog_internal.h): timeline, then the segment number split at 4 GB."""
+    segno = lsn // seg_size
+    per_xlogid = 0x1_0000_0000 // seg_size
+    return f"{tli:08X}{segno // per_xlogid:08X}{segno % per_xlogid:08X}"
+
+
+def parse_lsn(text: str) -> int:
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+@dataclass(frozen=True)
+class RecordSpan:
+    """Where a record's bytes lie in its segment file: runs of (file offset, length), page headers skipped."""
+
+    path: Path
+    runs: tuple[tuple[int, int], ...]
+    total_len: int
+
+    def read(self, data: bytes) -> bytes:
+        return b"".join(data[off : off + n] for off, n in self.runs)
+
+    def file_offset(self, record_offset: int) -> int:
+        """The file offset of byte ``record_offset`` of the record."""
+        for off, n in self.runs:
+            if record_offset < n:
+                return off + record_offset
+            record_offset -= n
+        raise ValueError(record_offset)
+
+
+def record_span(pgdata: Path, tli: int, lsn: int, seg_size: int, page_size: int) -> RecordSpan:
+    """The record at ``lsn`` in its segment (the segment must hold all of it: a record continued into the next
+    segment is refused, which a fresh checkpoint record never is in practice)."""
+    path = pgdata / "pg_wal" / segment_name(tli, lsn, seg_size)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise PgSurgeonError(
+            f"{path.relative_to(pgdata)} is missing: no checkpoint record to damage",
+            hint="undo the earlier damage to pg_wal first",
+        ) from None
+    start = lsn % seg_size
+    if start + SIZE_OF_XLOG_RECORD > len(data) or start % page_size < SIZE_OF_XLOG_SHORT_PHD:
+        raise PgSurgeonError(f"{path.relative_to(pgdata)} does not hold a record at offset {start}")
+    (tot_len,) = struct.unpack_from("<I", data, start)
+    if tot_len < SIZE_OF_XLOG_RECORD or tot_len > seg_size:
+        raise PgSurgeonError(
+            f"the record at {lsn >> 32:X}/{lsn & 0xFFFFFFFF:X} has length {tot_len}: it is already damaged",
+            hint="undo the earlier damage first",
+        )
+    runs: list[tuple[int, int]] = []
+    pos, left = start, tot_len
+    while left > 0:
+        if pos >= len(data):
+            raise PgSurgeonError(f"the checkpoint record runs past the end of {path.relative_to(pgdata)}")
+        if pos % page_size == 0:  # a continuation page: skip its short header
+            pos += SIZE_OF_XLOG_SHORT_PHD
+        n = min(left, page_size - pos % page_size)
+        runs.append((pos, n))
+        pos += n
+        left -= n
+    return RecordSpan(path, tuple(runs), tot_len)

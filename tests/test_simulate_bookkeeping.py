@@ -1,0 +1,280 @@
+"""The simulator's bookkeeping modes (issue 29) on real PostgreSQL 15 and 18: pg_control, WAL, pg_xact, pg_subtrans,
+pg_multixact, pg_filenode.map and an orphan relation file.
+
+For each mode and field, on one stopped cluster holding rows from 100 transactions (never read, so without hint
+bits) and rows locked FOR SHARE by two transactions at once (MultiXacts):
+- the damage is planned from the seed alone (twice the same changes), written, found by ``scan`` where the
+  scanner knows the structure (exit 2 naming the file), and undone byte for byte (every file of the data directory
+  hashed before and after);
+- then written again and the real server started: what it does is asserted (it refuses with its own words, or it
+  starts and a query shows the consequence: silent loss, an error, or nothing);
+- the directory is put back from a pristine copy before the next case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from fix_pg import MakeLab, exec_sql
+from pgsurgeon import simulate
+from pgsurgeon.cli import main
+from pgsurgeon.db import ConnectError
+from pgsurgeon.errors import LabError
+from pgsurgeon.journal import apply as applying
+from pgsurgeon.journal.manifest import Manifest
+from pgsurgeon.journal.server import last_complaint
+from pgsurgeon.lab import LabCluster
+
+ROWS = 1000
+LOCKED = 100
+SEED = 29
+
+Probe = Callable[[LabCluster], None]
+
+
+def count(lab: LabCluster, table: str = "t") -> int:
+    return int(exec_sql(lab, f"SELECT count(*) FROM {table}")[0][0])
+
+
+def rows_intact(lab: LabCluster) -> None:
+    assert count(lab) == ROWS and count(lab, "m") == LOCKED
+
+
+def rows_lost(lab: LabCluster) -> None:
+    """Silent loss: every row of t is gone without an error, or the catalog rows naming the database or the table
+    vanished with them."""
+    try:
+        assert count(lab) == 0
+    except (psycopg.errors.UndefinedTable, ConnectError) as exc:
+        assert "does not exist" in str(exc)
+
+
+def rows_changed(lab: LabCluster) -> None:
+    """Commit statuses garbled: t shows another set of rows, or the catalog rows naming it are gone."""
+    with contextlib.suppress(psycopg.errors.UndefinedTable):
+        assert count(lab) != ROWS
+
+
+def versions_back(lab: LabCluster) -> None:
+    """The updater's XID is lost with the members: old versions of m's rows are visible again beside the new
+    ones (or reading m fails)."""
+    with contextlib.suppress(psycopg.Error):
+        assert count(lab, "m") > LOCKED
+
+
+def connect_fails(text: str) -> Probe:
+    def probe(lab: LabCluster) -> None:
+        with pytest.raises((psycopg.Error, ConnectError), match=text):
+            count(lab)
+
+    return probe
+
+
+def read_fails(table: str, text: str) -> Probe:
+    """Reading ``table`` fails with ``text`` (within 3 s: a reader that would wait forever counts as failing)."""
+
+    def probe(lab: LabCluster) -> None:
+        with lab.connect("postgres") as conn, pytest.raises(psycopg.Error, match=text):
+            conn.execute("SET statement_timeout = '3s'")
+            conn.execute(f"SELECT count(*) FROM {table}").fetchall()
+
+    return probe
+
+
+def update_fails(text: str) -> Probe:
+    """The rows still read (a lock-only xmax needs no member), but changing a locked row asks for the members."""
+
+    def probe(lab: LabCluster) -> None:
+        assert count(lab, "m") == LOCKED
+        with pytest.raises(psycopg.Error, match=text):
+            exec_sql(lab, "UPDATE m SET v = v + 1")
+
+    return probe
+
+
+@dataclass(frozen=True)
+class Case:
+    mode: str
+    field: str | None
+    refuses: str | None = None
+    """The server does not start and logs this (a regular expression)."""
+    probe: Probe | None = None
+    """The server starts; this asserts what it then does."""
+    scan: str | None = None
+    """The finding code scan reports naming the damaged file (None: not detected offline yet)."""
+    file: str | None = None
+
+
+NOT_STATUS = r"could not access status of transaction"
+NOT_CREATED = r"MultiXactId \d+ has not been created yet -- apparent wraparound"
+RELMAP = r"relation mapping file .* contains (invalid data|incorrect checksum)"
+CASES = [
+    Case("control", "crc", refuses="incorrect checksum in control file"),
+    Case("control", "truncate", refuses=r'could not read file "global/pg_control": read \d+ of \d+'),
+    Case("control", "checkpoint", refuses="could not locate a valid checkpoint record"),
+    Case("control", "version", refuses="database files are incompatible with server"),
+    Case("control", "next-xid", probe=rows_lost),
+    Case(
+        "control",
+        "next-multi",
+        probe=read_fails("m", NOT_CREATED),
+    ),
+    Case("wal", "checkpoint-segment", refuses="could not locate a valid checkpoint record", scan="file.wal_missing"),
+    Case("wal", "empty", refuses="could not locate a valid checkpoint record", scan="file.wal_missing"),
+    Case("wal", "truncate", refuses="could not locate a valid checkpoint record", scan="file.wal_short"),
+    Case("wal", "checkpoint-record", refuses="could not locate a valid checkpoint record"),
+    Case("wal", "checkpoint-rmid", refuses="could not locate a valid checkpoint record"),
+    Case("wal", "page-header", refuses="could not locate a valid checkpoint record"),
+    Case("wal", "record", probe=rows_intact),
+    Case("xact", "remove", refuses=NOT_STATUS, scan="file.xact_missing"),
+    Case("xact", "zero", probe=rows_lost),
+    Case("xact", "page", probe=rows_changed),
+    Case("subtrans", "remove", probe=rows_intact),
+    Case("subtrans", "page", probe=rows_intact),
+    Case("multixact", "offsets-remove", refuses=NOT_STATUS),
+    Case("multixact", "offsets-page", probe=read_fails("m", ".")),
+    Case("multixact", "members-page", probe=versions_back),
+    Case("multixact", "offsets-zero", probe=rows_intact),
+    Case("multixact", "members-remove", refuses=NOT_STATUS),
+    Case("multixact", "members-zero", probe=versions_back),
+    Case("relmap", "database", probe=connect_fails(RELMAP), file="5"),
+    Case("relmap", "global", probe=connect_fails(RELMAP)),
+    Case("orphan-file", None, probe=rows_intact, file="base"),
+]
+
+
+def _digest(pgdata: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(pgdata)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(pgdata.rglob("*"))
+        if p.is_file() and p.name not in ("postmaster.pid", "postmaster.opts")
+    }
+
+
+def _lock_from_two_sessions(lab: LabCluster) -> None:
+    """Rows of m locked FOR SHARE by two open transactions at once: their xmax becomes a MultiXact."""
+    with lab.connect("postgres") as a, lab.connect("postgres") as b:
+        a.execute("BEGIN")
+        a.execute("SELECT * FROM m FOR SHARE").fetchall()
+        b.execute("BEGIN")
+        b.execute("SELECT * FROM m FOR SHARE").fetchall()
+        a.execute("COMMIT")
+        b.execute("COMMIT")
+
+
+def _update_under_key_share(lab: LabCluster) -> None:
+    """Every row of m updated (not its key) while another transaction holds FOR KEY SHARE on it: the old versions'
+    xmax becomes a MultiXact whose members name the updater, which every later reader must look up."""
+    with lab.connect("postgres") as a, lab.connect("postgres") as b:
+        a.execute("BEGIN")
+        a.execute("SELECT * FROM m FOR KEY SHARE").fetchall()
+        b.execute("UPDATE m SET v = v + 1")
+        a.execute("COMMIT")
+
+
+def _cluster(make_lab: MakeLab, version: str) -> LabCluster:
+    lab = make_lab(version)
+    exec_sql(lab, "CREATE TABLE t (id int)")
+    for start in range(0, ROWS, ROWS // 100):  # 100 transactions, so a garbled status page decides many XIDs
+        exec_sql(lab, f"INSERT INTO t SELECT g FROM generate_series({start + 1}, {start + ROWS // 100}) g")
+    exec_sql(lab, f"CREATE TABLE m AS SELECT g AS id, 0 AS v FROM generate_series(1, {LOCKED}) g")
+    for _ in range(3):  # three MultiXacts (one per round), so pg_control's next one can be set back
+        _lock_from_two_sessions(lab)
+    _update_under_key_share(lab)
+    exec_sql(lab, "CHECKPOINT")
+    assert int(exec_sql(lab, "SELECT next_multixact_id FROM pg_control_checkpoint()")[0][0]) > 3
+    lab.stop()
+    return lab
+
+
+def _file_for(case: Case) -> Path | None:
+    """The database postgres (OID 5 from PostgreSQL 15 on) for the modes that pick one: the probes connect there."""
+    return {"5": Path("base/5/pg_filenode.map"), "base": Path("base/5")}.get(case.file or "")
+
+
+def _changes(result: simulate.SimulateResult) -> list[tuple[str, str, int, int, bytes, bytes]]:
+    return [(c.kind, c.file, c.offset, c.length, c.old, c.new) for c in result.manifest.changes]
+
+
+def _scan_codes(lab: LabCluster) -> tuple[int, list[tuple[str, str]]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["scan", str(lab.pgdata), "--format", "json"])
+    doc = json.loads(out.getvalue())
+    return code, [(f["code"], f.get("path") or "") for f in doc["findings"]]
+
+
+def _corrupt(lab: LabCluster, case: Case, *, dry_run: bool = False) -> simulate.SimulateResult:
+    req = simulate.SimulateRequest(
+        mode=case.mode,
+        field=case.field,
+        pgdata=lab.pgdata,
+        seed=SEED,
+        file=_file_for(case),
+        dry_run=dry_run,
+    )
+    return simulate.run(req)
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_bookkeeping_modes(version: str, make_lab: MakeLab, scratch: Path) -> None:
+    lab = _cluster(make_lab, version)
+    pristine = scratch / "pristine"
+    subprocess.run(["cp", "-a", str(lab.pgdata), str(pristine)], check=True)
+    clean = _digest(lab.pgdata)
+    assert _scan_codes(lab)[0] == 0
+    seen = []
+    for case in CASES:
+        what = f"{case.mode} {case.field}"
+        try:
+            _one_case(lab, case, clean)
+        except (AssertionError, psycopg.Error, LabError) as exc:
+            raise AssertionError(f"case {what}: {exc}") from exc
+        seen.append(what)
+        subprocess.run(["rm", "-rf", str(lab.pgdata)], check=True)
+        subprocess.run(["cp", "-a", str(pristine), str(lab.pgdata)], check=True)
+    assert len(seen) == len(CASES)
+
+
+def _one_case(lab: LabCluster, case: Case, clean: dict[str, str]) -> None:
+    what = f"{case.mode} {case.field}"
+    planned = _corrupt(lab, case, dry_run=True)
+    result = _corrupt(lab, case)
+    assert _changes(planned) == _changes(result), f"{what}: the seed does not decide the damage"
+    assert _digest(lab.pgdata) != clean, what
+    if case.scan is not None:
+        code, found = _scan_codes(lab)
+        assert code == 2 and any(c == case.scan for c, _ in found), (what, found)
+        names = {Path(f).name for c, f in found if c == case.scan}
+        assert names & {Path(ch.file).name for ch in result.manifest.changes}, (what, found)
+    applying.undo(Manifest.load(result.manifest.path), force=False)
+    assert _digest(lab.pgdata) == clean, f"{what}: undo is not byte-exact"
+    # the same damage again, and what the real server does with it
+    again = _corrupt(lab, case)
+    assert _changes(again) == _changes(result), what
+    logged = lab.log_path.stat().st_size if lab.log_path.exists() else 0
+    try:
+        lab.start()
+    except LabError:
+        assert case.refuses is not None, f"{what}: the server refused: {last_complaint(lab.log_path)}"
+        with lab.log_path.open("rb") as fh:
+            fh.seek(logged)
+            said = fh.read().decode(errors="replace")
+        assert re.search(case.refuses, said), (what, said[-2000:])
+    else:
+        try:
+            assert case.probe is not None, f"{what}: the server started"
+            case.probe(lab)
+        finally:
+            lab.stop()
