@@ -261,6 +261,12 @@ def test_ordinary_errors_get_no_corruption_diagnosis(text: str) -> None:
             'DETAIL:  Could not open file "pg_xact/0000": No such file or directory.',
             "xact_file_missing",
         ),
+        (
+            # a pg_multixact file gone: the number is a MultiXactId or a member offset, not a transaction
+            "ERROR:  could not access status of transaction 4\n"
+            'DETAIL:  Could not open file "pg_multixact/members/0000": No such file or directory.',
+            "multixact_file_missing",
+        ),
         ("error: MultiXactId 50000 has not been created yet -- apparent wraparound", "multixact_future"),
         ("psql:restore.sql:12: ERROR:  compressed pglz data is corrupt", "compressed_corrupt"),
         ("pg_restore: error: could not execute query: ERROR:  cache lookup failed for type 16999", "cache_lookup"),

@@ -58,6 +58,13 @@ def horizon(kind: str, n: int, oldest: int, nxt: int, pgdata: Path | None) -> tu
             "error naming it at startup means the status file is missing or short, not a damaged tuple"
         )
         return True, text + _xact_file(n, pgdata)
+    if n == nxt:
+        # TrimMultiXact (multixact.c) reads the offsets page of the next MultiXactId at startup
+        return True, (
+            f"{name} {n} is the cluster's {next_name}: the server reads its offsets page "
+            f"(pg_multixact/offsets) at startup, so an error naming it at startup means that file is missing or "
+            "short, not a damaged tuple"
+        )
     if not _precedes(n, nxt):
         return False, (
             f"{name} {n} is not older than {next_name} {nxt}: it has not been handed out yet. A tuple naming it is "

@@ -255,6 +255,11 @@ def _lost_at_startup(slru: str, detail: str, line: str, context: list[str]) -> b
     return slru.startswith("pg_xact/") and bool(_NO_FILE.search(detail)) and at_startup
 
 
+def _multixact_file_gone(slru: str, detail: str) -> bool:
+    """A pg_multixact file is not there: at startup or in a query, the number is no transaction (issue 29)."""
+    return slru.startswith("pg_multixact/") and bool(_NO_FILE.search(detail))
+
+
 def _message(line: str) -> str:
     """The message without its severity."""
     head = line.split(":  ", 1)
@@ -272,6 +277,9 @@ def match_line(line: str, context: list[str] | None = None, where: Where | None 
             values.setdefault("slru", s.group("slru"))
             if pattern.id == "xact_status" and _lost_at_startup(s.group("slru"), extra, line, context or []):
                 pattern = _BY_ID["xact_file_missing"]
+            elif pattern.id == "xact_status" and _multixact_file_gone(s.group("slru"), extra):
+                pattern = _BY_ID["multixact_file_missing"]
+                values["multi"] = values.pop("xid", "")
         for rx in _CONTEXT_VALUES:
             if c := rx.search(extra):
                 for k, v in c.groupdict().items():

@@ -85,6 +85,15 @@ _CHECKSUM_MODES = (
     ModeRef("bitflips", (), "with data checksums on"),
 )
 
+_WAL_FIELDS = ("checkpoint-segment", "empty", "truncate", "checkpoint-record", "checkpoint-rmid", "page-header")
+_CHECKPOINT_MODES = (ModeRef("wal", _WAL_FIELDS), ModeRef("control", ("checkpoint",)))
+_REFUSING_MODES = (
+    *_CHECKPOINT_MODES,
+    ModeRef("control", ("crc", "truncate", "version")),
+    ModeRef("xact", ("remove",)),
+    ModeRef("multixact", ("offsets-remove", "members-remove")),
+)
+
 _INSPECT = Step(
     "decode the page offline, including a page the server refuses",
     "pgsurgeon inspect {pgdata}/{relfile} -b {block}",
@@ -318,7 +327,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "wrote or deleted has an unknown fate, and when this comes from the startup process (CONTEXT: WAL redo) the "
         "server does not start. If {xid} lies outside the horizons, a damaged tuple header names a garbage XID and "
         "only that row is affected.",
-        _TUPLE_XID_MODES,
+        (ModeRef("xact", ("remove",)),),
         (
             Step("is {xid} a real transaction of this cluster, or garbage?", "{control_cmd}"),
             Step("see which commit-status files exist ({slru} is the one wanted)", "ls -l {pgdata}/pg_xact"),
@@ -337,13 +346,46 @@ PATTERNS: tuple[Pattern, ...] = (
         derive=derive_xid,
     ),
     _p(
+        # chosen by matching (matching.py) when the DETAIL names a pg_multixact file that is not there: the number
+        # is then a MultiXactId (offsets) or a member offset (members at startup), never a tuple's XID
+        "multixact_file_missing",
+        r"could not access status of transaction (?P<multi>\d+)",
+        "a MultiXact status file is missing",
+        "The server looked up MultiXact bookkeeping in {slru}, and that file is not there. The number in the message "
+        "is not a transaction: it is a MultiXactId (pg_multixact/offsets), or, from the startup process, the next "
+        "member offset (pg_multixact/members). At startup the server reads the pages of pg_control's next "
+        "MultiXactId and next member offset and does not start without them. In a query it names the MultiXact in "
+        "a row's xmax: rows locked or updated by several transactions at once have an unknown updater.",
+        (ModeRef("multixact", ("offsets-remove", "members-remove")),),
+        (
+            Step(
+                "the cluster's MultiXact horizons, and whether {multi} is one",
+                "pgsurgeon control -D {pgdata} --multi {multi}",
+            ),
+            Step(
+                "see which MultiXact files exist ({slru} is the one wanted)",
+                "ls -l {pgdata}/pg_multixact/offsets {pgdata}/pg_multixact/members",
+            ),
+            Step(
+                "save every table with no server, visibility judged from the files that are left (read-only)",
+                "pgsurgeon unload -D {pgdata} --out unloaded -P",
+            ),
+            _SCAN_ALL,
+            Step(
+                "do not create a zero-filled {slru} to make the error go away",
+                "zeroed members lose every updater: the old versions of rows updated under a lock come back",
+                "note",
+            ),
+        ),
+    ),
+    _p(
         "multixact_future",
         r"MultiXactId (?P<multi>\d+) (?:has not been|wasn't) created yet\s*-+\s*apparent (?:wraparound|overflow)",
         "a tuple names a MultiXactId from the future",
         "A row's xmax is flagged as a MultiXactId (a group of lockers/updaters) and names {multi}, which the cluster "
         "has not handed out yet. The xmax or its infomask bits are damaged; every query that checks the row's "
         "visibility fails.",
-        _MULTI_MODES,
+        (*_MULTI_MODES, ModeRef("control", ("next-multi",), "pg_control's next MultiXactId set back")),
         (_CONTROL, _DIAGNOSE, _SCAN_ALL),
     ),
     _p(
@@ -425,6 +467,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "or a tuple read from the wrong place because its line pointer or t_hoff is damaged. The message does not "
         "say where: the query's table is in the log's STATEMENT or CONTEXT line.",
         (
+            ModeRef("multixact", ("offsets-page",), "reading rows updated under a FOR KEY SHARE lock"),
             ModeRef("tuple-data", ("varlena", "random", "bitflip")),
             ModeRef("item-ids"),
             ModeRef("item-id", ("lp_off", "lp_len")),
@@ -644,7 +687,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "The startup process replays WAL before the server accepts connections. It stopped (exit code 1 after a "
         "FATAL, signal 6 the abort a PANIC raises) on the error logged just before this line, and the server shut "
         "down. That error says what is damaged or missing; this line only says the server is down.",
-        (),
+        _REFUSING_MODES,
         (
             Step("read the PANIC or FATAL logged just before it", "pgsurgeon explain --file {log}"),
             Step(
@@ -774,9 +817,8 @@ PATTERNS: tuple[Pattern, ...] = (
         r'relation mapping file "(?P<file>[^"]+)" contains (?P<what>invalid data|incorrect checksum)',
         "the relation map of a database is damaged",
         "{file} maps the core catalogs (pg_class and friends) to their files; it {what_text}. No connection to that "
-        "database (or, for global/, to any) can start. It is not a page and the corruption simulator does not "
-        "damage it.",
-        (),
+        "database (or, for global/, to any) can start.",
+        (ModeRef("relmap", ("database", "global")),),
         (
             Step("list the relation files (the map itself is not needed for that)", "pgsurgeon files -D {pgdata}"),
             Step(
@@ -797,8 +839,8 @@ PATTERNS: tuple[Pattern, ...] = (
         r"control file contains invalid (?:checkpoint location|database cluster state)",
         "pg_control is damaged or from another version",
         "global/pg_control (the cluster's checkpoint location, XID horizons and settings) fails its CRC or does not "
-        "match this server build, so the server does not start. It is not a page; the simulator does not damage it.",
-        (),
+        "match this server build, so the server does not start.",
+        (ModeRef("control", ("crc", "version")),),
         (Step("decode pg_control, whatever its version, and check its CRC", "{control_cmd}"),),
     ),
     # ---- the cluster's other files: WAL, prepared transactions, replication slots, logical snapshots
@@ -815,7 +857,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "checkpoint left them, plus whatever was written after it: nothing is lost yet. pg_resetwal makes the server "
         "start by forgetting the WAL, and transactions committed after the checkpoint can come back half applied; "
         "run it on a copy, after the rows are saved.",
-        (),
+        _CHECKPOINT_MODES,
         (
             Step(
                 "pg_control: the checkpoint and redo locations, the WAL segment they need, and whether the server was "
@@ -861,7 +903,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "a file is shorter than its contents say",
         "Reading {file} returned {got} bytes where {want} were expected: the file was cut short (a full disk, a "
         "crash during a copy, a truncated restore) or its recorded size is damaged.",
-        (),
+        (ModeRef("control", ("truncate",), "global/pg_control"),),
         (
             Step("see the file's size", "ls -l {pgdata}/{file}"),
             Step("list the cluster's files", "pgsurgeon files -D {pgdata}"),
@@ -1550,6 +1592,8 @@ EXAMPLES: dict[str, str] = {
     "xact_status": "ERROR:  could not access status of transaction 3000000000",
     "xact_file_missing": "FATAL:  could not access status of transaction 3353862211\n"
     'DETAIL:  Could not open file "pg_xact/0C7E": No such file or directory.',
+    "multixact_file_missing": "FATAL:  could not access status of transaction 911379\n"
+    'DETAIL:  Could not open file "pg_multixact/offsets/000D": No such file or directory.',
     "checkpoint_record": "PANIC:  could not locate a valid checkpoint record at 0/1719ED8",
     "startup_failed": "LOG:  startup process (PID 32389) was terminated by signal 6: Aborted",
     "multixact_future": "ERROR:  MultiXactId 50000 has not been created yet -- apparent wraparound",
