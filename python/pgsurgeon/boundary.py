@@ -335,6 +335,28 @@ class Finding(TypedDict):
     remedy: str
 
 
+class RowRef(TypedDict):
+    """crates/core/src/visibility/hint_evidence.rs ``RowRef``: a row whose visibility depends on an XID's status."""
+
+    path: str
+    database_oid: int
+    relfilenode: int
+    block: int
+    offset: int
+    role: Literal["inserted", "deleted"]
+
+
+class XidEvidence(TypedDict):
+    """crates/core/src/visibility/hint_evidence.rs ``XidEvidence``: what heap hint bits say about one XID."""
+
+    xid: int
+    committed_hints: int
+    aborted_hints: int
+    inserted_unhinted: int
+    deleted_unhinted: int
+    rows: list[RowRef]
+
+
 class ClusterFinding(Finding):
     """crates/core/src/checks/cluster.rs ``ClusterFinding``: a finding about a file of the cluster's bookkeeping."""
 

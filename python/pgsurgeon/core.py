@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         RelationFork,
         TypeDesc,
         UnloadSummary,
+        XidEvidence,
     )
 
 FormatError = _ext.FormatError
@@ -79,6 +80,12 @@ def cluster_checks(pgdata: str | Path, wal: bool = True) -> list[ClusterFinding]
     """The cluster's bookkeeping against its pg_control: the WAL segments of the checkpoint and redo point (with
     ``wal``), pg_xact's segments from the oldest to the next XID (crates/core/src/checks/cluster.rs)."""
     return _ext.cluster_checks(str(pgdata), wal)
+
+
+def hint_evidence(pgdata: str | Path, blcksz: int, relseg_size: int, lo: int, hi: int) -> tuple[list[XidEvidence], int]:
+    """What heap tuples' hint bits say about XIDs ``lo..=hi``, and the rows depending on them; with the number of
+    heap pages read (crates/core/src/visibility/hint_evidence.rs)."""
+    return _ext.hint_evidence(str(pgdata), blcksz, relseg_size, lo, hi)
 
 
 def discover_relations(pgdata: str | Path) -> list[RelationFork]:

@@ -98,6 +98,23 @@ fn cluster_checks(py: Python<'_>, pgdata: std::path::PathBuf, wal: bool) -> PyRe
     to_py(py, &found)
 }
 
+/// What the heap pages' hint bits say about XIDs `lo..=hi` (a lost pg_xact segment), and the rows depending on
+/// them: (evidence per XID, heap pages read).
+#[pyfunction]
+fn hint_evidence(
+    py: Python<'_>,
+    pgdata: std::path::PathBuf,
+    blcksz: u32,
+    relseg_size: u32,
+    lo: u32,
+    hi: u32,
+) -> PyResult<Py<PyAny>> {
+    let found = py
+        .detach(|| pgsurgeon_core::visibility::hint_evidence::hint_evidence(&pgdata, blcksz, relseg_size, lo, hi))
+        .map_err(to_pyerr)?;
+    to_py(py, &found)
+}
+
 /// Every relation file under a data directory, grouped by relation and fork.
 #[pyfunction]
 fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
@@ -456,6 +473,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_checks, m)?)?;
+    m.add_function(wrap_pyfunction!(hint_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(discover_relations, m)?)?;
     m.add_function(wrap_pyfunction!(inject_page, m)?)?;
     m.add_function(wrap_pyfunction!(inject_modes, m)?)?;

@@ -10,6 +10,7 @@ NAMES: dict[str, str] = {
     "health": "health",
     "inspect": "inspect",
     "control": "control",
+    "xact": "xact",
     "files": "files",
     "lab": "lab",
     "corrupt": "corrupt",

