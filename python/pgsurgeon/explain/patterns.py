@@ -335,6 +335,11 @@ PATTERNS: tuple[Pattern, ...] = (
                 "save every table with no server, visibility judged from the files that are left (read-only)",
                 "pgsurgeon unload -D {pgdata} --out unloaded -P",
             ),
+            Step(
+                "rebuild the lost segment from the evidence left (hint bits, WAL commit records): it lists every "
+                "transaction nothing decides, with its rows, and writes nothing without --execute",
+                "pgsurgeon xact -D {pgdata}",
+            ),
             _SCAN_ALL,
             Step(
                 "do not create a {slru} full of zeroes or of 'committed' to make the error go away",

@@ -23,7 +23,7 @@ use crate::format::heap::{
 use crate::format::itemid::LP_NORMAL;
 use crate::format::page::Page;
 use crate::sources::blocks::{BlockReader, SegFile};
-use crate::sources::relfile::discover;
+use crate::sources::relfile::{discover, Relation};
 use crate::sources::relpath::Fork;
 
 /// Rows kept per XID to show the DBA (the counts stay exact).
@@ -59,27 +59,45 @@ pub struct XidEvidence {
     pub rows: Vec<RowRef>,
 }
 
-/// The evidence for every XID in `lo..=hi` that some heap tuple names, in XID order; `pages` counts the heap pages
-/// read. Pages that are not heap pages (a special space) or whose header is not sane are skipped.
-pub fn hint_evidence(
-    pgdata: &Path,
-    blcksz: u32,
-    relseg_size: u32,
-    lo: u32,
-    hi: u32,
-) -> Result<(Vec<XidEvidence>, u64)> {
-    let mut acc: BTreeMap<u32, XidEvidence> = BTreeMap::new();
+/// One relation's main fork being walked: its file and a reader for blocks the visitor wants to look at again.
+pub struct HeapRel<'a> {
+    pub rel: &'a Relation,
+    pub reader: BlockReader,
+    pub blcksz: u32,
+}
+
+impl HeapRel<'_> {
+    /// Block `block` of the relation, when it can be read whole.
+    pub fn block(&self, block: u32) -> Option<Vec<u8>> {
+        let data = self.reader.read(u64::from(block), 1).ok()?;
+        (data.len() == self.blcksz as usize).then_some(data)
+    }
+
+    fn at(&self, block: u32) -> Where<'_> {
+        Where { path: &self.rel.path, db: self.rel.database_oid, node: self.rel.relfilenode, block }
+    }
+}
+
+/// What a walk over every heap page does with each page, and with each relation once its pages are done.
+pub trait HeapVisitor {
+    fn page(&mut self, rel: &HeapRel<'_>, block: u32, page: &Page<'_>);
+    fn relation_done(&mut self, _rel: &HeapRel<'_>) {}
+}
+
+/// Every heap page of every database's relation main forks (pages with a special space, or whose header is not
+/// sane, are no heap pages to read tuples from); returns the number of heap pages visited.
+pub fn walk_heap_pages(pgdata: &Path, blcksz: u32, relseg_size: u32, visitor: &mut impl HeapVisitor) -> Result<u64> {
     let mut pages = 0u64;
-    for rel in discover(pgdata)?.into_iter().filter(|r| r.fork == Fork::Main && !r.temp) {
+    for rel in discover(pgdata)?.iter().filter(|r| r.fork == Fork::Main && !r.temp) {
         let segs: Vec<SegFile> =
             rel.segments.iter().map(|s| SegFile { segno: s.segno, path: pgdata.join(&s.path) }).collect();
-        let reader = BlockReader::new(&segs, blcksz, relseg_size);
-        let n = reader.nblocks_now();
+        let heap = HeapRel { rel, reader: BlockReader::new(&segs, blcksz, relseg_size), blcksz };
+        let n = heap.reader.nblocks_now();
         let mut buf = Vec::new();
         let mut first = 0u64;
         while first < n {
             let count = CHUNK_BLOCKS.min(n - first);
-            if reader.read_into(first, count, &mut buf).is_err() {
+            if heap.reader.read_into(first, count, &mut buf).is_err() {
                 first += count; // an unreadable stretch: scan reports it; the rest still counts
                 continue;
             }
@@ -89,28 +107,50 @@ pub fn hint_evidence(
                     continue;
                 }
                 pages += 1;
-                let at = Where {
-                    path: &rel.path,
-                    db: rel.database_oid,
-                    node: rel.relfilenode,
-                    block: (first + i as u64) as u32,
-                };
-                page_evidence(&page, lo, hi, &at, &mut acc);
+                visitor.page(&heap, (first + i as u64) as u32, &page);
             }
             first += count;
         }
+        visitor.relation_done(&heap);
     }
-    Ok((acc.into_values().collect(), pages))
+    Ok(pages)
 }
 
-struct Where<'a> {
+struct XidWalk {
+    lo: u32,
+    hi: u32,
+    acc: BTreeMap<u32, XidEvidence>,
+}
+
+impl HeapVisitor for XidWalk {
+    fn page(&mut self, rel: &HeapRel<'_>, block: u32, page: &Page<'_>) {
+        page_evidence(page, self.lo, self.hi, &rel.at(block), &mut self.acc);
+    }
+}
+
+/// The evidence for every XID in `lo..=hi` that some heap tuple names, in XID order; with the number of heap pages
+/// read.
+pub fn hint_evidence(
+    pgdata: &Path,
+    blcksz: u32,
+    relseg_size: u32,
+    lo: u32,
+    hi: u32,
+) -> Result<(Vec<XidEvidence>, u64)> {
+    let mut walk = XidWalk { lo, hi, acc: BTreeMap::new() };
+    let pages = walk_heap_pages(pgdata, blcksz, relseg_size, &mut walk)?;
+    Ok((walk.acc.into_values().collect(), pages))
+}
+
+/// Where a tuple lies, to name its row.
+pub(crate) struct Where<'a> {
     path: &'a str,
     db: u32,
     node: u32,
     block: u32,
 }
 
-fn page_evidence(page: &Page<'_>, lo: u32, hi: u32, at: &Where<'_>, acc: &mut BTreeMap<u32, XidEvidence>) {
+pub(crate) fn page_evidence(page: &Page<'_>, lo: u32, hi: u32, at: &Where<'_>, acc: &mut BTreeMap<u32, XidEvidence>) {
     for (off, id) in page.item_ids() {
         if id.lp_flags() != LP_NORMAL {
             continue;
@@ -151,13 +191,19 @@ fn entry(acc: &mut BTreeMap<u32, XidEvidence>, xid: u32) -> &mut XidEvidence {
 
 fn note_row(e: &mut XidEvidence, at: &Where<'_>, offset: u16, role: &'static str) {
     if e.rows.len() < ROWS_PER_XID {
-        e.rows.push(RowRef {
-            path: at.path.to_string(),
-            database_oid: at.db,
-            relfilenode: at.node,
-            block: at.block,
+        e.rows.push(at.row(offset, role));
+    }
+}
+
+impl Where<'_> {
+    pub(crate) fn row(&self, offset: u16, role: &'static str) -> RowRef {
+        RowRef {
+            path: self.path.to_string(),
+            database_oid: self.db,
+            relfilenode: self.node,
+            block: self.block,
             offset,
             role,
-        });
+        }
     }
 }
