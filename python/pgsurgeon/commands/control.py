@@ -229,8 +229,8 @@ def _render_plan(plan: ResetPlan) -> None:
         say(f"pg_control: CRC good, state {plan.state}; each value below is checked against it")
     else:
         say(f"pg_control: NOT USED: {plan.control_problem}; every value comes from the files alone", "red")
-    say(f"block size {plan.blcksz} (from {plan.blcksz_source}), WAL segment {plan.wal_seg_size >> 20} MB "
-        f"(from {plan.wal_seg_source})")  # fmt: skip
+    say(f"block size {plan.blcksz} ({plan.blcksz_source}), WAL segment {plan.wal_seg_size >> 20} MB "
+        f"({plan.wal_seg_source})")  # fmt: skip
     say()
     say(("-f needed: " if plan.force else "-f ") + plan.force_why, "yellow" if plan.force else None)
     say()

@@ -365,8 +365,9 @@ def _settings(
         source = "pg_wal holds no segment and pg_control is unreadable"
         not_derived.append(
             "-l (next WAL file): pg_wal is empty and pg_control unreadable: take the segment after the largest name "
-            "in the WAL archive, or a name well past any LSN the pages carry (pg_resetwal would start at the "
-            "beginning and pages would look written in the future)"
+            "in the WAL archive, or a name well past any LSN the pages carry: without -l pg_resetwal starts past the "
+            "damaged pg_control's checkpoint (CRC bad: unverified) or at the very beginning (unreadable), where pages "
+            "look written in the future"
         )
     control_wal = None
     if control is not None:
@@ -469,23 +470,23 @@ def plan_resetwal(request: PlanRequest | Path) -> ResetPlan:
     control, unverified, problem = _control(pgdata, major)
     warnings: list[str] = []
     if control is not None:
-        blcksz, blcksz_source = int(control["blcksz"]), "pg_control"
+        blcksz, blcksz_source = int(control["blcksz"]), "from pg_control"
     else:
         from_pages = F.block_size_from_pages(pgdata)
         if from_pages is not None:
-            blcksz, blcksz_source = from_pages, "the page headers of global/ (pd_pagesize_version)"
+            blcksz, blcksz_source = from_pages, "from the page headers in global/ (pd_pagesize_version)"
         else:
             blcksz, blcksz_source = 8192, "assumed (BLCKSZ's default): neither pg_control nor a page header says"
             warnings.append("the block size is assumed to be 8192: check it (pg_config --configure, or a page header)")
     wal_probe = F.wal_files(pgdata, None if control is None else int(control["xlog_seg_size"]))
     if control is not None:
-        seg_size, seg_source = int(control["xlog_seg_size"]), "pg_control"
+        seg_size, seg_source = int(control["xlog_seg_size"]), "from pg_control"
     elif (
         wal_probe.file_size
         and wal_probe.file_size & (wal_probe.file_size - 1) == 0
         and (1 << 20 <= wal_probe.file_size <= 1 << 30)
     ):
-        seg_size, seg_source = wal_probe.file_size, "the size of the segment files in pg_wal"
+        seg_size, seg_source = wal_probe.file_size, "from the size of the segment files in pg_wal"
     else:
         seg_size, seg_source = F.DEFAULT_WAL_SEG_SIZE, "assumed (16 MB, the default): pg_wal has no segment to measure"
     wal = F.wal_files(pgdata, seg_size)
