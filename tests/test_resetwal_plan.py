@@ -84,6 +84,13 @@ def test_pg_wal_emptied_plan_b_as_printed(version: str, make_lab: MakeLab) -> No
             seg.unlink()
     with pytest.raises(LabError):
         lab.start()
+    # explain on the server's log: after the unload step comes the plan, and the plan step runs as printed
+    explained = pgsurgeon("explain", "--file", lab.log_path, "-D", lab.pgdata).stdout
+    steps = [ln.strip()[2:] for ln in explained.splitlines() if ln.strip().startswith("$ pgsurgeon ")]
+    unload = next(i for i, c in enumerate(steps) if c.startswith("pgsurgeon unload"))
+    planned = next(i for i, c in enumerate(steps) if c.startswith("pgsurgeon control --plan"))
+    assert unload < planned, steps
+    assert pgsurgeon(*steps[planned].split()[1:]).returncode == Exit.CLEAN
     copy = lab.lab_dir / "rescue"
     plan = plan_json(lab.pgdata, "--copy", copy)
     got = values(plan)
