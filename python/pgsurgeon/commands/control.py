@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import core
 from pgsurgeon.commands import options
 from pgsurgeon.datadir import XIDS_PER_XACT_FILE
-from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.render import term
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import ControlFile
+    from pgsurgeon.rescue import ResetPlan
 
 FIRST_NORMAL_XID = 3
 """0 invalid, 1 bootstrap, 2 frozen (transam.h)."""
@@ -123,6 +124,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="say whether transaction N (from an error message) lies within the cluster's XID horizons",
     )
     p.add_argument("--multi", type=int, metavar="N", help="the same for MultiXactId N against the MultiXact horizons")
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan pg_resetwal for a cluster that does not start: each value derived from the files and checked "
+        "against pg_control, what a wrong one risks, and the alternatives as commands (nothing is run or written)",
+    )
+    p.add_argument(
+        "--copy",
+        type=Path,
+        metavar="DIR",
+        help="with --plan: where the copy that pg_resetwal runs on goes (default: PGDATA.rescue beside it)",
+    )
+    p.add_argument(
+        "--pg-bin",
+        type=Path,
+        metavar="DIR",
+        help="with --plan: the bin directory of the cluster's postgresql (default: the usual places)",
+    )
     p.set_defaults(func=run)
 
 
@@ -141,6 +160,12 @@ def load(path: Path) -> ControlFile:
 
 def run(args: argparse.Namespace) -> int:
     pgdata = options.require_pgdata(args)
+    if args.plan:
+        if args.xid is not None or args.multi is not None:
+            raise UsageError("--plan does not take --xid or --multi", hint="run them separately")
+        return _plan(args, pgdata)
+    if args.copy is not None or args.pg_bin is not None:
+        raise UsageError("--copy and --pg-bin go with --plan", hint="pgsurgeon control --plan PGDATA --copy DIR")
     control = load(pgdata)
     checks = []
     if args.xid is not None:
@@ -186,3 +211,56 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"{f['code']}: {f['message']}", style="red", markup=False, soft_wrap=True)
             console.print(f"  what to do: {f['remedy']}", markup=False, soft_wrap=True)
     return Exit.CLEAN if control.get("crc_ok", True) and not files else Exit.DAMAGE
+
+
+def _plan(args: argparse.Namespace, pgdata: Path) -> int:
+    from pgsurgeon.rescue import PlanRequest, plan_resetwal
+
+    plan = plan_resetwal(PlanRequest(pgdata, copy=args.copy, pg_bin=args.pg_bin))
+    if args.format == "json":
+        print(json.dumps(plan.as_dict(), indent=2))
+    else:
+        _render_plan(plan)
+    # a plan made without a sound pg_control is itself a finding: the cluster's control file is damaged
+    return Exit.CLEAN if plan.control_ok else Exit.DAMAGE
+
+
+def _render_plan(plan: ResetPlan) -> None:
+    console = term.console()
+
+    def say(text: str = "", style: str | None = None) -> None:
+        console.print(text, style=style, markup=False, soft_wrap=True, highlight=False)
+
+    say(f"pg_resetwal plan for {plan.pgdata} (postgresql {plan.major}); nothing has been run or written", "bold")
+    if plan.control_ok:
+        say(f"pg_control: CRC good, state {plan.state}; each value below is checked against it")
+    else:
+        say(f"pg_control: NOT USED: {plan.control_problem}; every value comes from the files alone", "red")
+    say(f"block size {plan.blcksz} ({plan.blcksz_source}), WAL segment {plan.wal_seg_size >> 20} MB "
+        f"({plan.wal_seg_source})")  # fmt: skip
+    say()
+    say(("-f needed: " if plan.force else "-f ") + plan.force_why, "yellow" if plan.force else None)
+    say()
+    for s in plan.settings:
+        if s.value is None and s.chosen == "none" and s.key.startswith("commit_ts") and plan.control_ok:
+            continue
+        shown = "not passed" if s.value is None else str(s.value)
+        say(f"{s.option} {s.what}: {shown}  [{s.chosen}]", "bold")
+        say(f"    from: {s.source}")
+        say(f"    risk: {s.risk}")
+    for line in plan.not_derived:
+        say(f"not derived: {line}", "red")
+    for line in plan.warnings:
+        say(f"note: {line}", "yellow")
+    say()
+    say("pg_resetwal " + " ".join(plan.arguments()) + " DATADIR", "bold")
+    for alt in plan.alternatives:
+        say()
+        say(alt.title, "bold red" if alt.last_resort else "bold")
+        say(f"  {alt.summary}")
+        for step in alt.steps:
+            if step.command:
+                say(f"  # {step.what}")
+                say(f"  $ {step.command}")
+            else:
+                say(f"  note: {step.what}")

@@ -340,6 +340,11 @@ PATTERNS: tuple[Pattern, ...] = (
                 "transaction nothing decides, with its rows, and writes nothing without --execute",
                 "pgsurgeon xact -D {pgdata}",
             ),
+            Step(
+                "plan pg_resetwal: each value derived from the files and checked against pg_control, what a wrong one "
+                "risks, and the ways out as commands (nothing is run or written)",
+                "pgsurgeon control --plan {pgdata}",
+            ),
             _SCAN_ALL,
             Step(
                 "do not create a {slru} full of zeroes or of 'committed' to make the error go away",
@@ -703,6 +708,11 @@ PATTERNS: tuple[Pattern, ...] = (
                 "save every table with no server (read-only)",
                 "pgsurgeon unload -D {pgdata} --out unloaded -P",
             ),
+            Step(
+                "plan pg_resetwal: each value derived from the files and checked against pg_control, what a wrong one "
+                "risks, and the ways out as commands (nothing is run or written)",
+                "pgsurgeon control --plan {pgdata}",
+            ),
         ),
     ),
     _p(
@@ -846,7 +856,15 @@ PATTERNS: tuple[Pattern, ...] = (
         "global/pg_control (the cluster's checkpoint location, XID horizons and settings) fails its CRC or does not "
         "match this server build, so the server does not start.",
         (ModeRef("control", ("crc", "version")),),
-        (Step("decode pg_control, whatever its version, and check its CRC", "{control_cmd}"),),
+        (
+            Step("decode pg_control, whatever its version, and check its CRC", "{control_cmd}"),
+            Step("save every table with no server (read-only)", "pgsurgeon unload -D {pgdata} --out unloaded -P"),
+            Step(
+                "plan pg_resetwal: each value derived from the files and checked against pg_control, what a wrong one "
+                "risks, and the ways out as commands (nothing is run or written)",
+                "pgsurgeon control --plan {pgdata}",
+            ),
+        ),
     ),
     # ---- the cluster's other files: WAL, prepared transactions, replication slots, logical snapshots
     _p(
@@ -879,6 +897,11 @@ PATTERNS: tuple[Pattern, ...] = (
             Step(
                 "without one, save every table with no server first (read-only: the data directory is not written)",
                 "pgsurgeon unload -D {pgdata} --out unloaded -P",
+            ),
+            Step(
+                "plan pg_resetwal: each value derived from the files and checked against pg_control, what a wrong one "
+                "risks, and the ways out as commands (nothing is run or written)",
+                "pgsurgeon control --plan {pgdata}",
             ),
             Step("check every page of the stopped cluster", "pgsurgeon scan {pgdata}"),
         ),

@@ -1,1 +1,11 @@
-"""Rescue of the cluster's own bookkeeping: a lost pg_xact segment rebuilt from evidence (:mod:`.xact`)."""
+"""``rescue``: the cluster's own bookkeeping when the server does not start or cannot tell a transaction's fate.
+
+:mod:`.plan` and :mod:`.alternatives`: the pg_resetwal values derived from the files and checked against pg_control,
+and the ways out in order of what they risk, planned without running anything. :mod:`.xact`: a lost pg_xact segment
+rebuilt from evidence (hint bits, surviving WAL), written only on request through an undo manifest.
+"""
+
+from pgsurgeon.rescue.alternatives import Alternative, Step
+from pgsurgeon.rescue.plan import PlanRequest, ResetPlan, Setting, plan_resetwal
+
+__all__ = ["Alternative", "PlanRequest", "ResetPlan", "Setting", "Step", "plan_resetwal"]
