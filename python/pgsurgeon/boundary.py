@@ -357,6 +357,19 @@ class XidEvidence(TypedDict):
     rows: list[RowRef]
 
 
+class MultiEvidence(TypedDict):
+    """crates/core/src/visibility/multi_evidence.rs ``MultiEvidence``: what the heap says about one MultiXact."""
+
+    multi: int
+    locked: int
+    updated: int
+    updater: int | None
+    key_update: bool
+    conflicting: bool
+    deleted_unknown: int
+    rows: list[RowRef]
+
+
 class ClusterFinding(Finding):
     """crates/core/src/checks/cluster.rs ``ClusterFinding``: a finding about a file of the cluster's bookkeeping."""
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         Injection,
         LossConfig,
         ModeInfo,
+        MultiEvidence,
         PageEvidence,
         PageReport,
         RelationFork,
@@ -112,6 +113,14 @@ def hint_evidence(pgdata: str | Path, blcksz: int, relseg_size: int, lo: int, hi
     """What heap tuples' hint bits say about XIDs ``lo..=hi``, and the rows depending on them; with the number of
     heap pages read (crates/core/src/visibility/hint_evidence.rs)."""
     return _ext.hint_evidence(str(pgdata), blcksz, relseg_size, lo, hi)
+
+
+def multi_evidence(
+    pgdata: str | Path, blcksz: int, relseg_size: int, lo: int, hi: int
+) -> tuple[list[MultiEvidence], int]:
+    """What heap tuples say about MultiXacts ``lo..=hi`` whose members are lost: lock-only or updated, and the
+    updater from the update chain (crates/core/src/visibility/multi_evidence.rs)."""
+    return _ext.multi_evidence(str(pgdata), blcksz, relseg_size, lo, hi)
 
 
 def discover_relations(pgdata: str | Path) -> list[RelationFork]:

@@ -115,6 +115,23 @@ fn hint_evidence(
     to_py(py, &found)
 }
 
+/// What the heap says about MultiXacts `lo..=hi` whose members are lost: lock-only or updated, and the updater
+/// from the update chain: (evidence per MultiXact, heap pages read).
+#[pyfunction]
+fn multi_evidence(
+    py: Python<'_>,
+    pgdata: std::path::PathBuf,
+    blcksz: u32,
+    relseg_size: u32,
+    lo: u32,
+    hi: u32,
+) -> PyResult<Py<PyAny>> {
+    let found = py
+        .detach(|| pgsurgeon_core::visibility::multi_evidence::multi_evidence(&pgdata, blcksz, relseg_size, lo, hi))
+        .map_err(to_pyerr)?;
+    to_py(py, &found)
+}
+
 /// Every relation file under a data directory, grouped by relation and fork.
 #[pyfunction]
 fn discover_relations(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny>> {
@@ -474,6 +491,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_control, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_checks, m)?)?;
     m.add_function(wrap_pyfunction!(hint_evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(multi_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(discover_relations, m)?)?;
     m.add_function(wrap_pyfunction!(inject_page, m)?)?;
     m.add_function(wrap_pyfunction!(inject_modes, m)?)?;

@@ -11,6 +11,7 @@ NAMES: dict[str, str] = {
     "inspect": "inspect",
     "control": "control",
     "xact": "xact",
+    "multixact": "multixact",
     "files": "files",
     "lab": "lab",
     "corrupt": "corrupt",

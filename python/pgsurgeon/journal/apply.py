@@ -237,12 +237,17 @@ def check(manifest: Manifest) -> Check:
         if state == "other":
             result.rewritten_pages.append(page)
             result.other.append(f"{page.file} block {page.block}")
+    # a file removed and written anew in one manifest (a rebuilt segment replacing a damaged one): the removal
+    # stands as long as the new file is what was written
+    created = {c.file: _file_state(c, pgdata) for c in manifest.changes if c.kind == KIND_CREATE}
     for change in manifest.changes:
         if change.kind == KIND_BYTES:
             found = page_states.get((change.file, change.block if change.block is not None else -1))
             state = found[1] if found is not None else "other"
         else:
             state = _file_state(change, pgdata)
+            if change.kind == KIND_REMOVE and created.get(change.file) == "new":
+                state = "new"
             if state == "other":
                 what = {KIND_TRUNCATE: "cut", KIND_CREATE: "created"}.get(change.kind, "removed")
                 result.other.append(f"{change.file} (was {what})")

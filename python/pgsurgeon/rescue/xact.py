@@ -22,11 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pgsurgeon import core
-from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.journal import apply as applying
-from pgsurgeon.journal.manifest import KIND_CREATE, FileChange, Manifest
-from pgsurgeon.lab.marker import utc_now
+from pgsurgeon.rescue.journaled import write_rebuilt
 from pgsurgeon.rescue.walstatus import WalStatus, read_wal_status
 
 if TYPE_CHECKING:
@@ -97,7 +94,7 @@ def rebuild_xact(req: XactRebuildRequest) -> XactRebuild:
     """Decide every XID of the segment that the heap references, build the segment, and with ``execute`` write it."""
     if req.undecided not in (COMMITTED, ABORTED):
         raise UsageError(f"undecided XIDs become committed or aborted, not {req.undecided}")
-    control = _control(req.pgdata)
+    control = read_control(req.pgdata)
     blcksz = int(control["blcksz"])
     per_seg = blcksz * 4 * SLRU_PAGES_PER_SEGMENT
     next_xid = int(str(control["next_xid"]).rsplit(":", 1)[-1])
@@ -136,7 +133,7 @@ def relation_names(pgdata: Path) -> dict[tuple[int, int], str]:
     return {(db, node): f"{rel.schema}.{rel.name}" for (_spc, db, node), rel in names.items()}
 
 
-def _control(pgdata: Path) -> ControlFile:
+def read_control(pgdata: Path) -> ControlFile:
     if not (pgdata / "global" / "pg_control").is_file():
         raise PgSurgeonError(f"{pgdata} is not a data directory (no global/pg_control)", hint="pass the data directory")
     try:
@@ -242,28 +239,13 @@ def _segment_bytes(fates: list[XidFate], first: int, size: int) -> bytes:
 
 
 def _write(req: XactRebuildRequest, out: XactRebuild) -> Path:
-    pid = postmaster_pid(req.pgdata)
-    if pid is not None:
-        raise PgSurgeonError(
-            f"the server is running on {req.pgdata} (postmaster pid {pid}): pg_xact is written only while it is down",
-            hint="stop it (pg_ctl stop -D …) and run again",
-        )
-    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
-    path = (req.manifest or Path.cwd() / f"pgsurgeon-xact-{out.segment}-{stamp}.json").absolute()
-    if path.exists():
-        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest")
-    relpath = f"pg_xact/{out.segment}"
     note = f"rebuilt from evidence: {len(out.decided)} XID(s) decided, {len(out.undecided)} undecided ({req.undecided})"
-    change = FileChange(KIND_CREATE, relpath, 0, new=out.data, length=len(out.data), note=note)
-    header = {
-        "created_at": utc_now(),
-        "pgdata": str(req.pgdata.absolute()),
-        "lab": None,
-        "mode": "xact-rebuild",
-        "field": None,
-        "relation": {"name": relpath, "role": "bookkeeping", "kind": None, "file": relpath, "nblocks": None},
-        "notes": [note],
-    }
-    manifest = Manifest(path, header, [change], [])
-    applying.apply(manifest, lambda _text: None)
-    return path
+    return write_rebuilt(
+        req.pgdata,
+        f"pg_xact/{out.segment}",
+        out.data,
+        mode="xact-rebuild",
+        note=note,
+        manifest=req.manifest,
+        replace=False,
+    )

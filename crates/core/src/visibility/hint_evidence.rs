@@ -73,6 +73,11 @@ impl HeapRel<'_> {
         (data.len() == self.blcksz as usize).then_some(data)
     }
 
+    /// The row at `offset` of `block`, named for the DBA.
+    pub fn row_at(&self, block: u32, offset: u16, role: &'static str) -> RowRef {
+        self.at(block).row(offset, role)
+    }
+
     fn at(&self, block: u32) -> Where<'_> {
         Where { path: &self.rel.path, db: self.rel.database_oid, node: self.rel.relfilenode, block }
     }

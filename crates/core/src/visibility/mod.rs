@@ -3,6 +3,7 @@
 
 pub mod commit_ts;
 pub mod hint_evidence;
+pub mod multi_evidence;
 pub mod multixact;
 pub mod service;
 pub mod slru;
