@@ -382,6 +382,10 @@ PATTERNS: tuple[Pattern, ...] = (
             ),
             _SCAN_ALL,
             Step(
+                "a members file: rebuild it from the heap's update chains (dry run; the offsets must be intact)",
+                "pgsurgeon multixact -D {pgdata}",
+            ),
+            Step(
                 "do not create a zero-filled {slru} to make the error go away",
                 "zeroed members lose every updater: the old versions of rows updated under a lock come back",
                 "note",

@@ -519,12 +519,12 @@ impl ClusterFiles {
             for r in &batch.rows {
                 if r.verdict != Verdict::Live {
                     if r.verdict == Verdict::Uncertain {
-                        out.doubtful.push(format!("block {} item {:?}: {}", r.block, r.lp, r.reason));
+                        out.doubtful.push(doubtful(r.block, r.lp, &r.reason));
                     }
                     continue;
                 }
                 if r.certainty == Certainty::Uncertain && !r.checksum_failed {
-                    out.doubtful.push(format!("block {} item {:?}: {}", r.block, r.lp, r.reason));
+                    out.doubtful.push(doubtful(r.block, r.lp, &r.reason));
                     continue;
                 }
                 let line = &batch.main[r.data_start..r.data_end];
@@ -535,5 +535,14 @@ impl ClusterFiles {
             first += n;
         }
         Ok(out)
+    }
+}
+
+/// A catalog row whose visibility the files cannot settle, as the DBA reads it: `block 17 item 10: …` (a row found
+/// by carving, with no line pointer, says so).
+fn doubtful(block: u64, lp: Option<u16>, reason: &str) -> String {
+    match lp {
+        Some(lp) => format!("block {block} item {lp}: {reason}"),
+        None => format!("block {block} (no line pointer): {reason}"),
     }
 }
