@@ -239,6 +239,10 @@ FindingCode = Literal[
     "file.wal_missing",
     "file.wal_short",
     "file.xact_missing",
+    "file.wal_page_header",
+    "file.wal_checkpoint_record",
+    "file.control_crc",
+    "file.control_anomaly",
     "index.special_size",
     "index.bad_cycle_id",
 ]

@@ -71,6 +71,10 @@ pub(super) fn info(code: Code) -> CodeInfo {
         }
         Code::FileWalMissing | Code::FileWalShort => FILE_WAL_MISSING,
         Code::FileXactMissing => FILE_XACT_MISSING,
+        Code::FileWalPageHeader => FILE_WAL_PAGE_HEADER,
+        Code::FileWalCheckpointRecord => FILE_WAL_CHECKPOINT_RECORD,
+        Code::FileControlCrc => FILE_CONTROL_CRC,
+        Code::FileControlAnomaly => FILE_CONTROL_ANOMALY,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -476,6 +480,45 @@ const FILE_WAL_MISSING: CodeInfo = CodeInfo {
     severity: Severity::Error,
     pg_error: "PANIC:  could not locate a valid checkpoint record (the server does not start)",
     remedy: "copy the segment back from the WAL archive or a backup into pg_wal and start again (nothing is lost); without one, save every table with `pgsurgeon unload` before anything else (pg_resetwal only on a copy)",
+};
+
+const REMEDY_WAL: &str = "copy the segment back from the WAL archive or a backup into pg_wal and start again \
+(nothing is lost); without one, save every table with `pgsurgeon unload` before anything else (pg_resetwal only on a \
+copy: it throws away what the WAL still held)";
+
+const FILE_WAL_PAGE_HEADER: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "LOG:  invalid magic number M in WAL segment S, LSN X/X, offset N (or unexpected pageaddr, WAL file is \
+from different database system); then PANIC:  could not locate a valid checkpoint record (the server does not start)",
+    remedy: REMEDY_WAL,
+};
+
+const FILE_WAL_CHECKPOINT_RECORD: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "LOG:  incorrect resource manager data checksum in record at X/X (or invalid checkpoint record, invalid \
+xl_info or length in checkpoint record); then PANIC:  could not locate a valid checkpoint record (the server does not \
+start)",
+    remedy: REMEDY_WAL,
+};
+
+const FILE_CONTROL_CRC: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  incorrect checksum in control file (the server does not start)",
+    remedy: "put back global/pg_control from a backup of this very cluster state, or compare the fields with \
+`pgsurgeon control` and the WAL before rewriting it; without that, save every table with `pgsurgeon unload` first \
+(pg_resetwal -f only on a copy)",
+};
+
+const FILE_CONTROL_ANOMALY: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  database files are incompatible with server (for a version, size or format field the server \
+was not built with)",
+    remedy: "check that the server binaries are the major and build this cluster was made with (`pgsurgeon \
+control` shows each field); a field no build writes means the file was rewritten wrongly: restore it from a backup",
 };
 
 const FILE_XACT_MISSING: CodeInfo = CodeInfo {

@@ -249,6 +249,14 @@ pub enum Code {
     FileWalShort,
     /// `file.xact_missing`
     FileXactMissing,
+    /// `file.wal_page_header`
+    FileWalPageHeader,
+    /// `file.wal_checkpoint_record`
+    FileWalCheckpointRecord,
+    /// `file.control_crc`
+    FileControlCrc,
+    /// `file.control_anomaly`
+    FileControlAnomaly,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -339,6 +347,10 @@ impl Code {
         Code::FileWalMissing,
         Code::FileWalShort,
         Code::FileXactMissing,
+        Code::FileWalPageHeader,
+        Code::FileWalCheckpointRecord,
+        Code::FileControlCrc,
+        Code::FileControlAnomaly,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -428,6 +440,10 @@ impl Code {
             Code::FileWalMissing => "file.wal_missing",
             Code::FileWalShort => "file.wal_short",
             Code::FileXactMissing => "file.xact_missing",
+            Code::FileWalPageHeader => "file.wal_page_header",
+            Code::FileWalCheckpointRecord => "file.wal_checkpoint_record",
+            Code::FileControlCrc => "file.control_crc",
+            Code::FileControlAnomaly => "file.control_anomaly",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }

@@ -1,6 +1,6 @@
 //! The cluster's own bookkeeping beside its relation files: the WAL segment holding the checkpoint record and the
-//! redo point pg_control names (without them the server does not start), and the commit-status segments of pg_xact
-//! every transaction between pg_control's oldest and next XID needs. Only names and sizes are read.
+//! redo point pg_control names, and the checkpoint record itself (without them the server does not start), and the
+//! commit-status segments of pg_xact every transaction between pg_control's oldest and next XID needs.
 
 use std::path::Path;
 
@@ -10,6 +10,10 @@ use crate::finding::{Code, Finding};
 use crate::format::control::{wal_file_name, ControlFile};
 use crate::visibility::slru::SLRU_PAGES_PER_SEGMENT;
 
+mod wal;
+
+pub use wal::xlog_page_magic;
+
 /// A finding about one file of the cluster's bookkeeping (its path relative to the data directory).
 #[derive(Debug, Clone, Serialize)]
 pub struct ClusterFinding {
@@ -18,14 +22,38 @@ pub struct ClusterFinding {
     pub path: String,
 }
 
-/// The checks of `pgdata` against its pg_control `c` (nothing when pg_control's CRC fails: its values are not to be
-/// trusted, and the control file's own report says so). `wal`: check pg_wal too (not in a base backup, whose WAL
-/// comes with it or from the archive).
+/// The checks of `pgdata` against its pg_control `c`. pg_control first: a CRC mismatch is the only finding then (its
+/// values are not to be trusted, so nothing is checked against them); its anomalies (control/anomalies.rs) with a
+/// sound CRC are findings too, as the server refuses most of them (xlog.c ReadControlFile). `wal`: check pg_wal too
+/// (not in a base backup, whose WAL comes with it or from the archive).
 pub fn cluster_checks(pgdata: &Path, c: &ControlFile, wal: bool) -> Vec<ClusterFinding> {
+    let control = |code, message| ClusterFinding {
+        finding: Finding::new(code, None, None, message),
+        path: "global/pg_control".to_string(),
+    };
     if !c.crc_ok {
-        return Vec::new();
+        let why = c.anomalies.iter().find(|a| a.starts_with("CRC mismatch")).cloned().unwrap_or_default();
+        return vec![control(
+            Code::FileControlCrc,
+            format!(
+                "global/pg_control: {why}; the server refuses to start (incorrect checksum in control file), and \
+                 no other file is checked against values that may be damaged"
+            ),
+        )];
     }
-    let mut out = if wal { wal_checks(pgdata, c) } else { Vec::new() };
+    let mut out: Vec<ClusterFinding> = c
+        .anomalies
+        .iter()
+        .map(|a| {
+            control(
+                Code::FileControlAnomaly,
+                format!("global/pg_control: {a}, although its CRC matches (written so, not damaged on disk)"),
+            )
+        })
+        .collect();
+    if wal {
+        out.extend(wal_checks(pgdata, c));
+    }
     out.extend(xact_checks(pgdata, c));
     out
 }
@@ -58,6 +86,9 @@ fn wal_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFinding> {
             Ok(_) => continue,
         };
         out.push(ClusterFinding { finding: Finding::new(code, None, None, message), path });
+    }
+    if !out.iter().any(|f| f.finding.message.contains("checkpoint record")) {
+        out.extend(wal::checkpoint_record(pgdata, c));
     }
     out
 }
@@ -99,4 +130,41 @@ fn xact_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFinding> {
         out.push(ClusterFinding { finding: Finding::new(Code::FileXactMissing, None, None, message), path });
     }
     out
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::format::control::{parse_control, ControlFile};
+
+    /// A scratch data directory, removed when dropped.
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new() -> Dir {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let p = std::env::temp_dir().join(format!("pgsurgeon-cluster-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A real pg_control of `major` (15 or 18) from the fixtures, to edit.
+    pub fn control(major: u32) -> ControlFile {
+        let p = format!("{}/tests/data/vis/pg{major}/global/pg_control", env!("CARGO_MANIFEST_DIR"));
+        parse_control(&std::fs::read(p).unwrap()).unwrap()
+    }
 }

@@ -1,0 +1,139 @@
+"""Offline checks of the cluster's bookkeeping (issue 29), on real PostgreSQL 15 and 18: each damage is made by hand
+on a stopped cluster; scan (whole cluster) and control name it (exit 2), the real server is asked what it does with
+it, and the original bytes put back make the finding go away."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fix_pg import MakeLab, exec_sql
+from pgsurgeon import core
+from pgsurgeon.cli import main
+from pgsurgeon.lab import LabCluster
+from pgsurgeon.lab.cluster import LabError
+
+VERSIONS = ["15", "18"]
+
+
+def run_json(args: list[str]) -> tuple[int, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(args)
+    return code, json.loads(out.getvalue())
+
+
+def cluster_findings(lab: LabCluster) -> list[dict[str, Any]]:
+    """What scan (whole cluster) and control say about the bookkeeping: the same findings, exit 2 when any."""
+    scan_code, scanned = run_json(["scan", str(lab.pgdata), "--format", "json"])
+    control_code, controlled = run_json(["control", "-D", str(lab.pgdata), "--format", "json"])
+    ours = [f for f in scanned["findings"] if f.get("path") and not f.get("relfilenode")]
+    files = [(f["code"], f["path"]) for f in controlled["findings"]]
+    assert [(f["code"], f["path"]) for f in ours] == files, (ours, files)
+    if files:
+        assert control_code == 2 and scan_code == 2, (scan_code, control_code)
+    return ours
+
+
+def codes(lab: LabCluster) -> list[str]:
+    return [f["code"] for f in cluster_findings(lab)]
+
+
+@contextlib.contextmanager
+def damaged(path: Path) -> Iterator[bytearray]:
+    """The bytes of ``path`` to change in place; written on entry's exit, the original put back afterwards by
+    ``restore``."""
+    original = path.read_bytes()
+    image = bytearray(original)
+    yield image
+    path.write_bytes(bytes(image))
+    _originals[path] = original
+
+
+_originals: dict[Path, bytes] = {}
+
+
+def restore(path: Path) -> None:
+    path.write_bytes(_originals.pop(path))
+
+
+def start_fails(lab: LabCluster) -> str:
+    """The server refuses to start; what it logged."""
+    with pytest.raises(LabError):
+        lab.start()
+    return lab.log_path.read_text(errors="replace")
+
+
+def checkpoint_segment(lab: LabCluster) -> tuple[Path, int, int]:
+    """The WAL file holding the checkpoint record, and the record's offset in it and the WAL page size."""
+    c = core.read_control(lab.pgdata)
+    hi, lo = (int(x, 16) for x in str(c["checkpoint"]).split("/"))
+    lsn = (hi << 32) | lo
+    seg = int(c["xlog_seg_size"])
+    name = f"{int(c['this_timeline_id']):08X}{lsn // seg // (2**32 // seg):08X}{lsn // seg % (2**32 // seg):08X}"
+    return lab.pgdata / "pg_wal" / name, lsn % seg, int(c["xlog_blcksz"])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_healthy_stopped_cluster_has_no_finding(version: str, make_lab: MakeLab) -> None:
+    lab = make_lab(version)
+    exec_sql(lab, "CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 1000) g")
+    lab.stop()
+    assert cluster_findings(lab) == []
+    assert main(["scan", str(lab.pgdata)]) == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_checkpoint_record_crc(version: str, make_lab: MakeLab) -> None:
+    lab = make_lab(version)
+    lab.stop()
+    seg, at, _ = checkpoint_segment(lab)
+    with damaged(seg) as b:
+        b[at + 30] ^= 0x01  # inside the checkpoint payload (nextXid): only the CRC tells
+    (found,) = cluster_findings(lab)
+    assert found["code"] == "file.wal_checkpoint_record" and found["path"] == f"pg_wal/{seg.name}"
+    assert "CRC mismatch" in found["message"]
+    log = start_fails(lab)
+    assert "incorrect resource manager data checksum in record" in log, log[-2000:]
+    assert "could not locate a valid checkpoint record" in log, log[-2000:]
+    restore(seg)
+    assert cluster_findings(lab) == []
+    lab.start()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_wal_page_magic(version: str, make_lab: MakeLab) -> None:
+    lab = make_lab(version)
+    lab.stop()
+    seg, at, blcksz = checkpoint_segment(lab)
+    with damaged(seg) as b:
+        b[at - at % blcksz] ^= 0x01  # xlp_magic of the checkpoint record's page
+    (found,) = cluster_findings(lab)
+    assert found["code"] == "file.wal_page_header" and "xlp_magic" in found["message"], found
+    log = start_fails(lab)
+    assert "invalid magic number" in log and "could not locate a valid checkpoint record" in log, log[-2000:]
+    restore(seg)
+    assert cluster_findings(lab) == []
+    lab.start()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pg_control_crc(version: str, make_lab: MakeLab) -> None:
+    lab = make_lab(version)
+    lab.stop()
+    path = lab.pgdata / "global" / "pg_control"
+    with damaged(path) as b:
+        b[40] ^= 0xFF  # inside the checkpoint copy, before the CRC
+    (found,) = cluster_findings(lab)
+    assert found["code"] == "file.control_crc" and "CRC mismatch" in found["message"], found
+    log = start_fails(lab)
+    assert "incorrect checksum in control file" in log, log[-2000:]
+    restore(path)
+    assert cluster_findings(lab) == []
+    lab.start()
