@@ -137,3 +137,24 @@ def test_pg_control_crc(version: str, make_lab: MakeLab) -> None:
     restore(path)
     assert cluster_findings(lab) == []
     lab.start()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pg_filenode_map_checksum(version: str, make_lab: MakeLab) -> None:
+    lab = make_lab(version)
+    (oid,) = exec_sql(lab, "SELECT oid FROM pg_database WHERE datname = 'postgres'")[0]
+    lab.stop()
+    path = lab.pgdata / "base" / str(oid) / "pg_filenode.map"
+    with damaged(path) as b:
+        b[12] ^= 0x01  # a mapped file number
+    (found,) = cluster_findings(lab)
+    assert found["code"] == "file.relmap" and found["path"] == f"base/{oid}/pg_filenode.map", found
+    assert "incorrect checksum" in found["message"] and f"database {oid}" in found["message"]
+    lab.start()  # the server starts: only connections to that database fail
+    with pytest.raises(Exception, match="relation mapping file"):
+        exec_sql(lab, "SELECT 1")
+    assert exec_sql(lab, "SELECT 1", dbname="template1") == [(1,)]
+    assert "contains incorrect checksum" in lab.log_path.read_text(errors="replace")
+    lab.stop()
+    restore(path)
+    assert cluster_findings(lab) == []

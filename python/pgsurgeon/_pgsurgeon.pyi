@@ -243,6 +243,7 @@ FindingCode = Literal[
     "file.wal_checkpoint_record",
     "file.control_crc",
     "file.control_anomaly",
+    "file.relmap",
     "index.special_size",
     "index.bad_cycle_id",
 ]

@@ -75,6 +75,7 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileWalCheckpointRecord => FILE_WAL_CHECKPOINT_RECORD,
         Code::FileControlCrc => FILE_CONTROL_CRC,
         Code::FileControlAnomaly => FILE_CONTROL_ANOMALY,
+        Code::FileRelmap => FILE_RELMAP,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -519,6 +520,16 @@ const FILE_CONTROL_ANOMALY: CodeInfo = CodeInfo {
 was not built with)",
     remedy: "check that the server binaries are the major and build this cluster was made with (`pgsurgeon \
 control` shows each field); a field no build writes means the file was rewritten wrongly: restore it from a backup",
+};
+
+const FILE_RELMAP: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  relation mapping file \"F\" contains incorrect checksum (or contains invalid data, or could \
+not open file \"F\") on every connection",
+    remedy: "restore the file from a backup of this cluster (a map from another cluster or from before a VACUUM FULL \
+or CLUSTER of a mapped catalog points at the wrong files); without one, `pgsurgeon unload` reads the tables with no \
+server",
 };
 
 const FILE_XACT_MISSING: CodeInfo = CodeInfo {

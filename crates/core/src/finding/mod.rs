@@ -257,6 +257,8 @@ pub enum Code {
     FileControlCrc,
     /// `file.control_anomaly`
     FileControlAnomaly,
+    /// `file.relmap`
+    FileRelmap,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -351,6 +353,7 @@ impl Code {
         Code::FileWalCheckpointRecord,
         Code::FileControlCrc,
         Code::FileControlAnomaly,
+        Code::FileRelmap,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -444,6 +447,7 @@ impl Code {
             Code::FileWalCheckpointRecord => "file.wal_checkpoint_record",
             Code::FileControlCrc => "file.control_crc",
             Code::FileControlAnomaly => "file.control_anomaly",
+            Code::FileRelmap => "file.relmap",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }
