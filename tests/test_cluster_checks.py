@@ -158,3 +158,39 @@ def test_pg_filenode_map_checksum(version: str, make_lab: MakeLab) -> None:
     lab.stop()
     restore(path)
     assert cluster_findings(lab) == []
+
+
+def make_multis(lab: LabCluster, rows: int) -> None:
+    """Real MultiXacts: two transactions lock the same rows FOR SHARE at once, then commit."""
+    exec_sql(lab, f"CREATE TABLE m AS SELECT g AS id FROM generate_series(1, {rows}) g")
+    a, b = lab.connect(autocommit=False), lab.connect(autocommit=False)
+    try:
+        a.execute("SELECT * FROM m FOR SHARE").fetchall()
+        b.execute("SELECT * FROM m FOR SHARE").fetchall()
+        a.commit()
+        b.commit()
+    finally:
+        a.close()
+        b.close()
+    exec_sql(lab, "CHECKPOINT")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_multixact_offsets_segment_removed(version: str, make_lab: MakeLab) -> None:
+    lab = make_lab(version)
+    make_multis(lab, 100)
+    lab.stop()
+    control = core.read_control(lab.pgdata)
+    assert int(control["next_multi"]) > 1, control
+    path = lab.pgdata / "pg_multixact" / "offsets" / "0000"
+    away = path.with_name("0000.away")  # renamed, not rewritten: the server's OS user must still own it
+    path.rename(away)
+    (found,) = cluster_findings(lab)
+    assert found["code"] == "file.multixact_missing" and found["path"] == "pg_multixact/offsets/0000", found
+    assert f"next MultiXact {control['next_multi']}" in found["message"], found
+    log = start_fails(lab)
+    assert "could not access status of transaction" in log and "pg_multixact/offsets/0000" in log, log[-2000:]
+    away.rename(path)
+    assert cluster_findings(lab) == []
+    lab.start()
+    assert exec_sql(lab, "SELECT count(*) FROM m") == [(100,)]

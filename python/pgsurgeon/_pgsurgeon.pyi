@@ -244,6 +244,8 @@ FindingCode = Literal[
     "file.control_crc",
     "file.control_anomaly",
     "file.relmap",
+    "file.multixact_missing",
+    "file.multixact_offsets",
     "index.special_size",
     "index.bad_cycle_id",
 ]

@@ -76,6 +76,8 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileControlCrc => FILE_CONTROL_CRC,
         Code::FileControlAnomaly => FILE_CONTROL_ANOMALY,
         Code::FileRelmap => FILE_RELMAP,
+        Code::FileMultixactMissing => FILE_MULTIXACT_MISSING,
+        Code::FileMultixactOffsets => FILE_MULTIXACT_OFFSETS,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -530,6 +532,27 @@ not open file \"F\") on every connection",
     remedy: "restore the file from a backup of this cluster (a map from another cluster or from before a VACUUM FULL \
 or CLUSTER of a mapped catalog points at the wrong files); without one, `pgsurgeon unload` reads the tables with no \
 server",
+};
+
+const REMEDY_MULTIXACT: &str = "restore pg_multixact from a backup taken after those MultiXacts ended; without \
+one, save the tables with `pgsurgeon unload` first (it reports the rows locked or updated by them), and never create \
+zero-filled segments: a MultiXact whose members read as none hides who updated a row";
+
+const FILE_MULTIXACT_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  could not access status of transaction N; DETAIL:  Could not open file \
+\"pg_multixact/offsets/…\": No such file or directory (at startup for the next MultiXact's page, else on the first \
+row locked by a lost MultiXact)",
+    remedy: REMEDY_MULTIXACT,
+};
+
+const FILE_MULTIXACT_OFFSETS: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "ERROR:  MultiXact N has invalid next offset (or a row's lockers and updater read wrong) when a row \
+locked by it is visited",
+    remedy: REMEDY_MULTIXACT,
 };
 
 const FILE_XACT_MISSING: CodeInfo = CodeInfo {

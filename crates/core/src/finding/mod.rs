@@ -259,6 +259,10 @@ pub enum Code {
     FileControlAnomaly,
     /// `file.relmap`
     FileRelmap,
+    /// `file.multixact_missing`
+    FileMultixactMissing,
+    /// `file.multixact_offsets`
+    FileMultixactOffsets,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -354,6 +358,8 @@ impl Code {
         Code::FileControlCrc,
         Code::FileControlAnomaly,
         Code::FileRelmap,
+        Code::FileMultixactMissing,
+        Code::FileMultixactOffsets,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -448,6 +454,8 @@ impl Code {
             Code::FileControlCrc => "file.control_crc",
             Code::FileControlAnomaly => "file.control_anomaly",
             Code::FileRelmap => "file.relmap",
+            Code::FileMultixactMissing => "file.multixact_missing",
+            Code::FileMultixactOffsets => "file.multixact_offsets",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }

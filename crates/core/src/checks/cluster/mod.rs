@@ -10,6 +10,7 @@ use crate::finding::{Code, Finding};
 use crate::format::control::{wal_file_name, ControlFile};
 use crate::visibility::slru::SLRU_PAGES_PER_SEGMENT;
 
+pub mod multixact;
 mod relmap;
 mod wal;
 
@@ -56,6 +57,7 @@ pub fn cluster_checks(pgdata: &Path, c: &ControlFile, wal: bool) -> Vec<ClusterF
         out.extend(wal_checks(pgdata, c));
     }
     out.extend(xact_checks(pgdata, c));
+    out.extend(multixact::multixact_checks(pgdata, c).0);
     out.extend(relmap::relmap_checks(pgdata));
     out
 }
