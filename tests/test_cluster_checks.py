@@ -194,3 +194,59 @@ def test_multixact_offsets_segment_removed(version: str, make_lab: MakeLab) -> N
     assert cluster_findings(lab) == []
     lab.start()
     assert exec_sql(lab, "SELECT count(*) FROM m") == [(100,)]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pg_xact_removed_counts_the_rows_without_hints(version: str, make_lab: MakeLab) -> None:
+    """Rows written and never read again keep no hint bits: with pg_xact/0000 gone their fate is unknown. The
+    server does not start (it reads the next XID's page); the table's finding counts every row."""
+    lab = make_lab(version)
+    exec_sql(lab, "CREATE TABLE t (id int)")
+    exec_sql(lab, "INSERT INTO t SELECT generate_series(1, 3000)")
+    ((table,),) = exec_sql(lab, "SELECT pg_relation_filepath('t')")
+    lab.stop()  # a clean stop writes the table's pages as they are: no query has set hint bits
+    path = lab.pgdata / "pg_xact" / "0000"
+    away = path.with_name("0000.away")
+    path.rename(away)
+    found = cluster_findings(lab)
+    assert [f["code"] for f in found] == ["file.xact_missing"], found
+    _, scanned = run_json(["scan", str(lab.pgdata), "--format", "json"])
+    lost = [f for f in scanned["findings"] if f["code"] == "tuple_header.status_lost"]
+    rows = [f for f in lost if f["path"] == table]  # the catalog rows of CREATE TABLE are without hints too
+    assert len(rows) == 1 and rows[0]["message"].startswith("3000 rows' fate depends"), lost
+    assert "pg_xact/0000 missing" in rows[0]["message"], rows
+    log = start_fails(lab)
+    assert "could not access status of transaction" in log and "pg_xact/0000" in log, log[-2000:]
+    away.rename(path)
+    assert cluster_findings(lab) == []
+    _, scanned = run_json(["scan", str(lab.pgdata), "--format", "json"])
+    assert not [f for f in scanned["findings"] if f["code"].startswith("tuple_header.")], scanned["findings"]
+    lab.start()
+    assert exec_sql(lab, "SELECT count(*) FROM t") == [(3000,)]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_garbled_pg_xact_page_contradicts_the_hint_bits(version: str, make_lab: MakeLab) -> None:
+    """The table's rows hinted committed (a VACUUM sets the hints), then the status of their transaction turned to
+    aborted in pg_xact: the scan counts the contradiction on that page; the server trusts the hints."""
+    lab = make_lab(version)
+    exec_sql(lab, "CREATE TABLE t (id int)")
+    exec_sql(lab, "INSERT INTO t SELECT generate_series(1, 500)")
+    ((xid,),) = exec_sql(lab, "SELECT xmin::text::bigint FROM t LIMIT 1")
+    exec_sql(lab, "SELECT count(*) FROM t")  # sets HEAP_XMIN_COMMITTED
+    exec_sql(lab, "CHECKPOINT")
+    lab.stop()
+    path = lab.pgdata / "pg_xact" / "0000"
+    with damaged(path) as b:
+        byte, shift = xid // 4, (xid % 4) * 2
+        b[byte] = (b[byte] & ~(3 << shift)) | (2 << shift)  # aborted
+    _, scanned = run_json(["scan", str(lab.pgdata), "--format", "json"])
+    hints = [f for f in scanned["findings"] if f["code"] == "tuple_header.hint_contradiction"]
+    assert len(hints) == 1 and hints[0]["message"].startswith("500 tuples"), hints
+    assert "pg_xact page 0" in hints[0]["message"]
+    lab.start()
+    assert exec_sql(lab, "SELECT count(*) FROM t") == [(500,)]  # the hints decide
+    lab.stop()
+    restore(path)
+    _, scanned = run_json(["scan", str(lab.pgdata), "--format", "json"])
+    assert not [f for f in scanned["findings"] if f["code"] == "tuple_header.hint_contradiction"]

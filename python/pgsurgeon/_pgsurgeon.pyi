@@ -246,6 +246,8 @@ FindingCode = Literal[
     "file.relmap",
     "file.multixact_missing",
     "file.multixact_offsets",
+    "tuple_header.status_lost",
+    "tuple_header.hint_contradiction",
     "index.special_size",
     "index.bad_cycle_id",
 ]

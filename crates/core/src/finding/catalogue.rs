@@ -78,6 +78,8 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileRelmap => FILE_RELMAP,
         Code::FileMultixactMissing => FILE_MULTIXACT_MISSING,
         Code::FileMultixactOffsets => FILE_MULTIXACT_OFFSETS,
+        Code::TupleHeaderStatusLost => TUPLE_HEADER_STATUS_LOST,
+        Code::TupleHeaderHintContradiction => TUPLE_HEADER_HINT_CONTRADICTION,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -553,6 +555,26 @@ const FILE_MULTIXACT_OFFSETS: CodeInfo = CodeInfo {
     pg_error: "ERROR:  MultiXact N has invalid next offset (or a row's lockers and updater read wrong) when a row \
 locked by it is visited",
     remedy: REMEDY_MULTIXACT,
+};
+
+const TUPLE_HEADER_STATUS_LOST: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "ERROR:  could not access status of transaction N; DETAIL:  Could not open file \"pg_xact/…\" (or \
+\"pg_multixact/…\") on the first query that visits these rows",
+    remedy: "restore the status files from a backup taken after those transactions ended; without one, save the table \
+with `pgsurgeon unload` (it lists these rows, whose fate cannot be known) before anything else, and never create \
+zero-filled status files: they turn committed rows into aborted ones",
+};
+
+const TUPLE_HEADER_HINT_CONTRADICTION: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Warning,
+    pg_error: "none for these tuples (the server trusts the hint bit); rows of the same transactions without the hint \
+take the garbled status",
+    remedy:
+        "the pg_xact page named was overwritten or zeroed since the hints were set: restore pg_xact from a backup, \
+and salvage the table (pgsurgeon salvage) before rows without hint bits are judged by the garbled page",
 };
 
 const FILE_XACT_MISSING: CodeInfo = CodeInfo {

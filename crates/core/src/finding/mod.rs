@@ -263,6 +263,10 @@ pub enum Code {
     FileMultixactMissing,
     /// `file.multixact_offsets`
     FileMultixactOffsets,
+    /// `tuple_header.status_lost`
+    TupleHeaderStatusLost,
+    /// `tuple_header.hint_contradiction`
+    TupleHeaderHintContradiction,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -360,6 +364,8 @@ impl Code {
         Code::FileRelmap,
         Code::FileMultixactMissing,
         Code::FileMultixactOffsets,
+        Code::TupleHeaderStatusLost,
+        Code::TupleHeaderHintContradiction,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -456,6 +462,8 @@ impl Code {
             Code::FileRelmap => "file.relmap",
             Code::FileMultixactMissing => "file.multixact_missing",
             Code::FileMultixactOffsets => "file.multixact_offsets",
+            Code::TupleHeaderStatusLost => "tuple_header.status_lost",
+            Code::TupleHeaderHintContradiction => "tuple_header.hint_contradiction",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }

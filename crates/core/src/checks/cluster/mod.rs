@@ -97,9 +97,24 @@ fn wal_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFinding> {
     out
 }
 
+/// A run of transactions whose commit status is not on disk: a pg_xact segment missing, or short of their pages.
+#[derive(Debug, Clone)]
+pub struct XactGap {
+    /// The segment file, relative to the data directory.
+    pub path: String,
+    /// First and last XID of the run (one segment's share: no wrap inside).
+    pub lo: u32,
+    pub hi: u32,
+    /// The file is absent (else short).
+    pub missing: bool,
+    /// The run includes the next XID's page, which the startup process reads (clog.c TrimCLOG).
+    pub holds_next: bool,
+}
+
 /// pg_xact: `CLOG_XACTS_PER_PAGE` (clog.c) transactions a page, `SLRU_PAGES_PER_SEGMENT` pages a segment file; the
-/// segments from the oldest XID's to the next XID's (around the wrap), and the next XID's page inside its segment.
-fn xact_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFinding> {
+/// segments from the oldest XID's to the next XID's (around the wrap), and the pages of each that the transactions
+/// between need (the next XID's page included).
+pub fn xact_gaps(pgdata: &Path, c: &ControlFile) -> Vec<XactGap> {
     let per_page = u64::from(c.blcksz) * 4;
     let per_seg = per_page * u64::from(SLRU_PAGES_PER_SEGMENT);
     if per_seg == 0 {
@@ -113,27 +128,43 @@ fn xact_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFinding> {
         if first <= end { (first..=end).collect() } else { (first..=last_seg).chain(0..=end).collect() };
     let mut out = Vec::new();
     for seg in segs {
-        let path = format!("pg_xact/{seg:04X}");
+        let (path, bytes) = multixact::read_segment(pgdata, "pg_xact", seg as u32);
         let lo = (seg * per_seg).max(u64::from(oldest) * u64::from(seg == first));
         let hi = if seg == end { u64::from(next) } else { (seg + 1) * per_seg - 1 };
-        let holds_next = seg == end;
-        let next_end = (u64::from(next) % per_seg / per_page + 1) * u64::from(c.blcksz);
-        let message = match std::fs::metadata(pgdata.join(&path)) {
-            Err(_) => format!(
-                "{path} is missing: the commit status of transactions {lo}..{hi} (between pg_control's oldest XID \
-                 {oldest} and next XID {next}) is lost{}",
-                if holds_next { "; the server reads the next XID's page at startup and does not start" } else { "" }
-            ),
-            Ok(m) if holds_next && m.len() < next_end => format!(
-                "{path} is {} bytes, short of the next XID {next}'s page (it needs {next_end}): the server does not \
-                 start",
-                m.len()
-            ),
-            Ok(_) => continue,
-        };
-        out.push(ClusterFinding { finding: Finding::new(Code::FileXactMissing, None, None, message), path });
+        let pages = bytes.as_ref().map_or(0, |b| b.len() as u64 / u64::from(c.blcksz));
+        let from = lo.max(seg * per_seg + pages * per_page);
+        if from <= hi {
+            out.push(XactGap {
+                path,
+                lo: from as u32,
+                hi: hi as u32,
+                missing: bytes.is_none(),
+                holds_next: seg == end,
+            });
+        }
     }
     out
+}
+
+fn xact_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFinding> {
+    let (next, oldest) = ((c.next_xid.0 & 0xFFFF_FFFF) as u32, c.oldest_xid);
+    xact_gaps(pgdata, c)
+        .into_iter()
+        .map(|g| {
+            let XactGap { path, lo, hi, .. } = &g;
+            let startup =
+                if g.holds_next { "; the server reads the next XID's page at startup and does not start" } else { "" };
+            let message = if g.missing {
+                format!(
+                    "{path} is missing: the commit status of transactions {lo}..{hi} (between pg_control's oldest \
+                     XID {oldest} and next XID {next}) is lost{startup}"
+                )
+            } else {
+                format!("{path} is short: the commit status of transactions {lo}..{hi} is not in it{startup}")
+            };
+            ClusterFinding { finding: Finding::new(Code::FileXactMissing, None, None, message), path: g.path }
+        })
+        .collect()
 }
 
 #[cfg(test)]
