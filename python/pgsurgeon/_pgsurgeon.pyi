@@ -248,6 +248,8 @@ FindingCode = Literal[
     "file.multixact_offsets",
     "tuple_header.status_lost",
     "tuple_header.hint_contradiction",
+    "file.timeline_history_missing",
+    "file.timeline_history",
     "index.special_size",
     "index.bad_cycle_id",
 ]

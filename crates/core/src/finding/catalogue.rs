@@ -80,6 +80,8 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileMultixactOffsets => FILE_MULTIXACT_OFFSETS,
         Code::TupleHeaderStatusLost => TUPLE_HEADER_STATUS_LOST,
         Code::TupleHeaderHintContradiction => TUPLE_HEADER_HINT_CONTRADICTION,
+        Code::FileTimelineHistoryMissing => FILE_TIMELINE_HISTORY_MISSING,
+        Code::FileTimelineHistory => FILE_TIMELINE_HISTORY,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -575,6 +577,25 @@ take the garbled status",
     remedy:
         "the pg_xact page named was overwritten or zeroed since the hints were set: restore pg_xact from a backup, \
 and salvage the table (pgsurgeon salvage) before rows without hint bits are judged by the garbled page",
+};
+
+const REMEDY_HISTORY: &str = "copy the history file back from the WAL archive (or from the standby or primary that \
+made the timeline): it is small and the same on every node; without one, write it by hand from the promotion's log \
+lines (parent timeline, switch point)";
+
+const FILE_TIMELINE_HISTORY_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "LOG:  unexpected timeline ID N in log segment S, offset O; then PANIC:  could not locate a valid \
+checkpoint record (while the checkpoint's segment holds pages of the parent timeline)",
+    remedy: REMEDY_HISTORY,
+};
+
+const FILE_TIMELINE_HISTORY: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  syntax error in history file: LINE (or invalid data in history file) wherever the file is read",
+    remedy: REMEDY_HISTORY,
 };
 
 const FILE_XACT_MISSING: CodeInfo = CodeInfo {

@@ -265,6 +265,10 @@ pub enum Code {
     FileMultixactOffsets,
     /// `tuple_header.status_lost`
     TupleHeaderStatusLost,
+    /// `file.timeline_history_missing`
+    FileTimelineHistoryMissing,
+    /// `file.timeline_history`
+    FileTimelineHistory,
     /// `tuple_header.hint_contradiction`
     TupleHeaderHintContradiction,
     /// `index.special_size`
@@ -366,6 +370,8 @@ impl Code {
         Code::FileMultixactOffsets,
         Code::TupleHeaderStatusLost,
         Code::TupleHeaderHintContradiction,
+        Code::FileTimelineHistoryMissing,
+        Code::FileTimelineHistory,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -464,6 +470,8 @@ impl Code {
             Code::FileMultixactOffsets => "file.multixact_offsets",
             Code::TupleHeaderStatusLost => "tuple_header.status_lost",
             Code::TupleHeaderHintContradiction => "tuple_header.hint_contradiction",
+            Code::FileTimelineHistoryMissing => "file.timeline_history_missing",
+            Code::FileTimelineHistory => "file.timeline_history",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }

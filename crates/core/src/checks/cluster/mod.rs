@@ -10,6 +10,7 @@ use crate::finding::{Code, Finding};
 use crate::format::control::{wal_file_name, ControlFile};
 use crate::visibility::slru::SLRU_PAGES_PER_SEGMENT;
 
+mod history;
 pub mod multixact;
 mod relmap;
 mod wal;
@@ -55,6 +56,7 @@ pub fn cluster_checks(pgdata: &Path, c: &ControlFile, wal: bool) -> Vec<ClusterF
         .collect();
     if wal {
         out.extend(wal_checks(pgdata, c));
+        out.extend(history::history_checks(pgdata, c));
     }
     out.extend(xact_checks(pgdata, c));
     out.extend(multixact::multixact_checks(pgdata, c).0);
