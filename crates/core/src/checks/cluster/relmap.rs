@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::ClusterFinding;
-use crate::catalog::relmap::{RelMap, RELMAPPER_FILENAME};
 use crate::finding::{Code, Finding};
+use crate::format::relmap::{RelMap, RELMAPPER_FILENAME};
 
 /// The map files to check: `global/`'s and those of the database directories under `base/` (a directory with
 /// `PG_VERSION`, so that a half-copied database of an interrupted CREATE DATABASE is not taken for one).
@@ -53,7 +53,7 @@ mod tests {
         std::fs::create_dir_all(p.join("base/7")).unwrap();
         std::fs::write(p.join("base/5/PG_VERSION"), "15\n").unwrap();
         let mut image = vec![0u8; 512];
-        image[0..4].copy_from_slice(&crate::catalog::relmap::RELMAPPER_FILEMAGIC.to_le_bytes());
+        image[0..4].copy_from_slice(&crate::format::relmap::RELMAPPER_FILEMAGIC.to_le_bytes());
         let crc = crc32c::crc32c(&image[..8 + 8 * 62]);
         image[8 + 8 * 62..12 + 8 * 62].copy_from_slice(&crc.to_le_bytes());
         std::fs::write(p.join("global/pg_filenode.map"), &image).unwrap();
