@@ -244,6 +244,7 @@ class ScanOptions(TypedDict):
     backup_start_lsn: NotRequired[int | None]
     health_major: NotRequired[int | None]
     checks: NotRequired[bool]
+    bookkeeping: NotRequired[bool]
 
 
 class ScannerConfig(TypedDict):

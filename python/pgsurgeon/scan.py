@@ -240,6 +240,9 @@ def _run_scan(
     if req.health:
         options["health_major"] = int(control["major_version"])
     options["checks"] = req.checks
+    # tuples against pg_xact and pg_multixact: only for a whole stopped cluster of this pg_control (a backup's status
+    # files are completed by WAL replay, a running server's change under the scan)
+    options["bookkeeping"] = backup is None and foreign is None and not req.live and not req.files and not req.relations
     if backup is not None:
         options["backup_start_lsn"] = backup.start_lsn
     names: dict[RelKey, Relation] = {}

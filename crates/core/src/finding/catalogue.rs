@@ -71,6 +71,17 @@ pub(super) fn info(code: Code) -> CodeInfo {
         }
         Code::FileWalMissing | Code::FileWalShort => FILE_WAL_MISSING,
         Code::FileXactMissing => FILE_XACT_MISSING,
+        Code::FileWalPageHeader => FILE_WAL_PAGE_HEADER,
+        Code::FileWalCheckpointRecord => FILE_WAL_CHECKPOINT_RECORD,
+        Code::FileControlCrc => FILE_CONTROL_CRC,
+        Code::FileControlAnomaly => FILE_CONTROL_ANOMALY,
+        Code::FileRelmap => FILE_RELMAP,
+        Code::FileMultixactMissing => FILE_MULTIXACT_MISSING,
+        Code::FileMultixactOffsets => FILE_MULTIXACT_OFFSETS,
+        Code::TupleHeaderStatusLost => TUPLE_HEADER_STATUS_LOST,
+        Code::TupleHeaderHintContradiction => TUPLE_HEADER_HINT_CONTRADICTION,
+        Code::FileTimelineHistoryMissing => FILE_TIMELINE_HISTORY_MISSING,
+        Code::FileTimelineHistory => FILE_TIMELINE_HISTORY,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
         Code::ServerReadError => SERVER_READ_ERROR,
         Code::ServerError => SERVER_ERROR,
@@ -476,6 +487,115 @@ const FILE_WAL_MISSING: CodeInfo = CodeInfo {
     severity: Severity::Error,
     pg_error: "PANIC:  could not locate a valid checkpoint record (the server does not start)",
     remedy: "copy the segment back from the WAL archive or a backup into pg_wal and start again (nothing is lost); without one, save every table with `pgsurgeon unload` before anything else (pg_resetwal only on a copy)",
+};
+
+const REMEDY_WAL: &str = "copy the segment back from the WAL archive or a backup into pg_wal and start again \
+(nothing is lost); without one, save every table with `pgsurgeon unload` before anything else (pg_resetwal only on a \
+copy: it throws away what the WAL still held)";
+
+const FILE_WAL_PAGE_HEADER: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "LOG:  invalid magic number M in WAL segment S, LSN X/X, offset N (or unexpected pageaddr, WAL file is \
+from different database system); then PANIC:  could not locate a valid checkpoint record (the server does not start)",
+    remedy: REMEDY_WAL,
+};
+
+const FILE_WAL_CHECKPOINT_RECORD: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "LOG:  incorrect resource manager data checksum in record at X/X (or invalid checkpoint record, invalid \
+xl_info or length in checkpoint record); then PANIC:  could not locate a valid checkpoint record (the server does not \
+start)",
+    remedy: REMEDY_WAL,
+};
+
+const FILE_CONTROL_CRC: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  incorrect checksum in control file (the server does not start)",
+    remedy: "put back global/pg_control from a backup of this very cluster state, or compare the fields with \
+`pgsurgeon control` and the WAL before rewriting it; without that, save every table with `pgsurgeon unload` first \
+(pg_resetwal -f only on a copy)",
+};
+
+const FILE_CONTROL_ANOMALY: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  database files are incompatible with server (for a version, size or format field the server \
+was not built with)",
+    remedy: "check that the server binaries are the major and build this cluster was made with (`pgsurgeon \
+control` shows each field); a field no build writes means the file was rewritten wrongly: restore it from a backup",
+};
+
+const FILE_RELMAP: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  relation mapping file \"F\" contains incorrect checksum (or contains invalid data, or could \
+not open file \"F\") on every connection",
+    remedy: "restore the file from a backup of this cluster (a map from another cluster or from before a VACUUM FULL \
+or CLUSTER of a mapped catalog points at the wrong files); without one, `pgsurgeon unload` reads the tables with no \
+server",
+};
+
+const REMEDY_MULTIXACT: &str = "restore pg_multixact from a backup taken after those MultiXacts ended; without \
+one, save the tables with `pgsurgeon unload` first (it reports the rows locked or updated by them), and never create \
+zero-filled segments: a MultiXact whose members read as none hides who updated a row";
+
+const FILE_MULTIXACT_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  could not access status of transaction N; DETAIL:  Could not open file \
+\"pg_multixact/offsets/…\": No such file or directory (at startup for the next MultiXact's page, else on the first \
+row locked by a lost MultiXact)",
+    remedy: REMEDY_MULTIXACT,
+};
+
+const FILE_MULTIXACT_OFFSETS: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "ERROR:  MultiXact N has invalid next offset (or a row's lockers and updater read wrong) when a row \
+locked by it is visited",
+    remedy: REMEDY_MULTIXACT,
+};
+
+const TUPLE_HEADER_STATUS_LOST: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "ERROR:  could not access status of transaction N; DETAIL:  Could not open file \"pg_xact/…\" (or \
+\"pg_multixact/…\") on the first query that visits these rows",
+    remedy: "restore the status files from a backup taken after those transactions ended; without one, save the table \
+with `pgsurgeon unload` (it lists these rows, whose fate cannot be known) before anything else, and never create \
+zero-filled status files: they turn committed rows into aborted ones",
+};
+
+const TUPLE_HEADER_HINT_CONTRADICTION: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Warning,
+    pg_error: "none for these tuples (the server trusts the hint bit); rows of the same transactions without the hint \
+take the garbled status",
+    remedy:
+        "the pg_xact page named was overwritten or zeroed since the hints were set: restore pg_xact from a backup, \
+and salvage the table (pgsurgeon salvage) before rows without hint bits are judged by the garbled page",
+};
+
+const REMEDY_HISTORY: &str = "copy the history file back from the WAL archive (or from the standby or primary that \
+made the timeline): it is small and the same on every node; without one, write it by hand from the promotion's log \
+lines (parent timeline, switch point)";
+
+const FILE_TIMELINE_HISTORY_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "LOG:  unexpected timeline ID N in log segment S, offset O; then PANIC:  could not locate a valid \
+checkpoint record (while the checkpoint's segment holds pages of the parent timeline)",
+    remedy: REMEDY_HISTORY,
+};
+
+const FILE_TIMELINE_HISTORY: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  syntax error in history file: LINE (or invalid data in history file) wherever the file is read",
+    remedy: REMEDY_HISTORY,
 };
 
 const FILE_XACT_MISSING: CodeInfo = CodeInfo {

@@ -249,6 +249,28 @@ pub enum Code {
     FileWalShort,
     /// `file.xact_missing`
     FileXactMissing,
+    /// `file.wal_page_header`
+    FileWalPageHeader,
+    /// `file.wal_checkpoint_record`
+    FileWalCheckpointRecord,
+    /// `file.control_crc`
+    FileControlCrc,
+    /// `file.control_anomaly`
+    FileControlAnomaly,
+    /// `file.relmap`
+    FileRelmap,
+    /// `file.multixact_missing`
+    FileMultixactMissing,
+    /// `file.multixact_offsets`
+    FileMultixactOffsets,
+    /// `tuple_header.status_lost`
+    TupleHeaderStatusLost,
+    /// `file.timeline_history_missing`
+    FileTimelineHistoryMissing,
+    /// `file.timeline_history`
+    FileTimelineHistory,
+    /// `tuple_header.hint_contradiction`
+    TupleHeaderHintContradiction,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -339,6 +361,17 @@ impl Code {
         Code::FileWalMissing,
         Code::FileWalShort,
         Code::FileXactMissing,
+        Code::FileWalPageHeader,
+        Code::FileWalCheckpointRecord,
+        Code::FileControlCrc,
+        Code::FileControlAnomaly,
+        Code::FileRelmap,
+        Code::FileMultixactMissing,
+        Code::FileMultixactOffsets,
+        Code::TupleHeaderStatusLost,
+        Code::TupleHeaderHintContradiction,
+        Code::FileTimelineHistoryMissing,
+        Code::FileTimelineHistory,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
     ];
@@ -428,6 +461,17 @@ impl Code {
             Code::FileWalMissing => "file.wal_missing",
             Code::FileWalShort => "file.wal_short",
             Code::FileXactMissing => "file.xact_missing",
+            Code::FileWalPageHeader => "file.wal_page_header",
+            Code::FileWalCheckpointRecord => "file.wal_checkpoint_record",
+            Code::FileControlCrc => "file.control_crc",
+            Code::FileControlAnomaly => "file.control_anomaly",
+            Code::FileRelmap => "file.relmap",
+            Code::FileMultixactMissing => "file.multixact_missing",
+            Code::FileMultixactOffsets => "file.multixact_offsets",
+            Code::TupleHeaderStatusLost => "tuple_header.status_lost",
+            Code::TupleHeaderHintContradiction => "tuple_header.hint_contradiction",
+            Code::FileTimelineHistoryMissing => "file.timeline_history_missing",
+            Code::FileTimelineHistory => "file.timeline_history",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
         }

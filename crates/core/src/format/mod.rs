@@ -11,6 +11,7 @@ pub mod fsm;
 pub mod heap;
 pub mod itemid;
 pub mod page;
+pub mod relmap;
 pub mod toast;
 pub mod tuple;
 pub mod vm;

@@ -21,6 +21,7 @@ use crate::sources::relfile::Relation;
 use crate::sources::relpath::Fork;
 use crate::visibility::transam::Horizons;
 
+mod bookkeeping;
 mod fsm;
 mod heapmap;
 mod pool;
@@ -102,6 +103,10 @@ pub struct ScanOptions {
     /// can be read, and nothing said about damage.
     #[serde(default = "yes")]
     pub checks: bool,
+    /// Judge heap tuples against the data directory's pg_xact and pg_multixact too (a whole cluster scanned): rows
+    /// whose status is not on disk, hint bits that contradict pg_xact.
+    #[serde(default)]
+    pub bookkeeping: bool,
 }
 
 fn yes() -> bool {
@@ -128,6 +133,7 @@ impl Default for ScanOptions {
             backup_start_lsn: None,
             health_major: None,
             checks: true,
+            bookkeeping: false,
         }
     }
 }

@@ -132,6 +132,7 @@ fn context<'a>(
     progress: &'a Progress,
     meta: &HashMap<RelKey, &'a RelMeta>,
     vis: Option<&'a crate::visibility::service::Visibility>,
+    book: Option<&'a super::bookkeeping::Bookkeeping>,
 ) -> Ctx<'a> {
     let kinds = in_read_order(
         relations,
@@ -146,7 +147,7 @@ fn context<'a>(
         vis,
         next_xid: opts.horizons.map(|h| h.next_xid),
     });
-    Ctx { root, opts, kinds, natts, metas, progress, health }
+    Ctx { root, opts, kinds, natts, metas, progress, health, book }
 }
 
 /// The work units: each segment file cut into chunks of `opts.chunk_blocks` blocks, with their relation's index,
@@ -212,7 +213,9 @@ pub(super) fn scan_on_pool(
         let clog = crate::visibility::xact::Clog::open(root, opts.blcksz);
         crate::visibility::service::Visibility::new(clog, HashMap::new(), HashMap::new(), opts.horizons)
     });
-    let ctx = context(root, relations, opts, progress, &meta, vis.as_ref());
+    let book =
+        if opts.bookkeeping && opts.checks { super::bookkeeping::Bookkeeping::open(root, opts.blcksz) } else { None };
+    let ctx = context(root, relations, opts, progress, &meta, vis.as_ref(), book.as_ref());
     let plan = Plan::new(relations, opts, &meta, &ctx);
     let chunks = run_units(&ctx, relations, &plan);
     if progress.cancelled.load(Ordering::Relaxed) {

@@ -163,6 +163,13 @@ impl Assembly {
             rel_findings.extend(fsm_check(ctx.root, rel, &relations[fi], plan.nblocks[ri], opts));
         }
         zero_ref_checks(&mut rel_findings, &cross.zero_refs, ri);
+        if let (Some(book), Fork::Main) = (ctx.book, rel.fork) {
+            let mut acc = super::bookkeeping::BookAcc::default();
+            for c in cs.iter_mut() {
+                acc.absorb(&mut c.book);
+            }
+            rel_findings.extend(book.findings(&acc));
+        }
         self.summary.zero_pages_inside += inside.len() as u64;
         self.skipped_runs(rel, cs);
         for c in cs.iter_mut() {

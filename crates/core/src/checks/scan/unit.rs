@@ -30,6 +30,8 @@ pub(super) struct Ctx<'a> {
     pub(super) progress: &'a Progress,
     /// With health figures asked for: how to count them.
     pub(super) health: Option<crate::health::Counting<'a>>,
+    /// With a whole data directory scanned: its pg_xact and pg_multixact, for the tuples.
+    pub(super) book: Option<&'a super::bookkeeping::Bookkeeping>,
 }
 
 /// One chunk of one segment file.
@@ -71,6 +73,8 @@ pub(super) struct ChunkSummary {
     pub(super) toast_inv: Option<crate::format::toast::ChunkInventory>,
     /// With health figures asked for: this chunk's share.
     pub(super) health: crate::health::HealthAcc,
+    /// With the bookkeeping judged: this chunk's counts.
+    pub(super) book: super::bookkeeping::BookAcc,
 }
 
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
@@ -127,6 +131,7 @@ struct UnitPages<'a> {
     /// For a btree whose heap was scanned: that heap's line pointers.
     heap: Option<&'a HeapMap>,
     health: Option<&'a crate::health::Counting<'a>>,
+    book: Option<&'a super::bookkeeping::Bookkeeping>,
 }
 
 pub(super) fn scan_unit(
@@ -173,6 +178,7 @@ pub(super) fn scan_unit(
         collect_lp,
         heap,
         health: ctx.health.as_ref(),
+        book: if unit.rel.fork == Fork::Main { ctx.book } else { None },
     };
     for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
         if ctx.progress.cancelled.load(Ordering::Relaxed) {
@@ -275,6 +281,9 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     }
     if let (Some(h), PageKind::Btree, true) = (s.heap, page_kind, sane) {
         check_leaf_tids(page, block, h, out);
+    }
+    if let (Some(b), PageKind::Heap, true) = (s.book, page_kind, sane) {
+        b.tally(page, &mut out.book);
     }
     if page_kind == PageKind::Heap && sane {
         if let Some(meta) = s.meta {
