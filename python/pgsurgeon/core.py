@@ -80,33 +80,7 @@ def read_control(pgdata: str | Path) -> ControlFile:
 def cluster_checks(pgdata: str | Path, wal: bool = True) -> list[ClusterFinding]:
     """The cluster's bookkeeping against its pg_control: the WAL segments of the checkpoint and redo point (with
     ``wal``), pg_xact's segments from the oldest to the next XID (crates/core/src/checks/cluster.rs)."""
-    found = _ext.cluster_checks(str(pgdata), wal)
-    return [f for f in found if not _next_xid_page_unread(Path(pgdata), f)]
-
-
-def _next_xid_page_unread(pgdata: Path, finding: ClusterFinding) -> bool:
-    """A ``file.xact_missing`` the server never trips on: when the next XID is the first of its pg_xact page,
-    TrimCLOG (clog.c) does not read that page at startup (``TransactionIdToPgIndex(xid) != 0``) and the first XID
-    assigned creates it. pg_resetwal -x values by its documentation's rule are such XIDs (a new segment's first):
-    after a reset, the next XID's segment file does not exist until a transaction writes. The core check asks for the
-    page; until it knows this case, it is dropped here."""
-    if finding["code"] != "file.xact_missing":
-        return False
-    try:
-        control = read_control(pgdata)
-    except (OSError, ValueError):
-        return False
-    blcksz = int(control["blcksz"])
-    per_page = blcksz * 4  # CLOG_XACTS_PER_BYTE (clog.c)
-    per_seg = per_page * 32  # SLRU_PAGES_PER_SEGMENT (slru.h)
-    nxt = int(str(control["next_xid"]).rsplit(":", 1)[-1])
-    if nxt % per_page != 0 or finding["path"] != f"pg_xact/{nxt // per_seg:04X}":
-        return False
-    try:
-        size = (pgdata / finding["path"]).stat().st_size
-    except FileNotFoundError:
-        return nxt % per_seg == 0  # a segment that holds no assigned XID yet
-    return size >= (nxt % per_seg // per_page) * blcksz  # every page before the next XID's is there
+    return _ext.cluster_checks(str(pgdata), wal)
 
 
 def hint_evidence(pgdata: str | Path, blcksz: int, relseg_size: int, lo: int, hi: int) -> tuple[list[XidEvidence], int]:

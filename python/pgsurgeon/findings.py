@@ -67,6 +67,32 @@ def from_file(f: FileFinding, rel: Relation | None) -> Finding:
     }
 
 
+def make(code: str, message: str, path: str | None, rel: Relation | None, fork: str | None = None) -> Finding:
+    """A finding made outside the core (the catalog against the files), with its code's area, severity, server
+    error and remedy from the core's catalogue."""
+    from pgsurgeon import core
+
+    area, severity, pg_error, remedy = core.describe_code(code)
+    return {
+        "code": code,
+        "area": area,
+        "severity": severity,
+        "path": path,
+        "relfilenode": None,
+        "fork": fork,
+        "block": None,
+        "item": None,
+        "message": message,
+        "pg_error": pg_error,
+        "remedy": remedy,
+        "relation": rel.qualified if rel is not None else None,
+        "database": rel.database if rel is not None else None,
+        "observed_error": None,
+        "source": SOURCE_SCAN,
+        "attnum": None,
+    }
+
+
 def from_cluster(f: ClusterFinding) -> Finding:
     """A finding about a file of the cluster's bookkeeping (pg_wal, pg_xact): no relation, no block."""
     return {

@@ -8,16 +8,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pgsurgeon import core, db
 from pgsurgeon.backup import BackupSource, is_backup, manifest_findings
 from pgsurgeon.catalog import names as catalog_names
 from pgsurgeon.catalog.names import RelKey, keys_named
 from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.storage import storage_findings
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.findings import Finding, from_cluster, from_file
+from pgsurgeon.findings import Finding, from_cluster, from_file, make
 from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
@@ -220,6 +221,8 @@ def _run_scan(
     try:
         control = core.read_control(req.pgdata)
     except core.FormatError as exc:
+        if backup is None and not req.files and not req.relations:
+            return _control_unreadable(req)
         raise PgSurgeonError(f"pg_control is unreadable: {exc}", hint="use --checksums on|off to scan anyway") from None
     pid = postmaster_pid(req.pgdata)
     if pid is not None and not req.live:
@@ -298,6 +301,10 @@ def _run_scan(
     if not req.files and not req.relations and (backup is None or backup.form == "plain"):
         # the whole cluster: its bookkeeping too (a backup's WAL comes apart from it, so not pg_wal there)
         extra = [from_cluster(f) for f in core.cluster_checks(req.pgdata, wal=backup is None)]
+        if pid is None and not any(f["code"] == "file.relmap" for f in extra):
+            extra += storage_findings(req.pgdata, names)  # a garbled map misplaces the mapped catalogs' files
+        if backup is None and pid is None:
+            extra += _wal_records(req.pgdata, control, warnings)
         findings.extend(extra)
         summary["findings"] += len(extra)
         summary["errors"] += sum(1 for f in extra if f["severity"] == "error")
@@ -337,6 +344,46 @@ def _run_scan(
         _owners(names, options.get("relations") or []),
         result.get("health", []),
     )
+
+
+def _wal_records(pgdata: Path, control: ControlFile, warnings: list[str]) -> list[Finding]:
+    """The WAL records from the oldest segment left up to the checkpoint, read with the cluster's pg_waldump: a
+    record that does not read there stops any restore or standby replaying these segments."""
+    from pgsurgeon.rescue.walstatus import WalBreak, first_break
+
+    if not control.get("crc_ok") or not (pgdata / "pg_wal").is_dir():
+        return []
+    got = first_break(
+        pgdata,
+        int(control["major_version"]),
+        int(control["this_timeline_id"]),
+        int(control["xlog_seg_size"]),
+        str(control["checkpoint"]),
+    )
+    if isinstance(got, str):
+        warnings.append(got)
+    if not isinstance(got, WalBreak):
+        return []
+    message = (
+        f"pg_wal/{got.segment}: the WAL record at {got.lsn}, before the checkpoint at {control['checkpoint']}, does "
+        f"not read ({got.message.removeprefix('pg_waldump: error: ')}): the server starts, but a restore or standby "
+        "replaying this WAL stops there"
+    )
+    return [make("file.wal_record", message, f"pg_wal/{got.segment}", None)]
+
+
+def _control_unreadable(req: ScanRequest) -> ScanOutcome:
+    """The whole cluster scanned with a pg_control that cannot be decoded: that is the finding (block size,
+    checksums and horizons all come from it, so no relation is judged without it)."""
+    findings = [from_cluster(f) for f in core.cluster_checks(req.pgdata, wal=True)]
+    errors = sum(1 for f in findings if f["severity"] == "error")
+    summary = {"files": 0, "blocks": 0, "bytes": 0, "seconds": 0.0, "findings": len(findings), "errors": errors,
+               "warnings": len(findings) - errors}  # fmt: skip
+    why = (
+        "relations were not scanned: pg_control gives their block size, checksums and XID horizons "
+        f"(pgsurgeon control --plan {req.pgdata} derives its values from the other files)"
+    )
+    return ScanOutcome(req.pgdata, cast("ControlFile", {}), summary, findings, {}, [why])
 
 
 def _owners(names: dict[RelKey, Relation], metas: list[Any]) -> dict[tuple[str, str], str]:

@@ -91,8 +91,15 @@ fn read_control(py: Python<'_>, pgdata: std::path::PathBuf) -> PyResult<Py<PyAny
 fn cluster_checks(py: Python<'_>, pgdata: std::path::PathBuf, wal: bool) -> PyResult<Py<PyAny>> {
     let found = py
         .detach(|| {
-            let control = pgsurgeon_core::sources::pgdata::read_control_file(&pgdata)?;
-            Ok::<_, pgsurgeon_core::CoreError>(pgsurgeon_core::checks::cluster::cluster_checks(&pgdata, &control, wal))
+            use pgsurgeon_core::checks::cluster;
+            match pgsurgeon_core::sources::pgdata::read_control_file(&pgdata) {
+                Ok(control) => Ok(cluster::cluster_checks(&pgdata, &control, wal)),
+                // a pg_control that is there but cannot be decoded is itself the finding
+                Err(e) if pgdata.join("global/pg_control").is_file() => {
+                    Ok(vec![cluster::unreadable_control(&e.to_string())])
+                }
+                Err(e) => Err(e),
+            }
         })
         .map_err(to_pyerr)?;
     to_py(py, &found)

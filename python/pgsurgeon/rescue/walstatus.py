@@ -19,6 +19,7 @@ _RECORD = re.compile(r"rmgr: Transaction .*?tx:\s*(?P<tx>\d+), .*?desc: (?P<what
 _PREPARED = re.compile(r"^\s*(?P<xid>\d+):")
 _SUBXACTS = re.compile(r"subxacts:(?P<list>(?: \d+)+)")
 _SEGMENT = re.compile(r"^[0-9A-F]{24}$")
+_AT_LSN = re.compile(r"at ([0-9A-F]+/[0-9A-F]+)")
 _ENDS = {"COMMIT": "committed", "COMMIT_PREPARED": "committed", "ABORT": "aborted", "ABORT_PREPARED": "aborted"}
 
 
@@ -39,6 +40,60 @@ def waldump_for(major: int) -> Path | None:
     return install.bin_dir / "pg_waldump" if install is not None else None
 
 
+@dataclass(frozen=True)
+class WalBreak:
+    """Where pg_waldump stopped before the checkpoint: the segment, the LSN and its words."""
+
+    segment: str
+    lsn: str
+    message: str
+
+
+def first_break(pgdata: Path, major: int, timeline: int, seg_size: int, checkpoint: str) -> WalBreak | str | None:
+    """Read every WAL record from the oldest segment of ``timeline`` in pg_wal up to the checkpoint record with the
+    cluster's pg_waldump: the first record that does not read (a restore or a standby replaying these segments
+    stops there), None when all read, or a sentence when they could not be read at all."""
+    tool = waldump_for(major)
+    if tool is None:
+        return f"WAL records before the checkpoint were not read: no pg_waldump of PostgreSQL {major} found"
+    segments = _segments(pgdata, timeline)
+    if not segments:
+        return None
+    done = subprocess.run(
+        [
+            str(tool),
+            "--path",
+            str(pgdata / "pg_wal"),
+            "--quiet",
+            "--timeline",
+            str(timeline),
+            "--end",
+            checkpoint,
+            segments[0],
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode == 0:
+        return None
+    said = (done.stderr.strip().splitlines() or ["pg_waldump failed"])[-1]
+    at = _AT_LSN.findall(said)  # "error in WAL record at <previous>: … in record at <damaged>"
+    if not at:
+        return None if "could not find a valid record" in said else f"pg_waldump could not read pg_wal: {said}"
+    hi, lo = (int(x, 16) for x in at[-1].split("/"))
+    lsn = (hi << 32) | lo
+    per_xlogid = 0x1_0000_0000 // seg_size
+    segno = lsn // seg_size
+    return WalBreak(f"{timeline:08X}{segno // per_xlogid:08X}{segno % per_xlogid:08X}", at[-1], said)
+
+
+def _segments(pgdata: Path, timeline: int) -> list[str]:
+    return sorted(
+        p.name for p in (pgdata / "pg_wal").iterdir() if _SEGMENT.match(p.name) and int(p.name[:8], 16) == timeline
+    )
+
+
 def read_wal_status(pgdata: Path, major: int, timeline: int) -> WalStatus:
     """Every commit and abort record pg_waldump reads from the oldest segment of ``timeline`` left in pg_wal on,
     until the WAL ends or breaks (what it printed before stopping counts)."""
@@ -48,9 +103,7 @@ def read_wal_status(pgdata: Path, major: int, timeline: int) -> WalStatus:
         out.note = f"no pg_waldump of PostgreSQL {major} found: WAL records were not read"
         return out
     out.tool = str(tool)
-    segments = sorted(
-        p.name for p in (pgdata / "pg_wal").iterdir() if _SEGMENT.match(p.name) and int(p.name[:8], 16) == timeline
-    )
+    segments = _segments(pgdata, timeline)
     if not segments:
         out.note = "pg_wal holds no segment of the current timeline"
         return out

@@ -74,12 +74,17 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileWalPageHeader => FILE_WAL_PAGE_HEADER,
         Code::FileWalCheckpointRecord => FILE_WAL_CHECKPOINT_RECORD,
         Code::FileControlCrc => FILE_CONTROL_CRC,
+        Code::FileControlUnreadable => FILE_CONTROL_UNREADABLE,
+        Code::FileOrphan => FILE_ORPHAN,
+        Code::FileRelationMissing => FILE_RELATION_MISSING,
+        Code::FileWalRecord => FILE_WAL_RECORD,
         Code::FileControlAnomaly => FILE_CONTROL_ANOMALY,
         Code::FileRelmap => FILE_RELMAP,
         Code::FileMultixactMissing => FILE_MULTIXACT_MISSING,
         Code::FileMultixactOffsets => FILE_MULTIXACT_OFFSETS,
         Code::TupleHeaderStatusLost => TUPLE_HEADER_STATUS_LOST,
         Code::TupleHeaderHintContradiction => TUPLE_HEADER_HINT_CONTRADICTION,
+        Code::TupleHeaderMultiUpdater => TUPLE_HEADER_MULTI_UPDATER,
         Code::FileTimelineHistoryMissing => FILE_TIMELINE_HISTORY_MISSING,
         Code::FileTimelineHistory => FILE_TIMELINE_HISTORY,
         Code::ServerInvalidPage => SERVER_INVALID_PAGE,
@@ -510,6 +515,43 @@ start)",
     remedy: REMEDY_WAL,
 };
 
+const FILE_CONTROL_UNREADABLE: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "PANIC:  could not read file \"global/pg_control\": read N of M (the server does not start)",
+    remedy:
+        "pg_control is cut short or not a pg_control of a known version: save every table with `pgsurgeon unload`, \
+then plan its rebuild with `pgsurgeon control --plan` (every value from the other files) and run it on a copy",
+};
+
+const FILE_ORPHAN: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Warning,
+    pg_error: "none: no relation of the catalog uses the file (what a crash during a table rewrite, CREATE or DROP \
+leaves)",
+    remedy:
+        "check it holds nothing wanted (`pgsurgeon inspect`, or `pgsurgeon unload` lists orphans and carves them), \
+then move it out of the data directory with the server stopped; it only takes space",
+};
+
+const FILE_RELATION_MISSING: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "ERROR:  could not open file \"base/…\": No such file or directory, on every query of the relation",
+    remedy: "the catalog names a relation whose file is gone: restore the file from a backup of this cluster, or \
+(for an index) rebuild it with REINDEX; a table's rows are lost with the file",
+};
+
+const FILE_WAL_RECORD: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none at startup (crash recovery begins at the redo point, after it); a restore, a standby or \
+pg_waldump replaying these segments stops there: invalid record length, incorrect resource manager data checksum",
+    remedy:
+        "the segment is damaged before the last checkpoint: take a new base backup now (the damaged stretch cannot \
+be replayed), and copy the segment back from the WAL archive if it holds a sound one",
+};
+
 const FILE_CONTROL_CRC: CodeInfo = CodeInfo {
     area: Area::File,
     severity: Severity::Error,
@@ -565,13 +607,23 @@ const TUPLE_HEADER_STATUS_LOST: CodeInfo = CodeInfo {
     pg_error: "ERROR:  could not access status of transaction N; DETAIL:  Could not open file \"pg_xact/…\" (or \
 \"pg_multixact/…\") on the first query that visits these rows",
     remedy: "restore the status files from a backup taken after those transactions ended; without one, save the table \
-with `pgsurgeon unload` (it lists these rows, whose fate cannot be known) before anything else, and never create \
-zero-filled status files: they turn committed rows into aborted ones",
+with `pgsurgeon unload` (it keeps these rows apart, their fate unknown) before anything else, then rebuild a lost \
+pg_xact segment from the evidence left with `pgsurgeon xact` (a members segment with `pgsurgeon multixact`); never \
+create zero-filled status files: they turn committed rows into aborted ones",
+};
+
+const TUPLE_HEADER_MULTI_UPDATER: CodeInfo = CodeInfo {
+    area: Area::TupleHeader,
+    severity: Severity::Error,
+    pg_error: "none, or ERROR:  could not access status of transaction N: the server reads the MultiXact's members to \
+know who updated the row; without an updating member the old version is visible again beside the new one",
+    remedy: "pg_multixact/members was zeroed or garbled: rebuild the segment from the update chains with `pgsurgeon \
+multixact --replace` (dry run first), after saving the table with `pgsurgeon unload`",
 };
 
 const TUPLE_HEADER_HINT_CONTRADICTION: CodeInfo = CodeInfo {
     area: Area::TupleHeader,
-    severity: Severity::Warning,
+    severity: Severity::Error,
     pg_error: "none for these tuples (the server trusts the hint bit); rows of the same transactions without the hint \
 take the garbled status",
     remedy:

@@ -255,6 +255,14 @@ pub enum Code {
     FileWalCheckpointRecord,
     /// `file.control_crc`
     FileControlCrc,
+    /// `file.control_unreadable`
+    FileControlUnreadable,
+    /// `file.orphan`
+    FileOrphan,
+    /// `file.relation_missing`
+    FileRelationMissing,
+    /// `file.wal_record`
+    FileWalRecord,
     /// `file.control_anomaly`
     FileControlAnomaly,
     /// `file.relmap`
@@ -271,6 +279,8 @@ pub enum Code {
     FileTimelineHistory,
     /// `tuple_header.hint_contradiction`
     TupleHeaderHintContradiction,
+    /// `tuple_header.multi_updater`
+    TupleHeaderMultiUpdater,
     /// `index.special_size`
     IndexSpecialSize,
     /// `index.bad_cycle_id`
@@ -364,12 +374,17 @@ impl Code {
         Code::FileWalPageHeader,
         Code::FileWalCheckpointRecord,
         Code::FileControlCrc,
+        Code::FileControlUnreadable,
+        Code::FileOrphan,
+        Code::FileRelationMissing,
+        Code::FileWalRecord,
         Code::FileControlAnomaly,
         Code::FileRelmap,
         Code::FileMultixactMissing,
         Code::FileMultixactOffsets,
         Code::TupleHeaderStatusLost,
         Code::TupleHeaderHintContradiction,
+        Code::TupleHeaderMultiUpdater,
         Code::FileTimelineHistoryMissing,
         Code::FileTimelineHistory,
         Code::IndexSpecialSize,
@@ -464,12 +479,17 @@ impl Code {
             Code::FileWalPageHeader => "file.wal_page_header",
             Code::FileWalCheckpointRecord => "file.wal_checkpoint_record",
             Code::FileControlCrc => "file.control_crc",
+            Code::FileControlUnreadable => "file.control_unreadable",
+            Code::FileOrphan => "file.orphan",
+            Code::FileRelationMissing => "file.relation_missing",
+            Code::FileWalRecord => "file.wal_record",
             Code::FileControlAnomaly => "file.control_anomaly",
             Code::FileRelmap => "file.relmap",
             Code::FileMultixactMissing => "file.multixact_missing",
             Code::FileMultixactOffsets => "file.multixact_offsets",
             Code::TupleHeaderStatusLost => "tuple_header.status_lost",
             Code::TupleHeaderHintContradiction => "tuple_header.hint_contradiction",
+            Code::TupleHeaderMultiUpdater => "tuple_header.multi_updater",
             Code::FileTimelineHistoryMissing => "file.timeline_history_missing",
             Code::FileTimelineHistory => "file.timeline_history",
             Code::IndexSpecialSize => "index.special_size",

@@ -25,6 +25,22 @@ pub struct ClusterFinding {
     pub path: String,
 }
 
+/// pg_control itself cannot be decoded (cut short, or no layout of a known version): the one finding there is, as
+/// nothing else can be checked without its values.
+pub fn unreadable_control(reason: &str) -> ClusterFinding {
+    ClusterFinding {
+        finding: Finding::new(
+            Code::FileControlUnreadable,
+            None,
+            None,
+            format!(
+                "global/pg_control cannot be read ({reason}): the server does not start, and nothing else is checked"
+            ),
+        ),
+        path: "global/pg_control".to_string(),
+    }
+}
+
 /// The checks of `pgdata` against its pg_control `c`. pg_control first: a CRC mismatch is the only finding then (its
 /// values are not to be trusted, so nothing is checked against them); its anomalies (control/anomalies.rs) with a
 /// sound CRC are findings too, as the server refuses most of them (xlog.c ReadControlFile). `wal`: check pg_wal too
@@ -132,7 +148,9 @@ pub fn xact_gaps(pgdata: &Path, c: &ControlFile) -> Vec<XactGap> {
     for seg in segs {
         let (path, bytes) = multixact::read_segment(pgdata, "pg_xact", seg as u32);
         let lo = (seg * per_seg).max(u64::from(oldest) * u64::from(seg == first));
-        let hi = if seg == end { u64::from(next) } else { (seg + 1) * per_seg - 1 };
+        // statuses up to the last XID handed out: the next XID's page is read at startup only when that XID is
+        // not the first of its page (TrimCLOG in clog.c), and then the page also holds the XID before it
+        let hi = if seg == end { u64::from(next).saturating_sub(1) } else { (seg + 1) * per_seg - 1 };
         let pages = bytes.as_ref().map_or(0, |b| b.len() as u64 / u64::from(c.blcksz));
         let from = lo.max(seg * per_seg + pages * per_page);
         if from <= hi {

@@ -2,8 +2,9 @@
 //! commit status or a MultiXact that is not on disk, and hint bits that contradict pg_xact. Counted per lost run of
 //! XIDs or MultiXacts and per pg_xact page, never per tuple, so memory stays bounded however large the table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use crate::checks::cluster::{multixact::multixact_checks, xact_gaps};
 use crate::finding::{Code, Finding};
@@ -11,9 +12,11 @@ use crate::format::heap::{
     HeapTupleHeaderData, HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMAX_LOCK_ONLY,
     HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
 };
+use crate::format::heap::{HEAP_XMAX_EXCL_LOCK, HEAP_XMAX_KEYSHR_LOCK};
 use crate::format::itemid::LP_NORMAL;
 use crate::format::page::Page;
-use crate::visibility::transam::{xid_precedes, FIRST_NORMAL_TRANSACTION_ID};
+use crate::visibility::multixact::MultiXactFiles;
+use crate::visibility::transam::{multi_precedes, xid_precedes, FIRST_NORMAL_TRANSACTION_ID};
 use crate::visibility::xact::{Clog, XidStatus};
 
 /// A run of XIDs or MultiXacts whose status is not on disk, and why (the file).
@@ -35,6 +38,11 @@ pub(crate) struct Bookkeeping {
     /// Shut down cleanly: an "in progress" status is final, so a committed hint on it contradicts pg_xact.
     clean: bool,
     per_page: u32,
+    members: MultiXactFiles,
+    oldest_multi: u32,
+    next_multi: u32,
+    /// Whether each MultiXact read so far names a plausible updater (read once per MultiXact, not per tuple).
+    updaters: Mutex<HashMap<u32, bool>>,
 }
 
 /// One chunk's (then one table's) counts.
@@ -46,6 +54,9 @@ pub(crate) struct BookAcc {
     per_lost: Vec<u64>,
     /// Tuples whose xmin hint contradicts pg_xact, per pg_xact page.
     contradictions: BTreeMap<u32, u64>,
+    /// Updated tuples whose xmax MultiXact names no plausible updater, and the MultiXacts' range.
+    no_updater: u64,
+    no_updater_range: Option<(u32, u32)>,
 }
 
 impl BookAcc {
@@ -60,6 +71,16 @@ impl BookAcc {
         for (p, n) in std::mem::take(&mut other.contradictions) {
             *self.contradictions.entry(p).or_default() += n;
         }
+        self.no_updater += std::mem::take(&mut other.no_updater);
+        if let Some((lo, hi)) = other.no_updater_range.take() {
+            self.note_multi(lo);
+            self.note_multi(hi);
+        }
+    }
+
+    fn note_multi(&mut self, m: u32) {
+        let (lo, hi) = self.no_updater_range.unwrap_or((m, m));
+        self.no_updater_range = Some((lo.min(m), hi.max(m)));
     }
 }
 
@@ -99,6 +120,10 @@ impl Bookkeeping {
             next_xid: (c.next_xid.0 & 0xFFFF_FFFF) as u32,
             clean: c.state.is_clean_shutdown(),
             per_page: blcksz * 4,
+            members: MultiXactFiles::new(&root.join("pg_multixact"), blcksz, Some((c.next_multi, c.next_multi_offset))),
+            oldest_multi: c.oldest_multi,
+            next_multi: c.next_multi,
+            updaters: Mutex::new(HashMap::new()),
         })
     }
 
@@ -133,9 +158,40 @@ impl Bookkeeping {
             if let Some(i) = hit {
                 acc.rows += 1;
                 acc.per_lost[i] += 1;
+            } else if self.updater_lost(&h) {
+                acc.no_updater += 1;
+                acc.note_multi(h.t_xmax);
             }
             self.contradiction(&h, acc);
         }
+    }
+
+    /// An updated tuple (xmax a MultiXact that is not only a lock, not hinted invalid) whose MultiXact's members name
+    /// no updater, or one that is no transaction of this cluster: the members were zeroed or garbled, and the server
+    /// shows the old version again or fails on the garbage (`MultiXactIdGetUpdateXid`, multixact.c).
+    fn updater_lost(&self, h: &HeapTupleHeaderData) -> bool {
+        let m = h.t_infomask;
+        let multi = h.t_xmax;
+        // HEAP_XMAX_IS_LOCKED_ONLY (htup_details.h)
+        let lock_only = m & HEAP_XMAX_LOCK_ONLY != 0
+            || m & (HEAP_XMAX_IS_MULTI | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK) == HEAP_XMAX_EXCL_LOCK;
+        if m & HEAP_XMAX_IS_MULTI == 0
+            || m & HEAP_XMAX_INVALID != 0
+            || lock_only
+            || multi_precedes(multi, self.oldest_multi)
+            || !multi_precedes(multi, self.next_multi)
+            || find(&self.multis, multi).is_some()
+        {
+            return false;
+        }
+        let mut seen = self.updaters.lock().unwrap_or_else(|e| e.into_inner());
+        let ok = *seen.entry(multi).or_insert_with(|| match self.members.updater(multi) {
+            Ok(Some(x)) => {
+                x >= FIRST_NORMAL_TRANSACTION_ID && !xid_precedes(x, self.oldest_xid) && xid_precedes(x, self.next_xid)
+            }
+            _ => false,
+        });
+        !ok
     }
 
     /// HEAP_XMIN_COMMITTED with pg_xact saying aborted (or, after a clean shutdown, never ended), or HEAP_XMIN_INVALID
@@ -188,6 +244,18 @@ impl Bookkeeping {
                     "{} rows' fate depends on a transaction status that is not on disk: {}",
                     acc.rows,
                     runs.join("; ")
+                ),
+            ));
+        }
+        if let (n @ 1.., Some((lo, hi))) = (acc.no_updater, acc.no_updater_range) {
+            out.push(Finding::new(
+                Code::TupleHeaderMultiUpdater,
+                None,
+                None,
+                format!(
+                    "{n} updated rows' xmax MultiXact (MultiXacts {lo}..{hi}) names no updater in pg_multixact/members, \
+                     or one that is no transaction of this cluster: the members were zeroed or garbled, and the old \
+                     versions show again"
                 ),
             ));
         }
