@@ -71,6 +71,12 @@ def _digest(path: Path) -> str:
 
 
 def _right_after_rescue(lab: LabCluster, truth: list[tuple[Any, ...]]) -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["verify", str(lab.pgdata), "--format", "json"])
+    report = json.loads(out.getvalue())
+    assert code == 0 and report["ok"], report
+    assert {c["table"]: c["server"] for c in report["counts"]}["public.m"] == ROWS
     lab.start()
     try:
         assert _rows(lab) == truth

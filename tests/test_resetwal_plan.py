@@ -110,7 +110,9 @@ def test_pg_wal_emptied_plan_b_as_printed(version: str, make_lab: MakeLab) -> No
     try:
         done = bash(script)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "no damage found" in done.stdout, done.stdout[-2000:]  # pgsurgeon scan COPY, the last step
+        # pgsurgeon scan COPY, the last step, exits 0 (bash -e): no damage; the stretch of ids pg_resetwal skipped,
+        # which no row names, at most warned about
+        assert "no damage found" in done.stdout or "\n0 error(s)" in done.stdout, done.stdout[-2000:]
         dump = copy.with_name(copy.name + ".sql").read_text()
         assert "CREATE TABLE public.t" in dump and "COPY public.t" in dump
         # the copy starts again, as printed, and holds exactly the rows the cluster held

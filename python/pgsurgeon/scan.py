@@ -301,9 +301,12 @@ def _run_scan(
     if not req.files and not req.relations and (backup is None or backup.form == "plain"):
         # the whole cluster: its bookkeeping too (a backup's WAL comes apart from it, so not pg_wal there)
         extra = [from_cluster(f) for f in core.cluster_checks(req.pgdata, wal=backup is None)]
+        if backup is None and pid is None:
+            _unneeded_status_files(extra, findings)
         if pid is None and not any(f["code"] == "file.relmap" for f in extra):
             extra += storage_findings(req.pgdata, names)  # a garbled map misplaces the mapped catalogs' files
-        if backup is None and pid is None:
+        if backup is None and pid is None and not any(f["code"].startswith("file.wal_") for f in extra):
+            # the records before the checkpoint, once the checkpoint itself reads (else that finding says it all)
             extra += _wal_records(req.pgdata, control, warnings)
         findings.extend(extra)
         summary["findings"] += len(extra)
@@ -344,6 +347,19 @@ def _run_scan(
         _owners(names, options.get("relations") or []),
         result.get("health", []),
     )
+
+
+def _unneeded_status_files(cluster: list[Finding], rows: list[Finding]) -> None:
+    """A status file missing between the horizons that neither the startup process reads nor any row needs (the
+    scan of a stopped cluster counts the rows that do: tuple_header.status_lost) is no damage yet: pg_resetwal's
+    documented -x and -m values leave such a stretch of ids never handed out. Said as a warning."""
+    if any(f["code"] == "tuple_header.status_lost" for f in rows):
+        return
+    for f in cluster:
+        # the startup process's pages are named so in the message (clog.c TrimCLOG, multixact.c TrimMultiXact)
+        if f["code"] in ("file.xact_missing", "file.multixact_missing") and "at startup" not in f["message"]:
+            f["severity"] = "warning"
+            f["message"] += "; no row of any table depends on them (as after pg_resetwal moved the next id past them)"
 
 
 def _wal_records(pgdata: Path, control: ControlFile, warnings: list[str]) -> list[Finding]:

@@ -12,6 +12,7 @@ NAMES: dict[str, str] = {
     "control": "control",
     "xact": "xact",
     "multixact": "multixact",
+    "verify": "verify",
     "files": "files",
     "lab": "lab",
     "corrupt": "corrupt",

@@ -87,5 +87,9 @@ def _text(out: MembersRebuild, pgdata: Path, args: argparse.Namespace) -> list[s
             f"     $ pgsurgeon multixact -D {d} --execute" + (" --replace" if args.replace else ""),
         ]
     else:
-        lines += ["next:", "  1. start the server, then check every page", f"     $ pgsurgeon scan {d}"]
+        lines += [
+            "next:",
+            "  1. check it end to end: every page, the server starting, rows against the files, amcheck, pg_dumpall",
+            f"     $ pgsurgeon verify {d}",
+        ]
     return lines

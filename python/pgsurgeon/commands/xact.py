@@ -166,7 +166,7 @@ def _text(out: XactRebuild, pgdata: Path, args: argparse.Namespace) -> list[str]
     else:
         lines += [
             "next:",
-            "  1. start the server and check every page and every index",
-            f"     $ pgsurgeon scan {d}",
+            "  1. check it end to end: every page, the server starting, rows against the files, amcheck, pg_dumpall",
+            f"     $ pgsurgeon verify {d}",
         ]
     return lines

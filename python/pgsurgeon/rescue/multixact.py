@@ -5,8 +5,9 @@ rows are visible whatever they say). What a member still decides is the *updater
 held a lock on it: without it the old version of the row comes back beside the new one. The updater is the xmin of
 the newer version the old one's ``t_ctid`` points to (``crates/core/src/visibility/multi_evidence.rs``). So the
 rebuilt segment holds, for each MultiXact whose slots it covers, its updater in its first slot (status Update or
-NoKeyUpdate, as the tuple's ``HEAP_KEYS_UPDATED`` says), and zeroes elsewhere: an empty slot is skipped as "unused"
-(``GetMultiXactIdMembers`` in multixact.c). A row deleted in place under a lock names no newer version: its deleter
+NoKeyUpdate, as the tuple's ``HEAP_KEYS_UPDATED`` says) and again, as a key-share locker, in the slots of its lost
+lockers. A lock-only MultiXact's slots stay empty: nothing reads them once its lockers are gone. A row deleted in
+place under a lock names no newer version: its deleter
 is unknown, the row is listed and stays visible (nothing deleted is hidden on a guess).
 
 Layout (multixact.c): offsets are one uint32 per MultiXactId, BLCKSZ/4 a page; members come in groups of four, four
@@ -33,7 +34,7 @@ SLRU_PAGES_PER_SEGMENT = 32
 MEMBERGROUP_SIZE = 20
 MEMBERS_PER_GROUP = 4
 STATUS_NO_KEY_UPDATE, STATUS_UPDATE = 4, 5
-"""MultiXactStatusNoKeyUpdate and MultiXactStatusUpdate (multixact.h)."""
+"""MultiXactStatusNoKeyUpdate and MultiXactStatusUpdate (multixact.h); 0 is MultiXactStatusForKeyShare."""
 
 
 @dataclass(frozen=True)
@@ -126,12 +127,16 @@ def rebuild_members(req: MembersRebuildRequest) -> MembersRebuild:
     data = bytearray(size)
     for e in evidence:
         first = offsets.get(e["multi"])
-        if e["updater"] is None or e["conflicting"] or first is None or not lo_off <= first < hi_off:
+        if e["updater"] is None or e["conflicting"] or first is None:
             continue
-        flag_at, xid_at = lay.slot(first)
-        if xid_at + 4 <= size:
-            data[flag_at] = STATUS_UPDATE if e["key_update"] else STATUS_NO_KEY_UPDATE
-            struct.pack_into("<I", data, xid_at, e["updater"])
+        # the updater in the first slot; the lockers' slots (whoever they were, all gone) name it again as a key-share
+        # locker, so no slot of an updated row's MultiXact is empty (an empty one reads as a page that predates it)
+        for slot in range(first, ends[e["multi"]]):
+            flag_at, xid_at = lay.slot(slot)
+            if lo_off <= slot < hi_off and xid_at + 4 <= size:
+                updates = slot == first
+                data[flag_at] = (STATUS_UPDATE if e["key_update"] else STATUS_NO_KEY_UPDATE) if updates else 0
+                struct.pack_into("<I", data, xid_at, e["updater"])
     out = MembersRebuild(f"{segno:04X}", (lo, hi), size, evidence, pages, bytes(data))
     out.names = relation_names(req.pgdata) if out.unknown else {}
     if req.execute:

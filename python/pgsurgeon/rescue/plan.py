@@ -444,6 +444,15 @@ def _commit_ts(pgdata: Path, control: ControlFile | None, geo: F.Geometry, next_
     ]  # fmt: skip
 
 
+def superuser_of(pgdata: Path) -> str:
+    """The bootstrap superuser of a data directory whose pg_control reads (``postgres`` when it does not)."""
+    try:
+        control = core.read_control(pgdata)
+    except (core.FormatError, OSError):
+        return "postgres"
+    return _superuser(pgdata, int(control["blcksz"]), int(control["major_version"]))
+
+
 def _superuser(pgdata: Path, blcksz: int, major: int) -> str:
     """The bootstrap superuser's name (pg_authid's OID 10, BOOTSTRAP_SUPERUSERID in pg_authid.dat), read from the
     files: pg_dumpall connects as it. ``postgres`` when the catalog cannot be read."""

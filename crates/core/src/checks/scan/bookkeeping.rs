@@ -84,6 +84,12 @@ impl BookAcc {
     }
 }
 
+/// HEAP_XMAX_IS_LOCKED_ONLY (htup_details.h): the xmax only locks the row.
+fn xmax_lock_only(m: u16) -> bool {
+    m & HEAP_XMAX_LOCK_ONLY != 0
+        || m & (HEAP_XMAX_IS_MULTI | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK) == HEAP_XMAX_EXCL_LOCK
+}
+
 fn find(runs: &[Lost], x: u32) -> Option<usize> {
     let i = runs.partition_point(|r| r.hi < x);
     runs.get(i).filter(|r| r.lo <= x).map(|_| i)
@@ -146,10 +152,11 @@ impl Bookkeeping {
             if !xmin_hinted && normal(h.t_xmin) {
                 hit = find(&self.xids, h.t_xmin);
             }
-            // an xmax that is no lock alone and not hinted; a MultiXact's members are read by any later locker,
-            // updater or VACUUM, lock-only or not
+            // an xmax that is no lock alone and not hinted. A lock-only MultiXact is never read once the server has
+            // restarted: every one is then older than any backend's oldest visible MultiXact, which lockers and
+            // VACUUM check before reading members (GetMultiXactIdMembers, FreezeMultiXactId in multixact.c, heapam.c)
             if hit.is_none() && m & (HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED) == 0 && h.t_xmax != 0 {
-                if m & HEAP_XMAX_IS_MULTI != 0 {
+                if m & HEAP_XMAX_IS_MULTI != 0 && !xmax_lock_only(m) {
                     hit = find(&self.multis, h.t_xmax).map(|i| self.xids.len() + i);
                 } else if m & HEAP_XMAX_LOCK_ONLY == 0 && normal(h.t_xmax) {
                     hit = find(&self.xids, h.t_xmax);
@@ -172,12 +179,9 @@ impl Bookkeeping {
     fn updater_lost(&self, h: &HeapTupleHeaderData) -> bool {
         let m = h.t_infomask;
         let multi = h.t_xmax;
-        // HEAP_XMAX_IS_LOCKED_ONLY (htup_details.h)
-        let lock_only = m & HEAP_XMAX_LOCK_ONLY != 0
-            || m & (HEAP_XMAX_IS_MULTI | HEAP_XMAX_EXCL_LOCK | HEAP_XMAX_KEYSHR_LOCK) == HEAP_XMAX_EXCL_LOCK;
         if m & HEAP_XMAX_IS_MULTI == 0
             || m & HEAP_XMAX_INVALID != 0
-            || lock_only
+            || xmax_lock_only(m)
             || multi_precedes(multi, self.oldest_multi)
             || !multi_precedes(multi, self.next_multi)
             || find(&self.multis, multi).is_some()
