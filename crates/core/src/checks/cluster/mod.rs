@@ -223,3 +223,38 @@ pub(crate) mod testutil {
         parse_control(&std::fs::read(p).unwrap()).unwrap()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{control, Dir};
+    use super::*;
+    use crate::format::control::FullTransactionId;
+
+    fn gaps_with(next: u32, files: &[(&str, usize)]) -> Vec<XactGap> {
+        let dir = Dir::new();
+        std::fs::create_dir_all(dir.path().join("pg_xact")).unwrap();
+        for (name, len) in files {
+            std::fs::write(dir.path().join("pg_xact").join(name), vec![0u8; *len]).unwrap();
+        }
+        let mut c = control(15);
+        c.next_xid = FullTransactionId::from_epoch_and_xid(0, next);
+        c.oldest_xid = 3;
+        xact_gaps(dir.path(), &c)
+    }
+
+    #[test]
+    fn the_next_xids_page_is_needed_only_when_it_holds_an_xid_handed_out() {
+        let per_page = 8192 * 4;
+        let per_seg = per_page * 32;
+        // next XID the first of a new segment (pg_resetwal -x by its documentation): that segment needs no file
+        assert!(gaps_with(per_seg, &[("0000", 8192 * 32)]).is_empty());
+        // next XID the first of a page: the pages before it must be there, not its own
+        assert!(gaps_with(per_page * 3, &[("0000", 8192 * 3)]).is_empty());
+        let short = gaps_with(per_page * 3 + 1, &[("0000", 8192 * 3)]);
+        assert_eq!(short.len(), 1);
+        assert_eq!((short[0].lo, short[0].hi, short[0].missing), (per_page * 3, per_page * 3, false));
+        // the segment gone: every XID from the oldest to the last handed out
+        let gone = gaps_with(100, &[]);
+        assert_eq!((gone[0].lo, gone[0].hi, gone[0].missing, gone[0].holds_next), (3, 99, true, true));
+    }
+}
