@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from fix_locks import lock_from_two_sessions, update_under_key_share
 from fix_pg import MakeLab, exec_sql
 from pgsurgeon import simulate
 from pgsurgeon.cli import main
@@ -47,18 +48,8 @@ def _cluster(make_lab: MakeLab, version: str) -> tuple[LabCluster, list[tuple[An
         lab, f"CREATE TABLE m (id int PRIMARY KEY, v int); INSERT INTO m SELECT g, 0 FROM generate_series(1, {ROWS}) g"
     )
     for _ in range(3):
-        with lab.connect("postgres") as a, lab.connect("postgres") as b:
-            a.execute("BEGIN")
-            a.execute("SELECT * FROM m FOR SHARE").fetchall()
-            b.execute("BEGIN")
-            b.execute("SELECT * FROM m FOR SHARE").fetchall()
-            a.execute("COMMIT")
-            b.execute("COMMIT")
-    with lab.connect("postgres") as a, lab.connect("postgres") as b:
-        a.execute("BEGIN")
-        a.execute("SELECT * FROM m FOR KEY SHARE").fetchall()
-        b.execute("UPDATE m SET v = v + 1")
-        a.execute("COMMIT")
+        lock_from_two_sessions(lab, "m")
+    update_under_key_share(lab, "m", "v = v + 1")
     truth = _rows(lab)
     assert len(truth) == ROWS and all(v == 1 for _, v in truth)
     exec_sql(lab, "CHECKPOINT")

@@ -26,6 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from fix_locks import lock_from_two_sessions, update_under_key_share
 from fix_pg import MakeLab, exec_sql
 from pgsurgeon import simulate
 from pgsurgeon.cli import main
@@ -185,27 +186,6 @@ def _digest(pgdata: Path) -> dict[str, str]:
     }
 
 
-def _lock_from_two_sessions(lab: LabCluster) -> None:
-    """Rows of m locked FOR SHARE by two open transactions at once: their xmax becomes a MultiXact."""
-    with lab.connect("postgres") as a, lab.connect("postgres") as b:
-        a.execute("BEGIN")
-        a.execute("SELECT * FROM m FOR SHARE").fetchall()
-        b.execute("BEGIN")
-        b.execute("SELECT * FROM m FOR SHARE").fetchall()
-        a.execute("COMMIT")
-        b.execute("COMMIT")
-
-
-def _update_under_key_share(lab: LabCluster) -> None:
-    """Every row of m updated (not its key) while another transaction holds FOR KEY SHARE on it: the old versions'
-    xmax becomes a MultiXact whose members name the updater, which every later reader must look up."""
-    with lab.connect("postgres") as a, lab.connect("postgres") as b:
-        a.execute("BEGIN")
-        a.execute("SELECT * FROM m FOR KEY SHARE").fetchall()
-        b.execute("UPDATE m SET v = v + 1")
-        a.execute("COMMIT")
-
-
 def _cluster(make_lab: MakeLab, version: str) -> LabCluster:
     lab = make_lab(version)
     exec_sql(lab, "CREATE TABLE t (id int)")
@@ -213,8 +193,8 @@ def _cluster(make_lab: MakeLab, version: str) -> LabCluster:
         exec_sql(lab, f"INSERT INTO t SELECT g FROM generate_series({start + 1}, {start + ROWS // 100}) g")
     exec_sql(lab, f"CREATE TABLE m AS SELECT g AS id, 0 AS v FROM generate_series(1, {LOCKED}) g")
     for _ in range(3):  # three MultiXacts (one per round), so pg_control's next one can be set back
-        _lock_from_two_sessions(lab)
-    _update_under_key_share(lab)
+        lock_from_two_sessions(lab, "m")
+    update_under_key_share(lab, "m", "v = v + 1")
     exec_sql(lab, "CHECKPOINT")
     assert int(exec_sql(lab, "SELECT next_multixact_id FROM pg_control_checkpoint()")[0][0]) > 3
     lab.stop()

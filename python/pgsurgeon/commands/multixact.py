@@ -27,13 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "comes first: 'pgsurgeon undo MANIFEST' puts the old state back.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("datadir", nargs="?", type=Path, metavar="PGDATA", help="the data directory (or -D)")
-    options.add_pgdata(p, env_default=True, help="the data directory", positional="datadir")
-    p.add_argument("--segment", metavar="NAME", help="the members segment, e.g. 0000 (default: the first missing)")
+    options.add_rebuild(p, example="0000")
     p.add_argument("--replace", action="store_true", help="rebuild an existing (damaged) segment, keeping its bytes")
-    p.add_argument("--execute", action="store_true", help="write the segment (the server must be stopped)")
-    p.add_argument("--manifest", type=Path, help="where the undo manifest goes (default: ./pgsurgeon-….json)")
-    options.add_format(p)
     p.set_defaults(func=run)
 
 

@@ -84,6 +84,19 @@ def add_pgdata(p: argparse.ArgumentParser, *, env_default: bool, help: str, posi
     p.set_defaults(**{_PGDATA: env_default, _POSITIONAL: positional})
 
 
+def add_rebuild(p: argparse.ArgumentParser, *, example: str) -> None:
+    """The options of a command that rebuilds a bookkeeping segment: the data directory, which segment, a dry run
+    unless ``--execute``, where the undo manifest goes, and the output format."""
+    p.add_argument("datadir", nargs="?", type=Path, metavar="PGDATA", help="the data directory (or -D)")
+    add_pgdata(p, env_default=True, help="the data directory", positional="datadir")
+    p.add_argument(
+        "--segment", metavar="NAME", help=f"the segment to rebuild, e.g. {example} (default: the first missing)"
+    )
+    p.add_argument("--execute", action="store_true", help="write the segment (the server must be stopped)")
+    p.add_argument("--manifest", type=Path, help="where the undo manifest goes (default: ./pgsurgeon-….json)")
+    add_format(p)
+
+
 def add_table(p: argparse._ActionsContainer, *, required: bool = False, repeat: bool = False, help: str) -> None:
     if repeat:
         p.add_argument("-t", "--table", action="append", default=[], metavar="TABLE", help=help + " (repeatable)")

@@ -29,9 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "a manifest comes first: 'pgsurgeon undo MANIFEST' removes the rebuilt file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("datadir", nargs="?", type=Path, metavar="PGDATA", help="the data directory (or -D)")
-    options.add_pgdata(p, env_default=True, help="the data directory", positional="datadir")
-    p.add_argument("--segment", metavar="NAME", help="the segment to rebuild, e.g. 0000 (default: the first missing)")
+    options.add_rebuild(p, example="0000")
     p.add_argument(
         "--decide",
         action="append",
@@ -46,9 +44,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="what every XID the evidence does not decide becomes (default: aborted, which resurrects nothing)",
     )
     p.add_argument("--no-wal", action="store_true", help="do not read commit records from pg_wal (hint bits only)")
-    p.add_argument("--execute", action="store_true", help="write the segment (the server must be stopped)")
-    p.add_argument("--manifest", type=Path, help="where the undo manifest goes (default: ./pgsurgeon-xact-….json)")
-    options.add_format(p)
     p.set_defaults(func=run)
 
 

@@ -84,6 +84,23 @@ class FileChange:
     def replace_bytes(cls, file: str, offset: int, old: bytes, new: bytes, **kw: Any) -> FileChange:
         return cls(KIND_BYTES, file, offset, old=old, new=new, length=len(old), old_sha256=sha256(old), **kw)
 
+    @classmethod
+    def removal(cls, file: str, path: Path, note: str, block: int = 0) -> FileChange:
+        """``path`` (``file`` relative to the data directory) removed: its size, mode and owner kept for undo."""
+        st = path.stat()
+        return cls(
+            KIND_REMOVE,
+            file,
+            0,
+            length=st.st_size,
+            old_size=st.st_size,
+            block=block,
+            mode=st.st_mode & 0o7777,
+            uid=st.st_uid,
+            gid=st.st_gid,
+            note=note,
+        )
+
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"kind": self.kind, "file": self.file, "offset": self.offset, "length": self.length}
         for key in ("block", "item", "old_size", "mode", "uid", "gid", "saved"):

@@ -9,7 +9,7 @@ from pathlib import Path
 from pgsurgeon.datadir import postmaster_pid
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.journal import apply as applying
-from pgsurgeon.journal.manifest import KIND_CREATE, KIND_REMOVE, FileChange, Manifest
+from pgsurgeon.journal.manifest import KIND_CREATE, FileChange, Manifest
 from pgsurgeon.lab.marker import utc_now
 
 
@@ -33,21 +33,7 @@ def write_rebuilt(
     if old.exists():
         if not replace:
             raise PgSurgeonError(f"{relpath} exists", hint="--replace keeps its bytes in the manifest and replaces it")
-        st = old.stat()
-        changes.append(
-            FileChange(
-                KIND_REMOVE,
-                relpath,
-                0,
-                length=st.st_size,
-                old_size=st.st_size,
-                block=0,
-                mode=st.st_mode & 0o7777,
-                uid=st.st_uid,
-                gid=st.st_gid,
-                note="the damaged file, kept for undo",
-            )
-        )
+        changes.append(FileChange.removal(relpath, old, "the damaged file, kept for undo"))
     changes.append(FileChange(KIND_CREATE, relpath, 0, new=data, length=len(data), note=note))
     header = {
         "created_at": utc_now(),

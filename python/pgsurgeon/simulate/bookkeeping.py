@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from pgsurgeon import core
 from pgsurgeon.datadir import Geometry
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.journal.manifest import KIND_CREATE, KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
+from pgsurgeon.journal.manifest import KIND_CREATE, KIND_TRUNCATE, FileChange, PageRecord, sha256
 from pgsurgeon.simulate import wal
 from pgsurgeon.simulate.plan import diff_runs
 from pgsurgeon.simulate.target import Resolved, Target
@@ -120,22 +120,7 @@ class _Planner:
         self.plan.target = self.plan.target or relpath
 
     def remove(self, relpath: str, note: str) -> None:
-        path = self.existing(relpath)
-        st = path.stat()
-        self.plan.changes.append(
-            FileChange(
-                KIND_REMOVE,
-                relpath,
-                0,
-                length=st.st_size,
-                old_size=st.st_size,
-                block=0,
-                mode=st.st_mode & 0o7777,
-                uid=st.st_uid,
-                gid=st.st_gid,
-                note=note,
-            )
-        )
+        self.plan.changes.append(FileChange.removal(relpath, self.existing(relpath), note))
         self.plan.lines.append(f"{relpath}: {note}")
         self.plan.target = self.plan.target or relpath
 

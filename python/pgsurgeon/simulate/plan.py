@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import core
 from pgsurgeon.datadir import read_block, segment_path
 from pgsurgeon.errors import PgSurgeonError, UsageError
-from pgsurgeon.journal.manifest import KIND_REMOVE, KIND_TRUNCATE, FileChange, PageRecord, sha256
+from pgsurgeon.journal.manifest import KIND_TRUNCATE, FileChange, PageRecord, sha256
 from pgsurgeon.simulate.modes import (
     MODES,
     UNIT_FILE,
@@ -490,21 +490,7 @@ def _plan_file(plan: Plan, req: CorruptRequest) -> None:
             f"{rel.name} has no segment {segno}", hint=f"segments present: {', '.join(map(str, present))}"
         )
     path = segment_path(rel.path, segno)
-    st = path.stat()
     first = geo.first_block(segno)
-    note = f"segment {segno} removed ({st.st_size} bytes, blocks from {first})"
-    plan.changes.append(
-        FileChange(
-            KIND_REMOVE,
-            res.relpath(path),
-            0,
-            length=st.st_size,
-            old_size=st.st_size,
-            block=first,
-            mode=st.st_mode & 0o7777,
-            uid=st.st_uid,
-            gid=st.st_gid,
-            note=note,
-        )
-    )
+    note = f"segment {segno} removed ({path.stat().st_size} bytes, blocks from {first})"
+    plan.changes.append(FileChange.removal(res.relpath(path), path, note, block=first))
     plan.lines.append(f"{res.relpath(path)}: {note}")

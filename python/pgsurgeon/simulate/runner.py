@@ -103,12 +103,7 @@ def check(req: SimulateRequest) -> None:
         v = getattr(req, name)
         if v is not None and v < (1 if name in ("item", "length", "flips", "tear_at") else 0):
             raise UsageError(f"--{name.replace('_', '-')} {v} is out of range")
-    if req.field is not None and req.field not in mode.fields:
-        raise UsageError(
-            f"mode {mode.name} has no field {req.field}",
-            hint=f"its fields: {', '.join(mode.fields)}" if mode.fields else f"mode {mode.name} takes no --field",
-        )
-    field = req.field or mode.default_field()
+    field = _field(req, mode)
     unit = mode.unit_for(field)
     if req.item is not None and unit != UNIT_ITEM:
         raise UsageError(f"mode {mode.name}{' field ' + field if field else ''} damages pages, not items: drop --item")
@@ -152,6 +147,16 @@ def check(req: SimulateRequest) -> None:
         raise UsageError("--seed must be between 0 and 2**64-1")
 
 
+def _field(req: SimulateRequest, mode: Mode) -> str | None:
+    """The field asked for (checked against the mode's) or the mode's default."""
+    if req.field is not None and req.field not in mode.fields:
+        raise UsageError(
+            f"mode {mode.name} has no field {req.field}",
+            hint=f"its fields: {', '.join(mode.fields)}" if mode.fields else f"mode {mode.name} takes no --field",
+        )
+    return req.field or mode.default_field()
+
+
 _RELATION_ONLY = ("dsn", "table", "target", "index", "kind", "block", "item", "segment", "column", "length", "flips")
 
 
@@ -164,12 +169,7 @@ def _check_bookkeeping(req: SimulateRequest, mode: Mode) -> None:
     if extra or req.count != 1 or req.clear_hints or req.keep_checksum_valid:
         shown = ", ".join("--" + n.replace("_", "-") for n in extra) or "--count/--clear-hints/--keep-checksum-valid"
         raise UsageError(f"mode {mode.name} takes -D, --field, --file, --seed and --value, not {shown}")
-    if req.field is not None and req.field not in mode.fields:
-        raise UsageError(
-            f"mode {mode.name} has no field {req.field}",
-            hint=f"its fields: {', '.join(mode.fields)}" if mode.fields else f"mode {mode.name} takes no --field",
-        )
-    field = req.field or mode.default_field()
+    field = _field(req, mode)
     if req.value is not None and field not in mode.value_fields:
         raise UsageError(f"mode {mode.name}{' field ' + field if field else ''} takes no --value")
     if req.seed is not None and not 0 <= req.seed <= MAX_SEED:
@@ -198,11 +198,7 @@ def run(req: SimulateRequest, say: Say | None = None) -> SimulateResult:
         say(f"dry run: {len(plan.changes)} change(s) planned, nothing written")
         header = {**_header(creq, plan, lab), "state": "planned"}
         return SimulateResult(Manifest(Path("-"), header, plan.changes, plan.pages), plan)
-    lab_cluster = lab_cluster_for(res.pgdata)
-    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
-    path = req.manifest or default_path(res.pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, creq.mode)
-    if path.exists():
-        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
+    path = _manifest_path(req, res.pgdata)
     with server_stopped(res.pgdata, say):
         plan = make_plan(creq, res)
         _print_plan(plan, creq, say)
@@ -235,11 +231,7 @@ def _run_bookkeeping(req: SimulateRequest, say: Say) -> SimulateResult:
         say(f"dry run: {len(book.changes)} change(s) planned, nothing written")
         result.manifest.header["state"] = "planned"
         return result
-    lab_cluster = lab_cluster_for(pgdata)
-    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
-    path = req.manifest or default_path(pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, req.mode)
-    if path.exists():
-        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
+    path = _manifest_path(req, pgdata)
     with server_stopped(pgdata, say, may_refuse=True):
         book = plan_bookkeeping(pgdata, breq)
         result = _book_result(pgdata, breq, book, lab, path.absolute())
@@ -265,6 +257,16 @@ def _say_book(plan: Plan, req: BookRequest, say: Say) -> None:
         say(f"  {line}")
     for w in plan.warnings:
         say(f"note: {w}")
+
+
+def _manifest_path(req: SimulateRequest, pgdata: Path) -> Path:
+    """``--manifest``, or a new one in the lab's corruptions directory (refused when it exists)."""
+    lab_cluster = lab_cluster_for(pgdata)
+    stamp = utc_now().replace(":", "").replace("-", "").replace("+0000", "Z")
+    path = req.manifest or default_path(pgdata, lab_cluster.lab_dir if lab_cluster else None, stamp, req.mode)
+    if path.exists():
+        raise UsageError(f"manifest {path} already exists", hint="pass another --manifest or leave it out")
+    return path
 
 
 def _check_paths(req: SimulateRequest) -> None:
