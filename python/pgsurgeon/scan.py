@@ -305,7 +305,7 @@ def _run_scan(
             _unneeded_status_files(extra, findings)
         if pid is None and not any(f["code"] == "file.relmap" for f in extra):
             extra += storage_findings(req.pgdata, names)  # a garbled map misplaces the mapped catalogs' files
-        if backup is None and pid is None and not any(f["code"].startswith("file.wal_") for f in extra):
+        if backup is None and pid is None and not any(f["code"] in _CHECKPOINT_WAL for f in extra):
             # the records before the checkpoint, once the checkpoint itself reads (else that finding says it all)
             extra += _wal_records(req.pgdata, control, warnings)
         findings.extend(extra)
@@ -347,6 +347,10 @@ def _run_scan(
         _owners(names, options.get("relations") or []),
         result.get("health", []),
     )
+
+
+_CHECKPOINT_WAL = ("file.wal_missing", "file.wal_short", "file.wal_page_header", "file.wal_checkpoint_record")
+"""The checkpoint's own WAL findings: with one of them, reading the records before it says nothing more."""
 
 
 def _unneeded_status_files(cluster: list[Finding], rows: list[Finding]) -> None:
