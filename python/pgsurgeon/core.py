@@ -67,6 +67,17 @@ def page_checksum(data: bytes, block: int) -> int | None:
     return _ext.page_checksum(data, block)
 
 
+def crc32c(data: bytes, append_to: int | None = None) -> int:
+    """PostgreSQL's CRC-32C of ``data``, or continued over it from the finished value ``append_to``."""
+    return _ext.crc32c(data, append_to)
+
+
+def control_crc_offset(data: bytes) -> int:
+    """Where a pg_control image keeps its CRC, for the layout its pg_control_version names (FormatError when that
+    version is unknown or the image too short)."""
+    return _ext.control_crc_offset(data)
+
+
 def parse_control(data: bytes) -> ControlFile:
     """A pg_control image decoded for its PostgreSQL version."""
     return _ext.parse_control(data)

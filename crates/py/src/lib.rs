@@ -50,6 +50,19 @@ fn page_checksum(data: &[u8], block: u32) -> Option<u16> {
     pgsurgeon_core::format::checksum::pg_checksum_page(data, block)
 }
 
+/// PostgreSQL's CRC-32C of `data`, or continued from the finished value `append_to`.
+#[pyfunction]
+#[pyo3(signature = (data, append_to=None))]
+fn crc32c(data: &[u8], append_to: Option<u32>) -> u32 {
+    pgsurgeon_core::format::checksum::pg_crc32c(data, append_to)
+}
+
+/// The offset of a pg_control image's CRC, for the layout of its pg_control_version.
+#[pyfunction]
+fn control_crc_offset(data: &[u8]) -> PyResult<usize> {
+    pgsurgeon_core::format::control::crc_offset(data).map_err(to_pyerr)
+}
+
 /// The catalogue entry of a finding code: (area, severity, pg_error, remedy); empty strings for a name that is
 /// not a finding code.
 #[pyfunction]
@@ -497,6 +510,8 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_checks, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(control_crc_offset, m)?)?;
     m.add_function(wrap_pyfunction!(hint_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(multi_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(discover_relations, m)?)?;

@@ -189,7 +189,7 @@ def _control(p: _Planner) -> None:
     image = bytearray(data)
     struct.pack_into(fmt, image, offset, new)
     # the CRC recomputed: the value itself is the damage, as a bad write through a valid CRC would leave it
-    struct.pack_into("<I", image, crc_at, wal.crc32c_update(0xFFFFFFFF, bytes(image[:crc_at])) ^ 0xFFFFFFFF)
+    struct.pack_into("<I", image, crc_at, core.crc32c(bytes(image[:crc_at])))
     shown = (lambda v: f"{v >> 32:X}/{v & 0xFFFFFFFF:X}") if field == "checkpoint" else str
     p.replace(
         CONTROL,
@@ -214,17 +214,14 @@ def _control_value(p: _Planner, field: str, old: int) -> int:
 
 
 def _control_crc_offset(data: bytes) -> int:
-    """Where pg_control's CRC is: the first 4-aligned offset whose stored value is the CRC-32C of the bytes before
-    it (``offsetof(ControlFileData, crc)`` differs between versions; the file says which)."""
-    crc = 0xFFFFFFFF
-    for at in range(0, min(len(data) - 4, 1024), 4):
-        if at >= 200 and struct.unpack_from("<I", data, at)[0] == crc ^ 0xFFFFFFFF:
-            return at
-        crc = wal.crc32c_update(crc, data[at : at + 4])
-    raise PgSurgeonError(
-        "pg_control's CRC does not match anywhere: it is damaged already",
-        hint="undo the earlier damage to pg_control first",
-    )
+    """Where pg_control keeps its CRC (``offsetof(ControlFileData, crc)`` differs between versions)."""
+    try:
+        return core.control_crc_offset(data)
+    except core.FormatError as exc:
+        raise PgSurgeonError(
+            f"pg_control cannot be read ({exc}): it is damaged already",
+            hint="undo the earlier damage to pg_control first",
+        ) from None
 
 
 def _wal(p: _Planner) -> None:

@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgsurgeon import core
 from pgsurgeon.errors import PgSurgeonError
 
 SIZE_OF_XLOG_SHORT_PHD = 24
@@ -28,34 +29,10 @@ XL_RMID_OFFSET = 17
 RM_XLOG_ID = 0
 """rmgrlist.h: the first resource manager, XLOG, owns checkpoint records."""
 
-_CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected (src/port/pg_crc32c_sb8.c)
-
-
-def _table() -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ _CRC32C_POLY if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _table()
-
-
-def crc32c_update(crc: int, data: bytes) -> int:
-    """COMP_CRC32C: ``crc`` is the running (not yet finished) value, INIT_CRC32C is 0xFFFFFFFF."""
-    for byte in data:
-        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc
-
 
 def record_crc(record: bytes) -> int:
     """The CRC a WAL record (header and body, contiguous) must carry."""
-    crc = crc32c_update(0xFFFFFFFF, record[SIZE_OF_XLOG_RECORD:])
-    crc = crc32c_update(crc, record[:XL_CRC_OFFSET])
-    return crc ^ 0xFFFFFFFF
+    return core.crc32c(record[:XL_CRC_OFFSET], core.crc32c(record[SIZE_OF_XLOG_RECORD:]))
 
 
 def segment_name(tli: int, lsn: int, seg_size: int) -> str:

@@ -87,6 +87,14 @@ pub fn rewrite_crc(bytes: &mut [u8]) -> Result<u32> {
     Ok(crc)
 }
 
+/// Where the CRC of a pg_control image is (`offsetof(ControlFileData, crc)`), for the layout its own
+/// `pg_control_version` names.
+pub fn crc_offset(bytes: &[u8]) -> Result<usize> {
+    let version = read_version(bytes)?;
+    let layout = ControlLayout::for_pg_control_version(version).ok_or_else(|| unknown_version(version))?;
+    Ok(layout.crc_offset())
+}
+
 fn read_version(bytes: &[u8]) -> Result<u32> {
     u32_at(bytes, off::PG_CONTROL_VERSION).map_err(|_| CoreError::Format {
         what: "pg_control",
