@@ -130,7 +130,18 @@ def test_lost_xact_segment_rebuilt(version: str, make_lab: MakeLab, tmp_path: Pa
     assert doc["manifest"] == str(manifest) and (lab.pgdata / "pg_xact" / "0000").is_file()
     assert main(["undo", str(manifest)]) == 0 and not (lab.pgdata / "pg_xact" / "0000").exists()
     manifest.unlink()
-    code, doc = _xact(lab.pgdata, "--execute", "--manifest", str(manifest))
+    # the steps the dry run prints, run as printed from a scratch directory: the unload keeps the undecided rows
+    # apart, then the write (its manifest goes to the current directory)
+    printed = _printed_steps(lab.pgdata)
+    assert [c.split()[:2] for c in printed] == [["pgsurgeon", "unload"], ["pgsurgeon", "xact"]], printed
+    work = tmp_path / "steps"
+    work.mkdir()
+    for step in printed:
+        ran = subprocess.run(["bash", "-c", step.replace("pgsurgeon", f"{sys.executable} -m pgsurgeon", 1)],
+                             cwd=work, capture_output=True, text=True)  # fmt: skip
+        assert ran.returncode in (0, 2), step + ran.stdout + ran.stderr
+    assert list(work.glob("unloaded/**/*u.kept_apart.copy")), sorted(work.rglob("*"))
+    assert len(list(work.glob("pgsurgeon-xact-rebuild-*.json"))) == 1
     rebuilt = (lab.pgdata / "pg_xact" / "0000").read_bytes()
     for xid in decided:
         assert ((rebuilt[xid // 4] >> (2 * (xid % 4))) & 3 == 1) == (true_status(xid) == 1), xid
@@ -153,6 +164,14 @@ def test_lost_xact_segment_rebuilt(version: str, make_lab: MakeLab, tmp_path: Pa
         [sys.executable, "-m", "pgsurgeon", "scan", str(lab.pgdata), "--live"], capture_output=True, text=True
     )
     assert done.returncode in (0, 2), done.stderr
+
+
+def _printed_steps(pgdata: Path) -> list[str]:
+    """The commands ``pgsurgeon xact`` prints under "next:", as a DBA would copy them."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["xact", "-D", str(pgdata)])
+    return [ln.strip()[2:] for ln in out.getvalue().splitlines() if ln.strip().startswith("$ ")]
 
 
 def _ids_written(fates: dict[int, str], first_id: int) -> list[int]:
