@@ -98,6 +98,15 @@ pub fn set_checksum(page: &mut [u8], blkno: u32) -> Option<u16> {
     Some(c)
 }
 
+/// PostgreSQL's `pg_crc32c` (CRC-32C, `src/include/port/pg_crc32c.h`) of `data`, or continued over `data` from
+/// the finished value `append_to` (as a WAL record's CRC covers its body, then its header: ValidXLogRecord).
+pub fn pg_crc32c(data: &[u8], append_to: Option<u32>) -> u32 {
+    match append_to {
+        Some(crc) => crc32c::crc32c_append(crc, data),
+        None => crc32c::crc32c(data),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,14 +174,5 @@ mod tests {
         assert_eq!(pg_checksum_page(&[], 0), None);
         assert_eq!(pg_checksum_page(&[0u8; 100], 0), None);
         assert!(pg_checksum_page(&[0u8; 4096], 0).is_some());
-    }
-}
-
-/// PostgreSQL's `pg_crc32c` (CRC-32C, `src/include/port/pg_crc32c.h`) of `data`, or continued over `data` from
-/// the finished value `append_to` (as a WAL record's CRC covers its body, then its header: ValidXLogRecord).
-pub fn pg_crc32c(data: &[u8], append_to: Option<u32>) -> u32 {
-    match append_to {
-        Some(crc) => crc32c::crc32c_append(crc, data),
-        None => crc32c::crc32c(data),
     }
 }
