@@ -51,13 +51,16 @@ def _snapshot(lab: LabCluster, dbnames: list[str]) -> dict[str, list[str]]:
     for d in dbnames:
         with lab.connect(d) as conn:
             for t in _tables(lab, d):
+                # by name: pg_dump gives a child table its parent's columns first, whatever order ALTER TABLE
+                # left them in (a known pg_dump difference); the rows are compared column by column
                 cols = conn.execute(
-                    "SELECT string_agg(quote_ident(attname), ',' ORDER BY attnum) FROM pg_attribute"
+                    "SELECT string_agg(quote_ident(attname), ',' ORDER BY attname) FROM pg_attribute"
                     " WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
                     (t,),
                 ).fetchone()
                 lines: list[str] = []
-                with conn.cursor().copy(f"COPY {t} TO STDOUT") as cp:
+                collist = f"({cols[0]})" if cols and cols[0] else ""
+                with conn.cursor().copy(f"COPY {t} {collist} TO STDOUT") as cp:
                     for chunk in cp:
                         lines.extend(bytes(chunk).decode().splitlines())
                 out[f"{d}:{t}"] = [str(cols[0] if cols else ""), *sorted(lines)]

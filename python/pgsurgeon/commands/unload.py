@@ -69,6 +69,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "damaged",
     )
     p.add_argument(
+        "--schema",
+        choices=("pg_dump", "files"),
+        default="pg_dump",
+        help="pg_dump (default): the schema as the cluster's own pg_dump writes it, taken from a started throwaway "
+        "copy of the catalog (functions, views, triggers, constraints, grants…); files: only what unload builds "
+        "from the catalog files (tables, types, keys), with no PostgreSQL binaries",
+    )
+    p.add_argument(
+        "--pg-bin",
+        type=Path,
+        metavar="DIR",
+        help="the bin directory of the cluster's PostgreSQL version, for the schema (default: PATH, "
+        "/usr/lib/postgresql/N/bin, /usr/pgsql-N/bin, the embedded 18)",
+    )
+    p.add_argument(
         "--layout",
         metavar="TYPES",
         help="decode FILE with these column types, e.g. 'int4,text,timestamptz' (no catalog needed)",
@@ -102,6 +117,8 @@ def request_from_args(args: argparse.Namespace) -> UnloadRequest:
         deleted=args.deleted,
         deleted_by=args.deleted_by,
         catalog_from=args.catalog_from,
+        schema=args.schema,
+        pg_bin=args.pg_bin,
     )
 
 
@@ -132,12 +149,33 @@ def render(res: UnloadResult) -> None:
             "deleted_by, deleted_at, how)",
             markup=False,
         )
+    _render_schema(res)
     for n in res.notes:
         console.print(f"note: {n}", markup=False)
     console.print(
         f"load it into a fresh cluster: psql -X -v ON_ERROR_STOP=1 -d postgres -f {res.out / 'restore.sql'}",
         markup=False,
     )
+
+
+def _render_schema(res: UnloadResult) -> None:
+    schema = res.schema
+    if schema.get("method") == "pg_dump":
+        objects = schema.get("objects", {})
+        total = sum(sum(kinds.values()) for kinds in objects.values())
+        term.console().print(
+            f"schema: {total} objects in {len(objects)} databases, from pg_dump run on a copy of the catalog "
+            f"({schema.get('server')}, {schema.get('seconds', 0):.1f} s): restore.sql recreates them",
+            markup=False,
+        )
+    elif schema.get("fell_back"):
+        term.console(stderr=True).print(
+            f"unload: the schema comes from the files only: {schema.get('why')}; functions, views, triggers, "
+            "CHECK constraints, grants and more are not recreated (listed in report.txt)",
+            markup=False,
+        )
+        if schema.get("hint"):
+            term.console(stderr=True).print(f"hint: {schema['hint']}", markup=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,9 +9,7 @@ original once you mean to run it again.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,14 +17,11 @@ from typing import TYPE_CHECKING
 from pgsurgeon import db
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.health import HealthRequest, run_health
-from pgsurgeon.lab.cluster import pick_free_port
-from pgsurgeon.pgbin import PgInstall, install_of_major, run_as, user_owning
-from pgsurgeon.rescue.plan import superuser_of
+from pgsurgeon.pgbin import PgInstall, install_of_major
+from pgsurgeon.rescue.private import PrivateServer
 
 if TYPE_CHECKING:
     from pgsurgeon.findings import Finding
-
-START_TIMEOUT = 300
 
 
 @dataclass(frozen=True)
@@ -86,60 +81,13 @@ def verify(req: VerifyRequest) -> Verification:
             f"no postgresql {major} installation found to start the cluster with",
             hint="pass its bin directory with --pg-bin",
         )
-    with _server(pgdata, install, out) as dsn:
-        if dsn is not None:
-            _count(dsn, out)
-            _amcheck(dsn, install, req, out)
-            _dump(dsn, install, out)
+    with PrivateServer(pgdata, install) as srv:
+        out.started, out.start_error = srv.started, srv.start_error
+        if srv.started:
+            _count(srv.dsn(), out)
+            _amcheck(srv, install, req, out)
+            _dump(srv, install, out)
     return out
-
-
-class _server:
-    """The cluster started on a private socket (no TCP) as the data directory's owner, stopped on leaving."""
-
-    def __init__(self, pgdata: Path, install: PgInstall, out: Verification) -> None:
-        self.pgdata, self.install, self.out = pgdata, install, out
-        self.owner = user_owning(pgdata)
-        self.sock = Path(tempfile.mkdtemp(prefix="pgs-verify-", dir="/tmp"))
-        self.log = self.sock / "server.log"
-
-    def __enter__(self) -> str | None:
-        if self.owner.switch:  # the server, run as the owner, makes its socket there
-            shutil.chown(self.sock, self.owner.uid, self.owner.gid)
-        port = pick_free_port()
-        opts = (
-            f"-c port={port} -c listen_addresses= -c unix_socket_directories={self.sock} -c archive_mode=off "
-            "-c autovacuum=off"
-        )
-        pg_ctl = self.install.tool("pg_ctl")
-        done = run_as(
-            self.owner,
-            [pg_ctl, "-D", self.pgdata, "-l", self.log, "-w", "-t", str(START_TIMEOUT), "-o", opts, "start"],
-            env=self.install.env(),
-            timeout=START_TIMEOUT + 30,
-        )
-        if done.returncode != 0:
-            self.out.start_error = _last_complaint(self.log) or done.stderr.strip() or "pg_ctl start failed"
-            return None
-        self.out.started = True
-        user = superuser_of(self.pgdata)
-        return f"host={self.sock} port={port} user={user} dbname=postgres"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.out.started:
-            run_as(
-                self.owner,
-                [self.install.tool("pg_ctl"), "-D", self.pgdata, "-m", "fast", "-w", "stop"],
-                env=self.install.env(),
-                timeout=START_TIMEOUT,
-            )
-        shutil.rmtree(self.sock, ignore_errors=True)
-
-
-def _last_complaint(log: Path) -> str:
-    from pgsurgeon.journal.server import last_complaint
-
-    return last_complaint(log) if log.exists() else ""
 
 
 def _count(dsn: str, out: Verification) -> None:
@@ -162,19 +110,13 @@ def _count(dsn: str, out: Verification) -> None:
                 c.server = int(row[0]) if row is not None else None
 
 
-def _amcheck(dsn: str, install: PgInstall, req: VerifyRequest, out: Verification) -> None:
+def _amcheck(srv: PrivateServer, install: PgInstall, req: VerifyRequest, out: Verification) -> None:
     if not req.amcheck:
         return
-    host, port, user = (dict(w.split("=", 1) for w in dsn.split()).get(k) for k in ("host", "port", "user"))
     done = subprocess.run(
         [
             str(install.tool("pg_amcheck")),
-            "-h",
-            str(host),
-            "-p",
-            str(port),
-            "-U",
-            str(user),
+            *srv.client_args(),
             "--all",
             "--install-missing",
             "--heapallindexed",
@@ -191,10 +133,9 @@ def _amcheck(dsn: str, install: PgInstall, req: VerifyRequest, out: Verification
         out.amcheck = "; ".join(lines[:3]) or f"pg_amcheck exited {done.returncode}"
 
 
-def _dump(dsn: str, install: PgInstall, out: Verification) -> None:
-    host, port, user = (dict(w.split("=", 1) for w in dsn.split()).get(k) for k in ("host", "port", "user"))
+def _dump(srv: PrivateServer, install: PgInstall, out: Verification) -> None:
     done = subprocess.run(
-        [str(install.tool("pg_dumpall")), "-h", str(host), "-p", str(port), "-U", str(user)],
+        [str(install.tool("pg_dumpall")), *srv.client_args()],
         stdout=subprocess.DEVNULL,  # the dump itself is not kept: that it completes is the check
         stderr=subprocess.PIPE,
         text=True,

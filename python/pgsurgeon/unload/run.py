@@ -3,11 +3,15 @@ database, restore.sql for all, and a report (report.json, report.txt)."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import re
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +25,14 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.unload.schema import (
+    BUILT_IN_DATABASES,
+    SchemaDump,
+    SchemaRequest,
+    SchemaUnavailable,
+    foreign_keys_not_valid,
+)
+from pgsurgeon.unload.schema_step import SchemaStep, missing_objects
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import (
@@ -36,9 +48,6 @@ if TYPE_CHECKING:
 
 # The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).
 DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
-
-# Databases a fresh cluster already has: restore.sql loads into them instead of creating them.
-_BUILT_IN_DATABASES = ("postgres", "template1")
 
 
 @dataclass
@@ -58,12 +67,21 @@ class UnloadRequest:
     """With ``deleted``: only what this transaction removed."""
     catalog_from: Path | None = None
     """Read the catalog from this copy (an older backup) instead: for when the cluster's own catalog is damaged."""
+    schema: str = "pg_dump"
+    """``pg_dump``: the schema from the cluster's own pg_dump run on a started copy of the catalog (the files-built
+    one when that cannot be done); ``files``: the files-built one only."""
+    pg_bin: Path | None = None
+    """The bin directory of the cluster's major version, for the schema step."""
 
     def __post_init__(self) -> None:
         if self.deleted_by is not None:
             self.deleted = True
             # txid_current() carries the epoch above the 32 bits tuple headers hold
             self.deleted_by &= 0xFFFFFFFF
+        if self.schema not in ("pg_dump", "files"):
+            raise PgSurgeonError(
+                f"unknown schema source {self.schema!r}", hint="use --schema pg_dump or --schema files"
+            )
         if self.format not in ("copy", "csv"):
             raise PgSurgeonError(f"unknown format {self.format!r}", hint="use --format copy or --format csv")
         if not 1 <= self.jobs <= 64:
@@ -107,6 +125,9 @@ class UnloadResult:
     orphans: list[dict[str, Any]] = field(default_factory=list)
     damaged_catalogs: list[str] = field(default_factory=list)
     """Databases whose catalog could not name their tables."""
+    schema: dict[str, Any] = field(default_factory=dict)
+    """How the schema was taken (``method``: pg_dump or files), the objects per database and kind, and, when the
+    files-built schema stands in for pg_dump's, why and what it leaves out (``missing``)."""
 
     @property
     def rows(self) -> int:
@@ -119,8 +140,10 @@ class UnloadResult:
     @property
     def incomplete(self) -> bool:
         """Something was kept apart, lost or not unloaded: the data files alone are not the whole story."""
-        return bool(self.damaged_catalogs) or any(
-            t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables
+        return (
+            bool(self.damaged_catalogs)
+            or bool(self.schema.get("fell_back"))
+            or any(t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables)
         )
 
 
@@ -347,9 +370,9 @@ class _Job:
 
 
 def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
-    collist = ", ".join(quote_ident(c) for c in cols)
+    collist = f" ({', '.join(quote_ident(c) for c in cols)})" if cols else ""  # a table of no columns takes none
     opts = " WITH (FORMAT csv)" if fmt == "csv" else ""
-    return f"\\copy {table_name(rel)} ({collist}) FROM {literal(path)}{opts}"
+    return f"\\copy {table_name(rel)}{collist} FROM {literal(path)}{opts}"
 
 
 def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
@@ -381,12 +404,24 @@ def _run(
         )
     if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
         raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
+    with exclusive(req.pgdata):
+        return _unload(req, on_progress, backup, pid, started)
+
+
+def _unload(
+    req: UnloadRequest,
+    on_progress: Callable[[int, int], None] | None,
+    backup: BackupSource | None,
+    pid: int | None,
+    started: float,
+) -> UnloadResult:
     job = _Job(req, on_progress, backup)
     if pid is not None:
         job.notes.append(
             "read while the server runs (--live): rows changed since the last checkpoint may be missing or old, "
             "and transactions in progress are not judged"
         )
+    with_pg_dump = req.schema == "pg_dump" and not req.tables
     plans: list[tuple[DbCatalog, list[Relation]]] = []
     for d in job.databases():
         cat = job.files.database(d)
@@ -397,18 +432,73 @@ def _run(
             job.notes.append(
                 f"{d.name}: pg_class yields no tables: the catalog is damaged (try --catalog-from an older backup)"
             )
-        if not tables and (req.tables or d.name in _BUILT_IN_DATABASES):
+        if not tables and (req.tables or (d.name in BUILT_IN_DATABASES and not with_pg_dump)):
             continue
         plans.append((cat, tables))
     if req.tables and not plans:
         raise PgSurgeonError(f"no table matches {', '.join(req.tables)}", hint="name tables as schema.table")
     for cat, tables in plans:
         for r in tables:
-            loc = cat.locate(r.oid) if r.relkind != "p" else None
+            skipped = r.relkind == "p" or (r.relkind == "m" and with_pg_dump)
+            loc = None if skipped else cat.locate(r.oid)
             job.blocks_total += loc[1] if loc else 0
     req.out.mkdir(parents=True, exist_ok=True)
+    step = None
+    if with_pg_dump:
+        dbs = [cat.db for cat, _ in plans]
+        step = SchemaStep(SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin))
+        step.start()
+    try:
+        results, copies = _carve_all(job, plans, with_pg_dump)
+    except BaseException:
+        if step is not None:
+            step.cancel()
+        raise
+    outcome = step.outcome() if step is not None else None
+    schema = _write_sql(job, plans, copies, results, outcome)
+    if backup is not None and backup.restarts:
+        job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
+    orphans = [o for cat, _ in plans for o in job.orphans(cat)]
+    seconds = round(time.monotonic() - started, 3)
+    result = UnloadResult(req.out, job.files.facts, results, job.notes, seconds, orphans, job.damaged, schema)
+    _write_reports(result)
+    return result
+
+
+def _dbdir(req: UnloadRequest, d: Database) -> Path:
+    return req.out / f"{d.oid}_{_safe(d.name)}"
+
+
+def _carve_all(
+    job: _Job, plans: list[tuple[DbCatalog, list[Relation]]], with_pg_dump: bool
+) -> tuple[list[TableResult], dict[int, list[str]]]:
+    """Every table's rows to its data file; the ``\\copy`` lines that load them, per database."""
+    req = job.req
     results: list[TableResult] = []
-    restore = [
+    copies: dict[int, list[str]] = {}
+    ext = "csv" if req.format == "csv" else "copy"
+    for cat, tables in plans:
+        dbdir = _dbdir(req, cat.db)
+        dbdir.mkdir()
+        lines = copies.setdefault(cat.db.oid, [])
+        for rel in job.read_order(cat, tables):
+            if rel.relkind == "p" or (rel.relkind == "m" and with_pg_dump):
+                continue  # no rows of its own; a materialized view is refreshed by pg_dump's post-data
+            stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
+            res = job.carve(cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}")
+            results.append(res)
+            if rel.relkind == "m":
+                res.skipped = res.skipped or "materialized view: its data is unloaded, its definition is not"
+                continue
+            if res.file:
+                cols = [a.name for a in live_columns(cat, rel)]
+                lines.append(_copy_line(rel, cols, res.file, req.format))
+    return results, copies
+
+
+def _header(job: _Job) -> list[str]:
+    req = job.req
+    return [
         f"-- pgsurgeon unload of {req.pgdata.resolve()} (PostgreSQL {job.files.facts['major']}),"
         f" {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}",
         f"-- psql -X -v ON_ERROR_STOP=1 -d postgres -f {req.out.resolve() / 'restore.sql'}",
@@ -419,55 +509,111 @@ def _run(
         "\\endif",
         "\\cd :dir",
     ]
+
+
+def _write_sql(
+    job: _Job,
+    plans: list[tuple[DbCatalog, list[Relation]]],
+    copies: dict[int, list[str]],
+    results: list[TableResult],
+    outcome: SchemaDump | SchemaUnavailable | None,
+) -> dict[str, Any]:
+    """restore.sql and the schema files it runs; what the report says about the schema."""
+    req = job.req
+    restore = _header(job)
+    schema: dict[str, Any] = {"method": "files"}
+    if isinstance(outcome, SchemaDump):
+        schema = {"method": "pg_dump", "server": outcome.server, "seconds": outcome.seconds, "objects": {}}
+        schema["catalog_copy_bytes"] = outcome.copy_bytes
+        (req.out / "globals.sql").write_text(outcome.globals_sql, encoding="utf-8")
+        restore.append("\\ir globals.sql")
+        job.notes.extend(outcome.notes)
+    elif isinstance(outcome, SchemaUnavailable):
+        schema.update(fell_back=True, why=outcome.why, hint=outcome.hint, missing={})
+    incomplete = {t.rel.database for t in results if t.kept_apart or t.lost or t.checksum_failures or t.skipped}
     for cat, tables in plans:
         d = cat.db
-        dbdir = req.out / f"{d.oid}_{_safe(d.name)}"
-        dbdir.mkdir()
-        ddl = schema_sql(cat, tables)
-        (dbdir / "schema.sql").write_text(
-            f"-- schema of database {d.name}, read from the catalog files by pgsurgeon unload\n"
-            + "\n".join(ddl.statements)
-            + "\n"
-            + "".join(f"-- not recovered: {n}\n" for n in ddl.notes),
-            encoding="utf-8",
-        )
-        job.notes.extend(f"{d.name}: {n}" for n in ddl.notes)
-        if d.name not in _BUILT_IN_DATABASES:
-            create = f"CREATE DATABASE {quote_ident(d.name)} TEMPLATE template0 ENCODING {d.encoding!r}"
-            if d.locale_provider == "c":
-                create += f" LC_COLLATE {d.collate!r} LC_CTYPE {d.ctype!r}"
-            elif d.locale:
-                provider = "icu" if d.locale_provider == "i" else "builtin"
-                create += f" LOCALE_PROVIDER {provider} LOCALE {d.locale!r}"
-            restore.append(create + ";")
-        restore.append(f"\\connect {quote_ident(d.name)}")
-        restore.append(f"\\ir {dbdir.name}/schema.sql")
-        ext = "csv" if req.format == "csv" else "copy"
-        for rel in job.read_order(cat, tables):
-            if rel.relkind == "p":
-                continue
-            stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
-            res = job.carve(cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}")
-            results.append(res)
-            if rel.relkind == "m":
-                res.skipped = res.skipped or "materialized view: its data is unloaded, its definition is not"
-                continue
-            if res.file:
-                cols = [a.name for a in live_columns(cat, rel)]
-                restore.append(_copy_line(rel, cols, res.file, req.format))
-        (dbdir / "constraints.sql").write_text(
-            f"-- keys, indexes and foreign keys of database {d.name}, after its data\n" + "\n".join(ddl.post) + "\n",
-            encoding="utf-8",
-        )
-        restore.append(f"\\ir {dbdir.name}/constraints.sql")
-    if backup is not None and backup.restarts:
-        job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
+        dbdir = _dbdir(req, d)
+        if isinstance(outcome, SchemaDump):
+            dump = outcome.databases[d.oid]
+            schema["objects"][d.name] = dump.objects
+            post = dump.post
+            if d.name in incomplete:
+                post, changed = foreign_keys_not_valid(post)
+                if changed:
+                    job.notes.append(
+                        f"{d.name}: {changed} foreign keys are added NOT VALID, since rows are missing: "
+                        "ALTER TABLE … VALIDATE CONSTRAINT once they are dealt with"
+                    )
+            for name, text in (("pre-data.sql", dump.pre), ("data.sql", dump.data), ("post-data.sql", post)):
+                (dbdir / name).write_text(text, encoding="utf-8")
+            if d.name in BUILT_IN_DATABASES:
+                restore.append(f"\\connect {quote_ident(d.name)}")
+            restore.append(f"\\ir {dbdir.name}/pre-data.sql")
+            restore.extend(copies.get(d.oid, []))
+            restore.append(f"\\ir {dbdir.name}/data.sql")
+            restore.append(f"\\ir {dbdir.name}/post-data.sql")
+            continue
+        restore.extend(_files_schema(job, cat, tables, copies.get(d.oid, [])))
+        if isinstance(outcome, SchemaUnavailable):
+            missing = missing_objects(cat)
+            schema["missing"][d.name] = missing
+            if missing:
+                job.notes.append(
+                    f"{d.name}: not recreated (the schema comes from the files: {outcome.why}): "
+                    + ", ".join(f"{n} {k}" for k, n in missing.items())
+                    + ", and owners and privileges"
+                )
     (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
-    orphans = [o for cat, _ in plans for o in job.orphans(cat)]
-    seconds = round(time.monotonic() - started, 3)
-    result = UnloadResult(req.out, job.files.facts, results, job.notes, seconds, orphans, job.damaged)
-    _write_reports(result)
-    return result
+    return schema
+
+
+def _files_schema(job: _Job, cat: DbCatalog, tables: list[Relation], copies: list[str]) -> list[str]:
+    """The files-built schema.sql and constraints.sql of one database, and its part of restore.sql."""
+    d = cat.db
+    dbdir = _dbdir(job.req, d)
+    ddl = schema_sql(cat, tables)
+    (dbdir / "schema.sql").write_text(
+        f"-- schema of database {d.name}, read from the catalog files by pgsurgeon unload\n"
+        + "\n".join(ddl.statements)
+        + "\n"
+        + "".join(f"-- not recovered: {n}\n" for n in ddl.notes),
+        encoding="utf-8",
+    )
+    job.notes.extend(f"{d.name}: {n}" for n in ddl.notes)
+    (dbdir / "constraints.sql").write_text(
+        f"-- keys, indexes and foreign keys of database {d.name}, after its data\n" + "\n".join(ddl.post) + "\n",
+        encoding="utf-8",
+    )
+    lines = []
+    if d.name not in BUILT_IN_DATABASES:
+        create = f"CREATE DATABASE {quote_ident(d.name)} TEMPLATE template0 ENCODING {d.encoding!r}"
+        if d.locale_provider == "c":
+            create += f" LC_COLLATE {d.collate!r} LC_CTYPE {d.ctype!r}"
+        elif d.locale:
+            provider = "icu" if d.locale_provider == "i" else "builtin"
+            create += f" LOCALE_PROVIDER {provider} LOCALE {d.locale!r}"
+        lines.append(create + ";")
+    lines.append(f"\\connect {quote_ident(d.name)}")
+    lines.append(f"\\ir {dbdir.name}/schema.sql")
+    lines.extend(copies)
+    lines.append(f"\\ir {dbdir.name}/constraints.sql")
+    return lines
+
+
+@contextmanager
+def exclusive(pgdata: Path) -> Iterator[None]:
+    """One unload of a data directory at a time (its schema step starts a server on a copy of it)."""
+    key = hashlib.sha1(str(pgdata.resolve()).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"pgsurgeon-unload-{key}.lock"
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PgSurgeonError(
+                f"another pgsurgeon unload of {pgdata} is running", hint="wait for it to finish, or stop it"
+            ) from None
+        yield
 
 
 def _write_reports(res: UnloadResult) -> None:

@@ -1,0 +1,154 @@
+"""A throwaway copy of a cluster's catalog, to be started and read by the cluster's own pg_dump.
+
+It holds the system catalogs with their indexes and TOAST tables (every relation below FirstNormalObjectId, the
+mapped ones found through pg_filenode.map), the sequences (pg_dump reads their values), pg_xact, pg_multixact,
+pg_commit_ts, the version files and relation maps, and an empty file for every other relation with storage: pg_dump
+opens them, finds no rows, and the dump holds the schema alone. It is megabytes, not the database. The original
+data directory is only read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgsurgeon.catalog.files import FIRST_NORMAL_OID, PG_CLASS, Database, FilesCatalog
+from pgsurgeon.pgbin import OsUser
+
+# Directories a data directory must have for the server to start (src/bin/initdb/initdb.c, subdirs[]), copied when
+# they hold what the catalog's rows depend on (the status of their transactions), created empty otherwise.
+COPIED_DIRS = ("pg_xact", "pg_multixact", "pg_commit_ts")
+EMPTY_DIRS = (
+    "global", "base", "pg_wal/archive_status", "pg_wal/summaries", "pg_subtrans", "pg_twophase", "pg_notify",
+    "pg_serial", "pg_snapshots", "pg_stat", "pg_stat_tmp", "pg_replslot", "pg_tblspc", "pg_dynshmem",
+    "pg_logical/snapshots", "pg_logical/mappings", "pg_multixact/members", "pg_multixact/offsets",
+)  # fmt: skip
+SKIPPED_FILES = ("pg_internal.init",)
+"""The relation cache's init file: rebuilt at start, and a stale one would describe the catalogs wrongly."""
+
+CONF = """# the throwaway copy of a catalog, started by pgsurgeon unload to run pg_dump on it
+max_connections = 10
+shared_buffers = 16MB
+fsync = off
+full_page_writes = off
+wal_level = minimal
+max_wal_senders = 0
+max_prepared_transactions = 0
+track_commit_timestamp = off
+shared_preload_libraries = ''
+ignore_checksum_failure = on
+default_transaction_read_only = on
+logging_collector = off
+"""
+HBA = "local all all trust\n"
+
+
+@dataclass
+class CatalogCopy:
+    root: Path
+    bytes: int = 0
+    files: int = 0
+    empty: int = 0
+    tablespaces: dict[str, str] = field(default_factory=dict)
+    """Where each tablespace's link points in the copy → where it points in the original (for pg_dumpall's
+    CREATE TABLESPACE … LOCATION)."""
+
+
+def make_copy(files: FilesCatalog, databases: list[Database], dest: Path, owner: OsUser) -> CatalogCopy:
+    """Copy the catalog of ``files.pgdata`` (the given databases) into ``dest`` (new or empty), owned by ``owner``."""
+    src = files.pgdata
+    out = CatalogCopy(dest)
+    dest.mkdir(mode=0o700, exist_ok=True)
+    for d in EMPTY_DIRS:
+        (dest / d).mkdir(parents=True, exist_ok=True)
+    for d in COPIED_DIRS:
+        if (src / d).is_dir():
+            shutil.copytree(src / d, dest / d, dirs_exist_ok=True)
+    _copy_file(src / "PG_VERSION", dest / "PG_VERSION", out)
+    _link_tablespaces(src, dest, out)
+    for entry in (src / "global").iterdir():
+        if entry.is_file() and entry.name not in SKIPPED_FILES:
+            _copy_file(entry, dest / "global" / entry.name, out)
+    for db in databases:
+        _copy_database(files, db, dest, out)
+    (dest / "postgresql.conf").write_text(CONF, encoding="utf-8")
+    (dest / "pg_hba.conf").write_text(HBA, encoding="utf-8")
+    (dest / "pg_ident.conf").write_text("", encoding="utf-8")
+    _chown_tree(dest, owner)
+    return out
+
+
+def _copy_database(files: FilesCatalog, db: Database, dest: Path, out: CatalogCopy) -> None:
+    cat = files.database(db)
+    located = cat.locate(PG_CLASS)
+    if located is None:
+        return
+    dbdir = Path(located[0]).parent
+    (dest / dbdir).mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(files.pgdata / dbdir):
+        if entry.is_file() and not entry.name[0].isdigit() and entry.name not in SKIPPED_FILES:
+            _copy_file(Path(entry.path), dest / dbdir / entry.name, out)  # PG_VERSION, pg_filenode.map
+    forks = _Forks(files.pgdata)
+    for rel in cat.relations.values():
+        loc = cat.locate(rel.oid)
+        if loc is None or loc[0].startswith("global/"):
+            continue  # no storage, or a shared catalog (global/ is copied whole)
+        relpath = Path(loc[0])
+        (dest / relpath.parent).mkdir(parents=True, exist_ok=True)
+        if rel.oid < FIRST_NORMAL_OID or rel.relkind == "S":
+            for name in forks.of(relpath):
+                _copy_file(files.pgdata / relpath.parent / name, dest / relpath.parent / name, out)
+        else:
+            (dest / relpath).touch()
+            out.empty += 1
+
+
+class _Forks:
+    """The files of each relation (segments and forks: 1234, 1234.1, 1234_fsm, 1234_vm, 1234_init), one directory
+    listing each."""
+
+    def __init__(self, pgdata: Path) -> None:
+        self.pgdata = pgdata
+        self.dirs: dict[Path, dict[str, list[str]]] = {}
+
+    def of(self, relpath: Path) -> list[str]:
+        listing = self.dirs.get(relpath.parent)
+        if listing is None:
+            listing = {}
+            directory = self.pgdata / relpath.parent
+            for entry in os.scandir(directory) if directory.is_dir() else []:
+                if entry.is_file() and entry.name[0].isdigit():
+                    listing.setdefault(entry.name.split(".", 1)[0].split("_", 1)[0], []).append(entry.name)
+            self.dirs[relpath.parent] = listing
+        return listing.get(relpath.name, [])
+
+
+def _link_tablespaces(src: Path, dest: Path, out: CatalogCopy) -> None:
+    """Each tablespace becomes a directory of the copy, linked from its pg_tblspc as in the original."""
+    spc = src / "pg_tblspc"
+    if not spc.is_dir():
+        return
+    for entry in spc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        target = dest / "tablespaces" / entry.name
+        target.mkdir(parents=True, exist_ok=True)
+        (dest / "pg_tblspc" / entry.name).symlink_to(target)
+        out.tablespaces[str(target)] = os.readlink(entry) if entry.is_symlink() else str(entry)
+
+
+def _copy_file(src: Path, dest: Path, out: CatalogCopy) -> None:
+    shutil.copyfile(src, dest)
+    out.bytes += dest.stat().st_size
+    out.files += 1
+
+
+def _chown_tree(top: Path, owner: OsUser) -> None:
+    top.chmod(0o700)
+    if not owner.switch:
+        return
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in [*dirnames, *filenames]:
+            os.chown(Path(dirpath) / name, owner.uid, owner.gid, follow_symlinks=False)
+    os.chown(top, owner.uid, owner.gid)

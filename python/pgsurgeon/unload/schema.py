@@ -1,0 +1,290 @@
+"""The databases' schema as the cluster's own pg_dump writes it, with no server on the original.
+
+The catalog is copied to a scratch directory (unload.catalog_copy), made startable with the cluster's own
+pg_resetwal and the values rescue.plan derives from the files, started on a private socket, and dumped with
+``pg_dump -Fc`` per database plus ``pg_dumpall --globals-only``. pg_restore then splits each dump the way pg_dump's
+sections do: pre-data (types, functions, tables, views…) before unload's rows, the data section's sequence values
+and large objects, post-data (indexes, constraints, triggers, rules, policies, materialized view refreshes) after.
+The scratch directory and its server are gone when this returns, also on errors and Ctrl-C."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgsurgeon.catalog.files import Database, FilesCatalog
+from pgsurgeon.db import quote_ident
+from pgsurgeon.pgbin import PgInstall, install_of_major, run_as, server_user
+from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
+from pgsurgeon.rescue.private import PrivateServer
+from pgsurgeon.unload.catalog_copy import make_copy
+
+BUILT_IN_DATABASES = ("postgres", "template1")
+"""Databases a fresh cluster already has: restore.sql loads into them instead of creating them."""
+TOOL_TIMEOUT = 3600
+# pg_dump's TOC entry descriptions of more than one word (pg_dump.c, ArchiveEntry … .description); any other
+# description is its first word.
+_LONG_DESCS = sorted(
+    ("TABLE DATA", "SEQUENCE SET", "SEQUENCE OWNED BY", "FK CONSTRAINT", "CHECK CONSTRAINT", "MATERIALIZED VIEW DATA",
+     "MATERIALIZED VIEW", "DEFAULT ACL", "EVENT TRIGGER", "FOREIGN TABLE", "FOREIGN DATA WRAPPER", "SERVER",
+     "USER MAPPING", "TEXT SEARCH CONFIGURATION", "TEXT SEARCH DICTIONARY", "TEXT SEARCH PARSER",
+     "TEXT SEARCH TEMPLATE", "OPERATOR CLASS", "OPERATOR FAMILY", "ROW SECURITY", "TABLE ATTACH", "INDEX ATTACH",
+     "SHELL TYPE", "PROCEDURAL LANGUAGE", "ACCESS METHOD", "BLOB METADATA", "LARGE OBJECT", "DATABASE PROPERTIES",
+     "PUBLICATION TABLE", "PUBLICATION TABLES IN SCHEMA", "SEARCH PATH", "STATISTICS DATA", "DUMMY TYPE"),
+    key=len,
+    reverse=True,
+)  # fmt: skip
+_NOT_OBJECTS = ("TABLE DATA", "ENCODING", "STDSTRINGS", "SEARCH PATH", "DATABASE", "DATABASE PROPERTIES")
+
+
+class SchemaUnavailable(Exception):
+    """The schema could not be taken with pg_dump: why, and what would make it possible."""
+
+    def __init__(self, why: str, hint: str = "") -> None:
+        super().__init__(why)
+        self.why, self.hint = why, hint
+
+
+@dataclass(frozen=True)
+class SchemaRequest:
+    files: FilesCatalog
+    databases: list[Database]
+    archives: Path
+    """Where each database's ``pg_dump -Fc`` archive is kept (``<oid>.dump``): pg_restore reads it again."""
+    pg_bin: Path | None = None
+
+
+@dataclass
+class DbDump:
+    database: Database
+    archive: Path
+    pre: str
+    data: str
+    post: str
+    objects: dict[str, int]
+
+
+@dataclass
+class SchemaDump:
+    server: str
+    """The PostgreSQL that started the copy and the pg_dump that read it."""
+    globals_sql: str
+    databases: dict[int, DbDump]
+    copy_bytes: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+def _installs(major: int, pg_bin: Path | None) -> tuple[PgInstall, PgInstall]:
+    """The cluster's own major (it starts the copy), and the pg_dump to read it: the same installation's when it has
+    one, else the newest client at hand (pg_dump reads any older server)."""
+    server = install_of_major(major, pg_bin, program="pg_resetwal")
+    if server is None:
+        raise SchemaUnavailable(
+            f"no postgresql {major} installation found (postgres, pg_ctl and pg_resetwal of major {major})",
+            hint=f"install postgresql-{major} (e.g. apt install postgresql-{major}) or pass its bin directory "
+            "with --pg-bin",
+        )
+    if (server.bin_dir / "pg_dump").is_file() and (server.bin_dir / "pg_restore").is_file():
+        return server, server
+    for newer in range(18, major - 1, -1):
+        client = install_of_major(newer, program="pg_dump")
+        if client is not None and (client.bin_dir / "pg_restore").is_file():
+            return server, client
+    raise SchemaUnavailable(
+        f"no pg_dump of postgresql {major} or newer found", hint="pass its bin directory with --pg-bin"
+    )
+
+
+def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) -> SchemaDump:
+    """Dump the schema of ``req.databases`` from a started copy of the catalog; raises :class:`SchemaUnavailable`."""
+    started = time.monotonic()
+    cancelled = cancelled or threading.Event()
+    major = int(req.files.facts["major"])
+    server, client = _installs(major, req.pg_bin)
+    scratch = Path(tempfile.mkdtemp(prefix="pgs-unload-"))
+    try:
+        scratch.chmod(0o755)  # the server's unprivileged user reaches its data directory inside
+        pgdata = scratch / "data"
+        wanted = {d.oid for d in req.databases} | {d.oid for d in req.files.databases() if d.name in BUILT_IN_DATABASES}
+        copy = make_copy(req.files, [d for d in req.files.databases() if d.oid in wanted], pgdata, server_user())
+        _check(cancelled)
+        plan = plan_resetwal(PlanRequest(req.files.pgdata, pg_bin=req.pg_bin))
+        args = ["-f", *(a for a in plan.arguments() if a != "-f")]
+        done = run_as(server_user(), [server.tool("pg_resetwal"), *args, pgdata], env=server.env(), timeout=300)
+        if done.returncode != 0:
+            raise SchemaUnavailable(
+                f"pg_resetwal on the catalog copy failed: {_last_line(done.stderr)}",
+                hint="see pgsurgeon control --plan PGDATA for the values it was given",
+            )
+        _check(cancelled)
+        req.archives.mkdir(parents=True, exist_ok=True)
+        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, plan.superuser, cancelled)
+        out = SchemaDump(
+            server=f"PostgreSQL {server.short_version}"
+            + ("" if client is server else f" (pg_dump {client.short_version})"),
+            globals_sql=_restorable_globals(globals_sql, copy.tablespaces),
+            databases={},
+            copy_bytes=copy.bytes,
+            seconds=0.0,
+            notes=notes,
+        )
+        for db in req.databases:
+            _check(cancelled)
+            out.databases[db.oid] = _split(client, db, dumps[db.oid], scratch)
+        out.seconds = round(time.monotonic() - started, 3)
+        return out
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _dump_all(
+    pgdata: Path,
+    server: PgInstall,
+    client: PgInstall,
+    req: SchemaRequest,
+    superuser: str,
+    cancelled: threading.Event,
+) -> tuple[dict[int, Path], str, list[str]]:
+    """Start the copy and dump it; once more with ignore_system_indexes when a catalog index is what fails."""
+    notes: list[str] = []
+    failure = ""
+    for settings in ({}, {"ignore_system_indexes": "on"}):
+        with PrivateServer(pgdata, server, settings, user=superuser) as srv:
+            if not srv.started:
+                raise SchemaUnavailable(
+                    f"the catalog copy did not start: {srv.start_error}",
+                    hint="the catalog itself may be damaged: pgsurgeon scan PGDATA names what",
+                )
+            try:
+                dumps = {db.oid: _pg_dump(client, srv, db, req.archives, cancelled) for db in req.databases}
+                globals_sql = _run(client, "pg_dumpall", [*srv.client_args(), "--globals-only"])
+            except SchemaUnavailable as exc:
+                failure = exc.why
+                if cancelled.is_set():
+                    raise
+                continue
+        if settings:
+            notes.append(f"the catalog's indexes were bypassed (ignore_system_indexes) after: {failure}")
+        return dumps, globals_sql, notes
+    raise SchemaUnavailable(
+        f"pg_dump of the catalog copy failed: {failure}", hint="pgsurgeon scan PGDATA names the damage"
+    )
+
+
+def _pg_dump(client: PgInstall, srv: PrivateServer, db: Database, archives: Path, cancelled: threading.Event) -> Path:
+    _check(cancelled)
+    archive = archives / f"{db.oid}.dump"
+    _run(client, "pg_dump", [*srv.client_args(), "-Fc", "-f", str(archive), "-d", db.name])
+    return archive
+
+
+def _split(client: PgInstall, db: Database, archive: Path, scratch: Path) -> DbDump:
+    """The archive's three parts as SQL, and its objects counted per kind."""
+    toc = _run(client, "pg_restore", ["-l", str(archive)])
+    pre = _run(client, "pg_restore", ["-C", "--section=pre-data", "-f", "-", str(archive)])
+    if db.name in BUILT_IN_DATABASES:
+        # the fresh cluster has it: keep its settings, comment and grants, not its creation
+        pre = re.sub(r"^CREATE DATABASE .*;$", "-- (the database exists in a fresh cluster)", pre, flags=re.M)
+    data_toc = _run(client, "pg_restore", ["--section=data", "-l", str(archive)])
+    wanted = [
+        line for line in data_toc.splitlines() if line and not line.startswith(";") and _desc(line) != "TABLE DATA"
+    ]
+    data = ""
+    if wanted:  # the sequences' values and the large objects: unload writes the tables' rows itself
+        listing = scratch / f"{db.oid}.list"
+        listing.write_text("\n".join(wanted) + "\n", encoding="utf-8")
+        data = _run(client, "pg_restore", ["-L", str(listing), "-f", "-", str(archive)])
+    post = _run(client, "pg_restore", ["--section=post-data", "-f", "-", str(archive)])
+    objects: dict[str, int] = {}
+    for line in toc.splitlines():
+        if line and not line.startswith(";"):
+            kind = _desc(line)
+            if kind not in _NOT_OBJECTS:
+                objects[kind] = objects.get(kind, 0) + 1
+    return DbDump(db, archive, pre, data, post, dict(sorted(objects.items())))
+
+
+def _desc(line: str) -> str:
+    """The description of a ``pg_restore -l`` line: ``3479; 0 0 SEQUENCE SET public s owner``."""
+    rest = line.split(" ", 3)[3] if line.count(" ") >= 3 else ""
+    for long in _LONG_DESCS:
+        if rest.startswith(long + " ") or rest == long:
+            return long
+    return rest.split(" ", 1)[0]
+
+
+_CREATE_ROLE = re.compile(r"^CREATE ROLE (.+);$", re.M)
+_FK = re.compile(r"^(    ADD CONSTRAINT .* FOREIGN KEY .*?);$", re.M)
+
+
+def _restorable_globals(text: str, tablespaces: dict[str, str]) -> str:
+    """pg_dumpall's globals as a fresh cluster takes them under ON_ERROR_STOP: a role that exists there already (the
+    bootstrap superuser) is not created again (pg_dumpall expects that CREATE ROLE to fail), and tablespaces point
+    where the original's did, not into the copy."""
+
+    def create_role(m: re.Match[str]) -> str:
+        # a DO block, not \\gexec: the dump runs under psql's \\restrict, which allows no meta-command
+        lit = "'" + m.group(1).replace("'", "''") + "'"
+        return (
+            "DO $pgsurgeon$BEGIN IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE "
+            f"pg_catalog.quote_ident(rolname) = {lit}) THEN EXECUTE 'CREATE ROLE ' || {lit}; END IF; END$pgsurgeon$;"
+        )
+
+    text = _CREATE_ROLE.sub(create_role, text)
+    for copied, original in tablespaces.items():
+        text = text.replace("'" + copied.replace("'", "''") + "'", "'" + original.replace("'", "''") + "'")
+    return text
+
+
+def foreign_keys_not_valid(post: str) -> tuple[str, int]:
+    """Post-data with every foreign key added NOT VALID (rows lost to the damage must not stop the restore; validate
+    them once the missing rows are dealt with): the text and how many were changed."""
+    count = 0
+
+    def not_valid(m: re.Match[str]) -> str:
+        nonlocal count
+        stmt = m.group(1)
+        if stmt.endswith(" NOT VALID") or " NOT ENFORCED" in stmt:
+            return m.group(0)
+        count += 1
+        return f"{stmt} NOT VALID;"
+
+    return _FK.sub(not_valid, post), count
+
+
+def connect_line(db: Database) -> str:
+    return f"\\connect {quote_ident(db.name)}"
+
+
+def _run(install: PgInstall, program: str, args: list[str]) -> str:
+    try:
+        done = subprocess.run(
+            [str(install.tool(program)), *args],
+            capture_output=True,
+            text=True,
+            env=install.env(),
+            timeout=TOOL_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SchemaUnavailable(f"{program} failed: {exc}") from None
+    if done.returncode != 0:
+        raise SchemaUnavailable(f"{program} failed: {_last_line(done.stderr)}")
+    return done.stdout
+
+
+def _last_line(text: str) -> str:
+    lines = [x for x in text.strip().splitlines() if x.strip()]
+    return lines[-1].strip() if lines else "(no message)"
+
+
+def _check(cancelled: threading.Event) -> None:
+    if cancelled.is_set():
+        raise SchemaUnavailable("cancelled")
