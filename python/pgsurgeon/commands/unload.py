@@ -1,5 +1,5 @@
 """``pgsurgeon unload``: every table of a stopped cluster (or one whose server will not start) to files, with a
-schema.sql and restore.sql, from the data files alone."""
+the schema from the cluster's own pg_dump run on a throwaway copy of the catalog, and restore.sql."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "unload",
-        help="unload every table of a data directory to files, with no server (schema.sql, restore.sql)",
+        help="unload every database of a data directory with no server: rows to files, schema, restore.sql",
         description="Read the catalog from the data files (relation maps, pg_class, pg_attribute, pg_type…) and "
         "every table's rows with the row engine, visibility from pg_xact. Writes one data file per table, "
-        "schema.sql per database, restore.sql (psql -X -v ON_ERROR_STOP=1 -d postgres -f DIR/restore.sql "
+        "the schema as pg_dump writes it (from a started throwaway copy of the catalog; the original is never "
+        "written), restore.sql (psql -X -v ON_ERROR_STOP=1 -d postgres -f DIR/restore.sql "
         "rebuilds them in a fresh cluster) and report.json/report.txt. Opens everything read-only.",
     )
     p.add_argument(

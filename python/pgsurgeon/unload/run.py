@@ -4,10 +4,9 @@ database, restore.sql for all, and a report (report.json, report.txt)."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
+import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -378,10 +377,17 @@ def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
 def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
     """Unload a data directory, or a base backup read in place (directory or tar, compressed or not);
     ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read."""
+    if not req.pgdata.is_dir():
+        raise PgSurgeonError(f"{req.pgdata} is not a directory", hint="pass the cluster's data directory or a backup")
+    with exclusive(req.pgdata):
+        return _run_source(req, on_progress)
+
+
+def _run_source(req: UnloadRequest, on_progress: Callable[[int, int], None] | None) -> UnloadResult:
     if req.catalog_from is not None and is_backup(req.catalog_from):
         # the catalog from an older backup, read in place like the data
         with BackupSource(req.catalog_from) as older:
-            return run(replace(req, catalog_from=older.root), on_progress)
+            return _run_source(replace(req, catalog_from=older.root), on_progress)
     if is_backup(req.pgdata):
         with BackupSource(req.pgdata) as backup:
             return _run(replace(req, pgdata=backup.root), on_progress, backup)
@@ -404,8 +410,7 @@ def _run(
         )
     if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
         raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
-    with exclusive(req.pgdata):
-        return _unload(req, on_progress, backup, pid, started)
+    return _unload(req, on_progress, backup, pid, started)
 
 
 def _unload(
@@ -443,18 +448,28 @@ def _unload(
             loc = None if skipped else cat.locate(r.oid)
             job.blocks_total += loc[1] if loc else 0
     req.out.mkdir(parents=True, exist_ok=True)
-    step = None
-    if with_pg_dump:
+    step: SchemaStep | None = None
+    outcome: SchemaDump | SchemaUnavailable | None = None
+    if with_pg_dump and backup is not None and backup.form != "plain":
+        outcome = SchemaUnavailable(
+            f"the backup is in tar form ({backup.form}): the catalog copy pg_dump reads is taken from files on disk",
+            hint="extract base.tar (tar -xf) into an empty directory and unload that directory",
+        )
+    elif with_pg_dump:
         dbs = [cat.db for cat, _ in plans]
         step = SchemaStep(SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin))
         step.start()
     try:
-        results, copies = _carve_all(job, plans, with_pg_dump)
+        results, copies = _carve_all(job, plans, with_pg_dump and outcome is None)
+        if step is not None:
+            outcome = step.outcome()
     except BaseException:
         if step is not None:
-            step.cancel()
+            step.cancel()  # its server is stopped and its scratch directory removed before this returns
         raise
-    outcome = step.outcome() if step is not None else None
+    if step is not None and isinstance(outcome, SchemaUnavailable):
+        # the materialized views were left to pg_dump's REFRESH: their rows are needed after all
+        results += _carve_all(job, plans, False, only_kind="m")[0]
     schema = _write_sql(job, plans, copies, results, outcome)
     if backup is not None and backup.restarts:
         job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
@@ -470,7 +485,7 @@ def _dbdir(req: UnloadRequest, d: Database) -> Path:
 
 
 def _carve_all(
-    job: _Job, plans: list[tuple[DbCatalog, list[Relation]]], with_pg_dump: bool
+    job: _Job, plans: list[tuple[DbCatalog, list[Relation]]], with_pg_dump: bool, only_kind: str | None = None
 ) -> tuple[list[TableResult], dict[int, list[str]]]:
     """Every table's rows to its data file; the ``\\copy`` lines that load them, per database."""
     req = job.req
@@ -479,9 +494,11 @@ def _carve_all(
     ext = "csv" if req.format == "csv" else "copy"
     for cat, tables in plans:
         dbdir = _dbdir(req, cat.db)
-        dbdir.mkdir()
+        dbdir.mkdir(exist_ok=only_kind is not None)
         lines = copies.setdefault(cat.db.oid, [])
         for rel in job.read_order(cat, tables):
+            if only_kind is not None and rel.relkind != only_kind:
+                continue
             if rel.relkind == "p" or (rel.relkind == "m" and with_pg_dump):
                 continue  # no rows of its own; a materialized view is refreshed by pg_dump's post-data
             stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
@@ -603,17 +620,19 @@ def _files_schema(job: _Job, cat: DbCatalog, tables: list[Relation], copies: lis
 
 @contextmanager
 def exclusive(pgdata: Path) -> Iterator[None]:
-    """One unload of a data directory at a time (its schema step starts a server on a copy of it)."""
-    key = hashlib.sha1(str(pgdata.resolve()).encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"pgsurgeon-unload-{key}.lock"
-    with open(path, "a+") as fh:
+    """One unload of a data directory at a time (its schema step starts a server on a copy of it): a lock on the
+    directory itself, opened read-only, so nothing is written there or left behind."""
+    fd = os.open(pgdata, os.O_RDONLY | os.O_DIRECTORY)
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise PgSurgeonError(
                 f"another pgsurgeon unload of {pgdata} is running", hint="wait for it to finish, or stop it"
             ) from None
         yield
+    finally:
+        os.close(fd)
 
 
 def _write_reports(res: UnloadResult) -> None:
@@ -624,6 +643,7 @@ def _write_reports(res: UnloadResult) -> None:
         "kept_apart": res.kept_apart,
         "complete": not res.incomplete,
         "orphans": res.orphans,
+        "schema": res.schema,
         "deleted_columns": DELETED_COLUMNS,
         "tables": [t.to_json() for t in res.tables],
         "notes": res.notes,
@@ -656,12 +676,31 @@ def _write_reports(res: UnloadResult) -> None:
             for x in [x for x in t.lost if x.get("block") not in counted][:20]
         )
         lines.extend(f"    uncertain: {u}" for u in t.uncertain)
+    lines += _schema_lines(res.schema)
     if res.orphans:
         lines += ["", "relation files no catalog row names (decode one with: pgsurgeon unload FILE --layout TYPES):"]
         lines += [f"  {o['database']}: {o['path']} ({o['blocks']} blocks)" for o in res.orphans]
     if res.notes:
         lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
     (res.out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _schema_lines(schema: dict[str, Any]) -> list[str]:
+    if schema.get("method") == "pg_dump":
+        out = ["", f"schema: pg_dump of a started copy of the catalog ({schema['server']}), recreated by restore.sql:"]
+        for db, kinds in schema.get("objects", {}).items():
+            listed = ", ".join(f"{n} {k.lower()}" for k, n in kinds.items()) or "no objects"
+            out.append(f"  {db}: {listed}")
+        return out
+    out = ["", "schema: from the catalog files (tables, types, sequences, keys, simple indexes)"]
+    if schema.get("fell_back"):
+        out[-1] += f", since pg_dump could not be used: {schema.get('why')}"
+        if schema.get("hint"):
+            out.append(f"  hint: {schema['hint']}")
+        for db, kinds in schema.get("missing", {}).items():
+            listed = ", ".join(f"{n} {k}" for k, n in kinds.items())
+            out.append(f"  {db}: not recreated: {listed + ', ' if listed else ''}owners and privileges")
+    return out
 
 
 def _page_state(zero: bool) -> str:

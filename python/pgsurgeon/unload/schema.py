@@ -40,7 +40,10 @@ _LONG_DESCS = sorted(
     key=len,
     reverse=True,
 )  # fmt: skip
-_NOT_OBJECTS = ("TABLE DATA", "ENCODING", "STDSTRINGS", "SEARCH PATH", "DATABASE", "DATABASE PROPERTIES")
+_NOT_OBJECTS = (
+    "TABLE DATA", "BLOBS", "LARGE OBJECTS", "SEQUENCE SET", "MATERIALIZED VIEW DATA",  # data, not objects
+    "ENCODING", "STDSTRINGS", "SEARCH PATH", "DATABASE", "DATABASE PROPERTIES",
+)  # fmt: skip
 
 
 class SchemaUnavailable(Exception):

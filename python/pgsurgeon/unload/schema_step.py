@@ -52,6 +52,8 @@ def missing_objects(cat: DbCatalog) -> dict[str, int]:
     such as owners and privileges, are named by the caller)."""
     user_rels = [r for r in cat.relations.values() if r.oid >= FIRST_NORMAL_OID]
     tables = {r.oid for r in user_rels if r.relkind in ("r", "p")}
+    system = {oid for oid, name in cat.namespaces.items() if name in ("pg_catalog", "information_schema")}
+    user_cons = [c for c in cat.constraints if c.nspoid not in system]  # initdb's domains have CHECKs too
     attrs = [a for oid in tables for a in cat.attributes.get(oid, []) if not a.dropped]
     counts = {
         "functions and procedures": sum(1 for oid in cat.procs if oid >= FIRST_NORMAL_OID),
@@ -64,8 +66,8 @@ def missing_objects(cat: DbCatalog) -> dict[str, int]:
             if r["rulename"] != "_RETURN" and int(r["ev_class"] or 0) >= FIRST_NORMAL_OID
         ),
         "policies": len(cat.read(PG_POLICY, ["oid"])),
-        "check constraints": sum(1 for c in cat.constraints if c.contype == "c"),
-        "exclusion constraints": sum(1 for c in cat.constraints if c.contype == "x"),
+        "check constraints": sum(1 for c in user_cons if c.contype == "c"),
+        "exclusion constraints": sum(1 for c in user_cons if c.contype == "x"),
         "identity columns": sum(1 for a in attrs if a.identity),
         "generated columns": sum(1 for a in attrs if a.generated),
         "expression and partial indexes": sum(1 for i in cat.indexes if i.has_expressions and i.table in tables),
