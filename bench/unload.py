@@ -5,8 +5,9 @@ writing COPY text files.
 Uses the benchmark cluster of bench/carve.py (PostgreSQL 18, checksums on, pgbench scale 100: 1.3 GB; --big: scale
 800, >= 10 GB). The server COPYs run first (warm cache), then the cluster is stopped and unloaded, then started
 again. Prints both times, the ratio and pgsurgeon's peak RSS (wait4), checks every data file is byte-identical to
-the server's COPY of that table, and with --record appends the result to docs/benchmarks.md. Targets (issue 16):
-ratio <= 1.0, peak RSS <= 200 MB; --check exits 1 when one is missed.
+the server's COPY of that table, and with --record appends the result to docs/benchmarks.md. Targets (issues 16,
+34): ratio <= 1.0 with the schema step (pg_dump of a started catalog copy, run beside the carving), peak RSS <= 200
+MB; --check exits 1 when one is missed. The same unload with --schema files (no schema step) is timed beside it.
 
     python bench/unload.py [--big] [--jobs 2] [--lab-dir /var/tmp/pgsurgeon-bench] [--check] [--record]
 """
@@ -65,6 +66,11 @@ def main() -> int:
             conn.execute("CHECKPOINT")
         cluster.stop()
         try:
+            rows_only = work / "rows-only"
+            rows_s, rows_rss, _, _ = run_measured(
+                [pgsurgeon, "unload", str(cluster.pgdata), "--out", str(rows_only), "-j", str(args.jobs),
+                 "--schema", "files"]
+            )  # fmt: skip
             out = work / "unloaded"
             unload_s, rss, _, _ = run_measured(
                 [pgsurgeon, "unload", str(cluster.pgdata), "--out", str(out), "-j", str(args.jobs)]
@@ -72,6 +78,7 @@ def main() -> int:
         finally:
             cluster.start()
         report = json.loads((out / "report.json").read_text())
+        schema = report["schema"]
         same = True
         rows = 0
         for t in report["tables"]:
@@ -86,6 +93,11 @@ def main() -> int:
             f"server   COPY t TO 'file', every table, summed       {copy_s:7.2f} s",
             f"unload   pgsurgeon unload PGDATA --out -j {args.jobs}         {unload_s:7.2f} s  "
             f"({ratio:.2f}x the server COPY), peak RSS {rss:.0f} MB",
+            f"  of which the schema step (pg_dump of a catalog copy, beside the carving): "
+            f"{schema.get('seconds', 0):.2f} s ({schema['method']}, "
+            f"copy {schema.get('catalog_copy_bytes', 0) / 1e6:.0f} MB)",
+            f"unload   --schema files (rows and files-built DDL only) {rows_s:7.2f} s  "
+            f"({rows_s / copy_s:.2f}x), peak RSS {rows_rss:.0f} MB",
             f"every data file identical to the server's COPY (sha256): {same}; kept apart {report['kept_apart']}",
         ]
         print("\n".join(lines))
@@ -94,7 +106,7 @@ def main() -> int:
             cmd = f"python bench/unload.py{' --big' if args.big else ''} --jobs {args.jobs}"
             with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
                 fh.write(f"\n### unload, {stamp}: `{cmd}`\n\n```\n" + "\n".join(lines) + "\n```\n")
-        missed = ratio > 1.0 or rss > 200 or not same or report["kept_apart"]
+        missed = ratio > 1.0 or rss > 200 or not same or report["kept_apart"] or schema["method"] != "pg_dump"
         return 1 if args.check and missed else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

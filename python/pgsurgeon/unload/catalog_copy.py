@@ -2,8 +2,8 @@
 
 It holds the system catalogs with their indexes and TOAST tables (every relation below FirstNormalObjectId, the
 mapped ones found through pg_filenode.map), the sequences (pg_dump reads their values), pg_xact, pg_multixact,
-pg_commit_ts, the version files and relation maps, and an empty file for every other relation with storage: pg_dump
-opens them, finds no rows, and the dump holds the schema alone. It is megabytes, not the database. The original
+pg_commit_ts, the version files and relation maps, and an empty file for every other table: pg_dump opens them,
+finds no rows, and the dump holds the schema alone. It is megabytes, not the database. The original
 data directory is only read."""
 
 from __future__ import annotations
@@ -95,18 +95,18 @@ def _copy_database(files: FilesCatalog, db: Database, dest: Path, out: CatalogCo
         if loc is None or loc[0].startswith("global/"):
             continue  # no storage, or a shared catalog (global/ is copied whole)
         relpath = Path(loc[0])
-        (dest / relpath.parent).mkdir(parents=True, exist_ok=True)
         if rel.oid < FIRST_NORMAL_OID or rel.relkind == "S":
+            (dest / relpath.parent).mkdir(parents=True, exist_ok=True)
             for name in forks.of(relpath):
                 _copy_file(files.pgdata / relpath.parent / name, dest / relpath.parent / name, out)
-        else:
+        elif rel.relkind == "r":  # pg_dump COPYs each table: an empty file holds no rows (indexes it never opens)
+            (dest / relpath.parent).mkdir(parents=True, exist_ok=True)
             (dest / relpath).touch()
             out.empty += 1
 
 
 class _Forks:
-    """The files of each relation (segments and forks: 1234, 1234.1, 1234_fsm, 1234_vm, 1234_init), one directory
-    listing each."""
+    """The main fork's segment files of each relation (1234, 1234.1), one directory listing each."""
 
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata
@@ -118,8 +118,10 @@ class _Forks:
             listing = {}
             directory = self.pgdata / relpath.parent
             for entry in os.scandir(directory) if directory.is_dir() else []:
-                if entry.is_file() and entry.name[0].isdigit():
-                    listing.setdefault(entry.name.split(".", 1)[0].split("_", 1)[0], []).append(entry.name)
+                # the main fork's segments only: the server does without a free space map or visibility map
+                # (and files cost more to create here than their bytes to copy)
+                if entry.is_file() and entry.name[0].isdigit() and "_" not in entry.name:
+                    listing.setdefault(entry.name.split(".", 1)[0], []).append(entry.name)
             self.dirs[relpath.parent] = listing
         return listing.get(relpath.name, [])
 
