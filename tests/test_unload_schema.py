@@ -138,3 +138,62 @@ def test_a_second_unload_of_the_same_data_directory_is_refused(make_lab: MakeLab
     assert r.returncode == Exit.FAILED, r.stderr
     assert f"another pgsurgeon unload of {source.pgdata} is running" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _corrupt(pgdata: Path, mode: str, relpath: str, block: int) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "pgsurgeon", "corrupt", mode, "-D", str(pgdata), "--file", relpath, "--block",
+         str(block), "--seed", "7"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize(("version", "mode"), [("15", "zero"), ("18", "item-ids")])
+def test_a_damaged_catalog_page_is_kept_from_the_server_and_its_objects_are_named(
+    make_lab: MakeLab, tmp_path: Path, version: str, mode: str
+) -> None:
+    """The pg_proc page of the newest function damaged: the server of the catalog copy never reads it (a garbage
+    line pointer array can crash a backend; an all-zero page reads as empty, silently), the schema holds every other
+    function, and the lost ones are named: by the name carved from the original's page, or by OID and comment when
+    the page holds nothing any more."""
+    source = make_lab(version)
+    with source.connect() as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
+        for i in range(80):
+            conn.execute(f"CREATE FUNCTION fn_{i:02d}(x int) RETURNS int LANGUAGE sql AS 'SELECT x + {i}'")
+        conn.execute("COMMENT ON FUNCTION fn_79(int) IS 'the last one'")
+        path, last = conn.execute(
+            "SELECT pg_relation_filepath('pg_proc'), (ctid::text::point)[0]::int FROM pg_proc WHERE proname = 'fn_79'"
+        ).fetchone()
+        on_it = conn.execute(
+            "SELECT oid::int, proname FROM pg_proc WHERE proname LIKE 'fn\\_%%' AND (ctid::text::point)[0] = %s"
+            " ORDER BY oid",
+            (last,),
+        ).fetchall()
+    source.stop()
+    _corrupt(source.pgdata, mode, path, last)
+
+    r = _unload(source.pgdata, tmp_path / "out")
+    assert r.returncode == Exit.DAMAGE, r.stderr + r.stdout
+    schema = json.loads((tmp_path / "out" / "report.json").read_text())["schema"]
+    assert schema["method"] == "pg_dump"
+    damaged = [(p["catalog"], p["kind"], p["block"]) for p in schema["damaged_catalog"]]
+    assert ("pg_proc", "table", last) in damaged
+    lost = "\n".join(schema["lost_objects"]["postgres"])
+    for oid, name in on_it:
+        if mode == "zero":  # nothing left to carve: pg_depend still names each by OID
+            assert f"a function with OID {oid} (its row is lost" in lost
+        else:
+            assert f"function {name} (its body: 'SELECT x + {int(name[3:])}')" in lost
+    if mode == "zero":
+        assert "its comment: 'the last one'" in lost
+    assert "lost from the schema: " in r.stdout
+
+    target = make_lab(version)
+    _restore(target, tmp_path / "out")
+    with target.connect() as conn:
+        got = {n for (n,) in conn.execute("SELECT proname FROM pg_proc WHERE proname LIKE 'fn\\_%%'").fetchall()}
+    assert got == {f"fn_{i:02d}" for i in range(80)} - {n for _o, n in on_it}

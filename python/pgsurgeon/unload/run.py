@@ -141,7 +141,7 @@ class UnloadResult:
         """Something was kept apart, lost or not unloaded: the data files alone are not the whole story."""
         return (
             bool(self.damaged_catalogs)
-            or bool(self.schema.get("fell_back"))
+            or bool(self.schema.get("fell_back") or self.schema.get("damaged_catalog"))
             or any(t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables)
         )
 
@@ -545,6 +545,7 @@ def _write_sql(
         (req.out / "globals.sql").write_text(outcome.globals_sql, encoding="utf-8")
         restore.append("\\ir globals.sql")
         job.notes.extend(outcome.notes)
+        _damaged_catalog(job, schema, outcome)
     elif isinstance(outcome, SchemaUnavailable):
         schema.update(fell_back=True, why=outcome.why, hint=outcome.hint, missing={})
     incomplete = {t.rel.database for t in results if t.kept_apart or t.lost or t.checksum_failures or t.skipped}
@@ -583,6 +584,22 @@ def _write_sql(
                 )
     (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
     return schema
+
+
+def _damaged_catalog(job: _Job, schema: dict[str, Any], outcome: SchemaDump) -> None:
+    """Catalog pages that failed their checks: zeroed in the copy, so the objects on them are not in the dump."""
+    damage = outcome.damage
+    if not damage.pages:
+        return
+    schema["damaged_catalog"] = [asdict(p) for p in damage.pages]
+    schema["lost_objects"] = damage.lost
+    for p in damage.pages:
+        job.notes.append(
+            f"{p.database}: catalog {p.catalog} ({p.kind}) block {p.block} failed its checks: {p.problem}"
+            + (" (left out of the catalog copy: what it held is not in the schema)" if p.kind == "table" else "")
+        )
+    for database, lost in damage.lost.items():
+        job.notes.extend(f"{database}: lost from the schema: {x}" for x in lost)
 
 
 def _files_schema(job: _Job, cat: DbCatalog, tables: list[Relation], copies: list[str]) -> list[str]:

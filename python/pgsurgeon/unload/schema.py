@@ -24,6 +24,7 @@ from pgsurgeon.pgbin import PgInstall, install_of_major, run_as, server_user
 from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
 from pgsurgeon.rescue.private import PrivateServer
 from pgsurgeon.unload.catalog_copy import make_copy
+from pgsurgeon.unload.catalog_damage import CatalogDamage, check_copy
 
 BUILT_IN_DATABASES = ("postgres", "template1")
 """Databases a fresh cluster already has: restore.sql loads into them instead of creating them."""
@@ -82,6 +83,8 @@ class SchemaDump:
     copy_bytes: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    damage: CatalogDamage = field(default_factory=CatalogDamage)
+    """Catalog pages that failed their checks (zeroed in the copy) and the objects lost with them."""
 
 
 def _installs(major: int, pg_bin: Path | None) -> tuple[PgInstall, PgInstall]:
@@ -127,8 +130,10 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
                 hint="see pgsurgeon control --plan PGDATA for the values it was given",
             )
         _check(cancelled)
+        damage = check_copy(req.files, pgdata, req.databases)
+        _check(cancelled)
         req.archives.mkdir(parents=True, exist_ok=True)
-        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, plan.superuser, cancelled)
+        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, plan.superuser, damage, cancelled)
         out = SchemaDump(
             server=f"PostgreSQL {server.short_version}"
             + ("" if client is server else f" (pg_dump {client.short_version})"),
@@ -137,6 +142,7 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
             copy_bytes=copy.bytes,
             seconds=0.0,
             notes=notes,
+            damage=damage,
         )
         for db in req.databases:
             _check(cancelled)
@@ -153,12 +159,15 @@ def _dump_all(
     client: PgInstall,
     req: SchemaRequest,
     superuser: str,
+    damage: CatalogDamage,
     cancelled: threading.Event,
 ) -> tuple[dict[int, Path], str, list[str]]:
-    """Start the copy and dump it; once more with ignore_system_indexes when a catalog index is what fails."""
+    """Start the copy and dump it; once more with ignore_system_indexes when a catalog index is what fails (at once
+    when the copy's check found one damaged)."""
     notes: list[str] = []
-    failure = ""
-    for settings in ({}, {"ignore_system_indexes": "on"}):
+    failure = "a catalog index failed its checks" if damage.index_damaged else ""
+    attempts: list[dict[str, str]] = [{}, {"ignore_system_indexes": "on"}]
+    for settings in attempts[1:] if damage.index_damaged else attempts:
         with PrivateServer(pgdata, server, settings, user=superuser) as srv:
             if not srv.started:
                 raise SchemaUnavailable(
