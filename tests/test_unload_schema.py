@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from fix_pg import MakeLab
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab.cluster import LabCluster, LabError
 from pgsurgeon.unload.run import exclusive
+from test_interrupt import still_running
 
 SMALL = """
 CREATE TABLE t (id int PRIMARY KEY, v int CHECK (v >= 0), twice int GENERATED ALWAYS AS (v * 2) STORED);
@@ -197,3 +200,33 @@ def test_a_damaged_catalog_page_is_kept_from_the_server_and_its_objects_are_name
     with target.connect() as conn:
         got = {n for (n,) in conn.execute("SELECT proname FROM pg_proc WHERE proname LIKE 'fn\\_%%'").fetchall()}
     assert got == {f"fn_{i:02d}" for i in range(80)} - {n for _o, n in on_it}
+
+
+def test_ctrl_c_during_the_schema_step_stops_its_server_and_removes_its_copy(
+    make_lab: MakeLab, tmp_path: Path, scratch: Path
+) -> None:
+    source = make_lab("18")
+    with source.connect() as conn:
+        for i in range(16):  # one pg_dump each: the copy's server runs for a while
+            conn.execute(f"CREATE DATABASE d{i} STRATEGY FILE_COPY")
+    source.stop()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgsurgeon", "unload", str(source.pgdata), "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    pidfile = None
+    while pidfile is None and proc.poll() is None and time.monotonic() < deadline:
+        pidfile = next(iter(scratch.glob("pgs-unload-*/data/postmaster.pid")), None)
+        time.sleep(0.005)
+    assert pidfile is not None, "the catalog copy's server was never seen running"
+    postmaster = int(pidfile.read_text().split()[0])
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == Exit.INTERRUPTED, err
+    assert still_running([postmaster]) == [], "the copy's server was left running"
+    assert list(scratch.iterdir()) == []  # the copy is removed

@@ -22,6 +22,9 @@ class SchemaStep:
     def __init__(self, req: SchemaRequest) -> None:
         self.req = req
         self.cancelled = threading.Event()
+        # waited on instead of Thread.join: a join interrupted by Ctrl-C marks the thread stopped in Python 3.11
+        # (threading._wait_for_tstate_lock releases its lock), so the join in cancel() would not wait any more
+        self._done = threading.Event()
         self._result: SchemaDump | SchemaUnavailable | None = None
         self._thread = threading.Thread(target=self._work, name="unload-schema", daemon=True)
 
@@ -37,14 +40,17 @@ class SchemaStep:
             self._result = SchemaUnavailable(
                 f"the schema step failed: {str(exc).splitlines()[0] if str(exc) else exc!r}"
             )
+        finally:
+            self._done.set()
 
     def outcome(self) -> SchemaDump | SchemaUnavailable:
-        self._thread.join()
+        self._done.wait()
         return self._result or SchemaUnavailable("the schema step ended without a result")
 
     def cancel(self) -> None:
         self.cancelled.set()
-        self._thread.join()
+        if self._thread.ident is not None:  # started: wait until its server is stopped and its copy removed
+            self._done.wait()
 
 
 def missing_objects(cat: DbCatalog) -> dict[str, int]:
