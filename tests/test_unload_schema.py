@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from fix_pg import MakeLab
+from fix_schema import behaviour_failures, globals_dump, load_every_object, rows_of, schema_dump
+from pgsurgeon.errors import LabError
 from pgsurgeon.exitcodes import Exit
-from pgsurgeon.lab.cluster import LabCluster, LabError
+from pgsurgeon.lab.cluster import LabCluster
 from pgsurgeon.unload.run import exclusive
 from test_interrupt import still_running
 
@@ -168,9 +170,11 @@ def test_a_damaged_catalog_page_is_kept_from_the_server_and_its_objects_are_name
         for i in range(80):
             conn.execute(f"CREATE FUNCTION fn_{i:02d}(x int) RETURNS int LANGUAGE sql AS 'SELECT x + {i}'")
         conn.execute("COMMENT ON FUNCTION fn_79(int) IS 'the last one'")
-        path, last = conn.execute(
+        found = conn.execute(
             "SELECT pg_relation_filepath('pg_proc'), (ctid::text::point)[0]::int FROM pg_proc WHERE proname = 'fn_79'"
         ).fetchone()
+        assert found is not None
+        path, last = found
         on_it = conn.execute(
             "SELECT oid::int, proname FROM pg_proc WHERE proname LIKE 'fn\\_%%' AND (ctid::text::point)[0] = %s"
             " ORDER BY oid",
@@ -230,3 +234,31 @@ def test_ctrl_c_during_the_schema_step_stops_its_server_and_removes_its_copy(
     assert proc.returncode == Exit.INTERRUPTED, err
     assert still_running([postmaster]) == [], "the copy's server was left running"
     assert list(scratch.iterdir()) == []  # the copy is removed
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_every_object_kind_comes_back_as_pg_dump_gives_it(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    """The every-object database (tests/data/unload_every_object.sql: every kind pg_dump reproduces, several roles,
+    rows in every table), twice in one cluster, unloaded from a server that will not start, restored with
+    ON_ERROR_STOP: the same pg_dump --schema-only --create, the same globals, the same rows, and it behaves."""
+    source = make_lab(version)
+    dbnames = ["every", "every_again"]
+    for dbname in dbnames:
+        load_every_object(source, dbname)
+    schemas = {d: schema_dump(source, d) for d in dbnames}
+    rows = {d: rows_of(source, d) for d in dbnames}
+    roles = globals_dump(source)
+    _stopped_for_good(source)
+
+    r = _unload(source.pgdata, tmp_path / "out", "-j", "2")
+    assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
+    objects = json.loads((tmp_path / "out" / "report.json").read_text())["schema"]["objects"]["every"]
+    assert objects["FUNCTION"] >= 10 and objects["TRIGGER"] >= 3 and objects["POLICY"] >= 1
+
+    target = make_lab(version)
+    _restore(target, tmp_path / "out")
+    assert globals_dump(target) == roles
+    for dbname in dbnames:
+        assert schema_dump(target, dbname) == schemas[dbname], dbname
+        assert rows_of(target, dbname) == rows[dbname], dbname
+    assert behaviour_failures(target, "every") == []

@@ -24,6 +24,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.unload.raw_types import Handoff, RawColumn, RawTable, raw_desc
 from pgsurgeon.unload.schema import (
     BUILT_IN_DATABASES,
     SchemaDump,
@@ -178,6 +179,8 @@ class _Job:
         self.blocks_total = 0
         self._relfiles: list[RelationFork] | None = None
         self.damaged: list[str] = []
+        self.raw_tables: list[tuple[RawTable, DbCatalog, Relation, Path]] = []
+        """Tables carved with raw columns (unload.raw_types), with what carves them again without."""
 
     def databases(self) -> list[Database]:
         dbs = [d for d in self.files.databases() if d.allow_connections]
@@ -192,7 +195,9 @@ class _Job:
             dbs = [d for d in dbs if d.name in self.req.databases]
         return dbs
 
-    def carve(self, cat: DbCatalog, rel: Relation, target: Path, apart: Path) -> TableResult:
+    def carve(self, cat: DbCatalog, rel: Relation, target: Path, apart: Path, *, raw: bool = False) -> TableResult:
+        """One table's rows into ``target`` (``apart``: those kept apart); with ``raw``, columns of types the row
+        engine cannot print are written as their stored bytes, for the catalog copy's server to print."""
         t = TableResult(rel, None, None)
         loc = cat.locate(rel.oid)
         if loc is None:
@@ -207,11 +212,19 @@ class _Job:
                 return t
         cols = live_columns(cat, rel)
         columns: list[ColumnOut] = []
+        raw_columns: dict[str, RawColumn] = {}
         for a in cols:
             desc = cat.column_type(a)
             if desc is None:
                 t.uncertain.append(f"column {a.name}: its type cannot be printed offline; rows are kept apart")
+            elif raw and (as_raw := raw_desc(cat, desc)) is not None:
+                desc, raw_columns[a.name] = as_raw
             columns.append({"attnum": a.attnum, "name": a.name, "type": desc, "missing": cat.missing_text(a)})
+        if raw_columns:
+            names = [a.name for a in cols]
+            self.raw_tables.append(
+                (RawTable(cat.db.name, target, self.req.format == "csv", names, raw_columns), cat, rel, apart)
+            )
         cfg: CarveConfig = {
             "blcksz": self.files.block_size,
             "relseg_size": int(self.files.facts["relseg_size"]),
@@ -457,16 +470,20 @@ def _unload(
         )
     elif with_pg_dump:
         dbs = [cat.db for cat, _ in plans]
-        step = SchemaStep(SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin))
+        handoff = Handoff()
+        step = SchemaStep(SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin, handoff))
         step.start()
     try:
-        results, copies = _carve_all(job, plans, with_pg_dump and outcome is None)
+        results, copies = _carve_all(job, plans, with_pg_dump and outcome is None, raw=step is not None)
         if step is not None:
+            handoff.give([t for t, *_ in job.raw_tables])
             outcome = step.outcome()
     except BaseException:
         if step is not None:
             step.cancel()  # its server is stopped and its scratch directory removed before this returns
         raise
+    if step is not None:
+        _carve_raw_again(job, results, handoff)
     if step is not None and isinstance(outcome, SchemaUnavailable):
         # the materialized views were left to pg_dump's REFRESH: their rows are needed after all
         results += _carve_all(job, plans, False, only_kind="m")[0]
@@ -480,12 +497,30 @@ def _unload(
     return result
 
 
+def _carve_raw_again(job: _Job, results: list[TableResult], handoff: Handoff) -> None:
+    """Tables whose raw columns the copy's server did not print (it did not start, or the type's output failed):
+    carved again without raw columns, so their rows with such values are kept apart, as the row engine alone does."""
+    for table, cat, rel, apart in job.raw_tables:
+        if table.path in handoff.decoded:
+            continue
+        why = handoff.failed.get(table.path, "the catalog copy's server was not there to print them")
+        for path in (table.path, apart):
+            path.unlink(missing_ok=True)
+        again = job.carve(cat, rel, table.path, apart)
+        again.uncertain.append(f"columns {', '.join(table.raw)}: not printed by their type's output function: {why}")
+        results[:] = [again if r.rel.oid == rel.oid and r.rel.database == rel.database else r for r in results]
+
+
 def _dbdir(req: UnloadRequest, d: Database) -> Path:
     return req.out / f"{d.oid}_{_safe(d.name)}"
 
 
 def _carve_all(
-    job: _Job, plans: list[tuple[DbCatalog, list[Relation]]], with_pg_dump: bool, only_kind: str | None = None
+    job: _Job,
+    plans: list[tuple[DbCatalog, list[Relation]]],
+    with_pg_dump: bool,
+    only_kind: str | None = None,
+    raw: bool = False,
 ) -> tuple[list[TableResult], dict[int, list[str]]]:
     """Every table's rows to its data file; the ``\\copy`` lines that load them, per database."""
     req = job.req
@@ -502,7 +537,9 @@ def _carve_all(
             if rel.relkind == "p" or (rel.relkind == "m" and with_pg_dump):
                 continue  # no rows of its own; a materialized view is refreshed by pg_dump's post-data
             stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
-            res = job.carve(cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}")
+            res = job.carve(
+                cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}", raw=raw
+            )
             results.append(res)
             if rel.relkind == "m":
                 res.skipped = res.skipped or "materialized view: its data is unloaded, its definition is not"

@@ -25,6 +25,7 @@ from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
 from pgsurgeon.rescue.private import PrivateServer
 from pgsurgeon.unload.catalog_copy import make_copy
 from pgsurgeon.unload.catalog_damage import CatalogDamage, check_copy
+from pgsurgeon.unload.raw_types import Handoff, print_again
 
 BUILT_IN_DATABASES = ("postgres", "template1")
 """Databases a fresh cluster already has: restore.sql loads into them instead of creating them."""
@@ -62,6 +63,9 @@ class SchemaRequest:
     archives: Path
     """Where each database's ``pg_dump -Fc`` archive is kept (``<oid>.dump``): pg_restore reads it again."""
     pg_bin: Path | None = None
+    handoff: Handoff | None = None
+    """Data files with columns of types the row engine cannot print, printed again by the copy's server once the
+    carving hands them over (unload.raw_types)."""
 
 
 @dataclass
@@ -177,6 +181,8 @@ def _dump_all(
             try:
                 dumps = {db.oid: _pg_dump(client, srv, db, req.archives, cancelled) for db in req.databases}
                 globals_sql = _run(client, "pg_dumpall", [*srv.client_args(), "--globals-only"])
+                if req.handoff is not None:
+                    _print_raw(srv, req, req.handoff, cancelled)
             except SchemaUnavailable as exc:
                 failure = exc.why
                 if cancelled.is_set():
@@ -188,6 +194,15 @@ def _dump_all(
     raise SchemaUnavailable(
         f"pg_dump of the catalog copy failed: {failure}", hint="pgsurgeon scan PGDATA names the damage"
     )
+
+
+def _print_raw(srv: PrivateServer, req: SchemaRequest, handoff: Handoff, cancelled: threading.Event) -> None:
+    """Wait for the carving, then print its raw columns with the copy's server (still running)."""
+    tables = handoff.take(cancelled)
+    if tables is None:
+        raise SchemaUnavailable("cancelled")
+    if tables:
+        print_again({db.name: srv.dsn(db.name) for db in req.databases}, tables, handoff)
 
 
 def _pg_dump(client: PgInstall, srv: PrivateServer, db: Database, archives: Path, cancelled: threading.Event) -> Path:
