@@ -84,46 +84,51 @@ def _copy_database(files: FilesCatalog, db: Database, dest: Path, out: CatalogCo
     located = cat.locate(PG_CLASS)
     if located is None:
         return
-    dbdir = Path(located[0]).parent
-    (dest / dbdir).mkdir(parents=True, exist_ok=True)
-    for entry in os.scandir(files.pgdata / dbdir):
+    dbdir = os.path.dirname(located[0])
+    src, dst = str(files.pgdata), str(dest)
+    os.makedirs(os.path.join(dst, dbdir), exist_ok=True)
+    made = {dbdir}
+    for entry in os.scandir(os.path.join(src, dbdir)):
         if entry.is_file() and not entry.name[0].isdigit() and entry.name not in SKIPPED_FILES:
-            _copy_file(Path(entry.path), dest / dbdir / entry.name, out)  # PG_VERSION, pg_filenode.map
-    forks = _Forks(files.pgdata)
+            _copy_file(entry.path, os.path.join(dst, dbdir, entry.name), out)  # PG_VERSION, pg_filenode.map
+    forks = _Forks(src)
     for rel in cat.relations.values():
         loc = cat.locate(rel.oid)
         if loc is None or loc[0].startswith("global/"):
             continue  # no storage, or a shared catalog (global/ is copied whole)
-        relpath = Path(loc[0])
-        if rel.oid < FIRST_NORMAL_OID or rel.relkind == "S":
-            (dest / relpath.parent).mkdir(parents=True, exist_ok=True)
-            for name in forks.of(relpath):
-                _copy_file(files.pgdata / relpath.parent / name, dest / relpath.parent / name, out)
-        elif rel.relkind == "r":  # pg_dump COPYs each table: an empty file holds no rows (indexes it never opens)
-            (dest / relpath.parent).mkdir(parents=True, exist_ok=True)
-            (dest / relpath).touch()
+        parent, name = os.path.split(loc[0])
+        catalog = rel.oid < FIRST_NORMAL_OID or rel.relkind == "S"
+        if not catalog and rel.relkind != "r":
+            continue  # pg_dump COPYs each table (an empty file holds no rows), and opens no index
+        if parent not in made:
+            os.makedirs(os.path.join(dst, parent), exist_ok=True)
+            made.add(parent)
+        if catalog:
+            for segment in forks.of(parent, name):
+                _copy_file(os.path.join(src, parent, segment), os.path.join(dst, parent, segment), out)
+        else:
+            os.close(os.open(os.path.join(dst, parent, name), os.O_WRONLY | os.O_CREAT, 0o600))
             out.empty += 1
 
 
 class _Forks:
-    """The main fork's segment files of each relation (1234, 1234.1), one directory listing each."""
+    """The main fork's segment files of each relation (1234, 1234.1), one directory listing each: the server does
+    without a free space map or visibility map, and files cost more to create than their bytes to copy."""
 
-    def __init__(self, pgdata: Path) -> None:
+    def __init__(self, pgdata: str) -> None:
         self.pgdata = pgdata
-        self.dirs: dict[Path, dict[str, list[str]]] = {}
+        self.dirs: dict[str, dict[str, list[str]]] = {}
 
-    def of(self, relpath: Path) -> list[str]:
-        listing = self.dirs.get(relpath.parent)
+    def of(self, parent: str, name: str) -> list[str]:
+        listing = self.dirs.get(parent)
         if listing is None:
             listing = {}
-            directory = self.pgdata / relpath.parent
-            for entry in os.scandir(directory) if directory.is_dir() else []:
-                # the main fork's segments only: the server does without a free space map or visibility map
-                # (and files cost more to create here than their bytes to copy)
+            directory = os.path.join(self.pgdata, parent)
+            for entry in os.scandir(directory) if os.path.isdir(directory) else []:
                 if entry.is_file() and entry.name[0].isdigit() and "_" not in entry.name:
                     listing.setdefault(entry.name.split(".", 1)[0], []).append(entry.name)
-            self.dirs[relpath.parent] = listing
-        return listing.get(relpath.name, [])
+            self.dirs[parent] = listing
+        return listing.get(name, [])
 
 
 def _link_tablespaces(src: Path, dest: Path, out: CatalogCopy) -> None:
@@ -140,9 +145,9 @@ def _link_tablespaces(src: Path, dest: Path, out: CatalogCopy) -> None:
         out.tablespaces[str(target)] = os.readlink(entry) if entry.is_symlink() else str(entry)
 
 
-def _copy_file(src: Path, dest: Path, out: CatalogCopy) -> None:
+def _copy_file(src: str | Path, dest: str | Path, out: CatalogCopy) -> None:
     shutil.copyfile(src, dest)
-    out.bytes += dest.stat().st_size
+    out.bytes += os.path.getsize(dest)
     out.files += 1
 
 

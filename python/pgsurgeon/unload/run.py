@@ -579,6 +579,7 @@ def _write_sql(
     if isinstance(outcome, SchemaDump):
         schema = {"method": "pg_dump", "server": outcome.server, "seconds": outcome.seconds, "objects": {}}
         schema["catalog_copy_bytes"] = outcome.copy_bytes
+        schema["phases"] = outcome.phases
         (req.out / "globals.sql").write_text(outcome.globals_sql, encoding="utf-8")
         restore.append("\\ir globals.sql")
         job.notes.extend(outcome.notes)

@@ -9,6 +9,7 @@ The scratch directory and its server are gone when this returns, also on errors 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from pgsurgeon.db import quote_ident
 from pgsurgeon.pgbin import PgInstall, install_of_major, run_as, server_user
 from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
 from pgsurgeon.rescue.private import PrivateServer
-from pgsurgeon.unload.catalog_copy import make_copy
+from pgsurgeon.unload.catalog_copy import CatalogCopy, make_copy
 from pgsurgeon.unload.catalog_damage import CatalogDamage, check_copy
 from pgsurgeon.unload.raw_types import Handoff, print_again
 
@@ -89,6 +90,8 @@ class SchemaDump:
     notes: list[str] = field(default_factory=list)
     damage: CatalogDamage = field(default_factory=CatalogDamage)
     """Catalog pages that failed their checks (zeroed in the copy) and the objects lost with them."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase."""
 
 
 def _installs(major: int, pg_bin: Path | None) -> tuple[PgInstall, PgInstall]:
@@ -118,43 +121,80 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
     cancelled = cancelled or threading.Event()
     major = int(req.files.facts["major"])
     server, client = _installs(major, req.pg_bin)
-    scratch = Path(tempfile.mkdtemp(prefix="pgs-unload-"))
+    scratch = Path(tempfile.mkdtemp(prefix="pgs-unload-", dir=_scratch_parent(req.files)))
+    phases = _Phases(cancelled)
     try:
         scratch.chmod(0o755)  # the server's unprivileged user reaches its data directory inside
-        pgdata = scratch / "data"
-        wanted = {d.oid for d in req.databases} | {d.oid for d in req.files.databases() if d.name in BUILT_IN_DATABASES}
-        copy = make_copy(req.files, [d for d in req.files.databases() if d.oid in wanted], pgdata, server_user())
-        _check(cancelled)
-        plan = plan_resetwal(PlanRequest(req.files.pgdata, pg_bin=req.pg_bin))
-        args = ["-f", *(a for a in plan.arguments() if a != "-f")]
-        done = run_as(server_user(), [server.tool("pg_resetwal"), *args, pgdata], env=server.env(), timeout=300)
-        if done.returncode != 0:
-            raise SchemaUnavailable(
-                f"pg_resetwal on the catalog copy failed: {_last_line(done.stderr)}",
-                hint="see pgsurgeon control --plan PGDATA for the values it was given",
-            )
-        _check(cancelled)
-        damage = check_copy(req.files, pgdata, req.databases)
-        _check(cancelled)
+        pgdata, copy, superuser, damage = _prepare(req, server, pgdata=scratch / "data", phases=phases)
         req.archives.mkdir(parents=True, exist_ok=True)
-        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, plan.superuser, damage, cancelled)
+        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, superuser, damage, cancelled)
+        phases.done("start, pg_dump, pg_dumpall, stop")
         out = SchemaDump(
             server=f"PostgreSQL {server.short_version}"
             + ("" if client is server else f" (pg_dump {client.short_version})"),
             globals_sql=_restorable_globals(globals_sql, copy.tablespaces),
-            databases={},
+            databases={db.oid: _split(client, db, dumps[db.oid], scratch) for db in req.databases},
             copy_bytes=copy.bytes,
             seconds=0.0,
             notes=notes,
             damage=damage,
         )
-        for db in req.databases:
-            _check(cancelled)
-            out.databases[db.oid] = _split(client, db, dumps[db.oid], scratch)
+        phases.done("pg_restore into sections")
         out.seconds = round(time.monotonic() - started, 3)
+        out.phases = phases.seconds
         return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _Phases:
+    """Seconds per phase of the schema step (report.json shows them), and a cancellation check between them."""
+
+    def __init__(self, cancelled: threading.Event) -> None:
+        self.cancelled = cancelled
+        self.seconds: dict[str, float] = {}
+        self._since = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self._since, 3)
+        self._since = now
+        _check(self.cancelled)
+
+
+def _prepare(
+    req: SchemaRequest, server: PgInstall, *, pgdata: Path, phases: _Phases
+) -> tuple[Path, CatalogCopy, str, CatalogDamage]:
+    """The copy made, reset and checked: (its data directory, what was copied, the superuser, its damage)."""
+    wanted = {d.oid for d in req.databases} | {d.oid for d in req.files.databases() if d.name in BUILT_IN_DATABASES}
+    copy = make_copy(req.files, [d for d in req.files.databases() if d.oid in wanted], pgdata, server_user())
+    phases.done("copy the catalog")
+    plan = plan_resetwal(PlanRequest(req.files.pgdata, pg_bin=req.pg_bin))
+    args = ["-f", *(a for a in plan.arguments() if a != "-f")]
+    done = run_as(server_user(), [server.tool("pg_resetwal"), *args, pgdata], env=server.env(), timeout=300)
+    if done.returncode != 0:
+        raise SchemaUnavailable(
+            f"pg_resetwal on the catalog copy failed: {_last_line(done.stderr)}",
+            hint="see pgsurgeon control --plan PGDATA for the values it was given",
+        )
+    phases.done("pg_resetwal")
+    damage = check_copy(req.files, pgdata, req.databases)
+    phases.done("check its pages")
+    return pgdata, copy, plan.superuser, damage
+
+
+SHM = Path("/dev/shm")
+"""Where the copy goes unless TMPDIR says otherwise: creating its thousand files costs 0.2 ms each on a journaled
+file system and nothing in memory, and it is megabytes (docs/benchmarks.md, the schema step)."""
+
+
+def _scratch_parent(files: FilesCatalog) -> str | None:
+    """``$TMPDIR`` when set; else /dev/shm when it has room for the copy many times over; else the default."""
+    if os.environ.get("TMPDIR") or not SHM.is_dir() or not os.access(SHM, os.W_OK):
+        return None
+    large_objects = sum(f.stat().st_size for f in files.pgdata.glob("base/*/2613*"))  # pg_largeobject's data
+    free = shutil.disk_usage(SHM).free
+    return str(SHM) if free > 4 * (large_objects + (256 << 20)) else None
 
 
 def _dump_all(
