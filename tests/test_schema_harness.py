@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fix_pg import MakeLab
+from fix_pg import MakeLab, install_or_skip
 from fix_schema import (
     REGRESS_ERRORS,
     behaviour_failures,
@@ -25,6 +25,7 @@ from fix_schema import (
 
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_pg_dump_round_trip_of_every_object(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    install_or_skip("18")  # the client programs of every comparison
     source = make_lab(version)
     # twice in one cluster: the roles are created once, every other object per database
     dbnames = ["every", "every_again"]
@@ -97,6 +98,8 @@ REGRESS_ROW_DIFFERENCES = {"generated": ["public.gtestxx_4"], "matview": ["publi
 
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_pg_dump_round_trip_of_regression_files(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    install_or_skip("18")
+    install_or_skip("15")  # its psql runs the scripts
     source = make_lab(version)
     errors = {name: regress_load(source, f"regress_{name}", name) for name in REGRESS_ERRORS}
     assert errors == {name: counts[int(version)] for name, counts in REGRESS_ERRORS.items()}
