@@ -1,6 +1,7 @@
 """The control for issue 34's schema harness (tests/fix_schema.py): pg_dump's own round trip of the every-object
 database (tests/data/unload_every_object.sql) gives back a database the harness calls equal, and one it breaks on
-purpose it calls different. Real PostgreSQL 15 and 18."""
+purpose it calls different; the round trip of PostgreSQL's own regression files (tests/data/regress) differs only
+where pg_dump is known not to give back what was there. Real PostgreSQL 15 and 18."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from fix_pg import MakeLab
+from fix_pg import MakeLab, install_or_skip
 from fix_schema import (
+    REGRESS_ERRORS,
     behaviour_failures,
     control_restore,
+    dump_differences,
     globals_dump,
     load_every_object,
+    regress_load,
     rows_of,
     schema_dump,
 )
@@ -21,6 +25,7 @@ from fix_schema import (
 
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_pg_dump_round_trip_of_every_object(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    install_or_skip("18")  # the client programs of every comparison
     source = make_lab(version)
     # twice in one cluster: the roles are created once, every other object per database
     dbnames = ["every", "every_again"]
@@ -80,3 +85,36 @@ def test_pg_dump_round_trip_of_every_object(make_lab: MakeLab, tmp_path: Path, v
         "zero-column table",
         "CHECK NOT VALID holds for new rows",
     ]
+
+
+# What pg_dump's round trip of the regression files does not give back, the same on 15 and 18 (the rest is equal):
+# pg_dump writes an inheritance child as CREATE TABLE … INHERITS, which puts the parent's columns first, so a child
+# made with its own column order and attached later (ALTER TABLE … INHERIT) comes back with its columns reordered;
+# and a restore refreshes materialized views rather than copying them, so a stale one (mvtest_bb, over a
+# materialized view refreshed after it) comes back with today's rows.
+REGRESS_DUMP_DIFFERENCES = {"generated": ["Name: gtestxx_4; Type: TABLE; Schema: public; Owner: postgres"]}
+REGRESS_ROW_DIFFERENCES = {"generated": ["public.gtestxx_4"], "matview": ["public.mvtest_bb"]}
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_pg_dump_round_trip_of_regression_files(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    install_or_skip("18")
+    install_or_skip("15")  # its psql runs the scripts
+    source = make_lab(version)
+    errors = {name: regress_load(source, f"regress_{name}", name) for name in REGRESS_ERRORS}
+    assert errors == {name: counts[int(version)] for name, counts in REGRESS_ERRORS.items()}
+    target = make_lab(version)
+    control_restore(source, target, [f"regress_{name}" for name in REGRESS_ERRORS], tmp_path)
+
+    assert globals_dump(target) == globals_dump(source)
+    for name in REGRESS_ERRORS:
+        dbname = f"regress_{name}"
+        dumped = schema_dump(source, dbname)
+        assert dump_differences(dumped, schema_dump(target, dbname)) == REGRESS_DUMP_DIFFERENCES.get(name, []), name
+        assert dumped.count("CREATE ") > 10, name  # the file left objects behind
+        rows, restored = rows_of(source, dbname), rows_of(target, dbname)
+        differ = sorted(k for k in rows.keys() | restored.keys() if rows.get(k) != restored.get(k))
+        assert differ == REGRESS_ROW_DIFFERENCES.get(name, []), name
+    # the reordered columns, as the rows show them
+    assert rows_of(source, "regress_generated")["public.gtestxx_4"][0] == "b,a"
+    assert rows_of(target, "regress_generated")["public.gtestxx_4"][0] == "a,b"
