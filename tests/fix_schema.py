@@ -686,3 +686,12 @@ def control_restore(source: LabCluster, target: LabCluster, dbnames: Sequence[st
         run_client(
             target, "pg_restore", "--create", "--exit-on-error", "-d", "postgres", archive, install=source.install
         )
+
+
+# What pg_dump's round trip of the regression files does not give back, the same on 15 and 18 (the rest is equal):
+# pg_dump writes an inheritance child as CREATE TABLE … INHERITS, which puts the parent's columns first, so a child
+# made with its own column order and attached later (ALTER TABLE … INHERIT) comes back with its columns reordered;
+# and a restore refreshes materialized views rather than copying them, so a stale one (mvtest_bb, over a
+# materialized view refreshed after it) comes back with today's rows.
+REGRESS_DUMP_DIFFERENCES = {"generated": ["Name: gtestxx_4; Type: TABLE; Schema: public; Owner: postgres"]}
+REGRESS_ROW_DIFFERENCES = {"generated": ["public.gtestxx_4"], "matview": ["public.mvtest_bb"]}
