@@ -216,6 +216,16 @@ def open_backup(path: Path) -> _ext.Backup:
     return _ext.Backup(str(path))
 
 
+def vfs_list(path: str | Path) -> list[tuple[str, bool, int]]:
+    """A directory's entries as (name, is_dir, length), in a data directory or a mounted backup."""
+    return _ext.vfs_list(str(path))
+
+
+def vfs_copy(src: str | Path, dest: str | Path) -> int:
+    """Copy a file of a data directory or a mounted backup to an ordinary file; the bytes copied."""
+    return _ext.vfs_copy(str(src), str(dest))
+
+
 def is_backup(path: Path) -> bool:
     """A base backup (backup_label, backup_manifest or base.tar*) rather than a data directory."""
     return _ext.is_backup(str(path))

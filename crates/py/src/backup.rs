@@ -112,7 +112,46 @@ pub fn is_backup(path: std::path::PathBuf) -> bool {
     pgsurgeon_core::sources::backup::is_backup(&path)
 }
 
+/// A directory's entries as (name, is_dir, length): a data directory's, or one inside a mounted backup.
+#[pyfunction]
+pub fn vfs_list(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Vec<(String, bool, u64)>> {
+    py.detach(|| {
+        let mut out = Vec::new();
+        for (name, child) in vfs::read_dir(&path)? {
+            let meta = vfs::metadata(&child)?;
+            out.push((name, meta.is_dir(), meta.len()));
+        }
+        Ok::<_, std::io::Error>(out)
+    })
+    .map_err(|e| to_pyerr(pgsurgeon_core::CoreError::io(&path, e)))
+}
+
+/// Copy a file (a data directory's, or a member of a mounted backup) to an ordinary file, 1 MB at a time; the bytes
+/// copied. unload's catalog copy reads a tar backup's members this way, in the archive's order.
+#[pyfunction]
+pub fn vfs_copy(py: Python<'_>, src: std::path::PathBuf, dest: std::path::PathBuf) -> PyResult<u64> {
+    py.detach(|| {
+        use std::io::Write;
+        let f = vfs::VFile::open(&src).map_err(|e| pgsurgeon_core::CoreError::io(&src, e))?;
+        let mut out = std::fs::File::create(&dest).map_err(|e| pgsurgeon_core::CoreError::io(&dest, e))?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut offset = 0u64;
+        loop {
+            let n = f.read_full_at(&mut buf, offset).map_err(|e| pgsurgeon_core::CoreError::io(&src, e))?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buf[..n]).map_err(|e| pgsurgeon_core::CoreError::io(&dest, e))?;
+            offset += n as u64;
+        }
+        Ok::<_, pgsurgeon_core::CoreError>(offset)
+    })
+    .map_err(to_pyerr)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Backup>()?;
+    m.add_function(wrap_pyfunction!(vfs_list, m)?)?;
+    m.add_function(wrap_pyfunction!(vfs_copy, m)?)?;
     m.add_function(wrap_pyfunction!(is_backup, m)?)
 }

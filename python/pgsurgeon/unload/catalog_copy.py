@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgsurgeon import core
 from pgsurgeon.catalog.files import FIRST_NORMAL_OID, PG_CLASS, Database, FilesCatalog
 from pgsurgeon.pgbin import OsUser
 
@@ -22,7 +25,8 @@ COPIED_DIRS = ("pg_xact", "pg_multixact", "pg_commit_ts")
 EMPTY_DIRS = (
     "global", "base", "pg_wal/archive_status", "pg_wal/summaries", "pg_subtrans", "pg_twophase", "pg_notify",
     "pg_serial", "pg_snapshots", "pg_stat", "pg_stat_tmp", "pg_replslot", "pg_tblspc", "pg_dynshmem",
-    "pg_logical/snapshots", "pg_logical/mappings", "pg_multixact/members", "pg_multixact/offsets",
+    "pg_logical/snapshots", "pg_logical/mappings", "pg_multixact/members", "pg_multixact/offsets", "pg_xact",
+    "pg_commit_ts",
 )  # fmt: skip
 SKIPPED_FILES = ("pg_internal.init",)
 """The relation cache's init file: rebuilt at start, and a stale one would describe the catalogs wrongly."""
@@ -55,23 +59,44 @@ class CatalogCopy:
     CREATE TABLESPACE … LOCATION)."""
 
 
-def make_copy(files: FilesCatalog, databases: list[Database], dest: Path, owner: OsUser) -> CatalogCopy:
-    """Copy the catalog of ``files.pgdata`` (the given databases) into ``dest`` (new or empty), owned by ``owner``."""
-    src = files.pgdata
+def make_copy(
+    files: FilesCatalog,
+    databases: list[Database],
+    dest: Path,
+    owner: OsUser,
+    read_order: Callable[[str], int | None] | None = None,
+) -> CatalogCopy:
+    """Copy the catalog of ``files.pgdata`` (the given databases) into ``dest`` (new or empty), owned by ``owner``.
+    ``files.pgdata`` may be a mounted base backup: its files are then read with ``read_order`` (where each comes in
+    a compressed archive), so the archive is read through once."""
+    src = str(files.pgdata)
     out = CatalogCopy(dest)
     dest.mkdir(mode=0o700, exist_ok=True)
     for d in EMPTY_DIRS:
         (dest / d).mkdir(parents=True, exist_ok=True)
+    plan = _Plan(src)
+    plan.copy.append("PG_VERSION")
     for d in COPIED_DIRS:
-        if (src / d).is_dir():
-            shutil.copytree(src / d, dest / d, dirs_exist_ok=True)
-    _copy_file(src / "PG_VERSION", dest / "PG_VERSION", out)
-    _link_tablespaces(src, dest, out)
-    for entry in (src / "global").iterdir():
-        if entry.is_file() and entry.name not in SKIPPED_FILES:
-            _copy_file(entry, dest / "global" / entry.name, out)
+        plan.tree(d)
+    plan.copy += [f"global/{n}" for n in plan.files_in("global") if n not in SKIPPED_FILES]
     for db in databases:
-        _copy_database(files, db, dest, out)
+        plan.database(files, db)
+    _link_tablespaces(files.pgdata, dest, out)
+    if read_order is not None:
+        order = read_order
+        plan.copy.sort(key=lambda rel: -1 if (at := order(rel)) is None else at)
+    copy = shutil.copyfile if read_order is None else core.vfs_copy
+    for rel in plan.copy:
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        copy(os.path.join(src, rel), target)
+        out.bytes += os.path.getsize(target)
+        out.files += 1
+    for rel in plan.empty:
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+        out.empty += 1
     (dest / "postgresql.conf").write_text(CONF, encoding="utf-8")
     (dest / "pg_hba.conf").write_text(HBA, encoding="utf-8")
     (dest / "pg_ident.conf").write_text("", encoding="utf-8")
@@ -79,76 +104,92 @@ def make_copy(files: FilesCatalog, databases: list[Database], dest: Path, owner:
     return out
 
 
-def _copy_database(files: FilesCatalog, db: Database, dest: Path, out: CatalogCopy) -> None:
-    cat = files.database(db)
-    located = cat.locate(PG_CLASS)
-    if located is None:
-        return
-    dbdir = os.path.dirname(located[0])
-    src, dst = str(files.pgdata), str(dest)
-    os.makedirs(os.path.join(dst, dbdir), exist_ok=True)
-    made = {dbdir}
-    for entry in os.scandir(os.path.join(src, dbdir)):
-        if entry.is_file() and not entry.name[0].isdigit() and entry.name not in SKIPPED_FILES:
-            _copy_file(entry.path, os.path.join(dst, dbdir, entry.name), out)  # PG_VERSION, pg_filenode.map
-    forks = _Forks(src)
-    for rel in cat.relations.values():
-        loc = cat.locate(rel.oid)
-        if loc is None or loc[0].startswith("global/"):
-            continue  # no storage, or a shared catalog (global/ is copied whole)
-        parent, name = os.path.split(loc[0])
-        catalog = rel.oid < FIRST_NORMAL_OID or rel.relkind == "S"
-        if not catalog and rel.relkind != "r":
-            continue  # pg_dump COPYs each table (an empty file holds no rows), and opens no index
-        if parent not in made:
-            os.makedirs(os.path.join(dst, parent), exist_ok=True)
-            made.add(parent)
-        if catalog:
-            for segment in forks.of(parent, name):
-                _copy_file(os.path.join(src, parent, segment), os.path.join(dst, parent, segment), out)
-        else:
-            os.close(os.open(os.path.join(dst, parent, name), os.O_WRONLY | os.O_CREAT, 0o600))
-            out.empty += 1
+class _Plan:
+    """The files to copy and the files to create empty, relative to the data directory; listed through the core,
+    which reads a mounted backup's directories as it reads a data directory's."""
 
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.copy: list[str] = []
+        self.empty: list[str] = []
+        self._listed: dict[str, list[tuple[str, bool, int]]] = {}
 
-class _Forks:
-    """The main fork's segment files of each relation (1234, 1234.1), one directory listing each: the server does
-    without a free space map or visibility map, and files cost more to create than their bytes to copy."""
+    def listing(self, rel: str) -> list[tuple[str, bool, int]]:
+        if rel not in self._listed:
+            try:
+                self._listed[rel] = core.vfs_list(os.path.join(self.src, rel))
+            except (OSError, ValueError):
+                self._listed[rel] = []
+        return self._listed[rel]
 
-    def __init__(self, pgdata: str) -> None:
-        self.pgdata = pgdata
-        self.dirs: dict[str, dict[str, list[str]]] = {}
+    def files_in(self, rel: str) -> list[str]:
+        return [name for name, is_dir, _ in self.listing(rel) if not is_dir]
 
-    def of(self, parent: str, name: str) -> list[str]:
-        listing = self.dirs.get(parent)
-        if listing is None:
-            listing = {}
-            directory = os.path.join(self.pgdata, parent)
-            for entry in os.scandir(directory) if os.path.isdir(directory) else []:
-                if entry.is_file() and entry.name[0].isdigit() and "_" not in entry.name:
-                    listing.setdefault(entry.name.split(".", 1)[0], []).append(entry.name)
-            self.dirs[parent] = listing
-        return listing.get(name, [])
+    def tree(self, rel: str) -> None:
+        for name, is_dir, _ in self.listing(rel):
+            if is_dir:
+                self.tree(f"{rel}/{name}")
+            else:
+                self.copy.append(f"{rel}/{name}")
+
+    def segments(self, parent: str, node: str) -> list[str]:
+        """The main fork's segment files of relation file ``node`` (1234, 1234.1): the server does without a free
+        space map or visibility map, and files cost more to create than their bytes to copy."""
+        return [
+            n for n in self.files_in(parent) if n == node or (n.startswith(node + ".") and n[len(node) + 1 :].isdigit())
+        ]
+
+    def database(self, files: FilesCatalog, db: Database) -> None:
+        cat = files.database(db)
+        located = cat.locate(PG_CLASS)
+        if located is None:
+            return
+        dbdir = os.path.dirname(located[0])
+        # PG_VERSION, pg_filenode.map
+        self.copy += [f"{dbdir}/{n}" for n in self.files_in(dbdir) if not n[0].isdigit() and n not in SKIPPED_FILES]
+        for rel in cat.relations.values():
+            loc = cat.locate(rel.oid)
+            if loc is None or loc[0].startswith("global/"):
+                continue  # no storage, or a shared catalog (global/ is copied whole)
+            parent, node = os.path.split(loc[0])
+            if rel.oid < FIRST_NORMAL_OID or rel.relkind == "S":
+                self.copy += [f"{parent}/{n}" for n in self.segments(parent, node)]
+            elif rel.relkind == "r":  # pg_dump COPYs each table (an empty file holds no rows) and opens no index
+                self.empty.append(loc[0])
 
 
 def _link_tablespaces(src: Path, dest: Path, out: CatalogCopy) -> None:
-    """Each tablespace becomes a directory of the copy, linked from its pg_tblspc as in the original."""
-    spc = src / "pg_tblspc"
-    if not spc.is_dir():
-        return
-    for entry in spc.iterdir():
-        if not entry.name.isdigit():
+    """Each tablespace becomes a directory of the copy, linked from its pg_tblspc as in the original (a backup names
+    the original's directories in its tablespace_map)."""
+    mapped: dict[str, str] = {}
+    for line in _text(src / "tablespace_map").splitlines():
+        oid, _, location = line.partition(" ")
+        mapped[oid] = location
+    for name, _is_dir, _len in _entries(src / "pg_tblspc"):
+        if not name.isdigit():
             continue
-        target = dest / "tablespaces" / entry.name
+        target = dest / "tablespaces" / name
         target.mkdir(parents=True, exist_ok=True)
-        (dest / "pg_tblspc" / entry.name).symlink_to(target)
-        out.tablespaces[str(target)] = os.readlink(entry) if entry.is_symlink() else str(entry)
+        (dest / "pg_tblspc" / name).symlink_to(target)
+        link = src / "pg_tblspc" / name
+        out.tablespaces[str(target)] = mapped.get(name) or (os.readlink(link) if link.is_symlink() else str(link))
 
 
-def _copy_file(src: str | Path, dest: str | Path, out: CatalogCopy) -> None:
-    shutil.copyfile(src, dest)
-    out.bytes += os.path.getsize(dest)
-    out.files += 1
+def _entries(path: Path) -> list[tuple[str, bool, int]]:
+    try:
+        return core.vfs_list(path)
+    except (OSError, ValueError):
+        return []
+
+
+def _text(path: Path) -> str:
+    """A small file of a data directory or a mounted backup, as text ("" when absent)."""
+    with tempfile.NamedTemporaryFile() as tmp:
+        try:
+            core.vfs_copy(path, tmp.name)
+        except (OSError, ValueError):
+            return ""
+        return Path(tmp.name).read_text(encoding="utf-8", errors="replace")
 
 
 def _chown_tree(top: Path, owner: OsUser) -> None:

@@ -463,17 +463,16 @@ def _unload(
     req.out.mkdir(parents=True, exist_ok=True)
     step: SchemaStep | None = None
     outcome: SchemaDump | SchemaUnavailable | None = None
-    if with_pg_dump and backup is not None and backup.form != "plain":
-        outcome = SchemaUnavailable(
-            f"the backup is in tar form ({backup.form}): the catalog copy pg_dump reads is taken from files on disk",
-            hint="extract base.tar (tar -xf) into an empty directory and unload that directory",
-        )
-    elif with_pg_dump:
+    handoff = Handoff()
+    order = backup.read_order if backup is not None and backup.form != "plain" else None
+    if with_pg_dump:
         dbs = [cat.db for cat, _ in plans]
-        handoff = Handoff()
-        step = SchemaStep(SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin, handoff))
+        schema_req = SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin, order, handoff=handoff)
+        step = SchemaStep(schema_req)
         step.start()
     try:
+        if step is not None and order is not None:
+            step.req.copied.wait()  # one pass over the compressed archive at a time
         results, copies = _carve_all(job, plans, with_pg_dump and outcome is None, raw=step is not None)
         if step is not None:
             handoff.give([t for t, *_ in job.raw_tables])

@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,11 @@ class SchemaRequest:
     archives: Path
     """Where each database's ``pg_dump -Fc`` archive is kept (``<oid>.dump``): pg_restore reads it again."""
     pg_bin: Path | None = None
+    read_order: Callable[[str], int | None] | None = None
+    """A tar backup's: where each file comes in its archive (the catalog copy reads them in that order)."""
+    copied: threading.Event = field(default_factory=threading.Event)
+    """Set once the catalog has been copied (or the step has ended): a tar backup's carving waits for it, so the
+    two do not pull one compressed stream two ways."""
     handoff: Handoff | None = None
     """Data files with columns of types the row engine cannot print, printed again by the copy's server once the
     carving hands them over (unload.raw_types)."""
@@ -144,6 +150,7 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
         out.phases = phases.seconds
         return out
     finally:
+        req.copied.set()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -167,9 +174,15 @@ def _prepare(
 ) -> tuple[Path, CatalogCopy, str, CatalogDamage]:
     """The copy made, reset and checked: (its data directory, what was copied, the superuser, its damage)."""
     wanted = {d.oid for d in req.databases} | {d.oid for d in req.files.databases() if d.name in BUILT_IN_DATABASES}
-    copy = make_copy(req.files, [d for d in req.files.databases() if d.oid in wanted], pgdata, server_user())
+    databases = [d for d in req.files.databases() if d.oid in wanted]
+    try:
+        copy = make_copy(req.files, databases, pgdata, server_user(), req.read_order)
+    finally:
+        req.copied.set()
     phases.done("copy the catalog")
-    plan = plan_resetwal(PlanRequest(req.files.pgdata, pg_bin=req.pg_bin))
+    # the copy holds what the plan reads (pg_control, pg_xact, pg_multixact, pg_commit_ts), read as ordinary files
+    # even when the original is a backup's archive
+    plan = plan_resetwal(PlanRequest(pgdata, pg_bin=req.pg_bin))
     args = ["-f", *(a for a in plan.arguments() if a != "-f")]
     done = run_as(server_user(), [server.tool("pg_resetwal"), *args, pgdata], env=server.env(), timeout=300)
     if done.returncode != 0:
