@@ -58,5 +58,6 @@ bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server 
 	$(PYTHON) bench/salvage.py --check
 	$(PYTHON) bench/carve.py --repeat 3 --check
 	$(PYTHON) bench/unload.py --check
+	$(PYTHON) bench/unload_schema.py --check
 	$(PYTHON) bench/repair_plan.py --check
 	$(PYTHON) bench/health.py --check

@@ -1,0 +1,93 @@
+"""Benchmark: unload's schema step (a copy of the catalog started and read by pg_dump) against `pg_dump
+--schema-only` of the running server, side by side, on the regression-sized test database: the every-object
+database twice and a database per PostgreSQL regression file (tests/data), PostgreSQL 18, checksums on.
+
+The running server's side is `pg_dumpall --globals-only` plus one `pg_dump --schema-only` per database, summed. The
+cluster is then stopped and unloaded; the schema step's own seconds and phases come from report.json (the step runs
+beside the carving: its time is its own thread's wall time). Target (issue 34): the schema step <= 2x pg_dump
+--schema-only; peak RSS of the unload <= 200 MB. --check exits 1 when one is missed; --record appends to
+docs/benchmarks.md.
+
+    python bench/unload_schema.py [--lab-dir /var/tmp/pgsurgeon-bench] [--check] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from labs import bench_cluster, run_measured  # noqa: E402
+
+from fix_schema import REGRESS_ERRORS, load_every_object, regress_load  # noqa: E402
+
+DATABASES_SQL = "SELECT datname FROM pg_database WHERE datallowconn ORDER BY 1"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--record", action="store_true", help="append the result to docs/benchmarks.md")
+    args = ap.parse_args()
+    cluster = bench_cluster("schema18", args.lab_dir)
+    with cluster.connect() as conn:
+        built = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'every'").fetchone() is not None
+    if not built:
+        for dbname in ("every", "every_again"):
+            load_every_object(cluster, dbname)
+        for name in REGRESS_ERRORS:
+            regress_load(cluster, f"regress_{name}", name)
+    with cluster.connect() as conn:
+        dbnames = [r[0] for r in conn.execute(DATABASES_SQL).fetchall()]
+        objects = conn.execute("SELECT count(*) FROM pg_class WHERE oid >= 16384").fetchone()
+    pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
+    work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-schema-", dir="/var/tmp"))
+    try:
+        started = time.perf_counter()
+        run_measured(
+            [str(cluster.install.tool("pg_dumpall")), "-d", cluster.dsn(), "--globals-only", "-f", "/dev/null"]
+        )
+        for dbname in dbnames:
+            run_measured(
+                [str(cluster.install.tool("pg_dump")), "-d", cluster.dsn(dbname), "--schema-only", "-f", "/dev/null"]
+            )
+        dump_s = time.perf_counter() - started
+        cluster.stop()
+        try:
+            unload_s, rss, _, _ = run_measured([pgsurgeon, "unload", str(cluster.pgdata), "--out", str(work / "out")])
+        finally:
+            cluster.start()
+        schema = json.loads((work / "out" / "report.json").read_text())["schema"]
+        step_s = float(schema["seconds"])
+        ratio = step_s / dump_s
+        lines = [
+            f"{len(dbnames)} databases, {objects[0] if objects else 0} relations of their own; PostgreSQL "
+            f"{cluster.install.short_version}, checksums on, warm page cache",
+            f"server   pg_dumpall --globals-only + pg_dump --schema-only per database   {dump_s:6.2f} s",
+            f"unload   its schema step (copy, pg_resetwal, check, start, pg_dump -Fc, split) {step_s:6.2f} s  "
+            f"({ratio:.2f}x), the whole unload {unload_s:.2f} s, peak RSS {rss:.0f} MB",
+            "  phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in schema.get("phases", {}).items()),
+        ]
+        print("\n".join(lines))
+        if args.record:
+            stamp = datetime.date.today().isoformat()
+            with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
+                fh.write(f"\n### unload's schema step, {stamp}: `python bench/unload_schema.py`\n\n```\n")
+                fh.write("\n".join(lines) + "\n```\n")
+        missed = ratio > 2.0 or rss > 200 or schema.get("method") != "pg_dump"
+        return 1 if args.check and missed else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
