@@ -4,35 +4,32 @@ database, restore.sql for all, and a report (report.json, report.txt)."""
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, loss
 from pgsurgeon.backup import BackupSource, is_backup
-from pgsurgeon.catalog.ddl import literal, live_columns, schema_sql, table_name
+from pgsurgeon.catalog.ddl import live_columns
 from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
-from pgsurgeon.db import quote_ident
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.unload.raw_types import Handoff, RawColumn, RawTable, raw_desc
+from pgsurgeon.unload.report import write_reports
+from pgsurgeon.unload.restore_sql import RestoreWriter, copy_line, dbdir, safe
 from pgsurgeon.unload.schema import (
     BUILT_IN_DATABASES,
     SchemaDump,
     SchemaRequest,
     SchemaUnavailable,
-    foreign_keys_not_valid,
 )
-from pgsurgeon.unload.schema_step import SchemaStep, missing_objects
+from pgsurgeon.unload.schema_step import SchemaStep
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import (
@@ -45,9 +42,6 @@ if TYPE_CHECKING:
         SegFile,
         UnloadSummary,
     )
-
-# The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).
-DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
 
 
 @dataclass
@@ -145,10 +139,6 @@ class UnloadResult:
             or bool(self.schema.get("fell_back") or self.schema.get("damaged_catalog"))
             or any(t.kept_apart or t.lost or t.checksum_failures or t.skipped for t in self.tables)
         )
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:80] or "_"
 
 
 def _matches(rel: Relation, patterns: list[str]) -> bool:
@@ -381,12 +371,6 @@ class _Job:
         return result[0]
 
 
-def _copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
-    collist = f" ({', '.join(quote_ident(c) for c in cols)})" if cols else ""  # a table of no columns takes none
-    opts = " WITH (FORMAT csv)" if fmt == "csv" else ""
-    return f"\\copy {table_name(rel)}{collist} FROM {literal(path)}{opts}"
-
-
 def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
     """Unload a data directory, or a base backup read in place (directory or tar, compressed or not);
     ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read."""
@@ -486,13 +470,15 @@ def _unload(
     if step is not None and isinstance(outcome, SchemaUnavailable):
         # the materialized views were left to pg_dump's REFRESH: their rows are needed after all
         results += _carve_all(job, plans, False, only_kind="m")[0]
-    schema = _write_sql(job, plans, copies, results, outcome)
+    incomplete = {t.rel.database for t in results if t.kept_apart or t.lost or t.checksum_failures or t.skipped}
+    writer = RestoreWriter(req.out, req.pgdata, str(job.files.facts["major"]), job.notes)
+    schema = writer.write(plans, copies, incomplete, outcome)
     if backup is not None and backup.restarts:
         job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
     orphans = [o for cat, _ in plans for o in job.orphans(cat)]
     seconds = round(time.monotonic() - started, 3)
     result = UnloadResult(req.out, job.files.facts, results, job.notes, seconds, orphans, job.damaged, schema)
-    _write_reports(result)
+    write_reports(result)
     return result
 
 
@@ -510,10 +496,6 @@ def _carve_raw_again(job: _Job, results: list[TableResult], handoff: Handoff) ->
         results[:] = [again if r.rel.oid == rel.oid and r.rel.database == rel.database else r for r in results]
 
 
-def _dbdir(req: UnloadRequest, d: Database) -> Path:
-    return req.out / f"{d.oid}_{_safe(d.name)}"
-
-
 def _carve_all(
     job: _Job,
     plans: list[tuple[DbCatalog, list[Relation]]],
@@ -527,17 +509,17 @@ def _carve_all(
     copies: dict[int, list[str]] = {}
     ext = "csv" if req.format == "csv" else "copy"
     for cat, tables in plans:
-        dbdir = _dbdir(req, cat.db)
-        dbdir.mkdir(exist_ok=only_kind is not None)
+        directory = dbdir(req.out, cat.db)
+        directory.mkdir(exist_ok=only_kind is not None)
         lines = copies.setdefault(cat.db.oid, [])
         for rel in job.read_order(cat, tables):
             if only_kind is not None and rel.relkind != only_kind:
                 continue
             if rel.relkind == "p" or (rel.relkind == "m" and with_pg_dump):
                 continue  # no rows of its own; a materialized view is refreshed by pg_dump's post-data
-            stem = f"{rel.oid}_{_safe(rel.schema)}.{_safe(rel.name)}"
+            stem = f"{rel.oid}_{safe(rel.schema)}.{safe(rel.name)}"
             res = job.carve(
-                cat, rel, dbdir / "data" / f"{stem}.{ext}", dbdir / "data" / f"{stem}.kept_apart.{ext}", raw=raw
+                cat, rel, directory / "data" / f"{stem}.{ext}", directory / "data" / f"{stem}.kept_apart.{ext}", raw=raw
             )
             results.append(res)
             if rel.relkind == "m":
@@ -545,131 +527,8 @@ def _carve_all(
                 continue
             if res.file:
                 cols = [a.name for a in live_columns(cat, rel)]
-                lines.append(_copy_line(rel, cols, res.file, req.format))
+                lines.append(copy_line(rel, cols, res.file, req.format))
     return results, copies
-
-
-def _header(job: _Job) -> list[str]:
-    req = job.req
-    return [
-        f"-- pgsurgeon unload of {req.pgdata.resolve()} (PostgreSQL {job.files.facts['major']}),"
-        f" {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"-- psql -X -v ON_ERROR_STOP=1 -d postgres -f {req.out.resolve() / 'restore.sql'}",
-        "-- (if this directory has moved, add -v dir=<its new path>)",
-        "\\if :{?dir}",
-        "\\else",
-        f"\\set dir {literal(str(req.out.resolve()))}",
-        "\\endif",
-        "\\cd :dir",
-    ]
-
-
-def _write_sql(
-    job: _Job,
-    plans: list[tuple[DbCatalog, list[Relation]]],
-    copies: dict[int, list[str]],
-    results: list[TableResult],
-    outcome: SchemaDump | SchemaUnavailable | None,
-) -> dict[str, Any]:
-    """restore.sql and the schema files it runs; what the report says about the schema."""
-    req = job.req
-    restore = _header(job)
-    schema: dict[str, Any] = {"method": "files"}
-    if isinstance(outcome, SchemaDump):
-        schema = {"method": "pg_dump", "server": outcome.server, "seconds": outcome.seconds, "objects": {}}
-        schema["catalog_copy_bytes"] = outcome.copy_bytes
-        schema["phases"] = outcome.phases
-        (req.out / "globals.sql").write_text(outcome.globals_sql, encoding="utf-8")
-        restore.append("\\ir globals.sql")
-        job.notes.extend(outcome.notes)
-        _damaged_catalog(job, schema, outcome)
-    elif isinstance(outcome, SchemaUnavailable):
-        schema.update(fell_back=True, why=outcome.why, hint=outcome.hint, missing={})
-    incomplete = {t.rel.database for t in results if t.kept_apart or t.lost or t.checksum_failures or t.skipped}
-    for cat, tables in plans:
-        d = cat.db
-        dbdir = _dbdir(req, d)
-        if isinstance(outcome, SchemaDump):
-            dump = outcome.databases[d.oid]
-            schema["objects"][d.name] = dump.objects
-            post = dump.post
-            if d.name in incomplete:
-                post, changed = foreign_keys_not_valid(post)
-                if changed:
-                    job.notes.append(
-                        f"{d.name}: {changed} foreign keys are added NOT VALID, since rows are missing: "
-                        "ALTER TABLE … VALIDATE CONSTRAINT once they are dealt with"
-                    )
-            for name, text in (("pre-data.sql", dump.pre), ("data.sql", dump.data), ("post-data.sql", post)):
-                (dbdir / name).write_text(text, encoding="utf-8")
-            if d.name in BUILT_IN_DATABASES:
-                restore.append(f"\\connect {quote_ident(d.name)}")
-            restore.append(f"\\ir {dbdir.name}/pre-data.sql")
-            restore.extend(copies.get(d.oid, []))
-            restore.append(f"\\ir {dbdir.name}/data.sql")
-            restore.append(f"\\ir {dbdir.name}/post-data.sql")
-            continue
-        restore.extend(_files_schema(job, cat, tables, copies.get(d.oid, [])))
-        if isinstance(outcome, SchemaUnavailable):
-            missing = missing_objects(cat)
-            schema["missing"][d.name] = missing
-            if missing:
-                job.notes.append(
-                    f"{d.name}: not recreated (the schema comes from the files: {outcome.why}): "
-                    + ", ".join(f"{n} {k}" for k, n in missing.items())
-                    + ", and owners and privileges"
-                )
-    (req.out / "restore.sql").write_text("\n".join(restore) + "\n", encoding="utf-8")
-    return schema
-
-
-def _damaged_catalog(job: _Job, schema: dict[str, Any], outcome: SchemaDump) -> None:
-    """Catalog pages that failed their checks: zeroed in the copy, so the objects on them are not in the dump."""
-    damage = outcome.damage
-    if not damage.pages:
-        return
-    schema["damaged_catalog"] = [asdict(p) for p in damage.pages]
-    schema["lost_objects"] = damage.lost
-    for p in damage.pages:
-        job.notes.append(
-            f"{p.database}: catalog {p.catalog} ({p.kind}) block {p.block} failed its checks: {p.problem}"
-            + (" (left out of the catalog copy: what it held is not in the schema)" if p.kind == "table" else "")
-        )
-    for database, lost in damage.lost.items():
-        job.notes.extend(f"{database}: lost from the schema: {x}" for x in lost)
-
-
-def _files_schema(job: _Job, cat: DbCatalog, tables: list[Relation], copies: list[str]) -> list[str]:
-    """The files-built schema.sql and constraints.sql of one database, and its part of restore.sql."""
-    d = cat.db
-    dbdir = _dbdir(job.req, d)
-    ddl = schema_sql(cat, tables)
-    (dbdir / "schema.sql").write_text(
-        f"-- schema of database {d.name}, read from the catalog files by pgsurgeon unload\n"
-        + "\n".join(ddl.statements)
-        + "\n"
-        + "".join(f"-- not recovered: {n}\n" for n in ddl.notes),
-        encoding="utf-8",
-    )
-    job.notes.extend(f"{d.name}: {n}" for n in ddl.notes)
-    (dbdir / "constraints.sql").write_text(
-        f"-- keys, indexes and foreign keys of database {d.name}, after its data\n" + "\n".join(ddl.post) + "\n",
-        encoding="utf-8",
-    )
-    lines = []
-    if d.name not in BUILT_IN_DATABASES:
-        create = f"CREATE DATABASE {quote_ident(d.name)} TEMPLATE template0 ENCODING {d.encoding!r}"
-        if d.locale_provider == "c":
-            create += f" LC_COLLATE {d.collate!r} LC_CTYPE {d.ctype!r}"
-        elif d.locale:
-            provider = "icu" if d.locale_provider == "i" else "builtin"
-            create += f" LOCALE_PROVIDER {provider} LOCALE {d.locale!r}"
-        lines.append(create + ";")
-    lines.append(f"\\connect {quote_ident(d.name)}")
-    lines.append(f"\\ir {dbdir.name}/schema.sql")
-    lines.extend(copies)
-    lines.append(f"\\ir {dbdir.name}/constraints.sql")
-    return lines
 
 
 @contextmanager
@@ -687,74 +546,6 @@ def exclusive(pgdata: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def _write_reports(res: UnloadResult) -> None:
-    doc = {
-        "cluster": res.facts,
-        "seconds": res.seconds,
-        "rows": res.rows,
-        "kept_apart": res.kept_apart,
-        "complete": not res.incomplete,
-        "orphans": res.orphans,
-        "schema": res.schema,
-        "deleted_columns": DELETED_COLUMNS,
-        "tables": [t.to_json() for t in res.tables],
-        "notes": res.notes,
-    }
-    (res.out / "report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    lines = [
-        f"unload of PostgreSQL {res.facts['major']} data directory: {res.rows} rows in {len(res.tables)} tables,"
-        f" {res.kept_apart} kept apart, {res.seconds:.1f} s",
-        "",
-    ]
-    for t in res.tables:
-        line = f"{t.rel.database}: {t.rel.qualified}: {t.rows} rows"
-        if t.kept_apart:
-            line += f", {t.kept_apart} kept apart ({t.apart_file})"
-        if t.checksum_failures:
-            line += f", {t.checksum_failures} pages failed their checksum"
-        if t.lost:
-            line += f", {len(t.lost)} lost"
-        if t.skipped:
-            line += f" [{t.skipped}]"
-        if t.deleted_file:
-            line += f"; {t.deleted_rows} removed row versions in {t.deleted_file}"
-            if t.deleted_apart:
-                line += f" ({t.deleted_apart} more kept apart)"
-        lines.append(line)
-        counted = {p["block"] for p in t.pages_lost}
-        lines.extend(f"    lost: block {p['block']}: {p['text']}" for p in t.pages_lost[:20])
-        lines.extend(
-            f"    lost: block {x.get('block')} item {x.get('lp')}: {x.get('reason')}"
-            for x in [x for x in t.lost if x.get("block") not in counted][:20]
-        )
-        lines.extend(f"    uncertain: {u}" for u in t.uncertain)
-    lines += _schema_lines(res.schema)
-    if res.orphans:
-        lines += ["", "relation files no catalog row names (decode one with: pgsurgeon unload FILE --layout TYPES):"]
-        lines += [f"  {o['database']}: {o['path']} ({o['blocks']} blocks)" for o in res.orphans]
-    if res.notes:
-        lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
-    (res.out / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _schema_lines(schema: dict[str, Any]) -> list[str]:
-    if schema.get("method") == "pg_dump":
-        out = ["", f"schema: pg_dump of a started copy of the catalog ({schema['server']}), recreated by restore.sql:"]
-        for db, kinds in schema.get("objects", {}).items():
-            listed = ", ".join(f"{n} {k.lower()}" for k, n in kinds.items()) or "no objects"
-            out.append(f"  {db}: {listed}")
-        return out
-    out = ["", "schema: from the catalog files (tables, types, sequences, keys, simple indexes)"]
-    if schema.get("fell_back"):
-        out[-1] += f", since pg_dump could not be used: {schema.get('why')}"
-        if schema.get("hint"):
-            out.append(f"  hint: {schema['hint']}")
-        for db, kinds in schema.get("missing", {}).items():
-            listed = ", ".join(f"{n} {k}" for k, n in kinds.items())
-            out.append(f"  {db}: not recreated: {listed + ', ' if listed else ''}owners and privileges")
-    return out
 
 
 def _page_state(zero: bool) -> str:
