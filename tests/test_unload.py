@@ -161,6 +161,10 @@ def test_unload_round_trip(make_lab: MakeLab, tmp_path: Path, version: str) -> N
     control.write_bytes(bytes(raw))
     r = _unload(source.pgdata, tmp_path / "out-broken", "--pg-version", version, "--block-size", "8192")
     assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
+    # the schema still from pg_dump: the catalog copy made startable from the values the files give
+    schema = json.loads((tmp_path / "out-broken" / "report.json").read_text())["schema"]
+    assert schema["method"] == "pg_dump"
+    assert schema["objects"] == json.loads((tmp_path / "out" / "report.json").read_text())["schema"]["objects"]
     target = _restore(make_lab, version, tmp_path / "out-broken")
     assert _snapshot(target, ["shop", "hr", "postgres"]) == expected
 
