@@ -261,12 +261,15 @@ def test_catalog_from_an_older_copy(make_lab: MakeLab, tmp_path: Path, version: 
     with lab.connect() as conn:
         conn.execute("CREATE TABLE t1 (id int, v text)")
         conn.execute("INSERT INTO t1 SELECT g, 'v' || g FROM generate_series(1, 1000) g")
+        conn.execute("CREATE SEQUENCE s")
+        conn.execute("SELECT setval('s', 10)")
     lab.stop()
     older = tmp_path / "older"
     shutil.copytree(lab.pgdata, older, symlinks=True)
     lab.start()
     with lab.connect() as conn:
         conn.execute("INSERT INTO t1 SELECT g, 'w' || g FROM generate_series(1001, 1500) g")
+        conn.execute("SELECT setval('s', 500)")
         conn.execute("CREATE TABLE t2 (a int4, b text)")
         conn.execute("INSERT INTO t2 SELECT g, 'b' || g FROM generate_series(1, 300) g")
         t1_rows = _copy(conn, "t1")
@@ -294,6 +297,9 @@ def test_catalog_from_an_older_copy(make_lab: MakeLab, tmp_path: Path, version: 
     assert _rows(out / t1["file"]) == t1_rows
     orphans = {o["path"] for o in report["orphans"]}
     assert t2_path in orphans
+    # the schema from the older catalog, the sequence's value from today's file, as the rows are
+    assert report["schema"]["method"] == "pg_dump"
+    assert "SELECT pg_catalog.setval('public.s', 500, true);" in (out / "5_postgres" / "data.sql").read_text()
 
     r = subprocess.run(
         [sys.executable, "-m", "pgsurgeon", "unload", str(lab.pgdata / t2_path), "--layout", "int4,text",

@@ -65,10 +65,13 @@ def make_copy(
     dest: Path,
     owner: OsUser,
     read_order: Callable[[str], int | None] | None = None,
+    data_root: Path | None = None,
 ) -> CatalogCopy:
     """Copy the catalog of ``files.pgdata`` (the given databases) into ``dest`` (new or empty), owned by ``owner``.
     ``files.pgdata`` may be a mounted base backup: its files are then read with ``read_order`` (where each comes in
-    a compressed archive), so the archive is read through once."""
+    a compressed archive), so the archive is read through once. With ``data_root`` (the catalog read from an older
+    copy, the rows from this cluster), the sequences' files come from there where they are: their values are
+    today's, as the rows are."""
     src = str(files.pgdata)
     out = CatalogCopy(dest)
     dest.mkdir(mode=0o700, exist_ok=True)
@@ -89,7 +92,8 @@ def make_copy(
     for rel in plan.copy:
         target = os.path.join(dest, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        copy(os.path.join(src, rel), target)
+        today = os.path.join(data_root, rel) if data_root is not None and rel in plan.sequences else None
+        copy(today if today is not None and os.path.isfile(today) else os.path.join(src, rel), target)
         out.bytes += os.path.getsize(target)
         out.files += 1
     for rel in plan.empty:
@@ -112,6 +116,7 @@ class _Plan:
         self.src = src
         self.copy: list[str] = []
         self.empty: list[str] = []
+        self.sequences: set[str] = set()
         self._listed: dict[str, list[tuple[str, bool, int]]] = {}
 
     def listing(self, rel: str) -> list[tuple[str, bool, int]]:
@@ -153,7 +158,10 @@ class _Plan:
                 continue  # no storage, or a shared catalog (global/ is copied whole)
             parent, node = os.path.split(loc[0])
             if rel.oid < FIRST_NORMAL_OID or rel.relkind == "S":
-                self.copy += [f"{parent}/{n}" for n in self.segments(parent, node)]
+                segments = [f"{parent}/{n}" for n in self.segments(parent, node)]
+                self.copy += segments
+                if rel.relkind == "S":
+                    self.sequences.update(segments)
             elif rel.relkind == "r":  # pg_dump COPYs each table (an empty file holds no rows) and opens no index
                 self.empty.append(loc[0])
 

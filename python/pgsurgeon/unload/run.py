@@ -451,7 +451,10 @@ def _unload(
     order = backup.read_order if backup is not None and backup.form != "plain" else None
     if with_pg_dump:
         dbs = [cat.db for cat, _ in plans]
-        schema_req = SchemaRequest(job.files, dbs, req.out / "pg_dump", req.pg_bin, order, handoff=handoff)
+        today = req.pgdata if req.catalog_from is not None else None
+        schema_req = SchemaRequest(
+            job.files, dbs, req.out / "pg_dump", req.pg_bin, order, data_root=today, handoff=handoff
+        )
         step = SchemaStep(schema_req)
         step.start()
     try:

@@ -70,6 +70,9 @@ class SchemaRequest:
     copied: threading.Event = field(default_factory=threading.Event)
     """Set once the catalog has been copied (or the step has ended): a tar backup's carving waits for it, so the
     two do not pull one compressed stream two ways."""
+    data_root: Path | None = None
+    """With the catalog from an older copy (unload --catalog-from): the cluster unloaded, whose sequences' values
+    the schema takes."""
     handoff: Handoff | None = None
     """Data files with columns of types the row engine cannot print, printed again by the copy's server once the
     carving hands them over (unload.raw_types)."""
@@ -176,7 +179,7 @@ def _prepare(
     wanted = {d.oid for d in req.databases} | {d.oid for d in req.files.databases() if d.name in BUILT_IN_DATABASES}
     databases = [d for d in req.files.databases() if d.oid in wanted]
     try:
-        copy = make_copy(req.files, databases, pgdata, server_user(), req.read_order)
+        copy = make_copy(req.files, databases, pgdata, server_user(), req.read_order, req.data_root)
     finally:
         req.copied.set()
     phases.done("copy the catalog")
