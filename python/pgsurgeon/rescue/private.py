@@ -23,7 +23,12 @@ class PrivateServer:
     says why not), ``srv.dsn(db)`` and ``srv.client_args()`` reach it."""
 
     def __init__(
-        self, pgdata: Path, install: PgInstall, settings: Mapping[str, str] | None = None, user: str | None = None
+        self,
+        pgdata: Path,
+        install: PgInstall,
+        settings: Mapping[str, str] | None = None,
+        user: str | None = None,
+        stop_mode: str = "fast",
     ) -> None:
         self.pgdata, self.install = pgdata, install
         self.settings = dict(settings or {})
@@ -31,6 +36,8 @@ class PrivateServer:
         self.user = user
         self.sock = Path(tempfile.mkdtemp(prefix="pgs-srv-", dir="/tmp"))  # short: a socket path is < 108 bytes
         self.log = self.sock / "server.log"
+        self.stop_mode = stop_mode
+        """``immediate`` for a throwaway copy: no shutdown checkpoint for a directory about to be removed."""
         self.port = 0
         self.started = False
         self.start_error = ""
@@ -78,7 +85,7 @@ class PrivateServer:
         if self.started:
             run_as(
                 self.owner,
-                [self.install.tool("pg_ctl"), "-D", self.pgdata, "-m", "fast", "-w", "stop"],
+                [self.install.tool("pg_ctl"), "-D", self.pgdata, "-m", self.stop_mode, "-w", "stop"],
                 env=self.install.env(),
                 timeout=START_TIMEOUT,
             )

@@ -453,8 +453,10 @@ def _unload(
         dbs = [cat.db for cat, _ in plans]
         today = req.pgdata if req.catalog_from is not None else None
         schema_req = SchemaRequest(
-            job.files, dbs, req.out / "pg_dump", req.pg_bin, order, data_root=today, handoff=handoff
-        )
+            job.files, dbs, req.out / "pg_dump", req.pg_bin, order, data_root=today,
+            # the copy's server waits for the carving only when a column needs it to print its values
+            handoff=handoff if _any_raw(plans) else None,
+        )  # fmt: skip
         step = SchemaStep(schema_req)
         step.start()
     try:
@@ -483,6 +485,17 @@ def _unload(
     result = UnloadResult(req.out, job.files.facts, results, job.notes, seconds, orphans, job.damaged, schema)
     write_reports(result)
     return result
+
+
+def _any_raw(plans: list[tuple[DbCatalog, list[Relation]]]) -> bool:
+    """Whether a table to carve has a column of a type the row engine cannot print (unload.raw_types)."""
+    for cat, tables in plans:
+        for rel in tables:
+            for a in live_columns(cat, rel):
+                desc = cat.column_type(a)
+                if desc is not None and raw_desc(cat, desc) is not None:
+                    return True
+    return False
 
 
 def _carve_raw_again(job: _Job, results: list[TableResult], handoff: Handoff) -> None:

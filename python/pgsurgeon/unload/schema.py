@@ -17,8 +17,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from pgsurgeon.catalog.files import Database, FilesCatalog
 from pgsurgeon.db import quote_ident
@@ -29,6 +31,7 @@ from pgsurgeon.unload.catalog_copy import CatalogCopy, make_copy
 from pgsurgeon.unload.catalog_damage import CatalogDamage, check_copy
 from pgsurgeon.unload.raw_types import Handoff, print_again
 
+T = TypeVar("T")
 BUILT_IN_DATABASES = ("postgres", "template1")
 """Databases a fresh cluster already has: restore.sql loads into them instead of creating them."""
 TOOL_TIMEOUT = 3600
@@ -142,7 +145,13 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
             server=f"PostgreSQL {server.short_version}"
             + ("" if client is server else f" (pg_dump {client.short_version})"),
             globals_sql=_restorable_globals(globals_sql, copy.tablespaces),
-            databases={db.oid: _split(client, db, dumps[db.oid], scratch) for db in req.databases},
+            databases=dict(
+                zip(
+                    [db.oid for db in req.databases],
+                    _each(req.databases, lambda db: _split(client, db, dumps[db.oid], scratch)),
+                    strict=True,
+                )
+            ),
             copy_bytes=copy.bytes,
             seconds=0.0,
             notes=notes,
@@ -228,14 +237,15 @@ def _dump_all(
     failure = "a catalog index failed its checks" if damage.index_damaged else ""
     attempts: list[dict[str, str]] = [{}, {"ignore_system_indexes": "on"}]
     for settings in attempts[1:] if damage.index_damaged else attempts:
-        with PrivateServer(pgdata, server, settings, user=superuser) as srv:
+        with PrivateServer(pgdata, server, settings, user=superuser, stop_mode="immediate") as srv:
             if not srv.started:
                 raise SchemaUnavailable(
                     f"the catalog copy did not start: {srv.start_error}",
                     hint="the catalog itself may be damaged: pgsurgeon scan PGDATA names what",
                 )
             try:
-                dumps = {db.oid: _pg_dump(client, srv, db, req.archives, cancelled) for db in req.databases}
+                archives = _each(req.databases, lambda db: _pg_dump(client, srv, db, req.archives, cancelled))
+                dumps = {db.oid: path for db, path in zip(req.databases, archives, strict=True)}
                 globals_sql = _run(client, "pg_dumpall", [*srv.client_args(), "--globals-only"])
                 if req.handoff is not None:
                     _print_raw(srv, req, req.handoff, cancelled)
@@ -259,6 +269,18 @@ def _print_raw(srv: PrivateServer, req: SchemaRequest, handoff: Handoff, cancell
         raise SchemaUnavailable("cancelled")
     if tables:
         print_again({db.name: srv.dsn(db.name) for db in req.databases}, tables, handoff)
+
+
+PARALLEL = max(2, min(4, os.cpu_count() or 2))
+"""pg_dump and pg_restore processes at once, one database each (they wait on the server and on their files)."""
+
+
+def _each(databases: list[Database], work: Callable[[Database], T]) -> list[T]:
+    """``work`` for every database, a few at once; in their order. The first failure is raised."""
+    if len(databases) < 2:
+        return [work(db) for db in databases]
+    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="unload-schema") as pool:
+        return list(pool.map(work, databases))
 
 
 def _pg_dump(client: PgInstall, srv: PrivateServer, db: Database, archives: Path, cancelled: threading.Event) -> Path:
