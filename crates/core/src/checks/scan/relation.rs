@@ -171,46 +171,25 @@ fn btree_flag_checks(out: &mut Vec<Finding>, block: u64, level: u32, flags: u16,
     true
 }
 
-/// `file.fsm_beyond_end` for a main fork `rel` of `nblocks` blocks, from its FSM fork `fsm`.
-pub(super) fn fsm_check(
-    root: &Path,
-    rel: &Relation,
-    fsm: &Relation,
-    nblocks: u64,
-    opts: &ScanOptions,
-) -> Option<Finding> {
+/// `file.fsm_beyond_end` for a main fork of `nblocks` blocks, from its FSM fork `fsm`.
+pub(super) fn fsm_check(root: &Path, fsm: &Relation, nblocks: u64, opts: &ScanOptions) -> Option<Finding> {
     let read = |fsm_block: u64| {
         let segno = fsm_block / u64::from(opts.relseg_size);
         let seg = fsm.segments.iter().find(|s| u64::from(s.segno) == segno)?;
         let offset = (fsm_block % u64::from(opts.relseg_size)) * u64::from(opts.blcksz);
         reread_page(&root.join(&seg.path), offset, opts.blcksz as usize)
     };
-    let mut beyond = fsm_blocks_beyond_end(nblocks, opts.blcksz as usize, opts.checksums, read);
-    let mut end = nblocks;
-    if opts.live_redo_lsn.is_some() && !beyond.is_empty() {
-        // A running server extends the main fork before it records the new blocks' space (hio.c), and the
-        // FSM carries no LSN to tell a page written since the scan began: measure the file again, now that
-        // the map is read, and keep only the blocks still missing.
-        end = end.max(main_fork_nblocks_now(root, rel, opts.blcksz, opts.relseg_size));
-        beyond.retain(|b| *b >= end);
+    if opts.live_redo_lsn.is_some() {
+        // A running server's map on disk is not the map it follows, either way: it extends the main fork
+        // before it records the new blocks' space (hio.c), and when VACUUM truncates the table it clears the
+        // map's slots in shared buffers and cuts the main fork's file at once (freespace.c,
+        // FreeSpaceMapPrepareTruncateRel; storage.c, RelationTruncate), so until the next checkpoint writes
+        // that page the file still offers the blocks that are gone. The map carries no LSN to tell either case
+        // from damage: it is judged offline only.
+        return None;
     }
-    fsm_beyond_end_finding(&beyond, end)
-}
-
-/// The length of `rel`'s fork as the files are now (segment by segment, up to the first short or missing one).
-fn main_fork_nblocks_now(root: &Path, rel: &Relation, blcksz: u32, relseg_size: u32) -> u64 {
-    let mut blocks = 0u64;
-    for segno in 0u32.. {
-        let Ok(meta) = std::fs::metadata(root.join(rel.segment_path(segno))) else {
-            break;
-        };
-        let n = meta.len() / u64::from(blcksz);
-        blocks += n;
-        if n < u64::from(relseg_size) {
-            break;
-        }
-    }
-    blocks
+    let beyond = fsm_blocks_beyond_end(nblocks, opts.blcksz as usize, opts.checksums, read);
+    fsm_beyond_end_finding(&beyond, nblocks)
 }
 
 /// Index entries into the all-zero pages of heap `ri` (`zero_refs`: (heap, block) -> entries): each such page had

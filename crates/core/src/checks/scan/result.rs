@@ -160,7 +160,7 @@ impl Assembly {
             cross.vm.get(&key).map(|v| v.as_slice()),
         );
         if let Some(&fi) = cross.fsm_of.get(&key).filter(|_| rel.fork == Fork::Main) {
-            rel_findings.extend(fsm_check(ctx.root, rel, &relations[fi], plan.nblocks[ri], opts));
+            rel_findings.extend(fsm_check(ctx.root, &relations[fi], plan.nblocks[ri], opts));
         }
         zero_ref_checks(&mut rel_findings, &cross.zero_refs, ri);
         if let (Some(book), Fork::Main) = (ctx.book, rel.fork) {
