@@ -106,8 +106,9 @@ class RestoreWriter:
                     f"{d.name}: {changed} foreign keys are added NOT VALID, since rows are missing: "
                     "ALTER TABLE … VALIDATE CONSTRAINT once they are dealt with"
                 )
-        for name, text in (("pre-data.sql", dump.pre), ("data.sql", dump.data), ("post-data.sql", post)):
-            (directory / name).write_text(text, encoding="utf-8")
+        (directory / "pre-data.sql").write_text(dump.pre, encoding="utf-8")
+        dump.data.replace(directory / "data.sql")
+        (directory / "post-data.sql").write_text(post, encoding="utf-8")
         lines = [f"\\connect {quote_ident(d.name)}"] if d.name in BUILT_IN_DATABASES else []
         lines.append(f"\\ir {directory.name}/pre-data.sql")  # a new database: CREATE DATABASE, \connect
         return [*lines, *copies, f"\\ir {directory.name}/data.sql", f"\\ir {directory.name}/post-data.sql"]

@@ -86,7 +86,8 @@ class DbDump:
     database: Database
     archive: Path
     pre: str
-    data: str
+    data: Path
+    """The data section's SQL (sequence values, large objects), a file beside the archive."""
     post: str
     objects: dict[str, int]
 
@@ -302,11 +303,14 @@ def _split(client: PgInstall, db: Database, archive: Path, scratch: Path) -> DbD
     wanted = [
         line for line in data_toc.splitlines() if line and not line.startswith(";") and _desc(line) != "TABLE DATA"
     ]
-    data = ""
-    if wanted:  # the sequences' values and the large objects: unload writes the tables' rows itself
+    # the sequences' values and the large objects (unload writes the tables' rows itself), straight to a file:
+    # the large objects' data can be any size
+    data = archive.with_suffix(".data.sql")
+    data.write_text("", encoding="utf-8")
+    if wanted:
         listing = scratch / f"{db.oid}.list"
         listing.write_text("\n".join(wanted) + "\n", encoding="utf-8")
-        data = _run(client, "pg_restore", ["-L", str(listing), "-f", "-", str(archive)])
+        _run(client, "pg_restore", ["-L", str(listing), "-f", str(data), str(archive)])
     post = _run(client, "pg_restore", ["--section=post-data", "-f", "-", str(archive)])
     objects: dict[str, int] = {}
     for line in toc.splitlines():
