@@ -129,10 +129,7 @@ class _Plan:
 
     def listing(self, rel: str) -> list[tuple[str, bool, int]]:
         if rel not in self._listed:
-            try:
-                self._listed[rel] = core.vfs_list(os.path.join(self.src, rel))
-            except (OSError, ValueError):
-                self._listed[rel] = []
+            self._listed[rel] = _entries(Path(self.src) / rel)
         return self._listed[rel]
 
     def files_in(self, rel: str) -> list[str]:

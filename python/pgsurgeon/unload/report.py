@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from pgsurgeon.salvage.deleted import DELETED_COLUMNS
+
 if TYPE_CHECKING:
     from pgsurgeon.unload.run import UnloadResult
-
-# The leading columns of a .deleted file (crates/core/src/rows/carve.rs, write_deleted_prefix).
-DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
 
 
 def write_reports(res: UnloadResult) -> None:

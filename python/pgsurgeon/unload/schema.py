@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from pgsurgeon.catalog.files import Database, FilesCatalog
-from pgsurgeon.db import quote_ident
 from pgsurgeon.pgbin import PgInstall, install_of_major, run_as, server_user
 from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
 from pgsurgeon.rescue.private import PrivateServer
@@ -367,10 +366,6 @@ def foreign_keys_not_valid(post: str) -> tuple[str, int]:
         return f"{stmt} NOT VALID;"
 
     return _FK.sub(not_valid, post), count
-
-
-def connect_line(db: Database) -> str:
-    return f"\\connect {quote_ident(db.name)}"
 
 
 def _run(install: PgInstall, program: str, args: list[str]) -> str:
