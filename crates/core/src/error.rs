@@ -24,7 +24,7 @@ impl CoreError {
 impl fmt::Display for CoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CoreError::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            CoreError::Io { path, source } => write!(f, "{}: {}", path.display(), io_reason(source)),
             CoreError::Format { what, detail } => write!(f, "{what}: {detail}"),
             CoreError::Invalid(msg) => f.write_str(msg),
         }
@@ -40,4 +40,33 @@ impl std::error::Error for CoreError {
     }
 }
 
+/// An I/O error's reason as PostgreSQL's tools print it (`could not open file "…": No such file or directory` keeps
+/// strerror's text, and our messages are lowercase): Rust's `Display` appends ` (os error 2)`, which names nothing a
+/// DBA can act on.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let reason = match e.raw_os_error() {
+        Some(code) => text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_string(),
+        None => text,
+    };
+    let mut chars = reason.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => reason,
+    }
+}
+
 pub type Result<T> = std::result::Result<T, CoreError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_read_as_our_messages() {
+        let e = CoreError::io("/x/base", std::io::Error::from_raw_os_error(20));
+        assert_eq!(e.to_string(), "/x/base: not a directory");
+        let custom = std::io::Error::new(std::io::ErrorKind::InvalidData, "Truncated member");
+        assert_eq!(io_reason(&custom), "truncated member");
+    }
+}

@@ -21,11 +21,18 @@ pyo3::create_exception!(_pgsurgeon, FormatError, PyValueError, "A file is not in
 pub(crate) fn to_pyerr(err: CoreError) -> PyErr {
     let text = err.to_string();
     match err {
-        CoreError::Io { source, .. } => match source.kind() {
-            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(text),
-            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(text),
-            _ => PyOSError::new_err(text),
-        },
+        CoreError::Io { source, .. } => {
+            let exc = match source.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(text),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(text),
+                _ => PyOSError::new_err(text),
+            };
+            // errno lets the CLI give the hint for the cause (ENOTDIR, ELOOP, ENOSPC...), as for Python's own errors
+            if let Some(code) = source.raw_os_error() {
+                Python::attach(|py| exc.value(py).setattr("errno", code).ok());
+            }
+            exc
+        }
         CoreError::Format { .. } => FormatError::new_err(text),
         CoreError::Invalid(_) => PyValueError::new_err(text),
     }

@@ -1,6 +1,7 @@
 //! TOAST values for carved rows, as `detoast.c` would assemble them: chunks read from the TOAST relation's files
 //! (located once per relation) or fetched by the caller through SQL, checked and put together in sequence.
 
+use crate::error::io_reason;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -76,7 +77,8 @@ impl ToastFiles {
                 .par_iter()
                 .map(|&first| {
                     let count = step.min(self.nblocks - first);
-                    let data = self.reader.read(first, count).map_err(|e| format!("cannot read TOAST: {e}"))?;
+                    let data =
+                        self.reader.read(first, count).map_err(|e| format!("cannot read TOAST: {}", io_reason(&e)))?;
                     let mut v = Vec::new();
                     for (i, page) in data.chunks_exact(self.blcksz).enumerate() {
                         let block = (first + i as u64) as u32;
@@ -105,7 +107,8 @@ impl ToastFiles {
         let mut out = Vec::new();
         let mut suspect = false;
         for &(_, block) in &loc[lo..hi] {
-            let page = self.reader.read(u64::from(block), 1).map_err(|e| format!("cannot read TOAST: {e}"))?;
+            let page =
+                self.reader.read(u64::from(block), 1).map_err(|e| format!("cannot read TOAST: {}", io_reason(&e)))?;
             if page.len() < self.blcksz {
                 continue;
             }

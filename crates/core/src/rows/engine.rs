@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::carve::Carver;
 use super::find::PageInfo;
 use super::output::{Batch, CarveCounts, LostItem};
-use crate::error::{CoreError, Result};
+use crate::error::{io_reason, CoreError, Result};
 use crate::sources::blocks::BlockReader;
 use crate::visibility::xact::XidStatus;
 
@@ -28,7 +28,7 @@ pub trait PageSource: Sync {
 impl PageSource for BlockReader {
     fn read_into(&self, first: u64, count: u64, buf: &mut Vec<u8>) -> Result<()> {
         BlockReader::read_into(self, first, count, buf)
-            .map_err(|e| CoreError::Invalid(format!("cannot read block {first}: {e}")))
+            .map_err(|e| CoreError::Invalid(format!("cannot read block {first}: {}", io_reason(&e))))
     }
 }
 
@@ -342,7 +342,7 @@ impl FileSink {
     /// Flush everything to the files.
     pub fn finish(mut self) -> Result<()> {
         use std::io::Write;
-        let err = |e: std::io::Error| CoreError::Invalid(format!("cannot write rows: {e}"));
+        let err = |e: std::io::Error| CoreError::Invalid(format!("cannot write rows: {}", io_reason(&e)));
         self.main.flush().map_err(err)?;
         self.apart.flush().map_err(err)?;
         if let Some(p) = &mut self.prov {
@@ -355,7 +355,7 @@ impl FileSink {
 impl RowSink for FileSink {
     fn write(&mut self, main: &[u8], apart: &[u8], prov: &[u8]) -> Result<()> {
         use std::io::Write;
-        let err = |e: std::io::Error| CoreError::Invalid(format!("cannot write rows: {e}"));
+        let err = |e: std::io::Error| CoreError::Invalid(format!("cannot write rows: {}", io_reason(&e)));
         self.main.write_all(main).map_err(err)?;
         self.apart.write_all(apart).map_err(err)?;
         if let Some(p) = &mut self.prov {

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CoreError, Result};
+use crate::error::{io_reason, CoreError, Result};
 use crate::format::itemid::LP_NORMAL;
 use crate::format::page::Page;
 use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
@@ -65,8 +65,9 @@ pub(crate) fn walk_leaves(
     let mut first = 1u64; // block 0 is the metapage
     while first < ix.nblocks {
         let count = 256u64.min(ix.nblocks - first);
-        let data =
-            reader.read(first, count).map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", ix.name)))?;
+        let data = reader
+            .read(first, count)
+            .map_err(|e| CoreError::Invalid(format!("cannot read {}: {}", ix.name, io_reason(&e))))?;
         for bytes in data.chunks_exact(size) {
             let Some(page) = Page::new(bytes) else { continue };
             if !page.header_is_sane(size) {

@@ -5,6 +5,7 @@
 //! timeline ID", as the test on 15 and 18 shows): the checkpoint record is not found and the server does not start.
 //! A malformed one is FATAL wherever it is read.
 
+use crate::error::io_reason;
 use std::path::Path;
 
 use super::ClusterFinding;
@@ -21,9 +22,10 @@ pub(super) fn history_checks(pgdata: &Path, c: &ControlFile) -> Vec<ClusterFindi
         Err(e) => (
             Code::FileTimelineHistoryMissing,
             format!(
-                "{path} cannot be read ({e}): pg_control's timeline {tli} has no record of the timelines it came from; \
+                "{path} cannot be read ({}): pg_control's timeline {tli} has no record of the timelines it came from; \
                  the server refuses WAL pages of those (unexpected timeline ID) and does not start while the \
-                 checkpoint's segment holds any; archive recovery, standbys and pg_rewind need it too"
+                 checkpoint's segment holds any; archive recovery, standbys and pg_rewind need it too",
+                io_reason(&e)
             ),
         ),
         Ok(bytes) => match problems(&String::from_utf8_lossy(&bytes), tli) {

@@ -2,6 +2,7 @@
 //! loads the shared map and its database's map when it connects (relmapper.c `load_relmap_file`) and refuses the
 //! connection (FATAL) when the file is missing, has the wrong size or magic, or fails its CRC.
 
+use crate::error::io_reason;
 use std::path::Path;
 
 use super::ClusterFinding;
@@ -28,7 +29,7 @@ pub(super) fn relmap_checks(pgdata: &Path) -> Vec<ClusterFinding> {
 fn check(pgdata: &Path, dir: &str, who: &str) -> Option<ClusterFinding> {
     let path = format!("{dir}/{RELMAPPER_FILENAME}");
     let why = match std::fs::read(pgdata.join(&path)) {
-        Err(e) => format!("cannot be read ({e})"),
+        Err(e) => format!("cannot be read ({})", io_reason(&e)),
         Ok(bytes) => match RelMap::parse(&bytes) {
             Err(e) => format!("contains invalid data: {}", e.to_string().trim_start_matches("pg_filenode.map: ")),
             Ok(m) if !m.crc_ok => "contains an incorrect checksum".to_string(),

@@ -3,6 +3,7 @@
 //! before any other page of a segment), the header of every page the record lies on, the record's header, CRC and
 //! checkpoint payload. No other record is decoded: this is what decides whether the server starts.
 
+use crate::error::io_reason;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -77,7 +78,8 @@ impl Wal<'_> {
         let read = File::open(self.pgdata.join(&path))
             .and_then(|mut f| f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(&mut buf)));
         if let Err(e) = read {
-            let message = format!("{path}: the WAL page at {} (offset {at}) cannot be read: {e}", Lsn(page));
+            let message =
+                format!("{path}: the WAL page at {} (offset {at}) cannot be read: {}", Lsn(page), io_reason(&e));
             return Err(Stop::Page(page_finding(message, path)));
         }
         let mut bad = Vec::new();

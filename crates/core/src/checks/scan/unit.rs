@@ -4,6 +4,7 @@
 //! This is the scan's hot loop: per page it only reads from the chunk's buffer and pushes to the summary's vectors.
 //! No allocation or lock per page (a page read again in a live scan is the exception).
 
+use crate::error::io_reason;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -159,7 +160,7 @@ pub(super) fn scan_unit(
                 Code::FileUnreadable,
                 Some(base_block),
                 None,
-                format!("cannot read {}: {e}", seg.path),
+                format!("cannot read {}: {}", seg.path, io_reason(&e)),
             ));
             return out;
         }

@@ -16,7 +16,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CoreError, Result};
+use crate::error::{io_reason, CoreError, Result};
 use crate::format::btree::{
     BTPageOpaqueData, IndexTupleData, BTP_DELETED, BTP_HALF_DEAD, P_HIKEY, SIZE_OF_ITEM_POINTER,
 };
@@ -294,7 +294,7 @@ fn fill_index(
             let count = CHUNK_BLOCKS.min(ix.rel.nblocks - first);
             let data = reader
                 .read(first, count)
-                .map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", ix.rel.name)))?;
+                .map_err(|e| CoreError::Invalid(format!("cannot read {}: {}", ix.rel.name, io_reason(&e))))?;
             let mut t = IndexTally::default();
             let mut vals = Vec::new();
             let mut prints = Vec::new();
@@ -483,7 +483,7 @@ fn probe_heap(cfg: &AllIndexedConfig, blooms: &[Bloom], heap_blocks: (u64, u64))
             let count = CHUNK_BLOCKS.min(heap_blocks.1 - first);
             let data = reader
                 .read(first, count)
-                .map_err(|e| CoreError::Invalid(format!("cannot read {}: {e}", cfg.heap.name)))?;
+                .map_err(|e| CoreError::Invalid(format!("cannot read {}: {}", cfg.heap.name, io_reason(&e))))?;
             let mut t = HeapTally {
                 missing: vec![0; nix],
                 toasted: vec![0; nix],
