@@ -9,7 +9,6 @@ pipe) and files in a format we cannot decode are rendered here. Anything else is
 from __future__ import annotations
 
 import argparse
-import errno
 import gc
 import os
 import signal
@@ -19,7 +18,7 @@ from typing import Any, NoReturn
 
 from pgsurgeon import __version__, core
 from pgsurgeon.commands import modules, options
-from pgsurgeon.errors import PgSurgeonError, UsageError
+from pgsurgeon.errors import PgSurgeonError, UsageError, from_os_error
 from pgsurgeon.exitcodes import Exit
 
 
@@ -58,49 +57,6 @@ def get_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# What to do next for the OS errors a user causes with a path; errno -> hint.
-_OS_HINTS = {
-    errno.EACCES: "run as the owner of the files (the cluster's OS user) or root, or fix their permissions",
-    errno.EPERM: "run as the owner of the files (the cluster's OS user) or root, or fix their permissions",
-    errno.ENOENT: "check the path",
-    errno.EISDIR: "a directory was given where a file is expected",
-    errno.ENOTDIR: "a part of the path is a file, not a directory",
-    errno.EEXIST: "remove it or choose another path",
-    errno.ENOSPC: "free some space, then run again",
-    errno.EROFS: "the file system is mounted read-only; write somewhere else",
-    errno.ENAMETOOLONG: "shorten the path",
-    errno.ELOOP: "the path has a symbolic link loop",
-}
-
-
-_ERRNO_OF: dict[type[OSError], int] = {
-    PermissionError: errno.EACCES,
-    FileNotFoundError: errno.ENOENT,
-    IsADirectoryError: errno.EISDIR,
-    NotADirectoryError: errno.ENOTDIR,
-    FileExistsError: errno.EEXIST,
-}
-
-
-def _os_error(exc: OSError) -> PgSurgeonError | None:
-    """The expected OS error as our error, or None for one that points at a bug (then the traceback stays)."""
-    if isinstance(exc, BrokenPipeError):
-        return PgSurgeonError(
-            "the output was closed before everything was written (broken pipe)",
-            hint="the reading end (head, a pager) exited early; nothing else went wrong",
-        )
-    # The Rust core raises these without an errno (its message names the path): go by the class then.
-    code = exc.errno if exc.errno is not None else _ERRNO_OF.get(type(exc))
-    if code not in _OS_HINTS:
-        return None
-    if exc.filename is not None:
-        message = f"{os.fsdecode(exc.filename)}: {(exc.strerror or str(code)).lower()}"
-    else:
-        path, sep, reason = str(exc).rpartition(": ")
-        message = path + sep + reason.split(" (os error")[0].lower()
-    return PgSurgeonError(message, hint=_OS_HINTS[code])
-
-
 def _stdout_gone() -> None:
     """Point stdout at /dev/null so the interpreter's final flush does not fail on the closed pipe again."""
     try:
@@ -129,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("pgsurgeon: interrupted", file=sys.stderr)
         return Exit.INTERRUPTED
     except OSError as exc:
-        mapped = _os_error(exc)
+        mapped = from_os_error(exc)
         if mapped is None:
             raise
         if isinstance(exc, BrokenPipeError):

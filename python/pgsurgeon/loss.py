@@ -321,7 +321,7 @@ def for_relation_file(
     """For a relation file inside a data directory (the cluster stopped, or a copy): the table's name and the
     account of ``blocks``; None when the file or its catalog cannot be placed, or it holds no rows. ``cache``
     keeps each data directory's catalog between calls."""
-    from pgsurgeon.catalog.files import FilesCatalog, file_key, relation_index
+    from pgsurgeon.catalog.files import CatalogUnreadable, FilesCatalog, file_key, relation_index
 
     found = file_key(path)
     if found is None or "_" in path.name:  # a fork (_vm, _fsm) holds no rows
@@ -341,7 +341,7 @@ def for_relation_file(
             dbcats[db.oid] = fc.database(db)
         label = f"{rel.database}.{rel.qualified}" if rel.database else rel.qualified
         return label, from_files(dbcats[db.oid], rel, blocks, in_data_directory(pgdata), fc.block_size)
-    except (ValueError, OSError):
+    except (ValueError, OSError, CatalogUnreadable):
         return None
 
 

@@ -17,7 +17,7 @@ from pgsurgeon.catalog.names import RelKey, keys_named
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.storage import storage_findings
 from pgsurgeon.datadir import postmaster_pid
-from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.errors import PgSurgeonError, from_os_error
 from pgsurgeon.findings import Finding, from_cluster, from_file, make
 from pgsurgeon.loss import reword_zero_pages
 
@@ -112,8 +112,10 @@ def _scan_once(
         scanner = core.Scanner(str(req.pgdata), config)
     except PermissionError as exc:
         raise _not_allowed(exc) from None
-    except (ValueError, OSError) as exc:
-        raise PgSurgeonError(str(exc).splitlines()[0]) from None
+    except OSError as exc:
+        raise from_os_error(exc) or _cannot_start(req, exc) from None
+    except ValueError as exc:
+        raise _cannot_start(req, exc) from None
     total = scanner.total_bytes
     result: dict[str, Any] = {}
     failure: list[BaseException] = []
@@ -143,6 +145,14 @@ def _scan_once(
     return result
 
 
+def _cannot_start(req: ScanRequest, exc: Exception) -> PgSurgeonError:
+    reason = (str(exc).strip().splitlines() or ["unknown error"])[0]
+    return PgSurgeonError(
+        f"cannot scan {req.pgdata}: {reason}",
+        hint="the directory is not a whole data directory or base backup: name the relation files to scan them alone",
+    )
+
+
 def _files_catalog(
     pgdata: Path, in_backup: bool = False, descs: bool = True
 ) -> tuple[dict[RelKey, Relation], list[Any], dict[str, int], str | None]:
@@ -150,12 +160,18 @@ def _files_catalog(
     instead when the catalog cannot be read there (the scan then goes on without names)."""
     if not in_backup and not (pgdata / "global" / "pg_filenode.map").is_file():
         return {}, [], {}, None  # not a whole data directory (relation files copied out): nothing names them
-    from pgsurgeon.catalog.files import FilesCatalog, relation_index  # only without a server: not on diagnose's path
+    from pgsurgeon.catalog.files import (
+        CatalogUnreadable,
+        FilesCatalog,
+        relation_index,
+    )  # only without a server: not on diagnose's path
 
     try:
         fc = FilesCatalog(pgdata)
         names, metas = relation_index(fc, descs)
         dbs = {d.name: d.oid for d in fc.databases()}
+    except CatalogUnreadable as exc:
+        return {}, [], {}, f"relations are not named: {exc.message} ({exc.hint})"
     except (ValueError, OSError) as exc:
         return {}, [], {}, f"relations are not named: the catalog could not be read from the files ({exc})"
     return names, metas, dbs, None
@@ -223,7 +239,11 @@ def _run_scan(
     except core.FormatError as exc:
         if backup is None and not req.files and not req.relations:
             return _control_unreadable(req)
-        raise PgSurgeonError(f"pg_control is unreadable: {exc}", hint="use --checksums on|off to scan anyway") from None
+        reason = str(exc).removeprefix("pg_control: ")
+        raise PgSurgeonError(
+            f"{req.pgdata / 'global' / 'pg_control'} is unreadable: {reason}",
+            hint="use --checksums on|off to scan anyway",
+        ) from None
     pid = postmaster_pid(req.pgdata)
     if pid is not None and not req.live:
         raise PgSurgeonError(

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from pgsurgeon.boundary import BackupInfo, ManifestReport, SegFile
 
 
+_DAMAGED_HINT = (
+    "the backup is incomplete or damaged: 'pg_verifybackup' of it names what is wrong; restore from another backup"
+)
+
+
 def is_backup(path: Path) -> bool:
     """A base backup (backup_label, backup_manifest or base.tar*) rather than a plain data directory."""
     return core.is_backup(path)
@@ -34,8 +39,10 @@ class BackupSource:
         try:
             self.handle = core.open_backup(path)
         except (ValueError, OSError) as exc:
-            message, _, hint = str(exc).partition("\nhint: ")
-            raise PgSurgeonError(message, hint=hint or None) from None
+            message, _, hint = str(exc).strip().partition("\nhint: ")
+            if str(path) not in message:  # the core names the member ("backup_manifest: …"): say which backup
+                message = f"{path}: {message}"
+            raise PgSurgeonError(message, hint=hint or _DAMAGED_HINT) from None
         self.root: Path = self.handle.root
         self.info: BackupInfo = self.handle.info()
 

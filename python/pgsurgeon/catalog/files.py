@@ -14,6 +14,7 @@ from pgsurgeon import core
 from pgsurgeon.catalog.names import RelKey
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
+from pgsurgeon.errors import PgSurgeonError
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import ClusterFacts, ClusterOptions, RelDesc, TypeDesc
@@ -463,12 +464,41 @@ class DbCatalog:
         return None if loc is None else (loc[3], loc[4])
 
 
+class CatalogUnreadable(PgSurgeonError):
+    """The catalog cannot be read from the files: one line naming the file, and what to do about it."""
+
+
+def _catalog_hint(pgdata: Path, reason: str) -> str:
+    """What to do, by what stopped the read (the core's message names the file)."""
+    if "pg_filenode.map" in reason:
+        return (
+            "the relation map (where the core catalogs' files are) is lost or damaged: restore that file from a "
+            "backup of the same cluster (it changes only on VACUUM FULL or CLUSTER of a mapped catalog); "
+            f"'pgsurgeon files {pgdata}' lists the relation files without it"
+        )
+    if "pg_control" in reason:
+        return f"pg_control is damaged: 'pgsurgeon control --plan {pgdata}' derives its values from the other files"
+    if "holds no database" in reason:
+        return "base/ has no database directory with its relation map: check the path, or restore base/ from a backup"
+    return f"'pgsurgeon scan {pgdata}' names the damaged files; restore them from a backup of the same cluster"
+
+
+def catalog_unreadable(pgdata: Path, exc: Exception) -> CatalogUnreadable:
+    """A core error while reading the catalog, as one line naming the file and a hint."""
+    reason = (str(exc).strip().splitlines() or ["unknown error"])[0]
+    return CatalogUnreadable(f"cannot read the catalog of {pgdata}: {reason}", hint=_catalog_hint(pgdata, reason))
+
+
 class FilesCatalog:
-    """A data directory's catalog, read from its files (read-only)."""
+    """A data directory's catalog, read from its files (read-only). Raises :class:`CatalogUnreadable` when the
+    files do not give it (pg_control, a relation map or a core catalog lost)."""
 
     def __init__(self, pgdata: Path, options: ClusterOptions | None = None) -> None:
         self.pgdata = pgdata
-        self.handle = core.files_catalog(pgdata, options or {})
+        try:
+            self.handle = core.files_catalog(pgdata, options or {})
+        except (ValueError, OSError) as exc:
+            raise catalog_unreadable(pgdata, exc) from None
         self.facts: ClusterFacts = self.handle.facts()
         self._dbs: dict[int, DbCatalog] = {}
 
@@ -488,7 +518,10 @@ class FilesCatalog:
     def databases(self) -> list[Database]:
         cols = ["oid", "datname", "encoding", "datcollate", "datctype", "datistemplate", "datallowconn",
                 "datlocprovider", "daticulocale", "datlocale"]  # fmt: skip
-        rows, _absent, _doubt = self.handle.read(0, PG_DATABASE, cols)
+        try:
+            rows, _absent, _doubt = self.handle.read(0, PG_DATABASE, cols)
+        except (ValueError, OSError) as exc:
+            raise catalog_unreadable(self.pgdata, exc) from None
         out = []
         for row in rows:
             r = dict(zip(cols, row, strict=True))
@@ -567,7 +600,7 @@ def names_from_files(pgdata: Path) -> dict[RelKey, Relation]:
     """Relation names from the catalog in the data files; empty when it cannot be read there."""
     try:
         return relation_index(FilesCatalog(pgdata))[0]
-    except (ValueError, OSError):
+    except (ValueError, OSError, CatalogUnreadable):
         return {}
 
 

@@ -33,8 +33,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def collect(pgdata: Path, dsn: str | None) -> list[dict[str, Any]]:
     if not (pgdata / "global" / "pg_control").is_file():
-        raise PgSurgeonError(f"{pgdata} is not a data directory (no global/pg_control)")
-    control = core.read_control(pgdata)
+        raise PgSurgeonError(
+            f"{pgdata} is not a data directory (no global/pg_control)",
+            hint="pass a stopped cluster's data directory (a base backup is checked by 'pgsurgeon scan BACKUP')",
+        )
+    try:
+        control = core.read_control(pgdata)
+    except core.FormatError as exc:
+        raise PgSurgeonError(
+            f"{pgdata / 'global' / 'pg_control'} cannot be read: {str(exc).removeprefix('pg_control: ')}",
+            hint=f"'pgsurgeon control --plan {pgdata}' derives its values from the other files",
+        ) from None
     relations = core.discover_relations(pgdata)
     names = name_map(dsn) if dsn else names_from_files(pgdata)
     out: list[dict[str, Any]] = []

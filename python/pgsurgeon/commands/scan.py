@@ -159,7 +159,7 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
             "replay rewrites them (information, not damage; not checked)",
             style="dim",
         )
-    if s["skipped_live"]:
+    if s.get("skipped_live"):
         console.print(f"[yellow]{s['skipped_live']} pages skipped: written after the scan began (--live)[/]")
     if not outcome.findings:
         console.print("[green]no damage found[/]")

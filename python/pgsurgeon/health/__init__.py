@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.health import why
 from pgsurgeon.health.figures import (
     pct,
@@ -185,6 +186,13 @@ def run_health(req: HealthRequest, on_progress: Callable[[int, int, int], None] 
         ),
         on_progress,
     )
+    if "blcksz" not in outcome.control:
+        raise PgSurgeonError(
+            f"{req.pgdata / 'global' / 'pg_control'} cannot be read: it gives the block size and XID horizons every "
+            "figure needs",
+            hint=f"'pgsurgeon scan {req.pgdata}' says what is wrong; 'pgsurgeon control --plan {req.pgdata}' derives "
+            "its values from the other files",
+        )
     block_size = int(outcome.control["blcksz"])
     named_databases = {k[1] for k in outcome.names}
     figures = []

@@ -124,11 +124,11 @@ def rebuild_xact(req: XactRebuildRequest) -> XactRebuild:
 def relation_names(pgdata: Path) -> dict[tuple[int, int], str]:
     """The names of the relations whose rows are listed, read from the catalog in the data files; nothing when the
     catalog cannot be read there (its own rows may depend on the lost statuses)."""
-    from pgsurgeon.catalog.files import FilesCatalog, relation_index
+    from pgsurgeon.catalog.files import CatalogUnreadable, FilesCatalog, relation_index
 
     try:
         names, _ = relation_index(FilesCatalog(pgdata), descs=False)
-    except (ValueError, OSError):
+    except (ValueError, OSError, CatalogUnreadable):
         return {}
     return {(db, node): f"{rel.schema}.{rel.name}" for (_spc, db, node), rel in names.items()}
 

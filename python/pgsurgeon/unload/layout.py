@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
-from pgsurgeon.catalog.files import FilesCatalog, file_key
+from pgsurgeon.catalog.files import CatalogUnreadable, FilesCatalog, file_key
 from pgsurgeon.catalog.types import Types, type_desc
 from pgsurgeon.datadir import find_pgdata, segments_of
 from pgsurgeon.errors import PgSurgeonError
@@ -103,7 +103,7 @@ def run_layout(
                     if cat.namespaces.get(t.nspoid) == "pg_catalog":
                         by_name.setdefault(t.name, oid)
                 types = cat.type_rows(set(by_name.values()))
-        except (ValueError, OSError):
+        except (ValueError, OSError, CatalogUnreadable):
             pass  # the built-in facts stand in
     attrs: list[AttrDesc] = []
     columns: list[ColumnOut] = []

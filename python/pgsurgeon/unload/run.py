@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import core, loss
 from pgsurgeon.backup import BackupSource, is_backup
 from pgsurgeon.catalog.ddl import live_columns
-from pgsurgeon.catalog.files import Database, DbCatalog, FilesCatalog
+from pgsurgeon.catalog.files import CatalogUnreadable, Database, DbCatalog, FilesCatalog
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.errors import PgSurgeonError
@@ -159,11 +159,10 @@ class _Job:
             options["block_size"] = req.block_size
         try:
             self.files = FilesCatalog(req.catalog_from or req.pgdata, options)
-        except (ValueError, OSError) as exc:
-            raise PgSurgeonError(
-                f"cannot read the catalog of {req.pgdata}: {str(exc).splitlines()[0]}",
-                hint="give --pg-version and --block-size if pg_control is damaged",
-            ) from None
+        except CatalogUnreadable as exc:
+            if "pg_control" in exc.message:
+                exc.hint = "give --pg-version and --block-size (pg_control gives them), or --catalog-from a backup"
+            raise
         self.notes: list[str] = list(self.files.facts.get("warnings", []))
         self.blocks_done = 0
         self.blocks_total = 0
@@ -194,12 +193,13 @@ class _Job:
             t.skipped = "no file (the relation has no storage, or its file number is unknown)"
             return t
         relpath, nblocks = loc
-        heap = self.req.pgdata / relpath
+        segments = self._segments(relpath)
+        if not segments:
+            named = " (named by the catalog copy)" if self.req.catalog_from is not None else ""
+            t.skipped = f"its file {relpath}{named} is not in {self.req.pgdata}: its rows are lost"
+            return t
         if self.req.catalog_from is not None:
-            nblocks = self.blocks_of(heap)
-            if not heap.exists():
-                t.skipped = f"its file {relpath} (named by the catalog copy) is not in {self.req.pgdata}"
-                return t
+            nblocks = self.blocks_of(self.req.pgdata / relpath)
         cols = live_columns(cat, rel)
         columns: list[ColumnOut] = []
         raw_columns: dict[str, RawColumn] = {}
@@ -219,7 +219,7 @@ class _Job:
             "blcksz": self.files.block_size,
             "relseg_size": int(self.files.facts["relseg_size"]),
             "nblocks": nblocks,
-            "files": self._segments(relpath),
+            "files": segments,
             "desc": cat.rel_desc(rel),
             "columns": columns,
             "format": "csv" if self.req.format == "csv" else "text",
