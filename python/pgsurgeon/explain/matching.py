@@ -346,11 +346,84 @@ def required_literal(regex: str) -> str:
 _REQUIRED = tuple((p, required_literal(p.regex.pattern)) for p in PATTERNS)
 
 
+def _grams(text: str) -> set[str]:
+    return {text[i : i + 3] for i in range(len(text) - 2)}
+
+
+def _top_level(regex: str) -> list[tuple[int, str]]:
+    """``regex``'s characters outside classes and escapes with their group depth (an escape or class as one piece
+    at the depth it stands)."""
+    out: list[tuple[int, str]] = []
+    depth, i = 0, 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            out.append((depth, regex[i : i + 2]))
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            while j < len(regex) and regex[j] != "]":
+                j += 2 if regex[j] == "\\" else 1
+            out.append((depth, regex[i : j + 1]))
+            i = j + 1
+            continue
+        depth -= c == ")"
+        out.append((depth, c))
+        depth += c == "("
+        i += 1
+    return out
+
+
+def alternatives(regex: str) -> list[str]:
+    """The top-level alternatives of ``regex``, looking inside a group that spans all of it (``(?:a|b)``)."""
+    pieces = _top_level(regex)
+    parts, cur = [], ""
+    for depth, piece in pieces:
+        if piece == "|" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += piece
+    parts.append(cur)
+    inner = re.match(r"\((?:\?:|\?P<\w+>)?", regex)
+    spans_all = len(parts) == 1 and inner is not None and regex.endswith(")")
+    if spans_all and all(depth > 0 for depth, _ in pieces[1:-1]):
+        return alternatives(regex[inner.end() : -1])
+    return parts
+
+
+def _required_index() -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+    """The rarest three characters of each pattern's sure text -> the patterns (by place) keyed by them, and the
+    patterns with too little sure text to key: a line is searched only by the patterns whose key it holds. A pattern
+    of alternatives is keyed once by each."""
+    sure = [[required_literal(a) for a in alternatives(p.regex.pattern)] for p, _r in _REQUIRED]
+    counts: dict[str, int] = {}
+    for texts in sure:
+        for g in {g for t in texts for g in _grams(t)}:
+            counts[g] = counts.get(g, 0) + 1
+    index: dict[str, list[int]] = {}
+    always: list[int] = []
+    for i, texts in enumerate(sure):
+        keyed = [_grams(t) for t in texts]
+        if not all(keyed):
+            always.append(i)
+            continue
+        for g in {min(grams, key=lambda g: (counts[g], g)) for grams in keyed}:
+            index.setdefault(g, []).append(i)
+    return {g: tuple(ix) for g, ix in index.items()}, tuple(always)
+
+
+_BY_GRAM, _ALWAYS = _required_index()
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _match_cached(line: str) -> tuple[Pattern, dict[str, str]] | None:
     """A log says the same thing many times: each distinct message is matched once."""
     low = line.lower()
-    for pattern, required in _REQUIRED:
+    held = {i for g in _grams(low) for i in _BY_GRAM.get(g, ())}
+    for i in sorted(held.union(_ALWAYS)):  # PATTERNS' order: the first that matches wins
+        pattern, required = _REQUIRED[i]
         if required not in low:
             continue
         m = pattern.regex.search(line)

@@ -53,11 +53,19 @@ class Catalogue:
     """translated severity word -> (English word, languages that use it)."""
     formats: dict[str, tuple[Format, ...]]
     """language -> formats, the most specific first."""
-    ascii_formats: dict[str, tuple[Format, ...]]
-    """language -> the formats a message of plain ASCII can match (an English log's lines: few)."""
     untranslated: dict[str, frozenset[str]]
     """English severity word -> the languages that leave it English (Spanish and Japanese write 'ERROR', German
     'DETAIL', Czech translates neither): their messages can be plain ASCII after it."""
+    by_gram: dict[str, tuple[Candidate, ...]]
+    """The rarest three characters of each format's anchor -> the formats keyed by them: a message is tried only
+    against the formats whose key it holds (a line without the key cannot hold the anchor), not against all of them
+    in every language."""
+    short: tuple[Candidate, ...]
+    """Formats whose anchor is too short for a key: always tried."""
+
+
+Candidate = tuple[str, int, Format]
+"""(language, place among the language's formats, format): sorted, the order in which they are tried."""
 
 
 @functools.cache
@@ -72,9 +80,33 @@ def catalogue() -> Catalogue:
                 levels.setdefault(word, (english, set()))[1].add(lang)
     formats = {lang: tuple(sorted(_formats(pairs), key=_specific_first)) for lang, pairs in
                data["messages"].items()}  # fmt: skip
-    ascii_formats = {lang: tuple(f for f in fs if f.anchor.isascii()) for lang, fs in formats.items()}
-    return Catalogue({w: (e, frozenset(ls)) for w, (e, ls) in levels.items()}, formats, ascii_formats,
-                     _untranslated(data["levels"]))  # fmt: skip
+    by_gram, short = _gram_index(formats)
+    return Catalogue({w: (e, frozenset(ls)) for w, (e, ls) in levels.items()}, formats,
+                     _untranslated(data["levels"]), by_gram, short)  # fmt: skip
+
+
+def _grams(text: str) -> set[str]:
+    return {text[i : i + 3] for i in range(len(text) - 2)}
+
+
+def _gram_index(
+    formats: dict[str, tuple[Format, ...]],
+) -> tuple[dict[str, tuple[Candidate, ...]], tuple[Candidate, ...]]:
+    counts: dict[str, int] = {}
+    for fs in formats.values():
+        for f in fs:
+            for g in _grams(f.anchor):
+                counts[g] = counts.get(g, 0) + 1
+    index: dict[str, list[Candidate]] = {}
+    short: list[Candidate] = []
+    for lang, fs in formats.items():
+        for i, f in enumerate(fs):
+            grams = _grams(f.anchor)
+            if grams:
+                index.setdefault(min(grams, key=lambda g: (counts[g], g)), []).append((lang, i, f))
+            else:
+                short.append((lang, i, f))
+    return {g: tuple(c) for g, c in index.items()}, tuple(short)
 
 
 def _untranslated(levels: dict[str, dict[str, str]]) -> dict[str, frozenset[str]]:
@@ -166,12 +198,12 @@ def _message(message: str, langs: frozenset[str]) -> str | None:
     file'), or None. A log repeats its messages: each distinct one is read once."""
     cat = catalogue()
     low = " ".join(message.lower().split())
-    formats = cat.ascii_formats if low.isascii() else cat.formats
-    for lang in sorted(langs):
-        for f in formats.get(lang, ()):
-            if f.anchor not in low:
-                continue
-            m = _compiled(f.source).fullmatch(message)
-            if m:
-                return printf.render(f.english, dict(zip(f.indices, m.groups(), strict=True)))
+    plain = low.isascii()  # a message of plain ASCII holds no translation's non-ASCII anchor
+    held = [c for g in _grams(low) for c in cat.by_gram.get(g, ())]
+    for _lang, _i, f in sorted([*held, *cat.short], key=lambda c: (c[0], c[1])):
+        if _lang not in langs or (plain and not f.anchor.isascii()) or f.anchor not in low:
+            continue
+        m = _compiled(f.source).fullmatch(message)
+        if m:
+            return printf.render(f.english, dict(zip(f.indices, m.groups(), strict=True)))
     return None
