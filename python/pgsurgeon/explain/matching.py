@@ -386,10 +386,11 @@ def alternatives(regex: str) -> list[str]:
         else:
             cur += piece
     parts.append(cur)
-    inner = re.match(r"\((?:\?:|\?P<\w+>)?", regex)
-    spans_all = len(parts) == 1 and inner is not None and regex.endswith(")")
-    if spans_all and all(depth > 0 for depth, _ in pieces[1:-1]):
-        return alternatives(regex[inner.end() : -1])
+    group = re.match(r"\((?:\?:|\?P<\w+>)?", regex)
+    if group is None or len(parts) > 1 or pieces[-1] != (0, ")"):
+        return parts
+    if all(depth > 0 for depth, _ in pieces[1:-1]):  # the first group closes at the very end
+        return alternatives(regex[group.end() : -1])
     return parts
 
 
