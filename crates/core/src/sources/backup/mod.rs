@@ -81,7 +81,9 @@ pub struct BackupInfo {
 
 /// Checksums of the files of compressed archives, computed while they were listed, in each algorithm the manifest
 /// uses (pg_basebackup uses one).
-type Seen = HashMap<String, Vec<(Algorithm, Vec<u8>)>>;
+type Seen = HashMap<String, Sums>;
+/// A file's checksum in each algorithm.
+type Sums = Vec<(Algorithm, Vec<u8>)>;
 
 /// An opened base backup. While it lives, its files are readable under [`Backup::root`].
 pub struct Backup {
@@ -276,10 +278,7 @@ impl std::io::Read for VRead {
 }
 
 /// The checksums of one file in each algorithm (None without any to compute).
-fn digests(
-    algorithms: &[Algorithm],
-    data: &mut dyn std::io::Read,
-) -> std::io::Result<Option<Vec<(Algorithm, Vec<u8>)>>> {
+fn digests(algorithms: &[Algorithm], data: &mut dyn std::io::Read) -> std::io::Result<Option<Sums>> {
     if algorithms.is_empty() {
         return Ok(None);
     }

@@ -99,15 +99,21 @@ impl<S: Sink> Machine<'_, S> {
         match e {
             Event::ObjectStart => self.object_start(),
             Event::ObjectEnd => self.object_end(),
-            Event::ArrayStart => match self.state {
-                State::FilesStart => Ok(self.state = State::FilesNext),
-                State::WalRangesStart => Ok(self.state = State::WalRangesNext),
-                _ => Err(failure("unexpected array start")),
-            },
-            Event::ArrayEnd => match self.state {
-                State::FilesNext | State::WalRangesNext => Ok(self.state = State::ToplevelField),
-                _ => Err(failure("unexpected array end")),
-            },
+            Event::ArrayStart => {
+                self.state = match self.state {
+                    State::FilesStart => State::FilesNext,
+                    State::WalRangesStart => State::WalRangesNext,
+                    _ => return Err(failure("unexpected array start")),
+                };
+                Ok(())
+            }
+            Event::ArrayEnd => {
+                self.state = match self.state {
+                    State::FilesNext | State::WalRangesNext => State::ToplevelField,
+                    _ => return Err(failure("unexpected array end")),
+                };
+                Ok(())
+            }
             Event::Field(name) => self.field(name),
             Event::Scalar(token) => self.scalar(token),
         }
