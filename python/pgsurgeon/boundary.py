@@ -1032,13 +1032,23 @@ class ManifestProblem(TypedDict):
     message: str
 
 
+class WalRange(TypedDict):
+    timeline: int
+    start_lsn: int
+    end_lsn: int
+
+
 class ManifestReport(TypedDict):
-    """crates/core/src/sources/backup/manifest.rs ``ManifestReport``: every file against backup_manifest."""
+    """crates/core/src/sources/backup/manifest ``ManifestReport``: the backup checked against backup_manifest as
+    pg_verifybackup checks it."""
 
     present: bool
+    version: int
     system_identifier: int | None
     files_checked: int
     bytes_checked: int
     algorithms: list[str]
     self_checksum_ok: bool
+    wal_ranges: list[WalRange]
+    wal_segments_checked: int
     problems: list[ManifestProblem]

@@ -342,12 +342,6 @@ def _run_scan(
         summary["warnings"] += sum(1 for f in extra if f["severity"] != "error")
         if not manifest["present"]:
             warnings.append("the backup has no backup_manifest: its files are not checked against one")
-        system = manifest.get("system_identifier")
-        if system is not None and control.get("system_identifier") not in (None, system):
-            warnings.append(
-                f"backup_manifest is of system {system} but pg_control of system {control['system_identifier']}: "
-                "the manifest comes from another cluster"
-            )
         backup_doc = {
             "form": backup.form,
             "label": backup.info.get("label"),

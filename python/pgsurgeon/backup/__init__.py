@@ -94,6 +94,29 @@ class BackupSource:
         self.close()
 
 
+MANIFEST_LINES = 20
+"""Problems the manifest shows that are said one per line before an unload; beyond, a count per kind."""
+
+
+def manifest_lines(report: ManifestReport) -> list[str]:
+    """What the manifest check found, for a person about to use the backup: one line per problem (a count per kind
+    beyond :data:`MANIFEST_LINES`); nothing without a manifest or without problems."""
+    if not report["present"]:
+        return ["the backup has no backup_manifest: its files are not checked against one"]
+    problems = report["problems"]
+    if len(problems) <= MANIFEST_LINES:
+        return [f"backup_manifest: {p['code']}: {p['message']}" for p in problems]
+    counts: dict[str, int] = {}
+    for p in problems:
+        counts[p["code"]] = counts.get(p["code"], 0) + 1
+    kinds = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
+    first = problems[0]
+    return [
+        f"backup_manifest: {len(problems)} problems ({kinds}); the first: {first['code']}: {first['message']} "
+        "(scan BACKUP --format json lists them all)"
+    ]
+
+
 def manifest_findings(report: ManifestReport) -> list[Finding]:
     """The manifest's problems as findings (no relation, no block)."""
     out: list[Finding] = []

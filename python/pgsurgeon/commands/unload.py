@@ -189,11 +189,16 @@ def run(args: argparse.Namespace) -> int:
     if args.catalog_from is not None and not ((args.catalog_from / "global").is_dir() or is_backup(args.catalog_from)):
         raise UsageError(f"--catalog-from {args.catalog_from} is neither a data directory nor a base backup")
     req = request_from_args(args)
+    err = term.console(stderr=True)
+
+    def say(line: str) -> None:
+        err.print(f"pgsurgeon: {line}", markup=False, soft_wrap=True)
+
     if args.progress:
         with term.byte_progress("unload") as show:
-            res = run_unload(req, show)
+            res = run_unload(req, show, say)
     else:
-        res = run_unload(req)
+        res = run_unload(req, say=say)
     render(res)
     return Exit.DAMAGE if res.incomplete else Exit.CLEAN
 

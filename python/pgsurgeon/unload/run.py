@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, loss
-from pgsurgeon.backup import BackupSource, is_backup
+from pgsurgeon.backup import BackupSource, is_backup, manifest_lines
 from pgsurgeon.catalog.ddl import live_columns
 from pgsurgeon.catalog.files import CatalogUnreadable, Database, DbCatalog, FilesCatalog
 from pgsurgeon.catalog.relation import Relation
@@ -371,28 +371,42 @@ class _Job:
         return result[0]
 
 
-def run(req: UnloadRequest, on_progress: Callable[[int, int], None] | None = None) -> UnloadResult:
+def run(
+    req: UnloadRequest,
+    on_progress: Callable[[int, int], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> UnloadResult:
     """Unload a data directory, or a base backup read in place (directory or tar, compressed or not);
-    ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read."""
+    ``on_progress(bytes_done, bytes_total)`` is called a few times a second while tables are read. A backup is
+    first checked against its manifest, and what that found is handed to ``say`` before the unload starts."""
     if not req.pgdata.is_dir():
         raise PgSurgeonError(f"{req.pgdata} is not a directory", hint="pass the cluster's data directory or a backup")
     with exclusive(req.pgdata):
-        return _run_source(req, on_progress)
+        return _run_source(req, on_progress, say or (lambda _line: None))
 
 
-def _run_source(req: UnloadRequest, on_progress: Callable[[int, int], None] | None) -> UnloadResult:
+def _run_source(
+    req: UnloadRequest, on_progress: Callable[[int, int], None] | None, say: Callable[[str], None]
+) -> UnloadResult:
     if req.catalog_from is not None and is_backup(req.catalog_from):
         # the catalog from an older backup, read in place like the data
         with BackupSource(req.catalog_from) as older:
-            return _run_source(replace(req, catalog_from=older.root), on_progress)
+            return _run_source(replace(req, catalog_from=older.root), on_progress, say)
     if is_backup(req.pgdata):
         with BackupSource(req.pgdata) as backup:
-            return _run(replace(req, pgdata=backup.root), on_progress, backup)
+            # the manifest's verdict comes first; a wrong one does not stop the unload (the files may be fine)
+            lines = manifest_lines(backup.verify())
+            for line in lines:
+                say(line)
+            return _run(replace(req, pgdata=backup.root), on_progress, backup, lines)
     return _run(req, on_progress, None)
 
 
 def _run(
-    req: UnloadRequest, on_progress: Callable[[int, int], None] | None, backup: BackupSource | None
+    req: UnloadRequest,
+    on_progress: Callable[[int, int], None] | None,
+    backup: BackupSource | None,
+    manifest_notes: list[str] | None = None,
 ) -> UnloadResult:
     started = time.monotonic()
     if backup is None and (not (req.pgdata / "global").is_dir() or not (req.pgdata / "base").is_dir()):
@@ -407,7 +421,7 @@ def _run(
         )
     if req.out.exists() and (not req.out.is_dir() or any(req.out.iterdir())):
         raise PgSurgeonError(f"{req.out} exists and is not empty", hint="choose a new directory for --out")
-    return _unload(req, on_progress, backup, pid, started)
+    return _unload(req, on_progress, backup, pid, started, manifest_notes or [])
 
 
 def _unload(
@@ -416,8 +430,10 @@ def _unload(
     backup: BackupSource | None,
     pid: int | None,
     started: float,
+    manifest_notes: list[str],
 ) -> UnloadResult:
     job = _Job(req, on_progress, backup)
+    job.notes.extend(manifest_notes)
     if pid is not None:
         job.notes.append(
             "read while the server runs (--live): rows changed since the last checkpoint may be missing or old, "

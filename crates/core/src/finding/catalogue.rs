@@ -69,6 +69,11 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::FileManifestMissing | Code::FileManifestSize | Code::FileManifestChecksum | Code::FileManifestExtra => {
             FILE_MANIFEST_MISMATCH
         }
+        Code::FileManifestInvalid | Code::FileManifestOwnChecksum | Code::FileManifestOversized => {
+            FILE_MANIFEST_UNUSABLE
+        }
+        Code::FileManifestSystem => FILE_MANIFEST_SYSTEM,
+        Code::FileManifestWal => FILE_MANIFEST_WAL,
         Code::FileWalMissing | Code::FileWalShort => FILE_WAL_MISSING,
         Code::FileXactMissing => FILE_XACT_MISSING,
         Code::FileWalPageHeader => FILE_WAL_PAGE_HEADER,
@@ -485,6 +490,34 @@ const FILE_MANIFEST_MISMATCH: CodeInfo = CodeInfo {
 (pg_verifybackup reports the same)",
     remedy: "the backup is not what pg_basebackup wrote (a file was changed, lost or added afterwards): take a new \
 backup, or restore from another one and compare",
+};
+
+const FILE_MANIFEST_UNUSABLE: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none until the backup is restored: pg_verifybackup refuses the manifest (could not parse backup \
+manifest, manifest checksum mismatch), so nothing in the backup can be verified against it",
+    remedy: "the manifest was damaged or edited after pg_basebackup wrote it: the files may still be intact, but \
+nothing vouches for them; take a new backup, or check this one by restoring it and running amcheck",
+};
+
+const FILE_MANIFEST_SYSTEM: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none until the backup is restored; pg_verifybackup: manifest system identifier is N, but control file \
+has M",
+    remedy: "the manifest belongs to another cluster's backup (a manifest copied into the wrong directory), or the \
+pg_control in the backup does: find the backup the manifest was written with",
+};
+
+const FILE_MANIFEST_WAL: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "FATAL:  requested WAL segment S has already been removed, or could not find redo location referenced \
+by checkpoint record: the restored backup does not reach consistency",
+    remedy:
+        "the WAL the backup needs (its manifest's WAL-Ranges) is not in its pg_wal: copy the segments from the WAL \
+archive into pg_wal (or set restore_command), or take the backup again with -X stream",
 };
 
 const FILE_WAL_MISSING: CodeInfo = CodeInfo {

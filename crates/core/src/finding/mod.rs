@@ -243,6 +243,16 @@ pub enum Code {
     FileManifestChecksum,
     /// `file.manifest_extra`
     FileManifestExtra,
+    /// `file.manifest_invalid`
+    FileManifestInvalid,
+    /// `file.manifest_own_checksum`
+    FileManifestOwnChecksum,
+    /// `file.manifest_oversized`
+    FileManifestOversized,
+    /// `file.manifest_system`
+    FileManifestSystem,
+    /// `file.manifest_wal`
+    FileManifestWal,
     /// `file.wal_missing`
     FileWalMissing,
     /// `file.wal_short`
@@ -368,6 +378,11 @@ impl Code {
         Code::FileManifestSize,
         Code::FileManifestChecksum,
         Code::FileManifestExtra,
+        Code::FileManifestInvalid,
+        Code::FileManifestOwnChecksum,
+        Code::FileManifestOversized,
+        Code::FileManifestSystem,
+        Code::FileManifestWal,
         Code::FileWalMissing,
         Code::FileWalShort,
         Code::FileXactMissing,
@@ -473,6 +488,11 @@ impl Code {
             Code::FileManifestSize => "file.manifest_size",
             Code::FileManifestChecksum => "file.manifest_checksum",
             Code::FileManifestExtra => "file.manifest_extra",
+            Code::FileManifestInvalid => "file.manifest_invalid",
+            Code::FileManifestOwnChecksum => "file.manifest_own_checksum",
+            Code::FileManifestOversized => "file.manifest_oversized",
+            Code::FileManifestSystem => "file.manifest_system",
+            Code::FileManifestWal => "file.manifest_wal",
             Code::FileWalMissing => "file.wal_missing",
             Code::FileWalShort => "file.wal_short",
             Code::FileXactMissing => "file.xact_missing",

@@ -8,7 +8,6 @@ pub mod manifest;
 pub mod vfs;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,7 +15,8 @@ use serde::Serialize;
 
 use crate::error::{CoreError, Result};
 use archive::{ArchiveFile, Compression, TarSource};
-use manifest::{Manifest, ManifestReport};
+use manifest::verify::{Contents, Held};
+use manifest::{Algorithm, Manifest, ManifestReport};
 use vfs::FileSource;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -79,8 +79,11 @@ pub struct BackupInfo {
     pub files: usize,
 }
 
-/// Checksums and sizes of the files seen, for the manifest comparison.
-type Seen = HashMap<String, (u64, Option<String>)>;
+/// Checksums of the files of compressed archives, computed while they were listed, in each algorithm the manifest
+/// uses (pg_basebackup uses one).
+type Seen = HashMap<String, Sums>;
+/// A file's checksum in each algorithm.
+type Sums = Vec<(Algorithm, Vec<u8>)>;
 
 /// An opened base backup. While it lives, its files are readable under [`Backup::root`].
 pub struct Backup {
@@ -89,6 +92,8 @@ pub struct Backup {
     pub archives: Vec<ArchiveFile>,
     pub label: Option<BackupLabel>,
     pub manifest: Option<Manifest>,
+    /// Files in a tar backup's directory that are neither an archive nor the manifest.
+    strays: Vec<String>,
     source: Option<Arc<TarSource>>,
     /// Checksums computed while the compressed archives were listed.
     seen: Option<Seen>,
@@ -135,20 +140,28 @@ impl Backup {
         let root =
             if path.is_file() { path.parent().unwrap_or(Path::new(".")).to_path_buf() } else { path.to_path_buf() };
         let root = std::fs::canonicalize(&root).map_err(|e| CoreError::io(&root, e))?;
-        let manifest = match std::fs::read(root.join("backup_manifest")) {
-            Ok(text) => Some(Manifest::parse(&text)?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(CoreError::io(root.join("backup_manifest"), e)),
-        };
-        if manifest.as_ref().is_some_and(|m| m.incremental_files() > 0) {
+        // Judged whole (streaming, constant memory) before anything in it is used.
+        let manifest = Manifest::open(&root.join("backup_manifest"))
+            .map_err(|e| CoreError::io(root.join("backup_manifest"), e))?;
+        if manifest.as_ref().is_some_and(|m| m.census.incremental_files > 0) {
             return Err(incremental_refusal(&root));
         }
+        // Checksums are computed while compressed archives are listed only for a manifest that will be believed.
+        let algorithms: Vec<Algorithm> = match &manifest {
+            Some(m) if m.refusal.is_none() => {
+                m.census.algorithms.iter().copied().filter(|a| *a != Algorithm::None).collect()
+            }
+            _ => Vec::new(),
+        };
         let mut archives = Vec::new();
+        let mut strays = Vec::new();
         for e in std::fs::read_dir(&root).map_err(|e| CoreError::io(&root, e))?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if let Some(prefix) = archive_prefix(&name) {
                 let compression = Compression::sniff(&e.path()).map_err(|err| CoreError::io(e.path(), err))?;
                 archives.push(ArchiveFile { path: e.path(), compression, prefix });
+            } else if !manifest::verify::ignored(&name) {
+                strays.push(name);
             }
         }
         // base.tar first, so the data directory's own files come before tablespaces and WAL.
@@ -156,8 +169,8 @@ impl Backup {
         let (format, source, seen, mount) = if archives.iter().any(|a| a.prefix.is_empty()) {
             let mut seen = Seen::new();
             let src = TarSource::open(archives.clone(), |p, data| {
-                if let Some(m) = &manifest {
-                    seen.insert(p.to_string(), m.digest(p, data)?);
+                if let Some(sums) = digests(&algorithms, data)? {
+                    seen.insert(p.to_string(), sums);
                 }
                 Ok(())
             })?;
@@ -169,6 +182,7 @@ impl Backup {
             let mount = vfs::mount(&root, src.clone());
             (Format::Tar, Some(src), any_compressed.then_some(seen), Some(mount))
         } else if root.join("PG_VERSION").is_file() {
+            strays.clear(); // a plain backup's own files
             (Format::Plain, None, None, None)
         } else {
             return Err(CoreError::Invalid(format!(
@@ -181,7 +195,7 @@ impl Backup {
         if label.as_ref().is_some_and(|l| l.incremental_from.is_some()) {
             return Err(incremental_refusal(&root));
         }
-        Ok(Backup { root, format, archives, label, manifest, source, seen, _mount: mount })
+        Ok(Backup { root, format, archives, label, manifest, strays, source, seen, _mount: mount })
     }
 
     /// Passes over compressed archives beyond the first ones, so far (reads that came out of order).
@@ -219,46 +233,81 @@ impl Backup {
         }
     }
 
-    /// Check every file against the manifest (a pass over the data unless the open pass already did it).
+    /// Check the backup against its manifest, as pg_verifybackup does ([`manifest::verify`]).
     pub fn verify(&self) -> Result<ManifestReport> {
         let Some(m) = &self.manifest else { return Ok(ManifestReport::default()) };
-        let seen = match (&self.seen, self.format) {
-            (Some(seen), _) => seen.clone(),
-            (None, Format::Tar) => {
-                let mut seen = Seen::new();
-                for a in &self.archives {
-                    archive::walk(a, |_, p, _, is_dir, data| {
-                        if !is_dir {
-                            seen.insert(p.to_string(), m.digest(p, data)?);
-                        }
-                        Ok(true)
-                    })
-                    .map_err(|e| CoreError::io(&a.path, e))?;
-                }
-                seen
-            }
-            (None, Format::Plain) => {
-                let mut seen = Seen::new();
-                walk_dir(&self.root, "", m, &mut seen)?;
-                seen
+        let held = match &self.source {
+            Some(src) => src
+                .members()
+                .iter()
+                .filter(|m| !m.is_dir && !m.path.is_empty())
+                .map(|m| Held { path: m.path.clone(), size: m.size })
+                .collect(),
+            None => {
+                let mut held = Vec::new();
+                walk_dir(&self.root, "", &mut held)?;
+                held
             }
         };
-        Ok(manifest::compare(m, &seen))
+        let root = self.root.clone();
+        let seen = self.seen.as_ref();
+        let mut digest = |path: &str, alg: Algorithm| -> std::io::Result<Vec<u8>> {
+            if let Some(sum) = seen.and_then(|s| s.get(path)).and_then(|v| v.iter().find(|(a, _)| *a == alg)) {
+                return Ok(sum.1.clone());
+            }
+            let f = vfs::VFile::open(&root.join(path))?;
+            Ok(manifest::digest(alg, &mut VRead { f, at: 0 })?.1)
+        };
+        let contents = Contents { root: &self.root, held, strays: self.strays.clone(), digest: &mut digest };
+        Ok(manifest::verify::verify(m, contents))
     }
 }
 
-/// Every regular file under `dir` (tablespace links followed), checksummed as the manifest says.
-fn walk_dir(dir: &Path, rel: &str, m: &Manifest, seen: &mut Seen) -> Result<()> {
+/// A [`vfs::VFile`] read from start to end.
+struct VRead {
+    f: vfs::VFile,
+    at: u64,
+}
+
+impl std::io::Read for VRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.f.read_full_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The checksums of one file in each algorithm (None without any to compute).
+fn digests(algorithms: &[Algorithm], data: &mut dyn std::io::Read) -> std::io::Result<Option<Sums>> {
+    if algorithms.is_empty() {
+        return Ok(None);
+    }
+    let mut hashers: Vec<manifest::Hasher> = algorithms.iter().map(|a| manifest::Hasher::new(*a)).collect();
+    let mut buf = vec![0u8; 128 << 10];
+    loop {
+        let n = match data.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        hashers.iter_mut().for_each(|h| h.update(&buf[..n]));
+    }
+    Ok(Some(algorithms.iter().copied().zip(hashers.into_iter().map(manifest::Hasher::finish)).collect()))
+}
+
+/// Every regular file under `dir` (tablespace links followed), with its size.
+fn walk_dir(dir: &Path, rel: &str, held: &mut Vec<Held>) -> Result<()> {
     for e in std::fs::read_dir(dir).map_err(|e| CoreError::io(dir, e))?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
         let md = std::fs::metadata(e.path()).map_err(|err| CoreError::io(e.path(), err))?;
         if md.is_dir() {
-            walk_dir(&e.path(), &path, m, seen)?;
+            walk_dir(&e.path(), &path, held)?;
         } else if md.is_file() {
-            let mut f = std::fs::File::open(e.path()).map_err(|err| CoreError::io(e.path(), err))?;
-            let r = m.digest(&path, &mut f as &mut dyn Read).map_err(|err| CoreError::io(e.path(), err))?;
-            seen.insert(path, r);
+            held.push(Held { path, size: md.len() });
         }
     }
     Ok(())
