@@ -89,6 +89,10 @@ def _os_error(exc: OSError) -> PgSurgeonError | None:
             "the output was closed before everything was written (broken pipe)",
             hint="the reading end (head, a pager) exited early; nothing else went wrong",
         )
+    # The Rust core's own errors (a damaged archive, a file too long to read whole) carry their hint.
+    message, sep, hint = str(exc).partition("\nhint: ")
+    if exc.errno is None and sep:
+        return PgSurgeonError(message, hint=hint)
     # The Rust core raises these without an errno (its message names the path): go by the class then.
     code = exc.errno if exc.errno is not None else _ERRNO_OF.get(type(exc))
     if code not in _OS_HINTS:

@@ -149,9 +149,18 @@ pub fn vfs_copy(py: Python<'_>, src: std::path::PathBuf, dest: std::path::PathBu
     .map_err(to_pyerr)
 }
 
+/// A small file (a data directory's, or a member of a mounted backup) read whole: at most 64 MiB, longer is an error
+/// before anything is read (vfs::read).
+#[pyfunction]
+pub fn vfs_read(py: Python<'_>, path: std::path::PathBuf) -> PyResult<std::borrow::Cow<'static, [u8]>> {
+    let data = py.detach(|| vfs::read(&path)).map_err(|e| to_pyerr(pgsurgeon_core::CoreError::io(&path, e)))?;
+    Ok(std::borrow::Cow::Owned(data))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Backup>()?;
     m.add_function(wrap_pyfunction!(vfs_list, m)?)?;
     m.add_function(wrap_pyfunction!(vfs_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(vfs_read, m)?)?;
     m.add_function(wrap_pyfunction!(is_backup, m)?)
 }

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,13 +200,12 @@ def _entries(path: Path) -> list[tuple[str, bool, int]]:
 
 
 def _text(path: Path) -> str:
-    """A small file of a data directory or a mounted backup, as text ("" when absent)."""
-    with tempfile.NamedTemporaryFile() as tmp:
-        try:
-            core.vfs_copy(path, tmp.name)
-        except (OSError, ValueError):
-            return ""
-        return Path(tmp.name).read_text(encoding="utf-8", errors="replace")
+    """A small file of a data directory or a mounted backup, as text ("" when absent; a file over the core's cap
+    for whole reads is an error, not a memory exhaustion)."""
+    try:
+        return core.vfs_read(path).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def _chown_tree(top: Path, owner: OsUser) -> None:
