@@ -11,15 +11,18 @@ lz4), so a bomb can be written as concatenated frames: a few MB that decompress 
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 
@@ -79,7 +82,7 @@ def source(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Sourc
 
 
 def _member(tar_bytes: bytes, name: str) -> tarfile.TarInfo:
-    with tarfile.open(fileobj=__import__("io").BytesIO(tar_bytes)) as tf:
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tf:
         for info in tf.getmembers():
             if info.name.removeprefix("./") == name:
                 return info
@@ -211,3 +214,160 @@ def test_a_normal_backup_reads_under_the_limits(source: Source, tmp_path: Path) 
             assert r.code in (0, 1), (argv, r.code, r.err[-3000:])  # 1: unload notes what it left out
             assert "error:" not in r.err, r.err[-3000:]
             assert r.rss_kb <= RSS_LIMIT_KB and r.seconds < TIME_LIMIT, (argv, r)
+
+
+LIES = {
+    # archive name, compress?, member chosen by a lambda on the source
+    "relation-tar": ("base.tar", None, lambda s: s.relation),
+    "pg_version-tar": ("base.tar", None, lambda s: "PG_VERSION"),
+    "relation-gzip": ("base.tar.gz", "gzip", lambda s: s.relation),
+    "backup_label-zstd": ("base.tar.zst", "zstd", lambda s: "backup_label"),
+    "pg_control-lz4": ("base.tar.lz4", "lz4", lambda s: "global/pg_control"),
+}
+
+
+@pytest.mark.parametrize("case", LIES)
+def test_a_header_claiming_1_tib_is_refused(source: Source, tmp_path: Path, case: str) -> None:
+    archive, kind, member = LIES[case]
+    name = member(source)
+    tar = _lie(_base(source), name, TIB)
+    backup = _backup_with(source, tmp_path / "bk", archive, tar if kind is None else _compress(kind, tar))
+    for line in _refused(backup, tmp_path, archive, f"member {name} ", "1 TiB"):
+        assert "truncated" in line or "more than the 64 MiB" in line, line
+
+
+def _lz4_bomb(tar_bytes: bytes, name: str, size: int) -> bytes:
+    """The lz4 reader takes one frame (as pg_basebackup writes), so the bomb is one frame, made by the lz4 program
+    from a stream of zeros."""
+    info = _member(tar_bytes, name)
+    data_end = info.offset_data + -(-info.size // BLOCK) * BLOCK
+    head = tar_bytes[: info.offset] + _with_size(tar_bytes[info.offset : info.offset + BLOCK], size)
+    tail = bytes(-size % BLOCK) + tar_bytes[data_end:]
+    script = 'cat "$1"; head -c "$2" /dev/zero; cat "$3"'
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "head").write_bytes(head)
+        (Path(tmp) / "tail").write_bytes(tail)
+        feed = subprocess.Popen(["sh", "-c", script, "sh", f"{tmp}/head", str(size), f"{tmp}/tail"], stdout=PIPE)
+        done = subprocess.run(["lz4", "-q", "-1", "-c"], stdin=feed.stdout, capture_output=True, check=True)
+        feed.wait()
+    return done.stdout
+
+
+# (compression, member: "relation" or a file read whole, size). A relation segment may be large, so its bomb is
+# decompressed through once and refused against pg_control's segment size (8 GiB: eight times the address space,
+# and seconds less per run than 21); a file read whole is refused on its header. lz4 bombs are smaller: the lz4
+# program writes them from zeros for each run.
+BOMBS = {
+    "gzip-relation": ("gzip", "relation", 8 << 30),
+    "gzip-pg_xact": ("gzip", "pg_xact/0000", BOMB),
+    "zstd-relation": ("zstd", "relation", 8 << 30),
+    "zstd-pg_control": ("zstd", "global/pg_control", BOMB),
+    "lz4-relation": ("lz4", "relation", 3 << 30),
+    "lz4-PG_VERSION": ("lz4", "PG_VERSION", 3 << 30),
+}
+
+
+@pytest.mark.parametrize("case", BOMBS)
+def test_a_bomb_is_refused(source: Source, tmp_path: Path, case: str) -> None:
+    kind, member, size = BOMBS[case]
+    name = source.relation if member == "relation" else member
+    archive = "base.tar" + SUFFIX[kind]
+    if kind == "lz4":
+        data: bytes | Iterator[bytes] = _lz4_bomb(_base(source), name, size)
+    else:
+        data = _bomb(_base(source), name, size, kind, honest_header=False)
+    backup = _backup_with(source, tmp_path / "bk", archive, data)
+    assert (backup / archive).stat().st_size < size // 100  # a bomb indeed
+    why = "more than a segment file can hold" if member == "relation" else "more than the 64 MiB a file read whole"
+    for line in _refused(backup, tmp_path, archive, f"member {name} "):
+        assert why in line, line
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_data_past_a_member_is_refused(source: Source, tmp_path: Path, kind: str) -> None:
+    """A member's header keeps its size, and 21 GiB of zeros follow its data: the tar reader takes the first zero
+    block for the end of the archive; what follows must be refused after a little padding, not decompressed."""
+    archive = "base.tar" + SUFFIX[kind]
+    data = _bomb(_base(source), source.relation, BOMB, kind, honest_header=True)
+    backup = _backup_with(source, tmp_path / "bk", archive, data)
+    for line in _refused(backup, tmp_path, archive, f"member {source.relation}"):
+        assert "goes on past the end of the archive" in line, line
+
+
+def _cut(src: Source, where: str) -> bytes:
+    base = _base(src)
+    info = _member(base, src.relation)
+    return base[: {"header": info.offset + 100, "member": info.offset_data + 5000, "boundary": info.offset}[where]]
+
+
+CUTS = {
+    "tar-mid-header": ("base.tar", "header", "ends inside a header"),
+    "tar-mid-member": ("base.tar", "member", "only 4.8 KiB of the archive are left"),
+    "tar-at-a-header": ("base.tar", "boundary", "without its end-of-archive block"),
+    "gzip-mid-header": ("base.tar.gz", "header", "ends inside a header"),
+    "zstd-mid-member": ("base.tar.zst", "member", "ends inside member"),
+    "lz4-at-a-header": ("base.tar.lz4", "boundary", "without its end-of-archive block"),
+}
+
+
+@pytest.mark.parametrize("case", CUTS)
+def test_a_truncated_archive_is_refused(source: Source, tmp_path: Path, case: str) -> None:
+    archive, where, why = CUTS[case]
+    tar = _cut(source, where)
+    kind = {".gz": "gzip", ".zst": "zstd", ".lz4": "lz4"}.get(Path(archive).suffix)
+    backup = _backup_with(source, tmp_path / "bk", archive, tar if kind is None else _compress(kind, tar))
+    for line in _refused(backup, tmp_path, archive):
+        assert why in line, line
+        assert "member " in line, line
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd", "lz4"])
+def test_a_cut_compressed_stream_is_refused(source: Source, tmp_path: Path, kind: str) -> None:
+    archive = "base.tar" + SUFFIX[kind]
+    whole = _compress(kind, _base(source))
+    backup = _backup_with(source, tmp_path / "bk", archive, whole[: len(whole) // 2])
+    for line in _refused(backup, tmp_path, archive):
+        assert "reading the archive failed" in line and "member " in line, line
+
+
+def _deep(top: Path, levels: int) -> None:
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(levels):
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.close(fd)
+
+
+# name → (how the plain backup is changed, what scan's error says, whether unload reads there)
+TREES: dict[str, tuple[Callable[[Path], None], str, bool]] = {
+    "tablespace-link-to-parent": (lambda d: (d / "pg_tblspc" / "99999").symlink_to(".."), "pg_tblspc/99999", False),
+    "loop-inside-base": (lambda d: (d / "base" / "1" / "loop").symlink_to(".."), "base/1/loop", False),
+    "link-to-itself": (lambda d: (d / "base" / "1" / "self").symlink_to("self"), "base/1/self", False),
+    "loop-inside-pg_multixact": (lambda d: (d / "pg_multixact" / "loop").symlink_to(".."), "pg_multixact/loop", True),
+    "deep-base": (lambda d: _deep(d / "base" / "1", 200), "base/1/d/d", False),
+    "deep-pg_multixact": (lambda d: _deep(d / "pg_multixact", 200), "pg_multixact/d/d", True),
+}
+
+
+@pytest.mark.parametrize("case", TREES)
+def test_loops_and_deep_trees_end(source: Source, tmp_path: Path, case: str) -> None:
+    """scan checks every file against backup_manifest, so it walks the whole tree: one error line. unload reads only
+    what it needs: where that is (pg_multixact is copied for the schema step) the step is given up with the reason,
+    elsewhere the tree is not its business; either way it ends, within the limits."""
+    change, where, unload_reads = TREES[case]
+    backup = tmp_path / "plain"
+    shutil.copytree(source.plain, backup, symlinks=True)
+    change(backup)
+    r = _run("scan", str(backup))
+    errors = [line for line in r.err.splitlines() if "error:" in line]
+    assert r.code == 1 and len(errors) == 1 and "Traceback" not in r.err, r.err[-3000:]
+    assert where in errors[0] and ("loop" in errors[0] or "more than 32 directories deep" in errors[0]), errors
+    assert r.seconds < TIME_LIMIT and r.rss_kb <= RSS_LIMIT_KB, r
+    r = _run("unload", str(backup), "--out", str(tmp_path / "out"))
+    assert "Traceback" not in r.err and r.seconds < TIME_LIMIT and r.rss_kb <= RSS_LIMIT_KB, (r.code, r.err[-3000:])
+    said = " ".join(r.err.split())  # the console wraps notes
+    if unload_reads:
+        assert r.code == 2 and "the schema step failed" in said and "more than 32 directories deep" in said, said
+    else:
+        assert r.code == 0, r.err[-3000:]

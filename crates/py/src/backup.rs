@@ -118,8 +118,11 @@ pub fn vfs_list(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Vec<(Strin
     py.detach(|| {
         let mut out = Vec::new();
         for (name, child) in vfs::read_dir(&path)? {
-            let meta = vfs::metadata(&child)?;
-            out.push((name, meta.is_dir(), meta.len()));
+            // A dangling link or a link loop is nothing to read: left out, as a directory listing would show
+            // nothing behind it.
+            if let Ok(meta) = vfs::metadata(&child) {
+                out.push((name, meta.is_dir(), meta.len()));
+            }
         }
         Ok::<_, std::io::Error>(out)
     })

@@ -5,6 +5,8 @@ while the :class:`BackupSource` is open, the scanner, the files catalog and the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -27,15 +29,22 @@ def parse_lsn(text: str) -> int:
     return (int(hi, 16) << 32) | int(lo, 16)
 
 
+@contextmanager
+def _told() -> Iterator[None]:
+    """The core's refusals (a damaged archive, a link loop; message and hint) as our one-line errors."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        message, _, hint = str(exc).partition("\nhint: ")
+        raise PgSurgeonError(message, hint=hint or None) from None
+
+
 class BackupSource:
     """An opened base backup. Use as a context manager, or call :meth:`close`."""
 
     def __init__(self, path: Path) -> None:
-        try:
+        with _told():
             self.handle = core.open_backup(path)
-        except (ValueError, OSError) as exc:
-            message, _, hint = str(exc).partition("\nhint: ")
-            raise PgSurgeonError(message, hint=hint or None) from None
         self.root: Path = self.handle.root
         self.info: BackupInfo = self.handle.info()
 
@@ -60,7 +69,8 @@ class BackupSource:
 
     def verify(self) -> ManifestReport:
         """Every file against backup_manifest (``present`` is false without one)."""
-        return self.handle.verify()
+        with _told():
+            return self.handle.verify()
 
     def read_order(self, relpath: str) -> int | None:
         """Where a file comes in a compressed archive's stream (read in this order), None when order is free."""
@@ -72,7 +82,8 @@ class BackupSource:
 
     def hold(self, relpath: str) -> None:
         """Keep a file in memory until :meth:`release` (a TOAST table read at random while its table streams)."""
-        self.handle.hold(relpath)
+        with _told():
+            self.handle.hold(relpath)
 
     def release(self, relpath: str) -> None:
         self.handle.release(relpath)

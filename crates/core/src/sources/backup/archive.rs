@@ -108,10 +108,11 @@ pub fn walk(
         let go_on = if !(kind.is_file() || is_dir) {
             // Symlinks (pg_tblspc/<oid> in base.tar) and the like: listed as empty directories so the
             // tablespace's own archive fills them.
-            each(ordinal, &path, 0, true, &mut io::empty())?
+            each(ordinal, &path, 0, true, &mut io::empty())
         } else {
-            each(ordinal, &path, size, is_dir, &mut Exact::new(&mut entry, size, &path))?
-        };
+            each(ordinal, &path, size, is_dir, &mut Exact::new(&mut entry, size, &path))
+        }
+        .map_err(|e| bounds::member_error(e, &path))?;
         if !go_on {
             return Ok(());
         }

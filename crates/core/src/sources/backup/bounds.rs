@@ -48,17 +48,27 @@ pub fn damaged(what: String) -> io::Error {
 /// The error of the tar reader, told with the member it follows.
 pub fn tar_error(e: io::Error, last: &str) -> io::Error {
     let after = if last.is_empty() { "at the start of the archive".to_string() } else { format!("after member {last}") };
-    let text = e.to_string();
-    if let Some((what, _)) = text.split_once("\nhint: ") {
-        // Ours already (a member's reader, the decompressor): add where, unless it says.
-        return if what.contains("member") { e } else { damaged(format!("{what}, {after}")) };
+    if let Some(ours) = placed(&e, &after) {
+        return ours;
     }
-    let what = match text.as_str() {
+    let what = match e.to_string().as_str() {
         "failed to read entire block" => format!("the archive ends inside a header {after}: it is truncated"),
         "unexpected EOF during skip" => format!("the archive ends inside member {last}: it is truncated"),
         other => format!("unreadable tar header {after} ({other})"),
     };
     damaged(what)
+}
+
+/// An error met while a member's data was read (the decompressor's, or a reader's), told with the member.
+pub fn member_error(e: io::Error, member: &str) -> io::Error {
+    placed(&e, &format!("in member {member}")).unwrap_or(e)
+}
+
+/// One of our errors (it has its hint) with `place` added, unless it names a member already; `None` for others.
+fn placed(e: &io::Error, place: &str) -> Option<io::Error> {
+    let text = e.to_string();
+    let (what, _) = text.split_once("\nhint: ")?;
+    Some(if what.contains("member") { io::Error::new(e.kind(), text.clone()) } else { damaged(format!("{what}, {place}")) })
 }
 
 /// A member read whole that the header says is too big: refused before anything is read.

@@ -284,7 +284,14 @@ fn walk_dir(root: &Path, m: &Manifest, seen: &mut Seen) -> Result<()> {
         for e in std::fs::read_dir(&dir).map_err(|e| CoreError::io(&dir, e))?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-            let md = std::fs::metadata(e.path()).map_err(|err| CoreError::io(e.path(), err))?;
+            let md = match std::fs::metadata(e.path()) {
+                Ok(md) => md,
+                // A link to itself or round a loop: the kernel gives up (ELOOP) before we would.
+                Err(err) if err.raw_os_error() == Some(ELOOP) => {
+                    return Err(tree_error(root, &path, "is a symbolic link loop"));
+                }
+                Err(err) => return Err(CoreError::io(e.path(), err)),
+            };
             if md.is_dir() {
                 if !visited.insert((md.dev(), md.ino())) {
                     return Err(tree_error(root, &path, "leads to a directory already walked (a symbolic link loop)"));
@@ -302,6 +309,9 @@ fn walk_dir(root: &Path, m: &Manifest, seen: &mut Seen) -> Result<()> {
     }
     Ok(())
 }
+
+/// Too many levels of symbolic links (Linux asm-generic/errno.h); io::ErrorKind::FilesystemLoop is not stable.
+const ELOOP: i32 = 40;
 
 /// Deepest directory of a data directory walked: PostgreSQL's own go five deep
 /// (`pg_tblspc/<oid>/PG_<major>_<catversion>/<db>/…`).
