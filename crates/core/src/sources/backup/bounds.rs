@@ -47,7 +47,8 @@ pub fn damaged(what: String) -> io::Error {
 
 /// The error of the tar reader, told with the member it follows.
 pub fn tar_error(e: io::Error, last: &str) -> io::Error {
-    let after = if last.is_empty() { "at the start of the archive".to_string() } else { format!("after member {last}") };
+    let after =
+        if last.is_empty() { "at the start of the archive".to_string() } else { format!("after member {last}") };
     if let Some(ours) = placed(&e, &after) {
         return ours;
     }
@@ -68,7 +69,11 @@ pub fn member_error(e: io::Error, member: &str) -> io::Error {
 fn placed(e: &io::Error, place: &str) -> Option<io::Error> {
     let text = e.to_string();
     let (what, _) = text.split_once("\nhint: ")?;
-    Some(if what.contains("member") { io::Error::new(e.kind(), text.clone()) } else { damaged(format!("{what}, {place}")) })
+    Some(if what.contains("member") {
+        io::Error::new(e.kind(), text.clone())
+    } else {
+        damaged(format!("{what}, {place}"))
+    })
 }
 
 /// A member read whole that the header says is too big: refused before anything is read.
@@ -193,7 +198,6 @@ pub fn check_trailer(rest: &mut dyn Read, last: &str) -> io::Result<()> {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
