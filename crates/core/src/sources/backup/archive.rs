@@ -564,4 +564,38 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).ok();
     }
+
+    /// A cut anywhere in an uncompressed tar is an error naming the member: inside a member's data, inside a
+    /// header, or exactly at a header (where the tar reader alone sees a clean end).
+    #[test]
+    fn a_cut_tar_is_refused() {
+        let dir = std::env::temp_dir().join(format!("pgs-archive-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut tar_bytes = Vec::new();
+        {
+            let mut b = tar::Builder::new(&mut tar_bytes);
+            for (path, len) in [("PG_VERSION", 3usize), ("base/5/16384", 8192)] {
+                let mut h = tar::Header::new_ustar();
+                h.set_size(len as u64);
+                h.set_mode(0o600);
+                h.set_cksum();
+                b.append_data(&mut h, path, &vec![1u8; len][..]).unwrap();
+            }
+            b.finish().unwrap();
+        }
+        let path = dir.join("base.tar");
+        let open = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let a = ArchiveFile { path: path.clone(), compression: Compression::None, prefix: String::new() };
+            TarSource::open(vec![a], |_, _| Ok(())).err().map(|e| e.to_string())
+        };
+        assert_eq!(open(&tar_bytes), None);
+        let second = 1024; // PG_VERSION's header and data block
+        let cases = [(second + 512 + 100, "member base/5/16384 claims 8 KiB"), (second + 100, "ends inside a header")];
+        for (cut, want) in cases.into_iter().chain([(second, "without its end-of-archive block")]) {
+            let e = open(&tar_bytes[..cut]).unwrap_or_default();
+            assert!(e.contains(want) && e.contains("member ") && e.contains("\nhint: "), "{cut}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
