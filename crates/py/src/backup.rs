@@ -62,7 +62,8 @@ impl Backup {
         vfs::read_order(&self.root.join(rel))
     }
 
-    /// Keep a file (relative path) in memory until `release`: for one read at random while others stream.
+    /// Keep a file (relative path) at hand, in a temporary file, until `release`: for one read at random while others
+    /// stream.
     fn hold(&self, py: Python<'_>, rel: &str) -> PyResult<()> {
         self.with(|b| py.detach(|| b.hold(rel)).map_err(to_pyerr))
     }

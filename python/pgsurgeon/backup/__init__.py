@@ -81,7 +81,8 @@ class BackupSource:
         return [{"segno": s, "path": str(p)} for s, p in self.handle.segments(relpath)]
 
     def hold(self, relpath: str) -> None:
-        """Keep a file in memory until :meth:`release` (a TOAST table read at random while its table streams)."""
+        """Keep a file at hand (in a temporary file) until :meth:`release`: a TOAST table read at random while its
+        table streams."""
         with _told():
             self.handle.hold(relpath)
 

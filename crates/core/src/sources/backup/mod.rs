@@ -192,7 +192,8 @@ impl Backup {
         self.source.as_ref().map_or(0, |s| s.restarts.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// Keep a file (path relative to the data directory) in memory until released; see [`TarSource::hold`].
+    /// Keep a file (path relative to the data directory) at hand, in a temporary file, until released; see
+    /// [`TarSource::hold`].
     pub fn hold(&self, rel: &str) -> Result<()> {
         if let Some(src) = &self.source {
             if let Some(i) = src.index_of(rel) {
