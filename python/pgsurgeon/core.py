@@ -226,6 +226,11 @@ def vfs_copy(src: str | Path, dest: str | Path) -> int:
     return _ext.vfs_copy(str(src), str(dest))
 
 
+def vfs_read(path: str | Path) -> bytes:
+    """A small file of a data directory or a mounted backup, whole (at most 64 MiB: longer is an OSError)."""
+    return _ext.vfs_read(str(path))
+
+
 def is_backup(path: Path) -> bool:
     """A base backup (backup_label, backup_manifest or base.tar*) rather than a data directory."""
     return _ext.is_backup(str(path))

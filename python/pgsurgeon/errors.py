@@ -66,6 +66,10 @@ def from_os_error(exc: OSError) -> PgSurgeonError | None:
             "the output was closed before everything was written (broken pipe)",
             hint="the reading end (head, a pager) exited early; nothing else went wrong",
         )
+    # The Rust core's own errors (a damaged archive, a file too long to read whole) carry their hint.
+    message, sep, hint = str(exc).partition("\nhint: ")
+    if sep:
+        return PgSurgeonError(message, hint=hint)
     # The Rust core's errors carry the errno when the OS gave one, and a message naming the path; else the class.
     code = exc.errno if exc.errno is not None else _ERRNO_OF.get(type(exc))
     if code not in _OS_HINTS:

@@ -62,7 +62,8 @@ impl Backup {
         vfs::read_order(&self.root.join(rel))
     }
 
-    /// Keep a file (relative path) in memory until `release`: for one read at random while others stream.
+    /// Keep a file (relative path) at hand, in a temporary file, until `release`: for one read at random while others
+    /// stream.
     fn hold(&self, py: Python<'_>, rel: &str) -> PyResult<()> {
         self.with(|b| py.detach(|| b.hold(rel)).map_err(to_pyerr))
     }
@@ -118,8 +119,11 @@ pub fn vfs_list(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Vec<(Strin
     py.detach(|| {
         let mut out = Vec::new();
         for (name, child) in vfs::read_dir(&path)? {
-            let meta = vfs::metadata(&child)?;
-            out.push((name, meta.is_dir(), meta.len()));
+            // A dangling link or a link loop is nothing to read: left out, as a directory listing would show
+            // nothing behind it.
+            if let Ok(meta) = vfs::metadata(&child) {
+                out.push((name, meta.is_dir(), meta.len()));
+            }
         }
         Ok::<_, std::io::Error>(out)
     })
@@ -149,9 +153,18 @@ pub fn vfs_copy(py: Python<'_>, src: std::path::PathBuf, dest: std::path::PathBu
     .map_err(to_pyerr)
 }
 
+/// A small file (a data directory's, or a member of a mounted backup) read whole: at most 64 MiB, longer is an error
+/// before anything is read (vfs::read).
+#[pyfunction]
+pub fn vfs_read(py: Python<'_>, path: std::path::PathBuf) -> PyResult<std::borrow::Cow<'static, [u8]>> {
+    let data = py.detach(|| vfs::read(&path)).map_err(|e| to_pyerr(pgsurgeon_core::CoreError::io(&path, e)))?;
+    Ok(std::borrow::Cow::Owned(data))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Backup>()?;
     m.add_function(wrap_pyfunction!(vfs_list, m)?)?;
     m.add_function(wrap_pyfunction!(vfs_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(vfs_read, m)?)?;
     m.add_function(wrap_pyfunction!(is_backup, m)?)
 }

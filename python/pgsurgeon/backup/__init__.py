@@ -5,6 +5,8 @@ while the :class:`BackupSource` is open, the scanner, the files catalog and the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -32,17 +34,25 @@ def parse_lsn(text: str) -> int:
     return (int(hi, 16) << 32) | int(lo, 16)
 
 
+@contextmanager
+def _told(path: Path) -> Iterator[None]:
+    """The core's refusals (a damaged archive, a link loop; message and hint) as our one-line errors, naming the
+    backup ``path`` when the core named only a member."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        message, _, hint = str(exc).strip().partition("\nhint: ")
+        if str(path) not in message:  # "backup_manifest: …": say which backup
+            message = f"{path}: {message}"
+        raise PgSurgeonError(message, hint=hint or _DAMAGED_HINT) from None
+
+
 class BackupSource:
     """An opened base backup. Use as a context manager, or call :meth:`close`."""
 
     def __init__(self, path: Path) -> None:
-        try:
+        with _told(path):
             self.handle = core.open_backup(path)
-        except (ValueError, OSError) as exc:
-            message, _, hint = str(exc).strip().partition("\nhint: ")
-            if str(path) not in message:  # the core names the member ("backup_manifest: …"): say which backup
-                message = f"{path}: {message}"
-            raise PgSurgeonError(message, hint=hint or _DAMAGED_HINT) from None
         self.root: Path = self.handle.root
         self.info: BackupInfo = self.handle.info()
 
@@ -67,7 +77,8 @@ class BackupSource:
 
     def verify(self) -> ManifestReport:
         """Every file against backup_manifest (``present`` is false without one)."""
-        return self.handle.verify()
+        with _told(self.root):
+            return self.handle.verify()
 
     def read_order(self, relpath: str) -> int | None:
         """Where a file comes in a compressed archive's stream (read in this order), None when order is free."""
@@ -78,8 +89,10 @@ class BackupSource:
         return [{"segno": s, "path": str(p)} for s, p in self.handle.segments(relpath)]
 
     def hold(self, relpath: str) -> None:
-        """Keep a file in memory until :meth:`release` (a TOAST table read at random while its table streams)."""
-        self.handle.hold(relpath)
+        """Keep a file at hand (in a temporary file) until :meth:`release`: a TOAST table read at random while its
+        table streams."""
+        with _told(self.root):
+            self.handle.hold(relpath)
 
     def release(self, relpath: str) -> None:
         self.handle.release(relpath)

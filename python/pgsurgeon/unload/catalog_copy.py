@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgsurgeon import core
 from pgsurgeon.catalog.files import FIRST_NORMAL_OID, PG_CLASS, Database, FilesCatalog
+from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.pgbin import OsUser
 
 # Directories a data directory must have for the server to start (src/bin/initdb/initdb.c, subdirs[]), copied when
 # they hold what the catalog's rows depend on (the status of their transactions), created empty otherwise.
+MAX_DEPTH = 32
 COPIED_DIRS = ("pg_xact", "pg_multixact", "pg_commit_ts")
 EMPTY_DIRS = (
     "global", "base", "pg_wal/archive_status", "pg_wal/summaries", "pg_subtrans", "pg_twophase", "pg_notify",
@@ -135,12 +136,22 @@ class _Plan:
     def files_in(self, rel: str) -> list[str]:
         return [name for name, is_dir, _ in self.listing(rel) if not is_dir]
 
-    def tree(self, rel: str) -> None:
-        for name, is_dir, _ in self.listing(rel):
-            if is_dir:
-                self.tree(f"{rel}/{name}")
-            else:
-                self.copy.append(f"{rel}/{name}")
+    def tree(self, top: str) -> None:
+        """Every file under ``top``; PostgreSQL's own go two deep (pg_multixact/members), so a deeper tree is a
+        symbolic link loop or not the server's, and an error rather than an endless walk."""
+        todo = [top]
+        while todo:
+            rel = todo.pop()
+            if rel.count("/") > MAX_DEPTH:
+                raise PgSurgeonError(
+                    f"{Path(self.src) / rel}: more than {MAX_DEPTH} directories deep",
+                    hint="a symbolic link loop, or a tree PostgreSQL did not make: remove it, then try again",
+                )
+            for name, is_dir, _ in self.listing(rel):
+                if is_dir:
+                    todo.append(f"{rel}/{name}")
+                else:
+                    self.copy.append(f"{rel}/{name}")
 
     def segments(self, parent: str, node: str) -> list[str]:
         """The main fork's segment files of relation file ``node`` (1234, 1234.1): the server does without a free
@@ -201,13 +212,12 @@ def _entries(path: Path) -> list[tuple[str, bool, int]]:
 
 
 def _text(path: Path) -> str:
-    """A small file of a data directory or a mounted backup, as text ("" when absent)."""
-    with tempfile.NamedTemporaryFile() as tmp:
-        try:
-            core.vfs_copy(path, tmp.name)
-        except (OSError, ValueError):
-            return ""
-        return Path(tmp.name).read_text(encoding="utf-8", errors="replace")
+    """A small file of a data directory or a mounted backup, as text ("" when absent; a file over the core's cap
+    for whole reads is an error, not a memory exhaustion)."""
+    try:
+        return core.vfs_read(path).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def _chown_tree(top: Path, owner: OsUser) -> None:

@@ -7,14 +7,17 @@
 //! - one pass at open lists the members and keeps in memory the files every reader needs and that stay small as
 //!   the data grows: everything that is not a relation segment (pg_control, maps, PG_VERSION, backup_label,
 //!   pg_xact, pg_multixact, …; WAL excepted), and the relation files numbered below `FirstNormalObjectId`
-//!   (the catalogs as initdb made them);
+//!   (the catalogs as initdb made them); each at most [`bounds::WHOLE_READ_MAX`], all together at most
+//!   [`bounds::KEPT_TOTAL`] (past that, read through the stream like the rest);
 //! - any other read is served by a cursor: a thread decompresses the archive from the start and hands 1 MiB
 //!   chunks over a bounded channel; the reader skips forward to what it wants and keeps the last
 //!   [`WINDOW_BYTES`] in a window, so slightly out-of-order reads (parallel workers) are served too. A read
 //!   behind the window restarts the stream (a further pass). Readers that can choose read in archive order
 //!   ([`FileSource::sequential`]); the scanner and `unload` do.
 //!
-//! Peak memory: the kept files, the window and the channel, whatever the size of the backup.
+//! Peak memory: the kept files, the window and the channel, whatever the size of the backup. Files held for reading
+//! at random ([`TarSource::hold`]) go to a temporary file. Every size a header states is checked before it is
+//! relied on ([`bounds`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -24,6 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
+use super::bounds::{self, Counting, Exact};
+use super::spill::Spill;
 use super::vfs::{FileSource, Member};
 use crate::error::{CoreError, Result};
 
@@ -79,32 +84,41 @@ fn open_stream(a: &ArchiveFile) -> io::Result<Box<dyn Read + Send>> {
 }
 
 /// Walk every entry of an archive in order: `each(ordinal, path, size, is_dir, data)`. Ordinals count every
-/// entry, so two walks agree on them.
+/// entry, so two walks agree on them. `data` yields exactly `size` bytes or fails naming the member; the archive
+/// must end with its end-of-archive block, and only zero padding may follow it ([`bounds`]).
 pub fn walk(
     a: &ArchiveFile,
     mut each: impl FnMut(usize, &str, u64, bool, &mut dyn Read) -> io::Result<bool>,
 ) -> io::Result<()> {
-    let mut ar = tar::Archive::new(open_stream(a)?);
-    for (ordinal, entry) in ar.entries()?.enumerate() {
-        let mut entry = entry?;
+    let (stream, consumed) = Counting::new(open_stream(a)?);
+    let mut ar = tar::Archive::new(stream);
+    let mut last = String::new();
+    let mut end = 0u64;
+    // Raw: pg_basebackup writes plain ustar headers (src/port/tar.c refuses names over 99 bytes), and the tar
+    // crate would read GNU long-name and pax extension data into memory whatever its stated size.
+    for (ordinal, entry) in ar.entries()?.raw(true).enumerate() {
+        let mut entry = entry.map_err(|e| bounds::tar_error(e, &last))?;
         let kind = entry.header().entry_type();
-        let raw = entry.path()?.to_string_lossy().into_owned();
+        let raw = entry.path().map_err(|e| bounds::tar_error(e, &last))?.to_string_lossy().into_owned();
         let path = format!("{}{}", a.prefix, raw.trim_start_matches("./").trim_end_matches('/'));
+        end = bounds::padded_end(entry.raw_file_position(), entry.size());
+        last.clone_from(&path);
         let is_dir = kind.is_dir();
         let size = if kind.is_file() { entry.size() } else { 0 };
-        if !(kind.is_file() || is_dir) {
+        let go_on = if !(kind.is_file() || is_dir) {
             // Symlinks (pg_tblspc/<oid> in base.tar) and the like: listed as empty directories so the
             // tablespace's own archive fills them.
-            if !each(ordinal, &path, 0, true, &mut io::empty())? {
-                return Ok(());
-            }
-            continue;
+            each(ordinal, &path, 0, true, &mut io::empty())
+        } else {
+            each(ordinal, &path, size, is_dir, &mut Exact::new(&mut entry, size, &path))
         }
-        if !each(ordinal, &path, size, is_dir, &mut entry)? {
+        .map_err(|e| bounds::member_error(e, &path))?;
+        if !go_on {
             return Ok(());
         }
     }
-    Ok(())
+    bounds::check_end_marker(consumed.load(std::sync::atomic::Ordering::Relaxed), end, &last)?;
+    bounds::check_trailer(&mut ar.into_inner(), &last)
 }
 
 /// Where a member lives.
@@ -125,16 +139,99 @@ struct Cursor {
     done: bool,
 }
 
-/// Whether a member is kept in memory when its archive is compressed.
+/// Whether a member is a relation segment file (`base/5/16384.1`, `global/1262`, `pg_tblspc/…/16384_vm`).
+pub fn is_relation_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let in_rel_dir = path.starts_with("global/") || path.starts_with("base/") || path.starts_with("pg_tblspc/");
+    in_rel_dir && crate::sources::relpath::parse_relation_file_name(name).is_some()
+}
+
+/// Whether a member is kept in memory when its archive is compressed (within the caps of [`bounds`]).
 pub fn kept_in_memory(path: &str) -> bool {
     if path.starts_with("pg_wal/") || path == "pg_wal" {
         return false;
     }
     let name = path.rsplit('/').next().unwrap_or(path);
-    let in_rel_dir = path.starts_with("global/") || path.starts_with("base/") || path.starts_with("pg_tblspc/");
     match crate::sources::relpath::parse_relation_file_name(name) {
-        Some(p) if in_rel_dir => p.relfilenode < FIRST_NORMAL_OBJECT_ID,
+        Some(p) if is_relation_file(path) => p.relfilenode < FIRST_NORMAL_OBJECT_ID,
         _ => true,
+    }
+}
+
+/// Members found so far by [`TarSource::open`].
+#[derive(Default)]
+struct Listing {
+    members: Vec<Member>,
+    places: Vec<Place>,
+    kept: HashMap<usize, Arc<Vec<u8>>>,
+    kept_bytes: u64,
+}
+
+impl Listing {
+    /// An uncompressed archive, from its headers only: each member must fit in what is left of the file, and the
+    /// file must hold the end-of-archive block after the last one.
+    fn plain(&mut self, ai: usize, a: &ArchiveFile) -> io::Result<()> {
+        let f = File::open(&a.path)?;
+        let file_len = f.metadata()?.len();
+        let mut ar = tar::Archive::new(f);
+        let (mut last, mut end) = (String::new(), 0u64);
+        for (ordinal, entry) in ar.entries_with_seek()?.raw(true).enumerate() {
+            let entry = entry.map_err(|e| bounds::tar_error(e, &last))?;
+            let kind = entry.header().entry_type();
+            let raw = entry.path().map_err(|e| bounds::tar_error(e, &last))?.to_string_lossy().into_owned();
+            let path = format!("{}{}", a.prefix, raw.trim_start_matches("./").trim_end_matches('/'));
+            let (offset, size) = (entry.raw_file_position(), entry.size());
+            if size > file_len.saturating_sub(offset) {
+                return Err(bounds::damaged(format!(
+                    "member {path} claims {}, but only {} of the archive are left after its header: the archive is \
+                     truncated, or the header lies",
+                    bounds::human(size),
+                    bounds::human(file_len.saturating_sub(offset))
+                )));
+            }
+            if kind.is_file() && bounds::read_whole(&path) && size > bounds::WHOLE_READ_MAX {
+                return Err(bounds::too_big(&path, size));
+            }
+            end = bounds::padded_end(offset, size);
+            let is_file = kind.is_file();
+            self.members.push(Member { path: path.clone(), size: if is_file { size } else { 0 }, is_dir: !is_file });
+            self.places.push(Place { archive: ai, ordinal, data_offset: Some(offset) });
+            last = path;
+        }
+        bounds::check_end_marker(file_len, end, &last)
+    }
+
+    /// A compressed archive, read through once: small files the readers take whole are kept (within
+    /// [`bounds::KEPT_TOTAL`]), the rest is only seen by `visit`.
+    fn compressed(
+        &mut self,
+        ai: usize,
+        a: &ArchiveFile,
+        visit: &mut impl FnMut(&str, &mut dyn Read) -> io::Result<()>,
+    ) -> io::Result<()> {
+        walk(a, |ordinal, path, size, is_dir, data| {
+            let i = self.members.len();
+            self.members.push(Member { path: path.to_string(), size, is_dir });
+            self.places.push(Place { archive: ai, ordinal, data_offset: None });
+            if is_dir {
+                return Ok(true);
+            }
+            if bounds::read_whole(path) && size > bounds::WHOLE_READ_MAX {
+                return Err(bounds::too_big(path, size)); // before a byte of it is decompressed
+            }
+            let fits = size <= bounds::WHOLE_READ_MAX && self.kept_bytes + size <= bounds::KEPT_TOTAL;
+            if kept_in_memory(path) && fits {
+                // `data` yields exactly `size` bytes, checked above against the caps.
+                let mut buf = Vec::with_capacity(size as usize);
+                data.read_to_end(&mut buf)?;
+                visit(path, &mut buf.as_slice())?;
+                self.kept_bytes += size;
+                self.kept.insert(i, Arc::new(buf));
+            } else {
+                visit(path, data)?;
+            }
+            Ok(true)
+        })
     }
 }
 
@@ -145,9 +242,9 @@ pub struct TarSource {
     places: Vec<Place>,
     index: HashMap<String, usize>,
     kept: HashMap<usize, Arc<Vec<u8>>>,
-    /// Members read into memory on request ([`TarSource::hold`]), e.g. the TOAST table of the table being
-    /// unloaded, which is read at random.
-    held: Mutex<HashMap<usize, Arc<Vec<u8>>>>,
+    /// Members copied to temporary files on request ([`TarSource::hold`]), e.g. the TOAST table of the table
+    /// being unloaded, which is read at random.
+    held: Mutex<HashMap<usize, Arc<Spill>>>,
     /// Per uncompressed archive: the open file.
     handles: Vec<Option<File>>,
     /// Per compressed archive: its cursor.
@@ -168,44 +265,15 @@ impl TarSource {
         archives: Vec<ArchiveFile>,
         mut visit: impl FnMut(&str, &mut dyn Read) -> io::Result<()>,
     ) -> Result<TarSource> {
-        let mut members = Vec::new();
-        let mut places = Vec::new();
-        let mut kept = HashMap::new();
+        let mut l = Listing::default();
         for (ai, a) in archives.iter().enumerate() {
-            if a.compression == Compression::None {
-                let f = File::open(&a.path).map_err(|e| CoreError::io(&a.path, e))?;
-                let mut ar = tar::Archive::new(f);
-                let entries = ar.entries_with_seek().map_err(|e| CoreError::io(&a.path, e))?;
-                for (ordinal, entry) in entries.enumerate() {
-                    let entry = entry.map_err(|e| CoreError::io(&a.path, e))?;
-                    let kind = entry.header().entry_type();
-                    let raw = entry.path().map_err(|e| CoreError::io(&a.path, e))?.to_string_lossy().into_owned();
-                    let path = format!("{}{}", a.prefix, raw.trim_start_matches("./").trim_end_matches('/'));
-                    let is_file = kind.is_file();
-                    members.push(Member { path, size: if is_file { entry.size() } else { 0 }, is_dir: !is_file });
-                    places.push(Place { archive: ai, ordinal, data_offset: Some(entry.raw_file_position()) });
-                }
-            } else {
-                walk(a, |ordinal, path, size, is_dir, data| {
-                    let i = members.len();
-                    members.push(Member { path: path.to_string(), size, is_dir });
-                    places.push(Place { archive: ai, ordinal, data_offset: None });
-                    if is_dir {
-                        return Ok(true);
-                    }
-                    if kept_in_memory(path) {
-                        let mut buf = Vec::with_capacity(size as usize);
-                        data.read_to_end(&mut buf)?;
-                        visit(path, &mut buf.as_slice())?;
-                        kept.insert(i, Arc::new(buf));
-                    } else {
-                        visit(path, data)?;
-                    }
-                    Ok(true)
-                })
-                .map_err(|e| CoreError::io(&a.path, e))?;
+            match a.compression {
+                Compression::None => l.plain(ai, a),
+                _ => l.compressed(ai, a, &mut visit),
             }
+            .map_err(|e| CoreError::io(&a.path, e))?;
         }
+        let Listing { members, places, kept, .. } = l;
         // A later entry of the same path wins, as when tar extracts.
         let index =
             members.iter().enumerate().filter(|(_, m)| !m.path.is_empty()).map(|(i, m)| (m.path.clone(), i)).collect();
@@ -242,8 +310,14 @@ impl TarSource {
         &self.archives
     }
 
-    /// Keep member `index` in memory until [`TarSource::release`]: for a file read at random while another is
-    /// streamed. Costs at most one further pass; a no-op for uncompressed archives and kept files.
+    /// The archive that holds member `index`.
+    pub fn archive_of(&self, index: usize) -> &ArchiveFile {
+        &self.archives[self.places[index].archive]
+    }
+
+    /// Keep member `index` at hand until [`TarSource::release`]: for a file read at random while another is
+    /// streamed. Costs at most one further pass; a no-op for uncompressed archives and kept files. The bytes go to
+    /// an unlinked temporary file ([`Spill`]), not to memory: a member can be as large as a segment file.
     pub fn hold(&self, index: usize) -> io::Result<()> {
         if self.places[index].data_offset.is_some() || self.kept.contains_key(&index) {
             return Ok(());
@@ -251,18 +325,15 @@ impl TarSource {
         if self.held.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&index) {
             return Ok(());
         }
-        let size = self.members[index].size as usize;
-        let mut buf = vec![0u8; size];
-        let mut got = 0;
-        while got < size {
-            let n = self.read_stream(index, got as u64, &mut buf[got..])?;
-            if n == 0 {
-                break;
+        let size = self.members[index].size;
+        let spill = Spill::write(|offset, buf| {
+            let want = buf.len().min(usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX));
+            if want == 0 {
+                return Ok(0);
             }
-            got += n;
-        }
-        buf.truncate(got);
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(index, Arc::new(buf));
+            self.read_stream(index, offset, &mut buf[..want])
+        })?;
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(index, Arc::new(spill));
         Ok(())
     }
 
@@ -378,12 +449,15 @@ impl FileSource for TarSource {
         }
         let len = buf.len().min((size - offset) as usize);
         let buf = &mut buf[..len];
-        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).get(&index).cloned();
-        if let Some(bytes) = self.kept.get(&index).or(held.as_ref()) {
+        if let Some(bytes) = self.kept.get(&index) {
             let from = offset as usize;
             let n = len.min(bytes.len().saturating_sub(from));
             buf[..n].copy_from_slice(&bytes[from..from + n]);
             return Ok(n);
+        }
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).get(&index).cloned();
+        if let Some(spill) = held {
+            return spill.read_at(buf, offset);
         }
         let place = &self.places[index];
         match (place.data_offset, &self.handles[place.archive]) {
@@ -394,6 +468,13 @@ impl FileSource for TarSource {
 
     fn sequential(&self) -> bool {
         self.archives.iter().any(|a| a.compression != Compression::None)
+    }
+
+    fn describe(&self, index: usize) -> String {
+        let a = &self.archives[self.places[index].archive];
+        let name = a.path.file_name().map_or_else(|| a.path.display().to_string(), |n| n.to_string_lossy().into());
+        let member = self.members[index].path.strip_prefix(a.prefix.as_str()).unwrap_or(&self.members[index].path);
+        format!("member {member} of {name}")
     }
 }
 
@@ -480,6 +561,40 @@ mod tests {
             assert_eq!(&buf[..4], b"tail");
             let v = src.index_of("PG_VERSION").unwrap();
             assert_eq!(src.read_at(v, 0, &mut buf).unwrap(), 3);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A cut anywhere in an uncompressed tar is an error naming the member: inside a member's data, inside a
+    /// header, or exactly at a header (where the tar reader alone sees a clean end).
+    #[test]
+    fn a_cut_tar_is_refused() {
+        let dir = std::env::temp_dir().join(format!("pgs-archive-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut tar_bytes = Vec::new();
+        {
+            let mut b = tar::Builder::new(&mut tar_bytes);
+            for (path, len) in [("PG_VERSION", 3usize), ("base/5/16384", 8192)] {
+                let mut h = tar::Header::new_ustar();
+                h.set_size(len as u64);
+                h.set_mode(0o600);
+                h.set_cksum();
+                b.append_data(&mut h, path, &vec![1u8; len][..]).unwrap();
+            }
+            b.finish().unwrap();
+        }
+        let path = dir.join("base.tar");
+        let open = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let a = ArchiveFile { path: path.clone(), compression: Compression::None, prefix: String::new() };
+            TarSource::open(vec![a], |_, _| Ok(())).err().map(|e| e.to_string())
+        };
+        assert_eq!(open(&tar_bytes), None);
+        let second = 1024; // PG_VERSION's header and data block
+        let cases = [(second + 512 + 100, "member base/5/16384 claims 8 KiB"), (second + 100, "ends inside a header")];
+        for (cut, want) in cases.into_iter().chain([(second, "without its end-of-archive block")]) {
+            let e = open(&tar_bytes[..cut]).unwrap_or_default();
+            assert!(e.contains(want) && e.contains("member ") && e.contains("\nhint: "), "{cut}: {e}");
         }
         std::fs::remove_dir_all(&dir).ok();
     }

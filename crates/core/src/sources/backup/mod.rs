@@ -4,7 +4,9 @@
 //! ([`manifest`]); `backup_label` gives the start of WAL replay, after which pages may legitimately be torn.
 
 pub mod archive;
+pub mod bounds;
 pub mod manifest;
+mod spill;
 pub mod vfs;
 
 use std::collections::HashMap;
@@ -178,8 +180,9 @@ impl Backup {
                 return Err(incremental_refusal(&root));
             }
             let src = Arc::new(src);
-            let any_compressed = archives.iter().any(|a| a.compression != Compression::None);
             let mount = vfs::mount(&root, src.clone());
+            check_segment_sizes(&root, &src)?;
+            let any_compressed = archives.iter().any(|a| a.compression != Compression::None);
             (Format::Tar, Some(src), any_compressed.then_some(seen), Some(mount))
         } else if root.join("PG_VERSION").is_file() {
             strays.clear(); // a plain backup's own files
@@ -203,7 +206,8 @@ impl Backup {
         self.source.as_ref().map_or(0, |s| s.restarts.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// Keep a file (path relative to the data directory) in memory until released; see [`TarSource::hold`].
+    /// Keep a file (path relative to the data directory) at hand, in a temporary file, until released; see
+    /// [`TarSource::hold`].
     pub fn hold(&self, rel: &str) -> Result<()> {
         if let Some(src) = &self.source {
             if let Some(i) = src.index_of(rel) {
@@ -245,7 +249,7 @@ impl Backup {
                 .collect(),
             None => {
                 let mut held = Vec::new();
-                walk_dir(&self.root, "", &mut held)?;
+                walk_dir(&self.root, &mut held)?;
                 held
             }
         };
@@ -298,19 +302,77 @@ fn digests(algorithms: &[Algorithm], data: &mut dyn std::io::Read) -> std::io::R
     Ok(Some(algorithms.iter().copied().zip(hashers.into_iter().map(manifest::Hasher::finish)).collect()))
 }
 
-/// Every regular file under `dir` (tablespace links followed), with its size.
-fn walk_dir(dir: &Path, rel: &str, held: &mut Vec<Held>) -> Result<()> {
-    for e in std::fs::read_dir(dir).map_err(|e| CoreError::io(dir, e))?.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-        let md = std::fs::metadata(e.path()).map_err(|err| CoreError::io(e.path(), err))?;
-        if md.is_dir() {
-            walk_dir(&e.path(), &path, held)?;
-        } else if md.is_file() {
-            held.push(Held { path, size: md.len() });
+/// A relation segment longer than pg_control's RELSEG_SIZE blocks is refused: PostgreSQL never writes one (md.c
+/// starts a new segment), and reading it would take as long as its header says. Without a readable pg_control the
+/// scan says what is wrong with it.
+fn check_segment_sizes(root: &Path, src: &TarSource) -> Result<()> {
+    let Ok(cf) = crate::sources::pgdata::read_control_file(root) else { return Ok(()) };
+    let max = u64::from(cf.relseg_size) * u64::from(cf.blcksz);
+    let over = src.members().iter().position(|m| !m.is_dir && m.size > max && archive::is_relation_file(&m.path));
+    match over {
+        Some(i) if max > 0 => Err(CoreError::io(
+            &src.archive_of(i).path,
+            bounds::damaged(format!(
+                "member {} claims {}, more than a segment file can hold ({} blocks of {} bytes, from pg_control)",
+                src.members()[i].path,
+                bounds::human(src.members()[i].size),
+                cf.relseg_size,
+                cf.blcksz
+            )),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Every regular file under `root`, with its size. Iterative, so depth costs no stack; symlinks are followed
+/// (tablespaces), but a directory reached twice (a link loop such as `pg_tblspc/16385 -> ..`) or a tree deeper than
+/// [`MAX_DEPTH`] ends the walk with an error.
+fn walk_dir(root: &Path, held: &mut Vec<Held>) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let top = std::fs::metadata(root).map_err(|e| CoreError::io(root, e))?;
+    let mut visited = std::collections::HashSet::from([(top.dev(), top.ino())]);
+    let mut todo = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = todo.pop() {
+        for e in std::fs::read_dir(&dir).map_err(|e| CoreError::io(&dir, e))?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let md = match std::fs::metadata(e.path()) {
+                Ok(md) => md,
+                // A link to itself or round a loop: the kernel gives up (ELOOP) before we would.
+                Err(err) if err.raw_os_error() == Some(ELOOP) => {
+                    return Err(tree_error(root, &path, "is a symbolic link loop"));
+                }
+                Err(err) => return Err(CoreError::io(e.path(), err)),
+            };
+            if md.is_dir() {
+                if !visited.insert((md.dev(), md.ino())) {
+                    return Err(tree_error(root, &path, "leads to a directory already walked (a symbolic link loop)"));
+                }
+                if path.split('/').count() > MAX_DEPTH {
+                    return Err(tree_error(root, &path, &format!("is more than {MAX_DEPTH} directories deep")));
+                }
+                todo.push((e.path(), path));
+            } else if md.is_file() {
+                held.push(Held { path, size: md.len() });
+            }
         }
     }
     Ok(())
+}
+
+/// Too many levels of symbolic links (Linux asm-generic/errno.h); io::ErrorKind::FilesystemLoop is not stable.
+const ELOOP: i32 = 40;
+
+/// Deepest directory of a data directory walked: PostgreSQL's own go five deep
+/// (`pg_tblspc/<oid>/PG_<major>_<catversion>/<db>/…`).
+const MAX_DEPTH: usize = 32;
+
+fn tree_error(root: &Path, path: &str, what: &str) -> CoreError {
+    CoreError::Invalid(format!(
+        "{}: {path} {what}\nhint: a data directory or backup has no such directories; remove the link or move the \
+         tree aside, then try again",
+        root.display()
+    ))
 }
 
 #[cfg(test)]

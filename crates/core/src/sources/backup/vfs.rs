@@ -12,6 +12,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use super::bounds::{human, WHOLE_READ_MAX};
+
 /// One file or directory of a source, path relative to the data directory (`base/5/1259`).
 #[derive(Debug, Clone)]
 pub struct Member {
@@ -31,6 +33,8 @@ pub trait FileSource: Send + Sync {
     /// True when reads cost a pass over a compressed stream unless they come in storage order: callers
     /// with a choice read in the order of [`FileSource::members`].
     fn sequential(&self) -> bool;
+    /// What member `index` is, for errors: `member global/pg_control of base.tar.gz`.
+    fn describe(&self, index: usize) -> String;
 }
 
 struct Mounted {
@@ -178,9 +182,26 @@ pub fn read_dir(path: &Path) -> io::Result<Vec<(String, PathBuf)>> {
     }
 }
 
+/// A whole file, at most [`WHOLE_READ_MAX`] bytes: longer is an error, before anything is allocated (a tar
+/// header or a damaged file system can state any length).
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     let f = VFile::open(path)?;
     let len = f.size()?;
+    if len > WHOLE_READ_MAX {
+        let what = match &f {
+            VFile::Os(_) => "the file".to_string(),
+            VFile::Member { source, index } => source.describe(*index),
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{what} is {}, more than the {} a file read whole may be: not a file PostgreSQL wrote\nhint: \
+                 restore this file from a good copy, or move it aside if PostgreSQL does not need it",
+                human(len),
+                human(WHOLE_READ_MAX)
+            ),
+        ));
+    }
     let mut buf = vec![0u8; len as usize];
     let n = f.read_full_at(&mut buf, 0)?;
     buf.truncate(n);
