@@ -190,6 +190,15 @@ class RowCarver:
         )
 
 
+def toast_by_index(
+    valueids: list[int], blcksz: int, read_index: Callable[[int, int], bytes], read_toast: Callable[[int, int], bytes]
+) -> list[tuple[int, int, bytes]]:
+    """The chunks (valueid, chunk_seq, bytes) of these TOAST values found through the TOAST index, its pages and
+    the TOAST table's read by ``read_index(first, count)`` and ``read_toast(first, count)``: deleted values too,
+    which no query returns."""
+    return _ext.toast_by_index(valueids, blcksz, read_index, read_toast)
+
+
 def index_evidence(config: IndexEvidenceConfig) -> list[IndexTid]:
     """Heap TIDs inside the given blocks that btree leaf entries point to."""
     return _ext.index_evidence(config)

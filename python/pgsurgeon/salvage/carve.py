@@ -42,6 +42,23 @@ class Oracle:
             return []
         return [(int(r["valueid"]), int(r["seq"]), blob[r["start"] : r["start"] + r["len"]]) for r in refs]
 
+    def commit_times(self, xids: list[int]) -> dict[int, int | None]:
+        """XID -> commit time in microseconds since 2000-01-01 (what pg_commit_ts holds), None when the server
+        has none: asked by undelete for what pg_commit_ts on disk does not hold yet (it is written at checkpoints)."""
+        query = (
+            "SELECT x, ((extract(epoch FROM pg_xact_commit_timestamp(x::text::xid)) - 946684800) * 1000000)::bigint"
+            " FROM unnest(%s::bigint[]) x"
+        )
+        try:
+            rows = self.salvage.main.run(lambda c: c.execute(query, (xids,)).fetchall())
+        except (SqlFailed, BackendLost) as exc:
+            # track_commit_timestamp off: "could not get commit timestamp data"
+            note = f"commit times could not be read through SQL: {exc}"
+            if note not in self.salvage.notes:
+                self.salvage.notes.append(note)
+            return dict.fromkeys(xids)
+        return {int(x): None if t is None else int(t) for x, t in rows}
+
 
 def _resolve_xids(s: Salvage, xids: list[int]) -> dict[str, str]:
     """pg_xact_status for 32-bit XIDs (epoch from the current next XID)."""

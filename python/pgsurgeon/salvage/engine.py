@@ -31,7 +31,7 @@ from pgsurgeon import loss
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.salvage import catalog
-from pgsurgeon.salvage.carve import Oracle, carve, carve_config
+from pgsurgeon.salvage.carve import carve, carve_config
 from pgsurgeon.salvage.classify import classify
 from pgsurgeon.salvage.deleted import undelete
 from pgsurgeon.salvage.evidence import Background, index_evidence
@@ -202,7 +202,7 @@ class Salvage:
         skip, checksum_only = classify(self, CLASSIFY_REGION)
         if o.deleted and isinstance(sink, DirSink) and self.pages is not None:
             # before any SQL reads the table: a scan prunes the removed versions from the pages it reads
-            self.deleted = undelete(self, carve_config(self), Oracle(self), sink.out_dir, sink.base, sink.ext)
+            self.deleted = undelete(self, carve_config(self), sink.out_dir, sink.base, sink.ext)
         # The index entries into all-zero blocks and past the end, read from the index files beside the SQL phase.
         if isinstance(self.pages, LocalPages) and self.table.indexes and not o.carve_all:
             nblocks = t.rel.nblocks
