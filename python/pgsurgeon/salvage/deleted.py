@@ -83,11 +83,6 @@ class _UndeleteOracle(Oracle):
         return found + (super().toast_chunks(missing) if missing else [])
 
 
-def _toast_index(conn: Any, toast_oid: int) -> int | None:
-    row = conn.execute("SELECT indexrelid::bigint FROM pg_index WHERE indrelid = %s::oid", (toast_oid,)).fetchone()
-    return int(row[0]) if row else None
-
-
 def undelete(s: Salvage, cfg: CarveConfig, out_dir: Path, base: str, ext: str) -> dict[str, Any]:
     """Carve the removed row versions of the whole table into ``<base>.deleted.<ext>`` (the server answers what
     the files cannot: transaction status, MultiXact members, TOAST chunks, commit times); returns what was
@@ -111,14 +106,13 @@ def undelete(s: Salvage, cfg: CarveConfig, out_dir: Path, base: str, ext: str) -
     dcfg["only"] = {}
     # a page in shared buffers carries the checksum of its last write, if any: only pages from disk have one to check
     dcfg["checksums"] = False
-    toast_index = _toast_index(conn, t.rel.toast_oid) if t.rel.toast_oid else None
     rconn = db.connect(s.opts.dsn)
     try:
         pages = _PageReader(rconn, threading.Lock(), fn, t.rel.block_size)
         read = pages.reader(t.rel.oid, s.pages.read_range if s.pages is not None else None)
         oracle = (
-            _UndeleteOracle(s, pages.reader(toast_index), pages.reader(t.rel.toast_oid))
-            if toast_index is not None
+            _UndeleteOracle(s, pages.reader(t.toast_index.oid), pages.reader(t.toast.oid))
+            if t.toast is not None and t.toast_index is not None
             else Oracle(s)
         )
         summary = core.RowCarver(dcfg).run(
