@@ -353,8 +353,8 @@ impl pgsurgeon_core::rows::engine::RowSink for PySink<'_> {
 }
 
 /// The server's answers through a Python object with `xid_status(list) -> dict[int, str]`,
-/// `multi_updaters(list) -> dict[int, int | None]`, `toast_chunks(list) -> list[tuple[int, int, bytes]]` and
-/// `commit_times(list) -> dict[int, int | None]`.
+/// `multi_updaters(list) -> dict[int, int | None]`, `toast_chunks(list) -> list[tuple[int, int, bytes]]`,
+/// `commit_times(list) -> dict[int, int | None]` and `subxacts(int) -> list[int] | None`.
 struct PyOracle<'r> {
     oracle: Py<PyAny>,
     raised: &'r Raised,
@@ -396,6 +396,13 @@ impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
             let r = self.oracle.call_method1(py, "commit_times", (xids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
             let m: std::collections::HashMap<u32, Option<i64>> = r.extract(py).map_err(|e| self.raised.keep(e))?;
             Ok(m.into_iter().collect())
+        })
+    }
+
+    fn subxacts(&mut self, xid: u32) -> pgsurgeon_core::Result<Option<Vec<u32>>> {
+        Python::attach(|py| {
+            let r = self.oracle.call_method1(py, "subxacts", (xid,)).map_err(|e| self.raised.keep(e))?;
+            r.extract(py).map_err(|e| self.raised.keep(e))
         })
     }
 }

@@ -32,7 +32,7 @@ use super::output::{
     account_lost, escape_invalid_utf8, write_plain_run, write_provenance, Batch, CarveCounts, CarveResult, CarvedRow,
     Certainty, RAW_NOTE_BYTES,
 };
-use super::undelete::{write_deleted_prefix, Removal};
+use super::undelete::{write_deleted_prefix, CommitRecord, Removal};
 
 /// Output format of carved rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -157,6 +157,8 @@ pub struct Carver {
     /// Commit times the server gave for what pg_commit_ts on disk does not hold (None: it has none either);
     /// forgotten after each wave, like fetched TOAST chunks.
     pub(super) server_times: HashMap<u32, Option<i64>>,
+    /// Undelete's `deleted_by`: its commit record's subtransactions, once read (kept for the whole run).
+    pub(super) commit_record: CommitRecord,
     pub cfg: CarveConfig,
     /// The status files and the server's answers: what each tuple is to a new snapshot.
     pub(super) vis: Visibility,
@@ -196,6 +198,7 @@ impl Carver {
         Carver {
             commit_ts,
             server_times: HashMap::new(),
+            commit_record: CommitRecord::Unread,
             oopts: OutputOptions { server_version_num: cfg.server_version_num, ..Default::default() },
             max_chunk: crate::format::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
             max_tuples: max_heap_tuples(blcksz),
@@ -364,7 +367,7 @@ impl Carver {
         let j = self.vis.judge(&f.header, at.ask_status);
         out.need_xids.extend(&j.need_xids);
         out.need_multis.extend(&j.need_multis);
-        let Some((mut verdict, deleter)) = self.undelete_verdict(f, &j, at.ask_status, &mut out.need_commit_ts) else {
+        let Some((mut verdict, deleter)) = self.undelete_verdict(f, &j, at.ask_status, at.can_ask, out) else {
             return;
         };
         if verdict == Verdict::Invisible {

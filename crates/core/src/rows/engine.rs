@@ -3,8 +3,9 @@
 //! whatever the size of the table.
 //!
 //! What the files cannot settle (the status of XIDs whose pg_xact page is not on disk yet, MultiXact members,
-//! TOAST values when only the server can read them, undelete's commit times) is asked of an [`Oracle`] between waves, and the units that
-//! asked are carved again; what stays unknown keeps its row apart.
+//! TOAST values when only the server can read them, undelete's commit times and the subtransactions of the
+//! transaction it is asked about) is asked of an [`Oracle`] between waves, and the units that asked are carved
+//! again; what stays unknown keeps its row apart.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::sync_channel;
@@ -61,6 +62,10 @@ pub trait Oracle {
     /// XID -> its commit time (microseconds since 2000-01-01, `pg_xact_commit_timestamp`), None when the server
     /// has none. Asked by undelete only: a running server's pg_commit_ts on disk lags its shared memory.
     fn commit_times(&mut self, xids: &[u32]) -> Result<Vec<(u32, Option<i64>)>>;
+    /// The subtransactions the commit record of top-level transaction `xid` lists (`xl_xact_subxacts`, from
+    /// WAL), None when it cannot be read. Asked by undelete only, at most once a run, when pg_subtrans names no
+    /// parent of a transaction that removed rows after `deleted_by`.
+    fn subxacts(&mut self, xid: u32) -> Result<Option<Vec<u32>>>;
 }
 
 /// Where rows go, in block order.
@@ -175,7 +180,9 @@ pub fn unload(
     let all = units(ranges, opts.unit_blocks);
     let wave = opts.jobs.max(1) * 4;
     let mut summary = UnloadSummary::default();
-    let can_ask = oracle.is_some() && carver.cfg.can_ask;
+    // cfg.can_ask is for transaction statuses (carve_page's ask_status); an oracle without the server (offline
+    // undelete) still answers for WAL
+    let can_ask = oracle.is_some();
     let buffers = Pool::default();
     let pool = &buffers;
     let crew = Crew { workers: &workers, source, pool, provenance: opts.provenance };
@@ -298,6 +305,12 @@ fn ask_oracle(
     if !toast.is_empty() {
         for (v, seq, bytes) in o.toast_chunks(&toast)? {
             carver.add_chunk(v, seq, bytes);
+        }
+    }
+    if outs.iter().any(|(b, _)| b.need_subxacts) {
+        if let Some(w) = carver.cfg.deleted_by {
+            let listed = o.subxacts(w)?;
+            carver.set_subxacts(listed);
         }
     }
     if !times.is_empty() {

@@ -6,9 +6,12 @@
 //! subtransaction beside it. pg_subtrans maps each subtransaction to its parent (access/transam/subtrans.c), but
 //! only for XIDs since the oldest one running at the last checkpoint or startup (StartupSUBTRANS zeroes the pages
 //! from there, TruncateSUBTRANS removes the segments before), and a running server writes its pages at checkpoints
-//! only. Where it names no parent, the transaction `deleted_by` asks for is matched by its commit time, which
-//! commit_ts.c records the same for a transaction and each of its subtransactions (TransactionTreeSetCommitTsData).
+//! only. Where it names no parent, the transaction `deleted_by` asks for takes in only the subtransactions its own
+//! commit record lists (`xl_xact_subxacts`, every committed descendant: xactGetCommittedChildren and
+//! XactLogCommitRecord in access/transam/xact.c), which the engine's oracle reads from WAL once, when a removal
+//! needs it. Without that record such removals are not attributed: a later transaction is no subtransaction.
 
+use std::collections::HashSet;
 use std::io::Write as _;
 
 use crate::format::heap::HEAP_XMAX_INVALID;
@@ -17,6 +20,19 @@ use crate::visibility::xact::{xmax_locked_only, Judgement, Verdict, MAX_SUBXACT_
 
 use super::carve::Carver;
 use super::find::Found;
+use super::output::Batch;
+
+/// What the commit record of `deleted_by` says of its subtransactions.
+#[derive(Debug, Default)]
+pub enum CommitRecord {
+    /// Not read yet: asked of the oracle when a removal needs it.
+    #[default]
+    Unread,
+    /// The subtransactions it lists (none: it had none that committed).
+    Listed(HashSet<u32>),
+    /// Not to be had (WAL recycled, no tool to read it): subtransactions pg_subtrans does not name stay unattributed.
+    Missing,
+}
 
 /// Who removed a row version, and when.
 pub(super) struct Removal {
@@ -24,13 +40,21 @@ pub(super) struct Removal {
     deleter: u32,
     /// The subtransaction whose XID the version carries, when it is not the top-level one.
     sub: Option<u32>,
-    /// The subtransaction's parent was told by their commit times, pg_subtrans naming none.
-    by_commit_time: bool,
+    /// The subtransaction was tied to `deleter` by its commit record in WAL, pg_subtrans naming no parent.
+    from_wal: bool,
     xmin_at: Option<i64>,
     deleted_at: Option<i64>,
 }
 
 impl Carver {
+    /// What the commit record of `deleted_by` lists (None: it could not be read).
+    pub fn set_subxacts(&mut self, subxacts: Option<Vec<u32>>) {
+        self.commit_record = match subxacts {
+            Some(v) => CommitRecord::Listed(v.into_iter().collect()),
+            None => CommitRecord::Missing,
+        };
+    }
+
     /// The commit time of `xid`: pg_commit_ts on disk, else the server's answer. When neither has it yet and the
     /// server may be asked, `xid` goes to `need` (the caller asks and carves the page again).
     fn commit_time(&self, xid: u32, ask: bool, need: &mut Vec<u32>) -> Option<i64> {
@@ -68,20 +92,22 @@ impl Carver {
 
     /// The verdict a tuple is carved with, and for undelete who removed it; `None` when undelete skips the tuple
     /// (it was not removed, or by another transaction than the one asked for). `ask`: commit times the files do
-    /// not hold go to `need`.
+    /// not hold go to `out.need_commit_ts`; `ask_wal`: a removal that needs the commit record sets
+    /// `out.need_subxacts` (the page is carved again once it is read).
     pub(super) fn undelete_verdict(
         &self,
         f: &Found,
         j: &Judgement,
         ask: bool,
-        need: &mut Vec<u32>,
+        ask_wal: bool,
+        out: &mut Batch,
     ) -> Option<(Verdict, Option<Removal>)> {
         let cfg = &self.cfg;
         if !cfg.deleted {
             return Some((j.verdict, None));
         }
         match j.deleted_by {
-            Some(x) => self.removal(f, x, ask, need).map(|r| (Verdict::Live, Some(r))),
+            Some(x) => self.removal(f, x, ask, ask_wal, out).map(|r| (Verdict::Live, Some(r))),
             // a removed version whose deleter cannot be decided stays in the kept-apart output
             None if j.verdict == Verdict::Uncertain
                 && cfg.deleted_by.is_none()
@@ -96,27 +122,29 @@ impl Carver {
     }
 
     /// Who removed the version `f` whose xmax (or updating member) is the committed `x`, and when; `None` when
-    /// `deleted_by` asks for another transaction.
-    fn removal(&self, f: &Found, x: u32, ask: bool, need: &mut Vec<u32>) -> Option<Removal> {
+    /// `deleted_by` asks for another transaction, or for one whose commit record is still to be read.
+    fn removal(&self, f: &Found, x: u32, ask: bool, ask_wal: bool, out: &mut Batch) -> Option<Removal> {
         let top = self.topmost(x);
-        let (deleter, by_commit_time) = match self.cfg.deleted_by {
+        let (deleter, from_wal) = match self.cfg.deleted_by {
             None => (top, false),
             Some(w) if w == top => (w, false),
-            // pg_subtrans names no parent of `top`, younger than `w`: one of w's subtransactions if they committed
-            // at the same moment
-            Some(w) if xid_precedes(w, top) => {
-                let at = self.commit_time(top, ask, need);
-                if at.is_none() || at != self.commit_time(w, ask, need) {
+            // pg_subtrans names no parent of `top`, younger than `w`: one of w's subtransactions only if w's
+            // commit record lists it (it lists nested ones too, so `top` or `x`)
+            Some(w) if xid_precedes(w, top) => match &self.commit_record {
+                CommitRecord::Listed(s) if s.contains(&top) || s.contains(&x) => (w, true),
+                CommitRecord::Unread if ask_wal => {
+                    out.need_subxacts = true;
                     return None;
                 }
-                (w, true)
-            }
+                _ => return None,
+            },
             Some(_) => return None,
         };
+        let need = &mut out.need_commit_ts;
         Some(Removal {
             deleter,
             sub: (x != deleter).then_some(x),
-            by_commit_time,
+            from_wal,
             xmin_at: self.commit_time(f.header.t_xmin, ask, need),
             deleted_at: self.commit_time(x, ask, need),
         })
@@ -125,7 +153,8 @@ impl Carver {
 
 /// Undelete's leading columns: block, lp, xmin, its commit time, the (top-level) deleter, its commit time, and
 /// `how`: `delete`, or `update` when the version's t_ctid names another tuple; followed by ` in subtransaction
-/// XID` when the removal was made in one (and ` (same commit time)` when pg_subtrans did not name the parent).
+/// XID` when the removal was made in one (and ` (from the commit record in WAL)` when pg_subtrans did not name the
+/// parent).
 pub(super) fn write_deleted_prefix(out: &mut Vec<u8>, block: u64, f: &Found, r: &Removal, csv: bool) {
     let sep = if csv { b',' } else { b'\t' };
     let null: &[u8] = if csv { b"" } else { b"\\N" };
@@ -155,8 +184,8 @@ pub(super) fn write_deleted_prefix(out: &mut Vec<u8>, block: u64, f: &Found, r: 
     out.extend_from_slice(if moved { b"update" } else { b"delete" });
     if let Some(s) = r.sub {
         let _ = write!(out, " in subtransaction {s}");
-        if r.by_commit_time {
-            out.extend_from_slice(b" (same commit time)");
+        if r.from_wal {
+            out.extend_from_slice(b" (from the commit record in WAL)");
         }
     }
     out.push(sep);
