@@ -6,7 +6,8 @@ the row engine keeps only removed versions, judged against the salvage's shared 
 What lags on disk until the next checkpoint is read through the server too: TOAST values from the pages of the TOAST
 table and its index, read the same way (their chunks are deleted with the row: no query returns them), commit times
 from pg_xact_commit_timestamp where pg_commit_ts on disk has none yet. pg_subtrans is not readable through SQL: where
-its files do not name a subtransaction's parent yet, ``--deleted-by`` matches it by commit time (rows/undelete.rs)."""
+its files do not name a subtransaction's parent yet, ``--deleted-by`` takes in the subtransactions its commit record
+in pg_wal lists (flushed at commit; rows/undelete.rs, rescue/walstatus.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.salvage.carve import Oracle
 from pgsurgeon.salvage.pages import pageinspect_function
 
@@ -129,4 +131,14 @@ def undelete(s: Salvage, cfg: CarveConfig, out_dir: Path, base: str, ext: str) -
         "kept_apart": int(counts.get("apart_rows", 0)),
         "kept_apart_file": str(apart) if apart.exists() else None,
         "columns": DELETED_COLUMNS + [c.name for c in t.live_columns],
+        "commit_record": _commit_record(s.commit_records),
     }
+
+
+def _commit_record(c: CommitRecords | None) -> dict[str, Any] | None:
+    """What --deleted-by read of its commit record in pg_wal (None: pg_subtrans named every parent, or no
+    --deleted-by): its subtransactions (null: not found) and how long pg_waldump took."""
+    if c is None or not c.read:
+        return None
+    ((xid, subxacts),) = c.read.items()
+    return {"xid": xid, "subxacts": subxacts, "seconds": round(c.seconds, 3)}

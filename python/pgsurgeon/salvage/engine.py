@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import loss
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
+from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.salvage import catalog
 from pgsurgeon.salvage.carve import carve, carve_config
 from pgsurgeon.salvage.classify import classify
@@ -166,6 +167,8 @@ class Salvage:
         self.lock = threading.Lock()
         self.deleted: dict[str, Any] | None = None
         """What salvage --deleted wrote (salvage/deleted.py)."""
+        self.commit_records: CommitRecords | None = None
+        """--deleted-by's commit record in pg_wal, once read (salvage/carve.py, Oracle.subxacts)."""
 
     def session(self, read_only: bool = True, wait: bool = True) -> Session:
         return Session(
