@@ -2,7 +2,8 @@
 removed (their heap and TOAST pages, their commit times only in the server's memory) returns what ``unload --deleted``
 returns from the cluster stopped cleanly afterwards, line for line: the rows, their TOAST values, their commit times.
 ``--deleted-by XID`` finds what the transaction removed inside released savepoints (their xmax is the
-subtransaction's XID), labelled with XID, and not what a savepoint rolled back. Real PostgreSQL 15 and 18.
+subtransaction's XID), labelled with XID, and not what a savepoint rolled back: through pg_subtrans, else through
+XID's commit record in pg_wal, never through commit times. Real PostgreSQL 15 and 18.
 
 A session holding a snapshot from before the removals keeps every page from being pruned while salvage reads the
 table through SQL, so the stopped cluster still has every removed version for unload to compare against."""
@@ -122,13 +123,93 @@ def test_online_undelete_is_exact_without_a_checkpoint(make_lab: MakeLab, tmp_pa
     assert {c[6] for c in cols} == {"delete", "update"}
 
 
-@pytest.mark.parametrize("version", ["15", "18"])
-def test_deleted_by_includes_released_savepoints(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+SUBTRANS_PER_SEGMENT = 8192 // 4 * 32  # subtrans.c: a 4-byte parent per XID, 32 pages a segment (BLCKSZ 8192)
+COMMIT_TS_PER_PAGE = 8192 // 10  # commit_ts.c: SizeOfCommitTimestampEntry (8-byte time, 2-byte origin)
+WAL_SUFFIX = "(from the commit record in WAL)"
+
+
+def _subtrans_parent(pgdata: Path, xid: int) -> int:
+    """The parent pg_subtrans on disk names for ``xid`` (0: none, or no such segment)."""
+    path = pgdata / "pg_subtrans" / f"{xid // SUBTRANS_PER_SEGMENT:04X}"
+    at = xid % SUBTRANS_PER_SEGMENT * 4
+    data = path.read_bytes()[at : at + 4] if path.exists() else b""
+    return int.from_bytes(data, "little") if len(data) == 4 else 0
+
+
+def _commit_ts_at(pgdata: Path, xid: int) -> tuple[Path, int]:
+    page = xid // COMMIT_TS_PER_PAGE
+    return pgdata / "pg_commit_ts" / f"{page // 32:04X}", page % 32 * 8192 + xid % COMMIT_TS_PER_PAGE * 10
+
+
+def _set_commit_time(pgdata: Path, xid: int, like: int) -> None:
+    """Give ``xid`` in pg_commit_ts on disk the commit time of ``like``: two transactions committed in the same
+    microsecond."""
+    src, a = _commit_ts_at(pgdata, like)
+    dst, b = _commit_ts_at(pgdata, xid)
+    time = src.read_bytes()[a : a + 8]
+    assert time != bytes(8)
+    data = bytearray(dst.read_bytes())
+    data[b : b + 8] = time
+    dst.write_bytes(bytes(data))
+
+
+def _wipe_subtrans(pgdata: Path) -> None:
+    """pg_subtrans as a checkpoint leaves it in a cluster whose XIDs went far past these: nothing about them."""
+    for f in (pgdata / "pg_subtrans").iterdir():
+        f.write_bytes(bytes(f.stat().st_size))
+
+
+def _xid(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
+    return int((conn.execute("SELECT txid_current()").fetchone() or [0])[0]) % (1 << 32)
+
+
+def _savepoint_work(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
+    """One transaction: deletes 1-10 itself, 11-20 in a released savepoint, 21-30 in a rolled-back one, updates
+    31-40 in a nested pair of released savepoints; returns its XID."""
+    with conn.transaction():
+        top = _xid(conn)
+        conn.execute("DELETE FROM s WHERE id <= 10")
+        conn.execute("SAVEPOINT a")
+        conn.execute("DELETE FROM s WHERE id BETWEEN 11 AND 20")
+        conn.execute("RELEASE a")
+        conn.execute("SAVEPOINT b")
+        conn.execute("DELETE FROM s WHERE id BETWEEN 21 AND 30")
+        conn.execute("ROLLBACK TO b")
+        conn.execute("SAVEPOINT c")
+        conn.execute("SAVEPOINT d")
+        conn.execute("UPDATE s SET v = 'changed' WHERE id BETWEEN 31 AND 40")
+        conn.execute("RELEASE d")
+        conn.execute("RELEASE c")
+    return top
+
+
+def _check_savepoint_lines(lines: list[str], before: dict[int, str], top: int) -> dict[int, list[str]]:
+    """The rows ``_savepoint_work`` removed, each labelled with ``top``: ids -> ``how`` split at spaces for the
+    ones removed in a subtransaction."""
+    cols = [line.split("\t") for line in lines]
+    assert sorted("\t".join(c[PREFIX:]) for c in cols) == sorted(before[i] for i in [*range(1, 21), *range(31, 41)])
+    assert {int(c[4]) for c in cols} == {top}
+    by_id = {int(c[PREFIX]): c[6] for c in cols}
+    assert all(by_id[i] == "delete" for i in range(1, 11))
+    subs = {i: by_id[i].split(" ") for i in [*range(11, 21), *range(31, 41)]}
+    assert all(
+        s[0] == ("delete" if i <= 20 else "update") and s[1:3] == ["in", "subtransaction"] for i, s in subs.items()
+    )
+    assert all(int(s[3]) > top for s in subs.values())
+    return subs
+
+
+@pytest.mark.parametrize(("version", "commit_ts"), [("15", True), ("15", False), ("18", True), ("18", False)])
+def test_deleted_by_includes_released_savepoints(
+    make_lab: MakeLab, tmp_path: Path, version: str, commit_ts: bool
+) -> None:
     """One transaction deletes rows itself, in a released savepoint and in a rolled-back one, and updates rows in
     a nested pair of released savepoints: --deleted-by its XID returns the rows it removed itself and in the
-    released savepoints, labelled with its XID and the subtransaction, online (no checkpoint since) and offline;
-    not the rolled-back savepoint's rows (still there), nor another transaction's."""
-    lab = make_lab(version, extra_conf={"track_commit_timestamp": True})
+    released savepoints, labelled with its XID and the subtransaction, online (no checkpoint since: pg_subtrans on
+    disk names no parent, its commit record in pg_wal does) and offline (pg_subtrans from the shutdown checkpoint);
+    not the rolled-back savepoint's rows (still there), nor another transaction's. With track_commit_timestamp on
+    or off: commit times play no part."""
+    lab = make_lab(version, extra_conf={"track_commit_timestamp": commit_ts})
     with lab.connect() as conn:
         conn.execute("CREATE EXTENSION pageinspect")
         conn.execute("CREATE TABLE s (id int PRIMARY KEY, v text)")
@@ -136,49 +217,73 @@ def test_deleted_by_includes_released_savepoints(make_lab: MakeLab, tmp_path: Pa
         conn.execute("CHECKPOINT")
         before = {int(line.split("\t")[0]): line for line in _copy(conn, "s")}
         holder = _hold_snapshot(lab)
-        with conn.transaction():
-            top = int((conn.execute("SELECT txid_current()").fetchone() or [0])[0]) % (1 << 32)
-            conn.execute("DELETE FROM s WHERE id <= 10")
-            conn.execute("SAVEPOINT a")
-            conn.execute("DELETE FROM s WHERE id BETWEEN 11 AND 20")
-            conn.execute("RELEASE a")
-            conn.execute("SAVEPOINT b")
-            conn.execute("DELETE FROM s WHERE id BETWEEN 21 AND 30")
-            conn.execute("ROLLBACK TO b")
-            conn.execute("SAVEPOINT c")
-            conn.execute("SAVEPOINT d")
-            conn.execute("UPDATE s SET v = 'changed' WHERE id BETWEEN 31 AND 40")
-            conn.execute("RELEASE d")
-            conn.execute("RELEASE c")
+        top = _savepoint_work(conn)
         conn.execute("DELETE FROM s WHERE id BETWEEN 41 AND 50")  # another transaction
         assert int((conn.execute("SELECT count(*) FROM s WHERE id BETWEEN 21 AND 30").fetchone() or [0])[0]) == 10
-    expected = sorted(before[i] for i in [*range(1, 21), *range(31, 41)])
-
-    def check(lines: list[str]) -> set[str]:
-        cols = [line.split("\t") for line in lines]
-        assert sorted("\t".join(c[PREFIX:]) for c in cols) == expected
-        assert {int(c[4]) for c in cols} == {top}
-        by_id = {int(c[PREFIX]): c[6] for c in cols}
-        assert all(by_id[i] == "delete" for i in range(1, 11))
-        subs = {i: by_id[i].split(" ") for i in [*range(11, 21), *range(31, 41)]}
-        assert all(
-            s[0] == ("delete" if i <= 20 else "update") and s[1:3] == ["in", "subtransaction"] for i, s in subs.items()
-        )
-        assert all(int(s[3]) > top for s in subs.values())
-        return {" ".join(s[4:]) for s in subs.values()}
 
     online = _salvage(lab, "s", tmp_path / "online", "--deleted-by", str(top))
-    # pg_subtrans on disk lags as pg_commit_ts does: the parent may be told by the commit time
-    assert check(_lines(Path(online["deleted"]["file"]))) <= {"", "(same commit time)"}
+    subs = _check_savepoint_lines(_lines(Path(online["deleted"]["file"])), before, top)
+    # what the test is about: pg_subtrans on disk (still, after salvage read it) names no parent of these
+    sub_xids = {int(s[3]) for s in subs.values()}
+    assert all(_subtrans_parent(lab.pgdata, x) == 0 for x in sub_xids)
+    assert all(" ".join(s[4:]) == WAL_SUFFIX for s in subs.values())
+    record = online["deleted"]["commit_record"]
+    assert record["xid"] == top and sub_xids <= set(record["subxacts"]), record
     holder.close()
     lab.stop()
     offline, _ = _unload(lab, "public.s", tmp_path / "offline", "--deleted-by", str(top))
     # the shutdown checkpoint wrote pg_subtrans: parents from there
-    assert check(offline) == {""}
+    assert {" ".join(s[4:]) for s in _check_savepoint_lines(offline, before, top).values()} == {""}
     every, _ = _unload(lab, "public.s", tmp_path / "every", "--deleted")
     assert len(every) == 40 and {int(line.split("\t")[4]) for line in every if int(line.split("\t")[PREFIX]) <= 40} == {
         top
     }
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_back_to_back_transactions_are_never_mixed(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
+    """Two transactions with released savepoints commit back to back, the second given the first's commit time in
+    pg_commit_ts (the same microsecond), and pg_subtrans knows neither's subtransactions (as after XIDs went far
+    past them): --deleted-by each returns only its own rows, its subtransactions tied to it by its commit record in
+    pg_wal. Without pg_wal, the subtransactions' rows are not listed and the report says why."""
+    lab = make_lab(version, extra_conf={"track_commit_timestamp": True})
+    with lab.connect() as conn:
+        conn.execute("CREATE TABLE s (id int PRIMARY KEY, v text)")
+        conn.execute("INSERT INTO s SELECT g, 'row ' || g FROM generate_series(1, 400) g")
+        before = {int(line.split("\t")[0]): line for line in _copy(conn, "s")}
+        holder = _hold_snapshot(lab)
+        first = _savepoint_work(conn)
+        with conn.transaction():
+            second = _xid(conn)
+            conn.execute("DELETE FROM s WHERE id BETWEEN 101 AND 110")
+            conn.execute("SAVEPOINT e")
+            conn.execute("DELETE FROM s WHERE id BETWEEN 111 AND 120")
+            conn.execute("RELEASE e")
+    holder.close()
+    lab.stop()
+    _wipe_subtrans(lab.pgdata)
+    _set_commit_time(lab.pgdata, second, like=first)
+    for x in range(first + 1, second + 1):  # its subtransactions, and the second transaction's own
+        _set_commit_time(lab.pgdata, x, like=first)
+
+    got, _ = _unload(lab, "public.s", tmp_path / "first", "--deleted-by", str(first))
+    subs = _check_savepoint_lines(got, before, first)
+    assert {" ".join(s[4:]) for s in subs.values()} == {WAL_SUFFIX}
+    got, _ = _unload(lab, "public.s", tmp_path / "second", "--deleted-by", str(second))
+    cols = [line.split("\t") for line in got]
+    assert sorted(int(c[PREFIX]) for c in cols) == list(range(101, 121))
+    assert {int(c[4]) for c in cols} == {second}
+    assert {c[6].split(" in subtransaction ")[0] for c in cols} == {"delete"}
+    assert sum(1 for c in cols if c[6].endswith(WAL_SUFFIX)) == 10
+
+    # WAL recycled: only what the first transaction removed itself, and a note with the next step
+    (lab.pgdata / "pg_wal").rename(lab.pgdata / "pg_wal.away")
+    (lab.pgdata / "pg_wal").mkdir()
+    got, _ = _unload(lab, "public.s", tmp_path / "nowal", "--deleted-by", str(first))
+    assert sorted(int(line.split("\t")[PREFIX]) for line in got) == list(range(1, 11))
+    notes = json.loads((tmp_path / "nowal" / "report.json").read_text())["notes"]
+    (note,) = [n for n in notes if "commit record" in n]
+    assert f"the commit record of XID {first} is no longer in pg_wal" in note and "without --deleted-by" in note
 
 
 def _copy(conn: psycopg.Connection[tuple[Any, ...]], table: str) -> list[str]:
