@@ -175,8 +175,9 @@ class RowCarver:
         oracle: object | None = None,
     ) -> UnloadSummary:
         """Carve the half-open block ``ranges``; rows are appended to the files ``main``/``apart`` (and ``prov``)
-        or passed to ``write(main, apart, prov)``. ``oracle`` answers ``xid_status``, ``multi_updaters`` and
-        ``toast_chunks``. Returns the summary: counts, lost items, pages that need accounting."""
+        or passed to ``write(main, apart, prov)``. ``oracle`` answers ``xid_status``, ``multi_updaters``,
+        ``toast_chunks``, ``commit_times`` and ``subxacts``. Returns the summary: counts, lost items, pages that need
+        accounting."""
         return self._c.run(
             ranges,
             jobs,

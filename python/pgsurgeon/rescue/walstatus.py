@@ -171,22 +171,23 @@ class CommitRecords:
     def _read(self, xid: int) -> list[int] | None:
         why = ""
         if not (self.pgdata / "pg_wal").is_dir():
-            why = f"{self.pgdata} has no pg_wal directory: the commit record of XID {xid} was not read"
+            why = f"{self.pgdata} has no pg_wal directory to read the commit record of XID {xid} from"
         else:
             try:
                 control = core.read_control(self.pgdata)
             except (ValueError, OSError) as exc:
-                why = f"pg_control could not be read ({exc}): the commit record of XID {xid} was not read"
+                why = f"the commit record of XID {xid} was not read (pg_control: {exc})"
             else:
+                major = int(control["major_version"])
                 start = time.monotonic()
-                wal = read_wal_status(self.pgdata, int(control["major_version"]), int(control["this_timeline_id"]))
+                wal = read_wal_status(self.pgdata, major, int(control["this_timeline_id"]))
                 self.seconds += time.monotonic() - start
                 if xid in wal.subxacts:
                     return wal.subxacts[xid]
                 if wal.status.get(xid) == "aborted":
                     return []  # its subtransactions aborted with it: none removed a row
                 why = (
-                    f"{wal.note}: the commit record of XID {xid} was not read"
+                    f"no pg_waldump of PostgreSQL {major} found to read the commit record of XID {xid}"
                     if wal.tool is None
                     else f"the commit record of XID {xid} is no longer in pg_wal"
                 )
