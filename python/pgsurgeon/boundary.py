@@ -674,6 +674,7 @@ class UnloadSummary(TypedDict):
     asked_xids: int
     asked_multis: int
     asked_toast: int
+    asked_commit_ts: int
     cancelled: bool
 
 

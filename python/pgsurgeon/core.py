@@ -175,8 +175,9 @@ class RowCarver:
         oracle: object | None = None,
     ) -> UnloadSummary:
         """Carve the half-open block ``ranges``; rows are appended to the files ``main``/``apart`` (and ``prov``)
-        or passed to ``write(main, apart, prov)``. ``oracle`` answers ``xid_status``, ``multi_updaters`` and
-        ``toast_chunks``. Returns the summary: counts, lost items, pages that need accounting."""
+        or passed to ``write(main, apart, prov)``. ``oracle`` answers ``xid_status``, ``multi_updaters``,
+        ``toast_chunks``, ``commit_times`` and ``subxacts``. Returns the summary: counts, lost items, pages that need
+        accounting."""
         return self._c.run(
             ranges,
             jobs,
@@ -188,6 +189,15 @@ class RowCarver:
             read=read,
             oracle=oracle,
         )
+
+
+def toast_by_index(
+    valueids: list[int], blcksz: int, read_index: Callable[[int, int], bytes], read_toast: Callable[[int, int], bytes]
+) -> list[tuple[int, int, bytes]]:
+    """The chunks (valueid, chunk_seq, bytes) of these TOAST values found through the TOAST index, its pages and
+    the TOAST table's read by ``read_index(first, count)`` and ``read_toast(first, count)``: deleted values too,
+    which no query returns."""
+    return _ext.toast_by_index(valueids, blcksz, read_index, read_toast)
 
 
 def index_evidence(config: IndexEvidenceConfig) -> list[IndexTid]:

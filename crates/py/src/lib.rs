@@ -360,7 +360,8 @@ impl pgsurgeon_core::rows::engine::RowSink for PySink<'_> {
 }
 
 /// The server's answers through a Python object with `xid_status(list) -> dict[int, str]`,
-/// `multi_updaters(list) -> dict[int, int | None]` and `toast_chunks(list) -> list[tuple[int, int, bytes]]`.
+/// `multi_updaters(list) -> dict[int, int | None]`, `toast_chunks(list) -> list[tuple[int, int, bytes]]`,
+/// `commit_times(list) -> dict[int, int | None]` and `subxacts(int) -> list[int] | None`.
 struct PyOracle<'r> {
     oracle: Py<PyAny>,
     raised: &'r Raised,
@@ -393,6 +394,21 @@ impl pgsurgeon_core::rows::engine::Oracle for PyOracle<'_> {
         Python::attach(|py| {
             let r =
                 self.oracle.call_method1(py, "toast_chunks", (valueids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
+            r.extract(py).map_err(|e| self.raised.keep(e))
+        })
+    }
+
+    fn commit_times(&mut self, xids: &[u32]) -> pgsurgeon_core::Result<Vec<(u32, Option<i64>)>> {
+        Python::attach(|py| {
+            let r = self.oracle.call_method1(py, "commit_times", (xids.to_vec(),)).map_err(|e| self.raised.keep(e))?;
+            let m: std::collections::HashMap<u32, Option<i64>> = r.extract(py).map_err(|e| self.raised.keep(e))?;
+            Ok(m.into_iter().collect())
+        })
+    }
+
+    fn subxacts(&mut self, xid: u32) -> pgsurgeon_core::Result<Option<Vec<u32>>> {
+        Python::attach(|py| {
+            let r = self.oracle.call_method1(py, "subxacts", (xid,)).map_err(|e| self.raised.keep(e))?;
             r.extract(py).map_err(|e| self.raised.keep(e))
         })
     }
@@ -484,6 +500,31 @@ impl RowCarver {
     }
 }
 
+/// The chunks of these TOAST values found through the TOAST index: (valueid, chunk_seq, bytes). Pages of the index
+/// and of the TOAST table come from `read_index(first, count)` and `read_toast(first, count)`; the GIL stays held
+/// (every page is a call into Python).
+#[pyfunction]
+fn toast_by_index(
+    py: Python<'_>,
+    valueids: Vec<u32>,
+    blcksz: u32,
+    read_index: Py<PyAny>,
+    read_toast: Py<PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let raised = Raised(std::sync::Mutex::new(None));
+    let index = PyPages { read: read_index, raised: &raised };
+    let toast = PyPages { read: read_toast, raised: &raised };
+    let found = pgsurgeon_core::rows::toastindex::toast_by_index(&valueids, blcksz, &index, &toast);
+    if let Some(e) = raised.take() {
+        return Err(e);
+    }
+    let list = pyo3::types::PyList::empty(py);
+    for (v, seq, bytes) in found.map_err(to_pyerr)? {
+        list.append((v, seq, pyo3::types::PyBytes::new(py, &bytes)))?;
+    }
+    Ok(list.into_any().unbind())
+}
+
 /// Heap TIDs in the given blocks that btree index entries point to.
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -516,6 +557,7 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(page_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(parse_control, m)?)?;
     m.add_function(wrap_pyfunction!(read_control, m)?)?;
+    m.add_function(wrap_pyfunction!(toast_by_index, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_checks, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c, m)?)?;
     m.add_function(wrap_pyfunction!(control_crc_offset, m)?)?;

@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--deleted-by",
         type=int,
         metavar="XID",
-        help="only the row versions this transaction removed (implies --deleted)",
+        help="only the row versions this transaction removed, in its subtransactions too (implies --deleted)",
     )
     p.add_argument(
         "--catalog-from",

@@ -4,15 +4,20 @@ a lost transaction status, after the hint bits on heap pages.
 pg_waldump prints a Transaction record as ``rmgr: Transaction … tx: 745, lsn: …, desc: COMMIT <time>; subxacts: 746
 747`` (``xact_desc_commit`` in ``src/backend/access/rmgrdesc/xactdesc.c``); a prepared transaction's end names its XID
 in the description (``COMMIT_PREPARED 750: …``). A subtransaction commits or aborts with its top-level transaction.
+
+The same records tie subtransactions to their top-level transaction for undelete's ``--deleted-by`` where pg_subtrans
+does not (:class:`CommitRecords`): WAL is flushed at commit, so a running server's pg_wal holds them already.
 """
 
 from __future__ import annotations
 
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgsurgeon import core
 from pgsurgeon.pgbin import install_of_major
 
 _RECORD = re.compile(r"rmgr: Transaction .*?tx:\s*(?P<tx>\d+), .*?desc: (?P<what>[A-Z_]+)(?P<rest>.*)$")
@@ -25,9 +30,12 @@ _ENDS = {"COMMIT": "committed", "COMMIT_PREPARED": "committed", "ABORT": "aborte
 
 @dataclass
 class WalStatus:
-    """What the surviving WAL says: XID -> ``committed`` or ``aborted``, and how it was read."""
+    """What the surviving WAL says: XID -> ``committed`` or ``aborted``, a committed top-level XID -> the
+    subtransactions its commit record lists (``xl_xact_subxacts``, every committed descendant), and how it was
+    read."""
 
     status: dict[int, str] = field(default_factory=dict)
+    subxacts: dict[int, list[int]] = field(default_factory=dict)
     records: int = 0
     tool: str | None = None
     first_segment: str | None = None
@@ -133,8 +141,58 @@ def read_wal_status(pgdata: Path, major: int, timeline: int) -> WalStatus:
         if m.group("what").endswith("_PREPARED") and (p := _PREPARED.match(m.group("rest"))):
             xid = int(p.group("xid"))
         out.status[xid] = fate
-        if s := _SUBXACTS.search(m.group("rest")):
-            out.status.update((int(x), fate) for x in s.group("list").split())
+        subs = [int(x) for x in s.group("list").split()] if (s := _SUBXACTS.search(m.group("rest"))) else []
+        out.status.update((x, fate) for x in subs)
+        if fate == "committed":
+            out.subxacts[xid] = subs
     if done.returncode != 0 and not out.records:
         out.note = (done.stderr.strip().splitlines() or ["pg_waldump failed"])[-1]
     return out
+
+
+@dataclass
+class CommitRecords:
+    """Undelete's ``--deleted-by``: the subtransactions of a top-level transaction, from its commit record in the
+    cluster's pg_wal, read once per XID when pg_subtrans does not name the parent of a transaction that removed
+    rows (the row engine's oracle asks, crates/core/src/rows/undelete.rs). ``notes``: what could not be had, and
+    what to do instead; ``seconds``: the time pg_waldump took."""
+
+    pgdata: Path
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    read: dict[int, list[int] | None] = field(default_factory=dict)
+
+    def subxacts(self, xid: int) -> list[int] | None:
+        """The subtransactions the commit record of ``xid`` lists; None when pg_wal does not hold it."""
+        if xid not in self.read:
+            self.read[xid] = self._read(xid)
+        return self.read[xid]
+
+    def _read(self, xid: int) -> list[int] | None:
+        why = ""
+        if not (self.pgdata / "pg_wal").is_dir():
+            why = f"{self.pgdata} has no pg_wal directory to read the commit record of XID {xid} from"
+        else:
+            try:
+                control = core.read_control(self.pgdata)
+            except (ValueError, OSError) as exc:
+                why = f"the commit record of XID {xid} was not read (pg_control: {exc})"
+            else:
+                major = int(control["major_version"])
+                start = time.monotonic()
+                wal = read_wal_status(self.pgdata, major, int(control["this_timeline_id"]))
+                self.seconds += time.monotonic() - start
+                if xid in wal.subxacts:
+                    return wal.subxacts[xid]
+                if wal.status.get(xid) == "aborted":
+                    return []  # its subtransactions aborted with it: none removed a row
+                why = (
+                    f"no pg_waldump of PostgreSQL {major} found to read the commit record of XID {xid}"
+                    if wal.tool is None
+                    else f"the commit record of XID {xid} is no longer in pg_wal"
+                )
+        self.notes.append(
+            f"{why}: rows removed in its subtransactions that pg_subtrans does not name cannot be tied to it and are"
+            " not listed; run without --deleted-by to see every removed row with its own deleter XID"
+        )
+        return None

@@ -9,6 +9,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
+from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.salvage.evidence import evidence
 from pgsurgeon.salvage.pages import fetch_toast
 from pgsurgeon.salvage.ranges import _merge
@@ -41,6 +42,42 @@ class Oracle:
             self.salvage.notes.append(f"TOAST values could not be read through SQL: {exc}")
             return []
         return [(int(r["valueid"]), int(r["seq"]), blob[r["start"] : r["start"] + r["len"]]) for r in refs]
+
+    def commit_times(self, xids: list[int]) -> dict[int, int | None]:
+        """XID -> commit time in microseconds since 2000-01-01 (what pg_commit_ts holds), None when the server
+        has none: asked by undelete for what pg_commit_ts on disk does not hold yet (it is written at checkpoints)."""
+        query = (
+            "SELECT x, ((extract(epoch FROM pg_xact_commit_timestamp(x::text::xid)) - 946684800) * 1000000)::bigint"
+            " FROM unnest(%s::bigint[]) x"
+        )
+        try:
+            rows = self.salvage.main.run(lambda c: c.execute(query, (xids,)).fetchall())
+        except (SqlFailed, BackendLost) as exc:
+            # track_commit_timestamp off: "could not get commit timestamp data"
+            note = f"commit times could not be read through SQL: {exc}"
+            if note not in self.salvage.notes:
+                self.salvage.notes.append(note)
+            return dict.fromkeys(xids)
+        return {int(x): None if t is None else int(t) for x, t in rows}
+
+    def subxacts(self, xid: int) -> list[int] | None:
+        """The subtransactions the commit record of ``xid`` lists, from the server's pg_wal (flushed at commit):
+        asked by undelete's --deleted-by where pg_subtrans on disk names no parent (it is written at checkpoints)."""
+        s = self.salvage
+        if s.pgdata is None:
+            note = (
+                f"the data directory is not at hand: the commit record of XID {xid} was not read, rows removed in"
+                " its subtransactions cannot be tied to it and are not listed; run without --deleted-by to see every"
+                " removed row with its own deleter XID"
+            )
+            if note not in s.notes:
+                s.notes.append(note)
+            return None
+        if s.commit_records is None:
+            s.commit_records = CommitRecords(s.pgdata)
+        found = s.commit_records.subxacts(xid)
+        s.notes.extend(n for n in s.commit_records.notes if n not in s.notes)
+        return found
 
 
 def _resolve_xids(s: Salvage, xids: list[int]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db, loss
 from pgsurgeon.catalog import sql as catalog
-from pgsurgeon.catalog.relation import ROLE_INDEX, ROLE_TABLE, ROLE_TOAST, Column, Relation
+from pgsurgeon.catalog.relation import ROLE_INDEX, ROLE_TABLE, ROLE_TOAST, ROLE_TOAST_INDEX, Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.catalog.types import load_types, type_desc
 from pgsurgeon.errors import PgSurgeonError
@@ -31,6 +31,8 @@ class Table:
     rel: Relation
     facts: ServerFacts
     toast: Relation | None = None
+    toast_index: Relation | None = None
+    """The TOAST table's index on (chunk_id, chunk_seq): salvage --deleted finds deleted values through its pages."""
     columns: list[Column] = field(default_factory=list)
     indexes: list[Relation] = field(default_factory=list)
     """Its valid btree indexes: their leaf entries tell which rows a lost page held."""
@@ -107,7 +109,12 @@ def load_table(conn: Connection[tuple[Any, ...]], oid: int) -> Table:
         raise PgSurgeonError(
             f"{rel.qualified} uses table access method {rel.amname}, not heap", hint="salvage only knows heap pages"
         )
-    t = Table(rel, facts, toast=next((r for r in rels if r.role == ROLE_TOAST), None))
+    t = Table(
+        rel,
+        facts,
+        toast=next((r for r in rels if r.role == ROLE_TOAST), None),
+        toast_index=next((r for r in rels if r.role == ROLE_TOAST_INDEX), None),
+    )
     # sizes apart: they fail when a segment file is missing (-1 then: the files say)
     rel.size = catalog.size_or_missing(conn, rel.oid)
     if t.toast is not None:

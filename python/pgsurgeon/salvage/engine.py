@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from pgsurgeon import loss
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
+from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.salvage import catalog
-from pgsurgeon.salvage.carve import Oracle, carve, carve_config
+from pgsurgeon.salvage.carve import carve, carve_config
 from pgsurgeon.salvage.classify import classify
 from pgsurgeon.salvage.deleted import undelete
 from pgsurgeon.salvage.evidence import Background, index_evidence
@@ -166,6 +167,8 @@ class Salvage:
         self.lock = threading.Lock()
         self.deleted: dict[str, Any] | None = None
         """What salvage --deleted wrote (salvage/deleted.py)."""
+        self.commit_records: CommitRecords | None = None
+        """--deleted-by's commit record in pg_wal, once read (salvage/carve.py, Oracle.subxacts)."""
 
     def session(self, read_only: bool = True, wait: bool = True) -> Session:
         return Session(
@@ -202,7 +205,7 @@ class Salvage:
         skip, checksum_only = classify(self, CLASSIFY_REGION)
         if o.deleted and isinstance(sink, DirSink) and self.pages is not None:
             # before any SQL reads the table: a scan prunes the removed versions from the pages it reads
-            self.deleted = undelete(self, carve_config(self), Oracle(self), sink.out_dir, sink.base, sink.ext)
+            self.deleted = undelete(self, carve_config(self), sink.out_dir, sink.base, sink.ext)
         # The index entries into all-zero blocks and past the end, read from the index files beside the SQL phase.
         if isinstance(self.pages, LocalPages) and self.table.indexes and not o.carve_all:
             nblocks = t.rel.nblocks

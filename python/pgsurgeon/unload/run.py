@@ -20,6 +20,7 @@ from pgsurgeon.catalog.files import CatalogUnreadable, Database, DbCatalog, File
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import postmaster_pid, segments_of
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.unload.raw_types import Handoff, RawColumn, RawTable, raw_desc
 from pgsurgeon.unload.report import write_reports
 from pgsurgeon.unload.restore_sql import RestoreWriter, copy_line, dbdir, safe
@@ -170,6 +171,8 @@ class _Job:
         self.damaged: list[str] = []
         self.raw_tables: list[tuple[RawTable, DbCatalog, Relation, Path]] = []
         """Tables carved with raw columns (unload.raw_types), with what carves them again without."""
+        self.commit_records = CommitRecords(req.pgdata)
+        """--deleted-by's commit record in pg_wal, read when pg_subtrans names no parent of some deleter."""
 
     def databases(self) -> list[Database]:
         dbs = [d for d in self.files.databases() if d.allow_connections]
@@ -313,7 +316,9 @@ class _Job:
         apart = target.with_suffix(f".deleted.kept_apart{ext}")
         path.touch()
         carver = core.RowCarver({**cfg, "deleted": True, "deleted_by": self.req.deleted_by})
-        counts = self._run(carver, nblocks, str(path), str(apart), count=False).get("counts", {})
+        oracle = _WalOracle(self.commit_records) if self.req.deleted_by is not None else None
+        counts = self._run(carver, nblocks, str(path), str(apart), count=False, oracle=oracle).get("counts", {})
+        self.notes.extend(n for n in self.commit_records.notes if n not in self.notes)
         t.deleted_file = str(path.relative_to(self.req.out))
         t.deleted_rows = int(counts.get("main_rows", 0))
         t.deleted_apart = int(counts.get("apart_rows", 0))
@@ -339,13 +344,15 @@ class _Job:
 
         return sorted(tables, key=key)
 
-    def _run(self, carver: core.RowCarver, nblocks: int, main: str, apart: str, *, count: bool = True) -> UnloadSummary:
+    def _run(
+        self, carver: core.RowCarver, nblocks: int, main: str, apart: str, *, count: bool = True, oracle: object = None
+    ) -> UnloadSummary:
         result: list[UnloadSummary] = []
         errors: list[BaseException] = []
 
         def work() -> None:
             try:
-                result.append(carver.run([(0, nblocks)], self.req.jobs, main=main, apart=apart))
+                result.append(carver.run([(0, nblocks)], self.req.jobs, main=main, apart=apart, oracle=oracle))
             except BaseException as exc:  # handed to the caller
                 errors.append(exc)
 
@@ -369,6 +376,29 @@ class _Job:
         if count:
             self.blocks_done = before + nblocks
         return result[0]
+
+
+class _WalOracle:
+    """The row engine's oracle offline (crates/core/src/rows/engine.rs): no server, only the commit record of
+    --deleted-by in pg_wal; the carve asks nothing else (can_ask and can_fetch_toast are off)."""
+
+    def __init__(self, records: CommitRecords) -> None:
+        self.records = records
+
+    def subxacts(self, xid: int) -> list[int] | None:
+        return self.records.subxacts(xid)
+
+    def xid_status(self, xids: list[int]) -> dict[int, str]:
+        return {}
+
+    def multi_updaters(self, multis: list[int]) -> dict[int, int | None]:
+        return {}
+
+    def toast_chunks(self, valueids: list[int]) -> list[tuple[int, int, bytes]]:
+        return []
+
+    def commit_times(self, xids: list[int]) -> dict[int, int | None]:
+        return {}
 
 
 def run(

@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use rayon::prelude::*;
@@ -16,7 +15,7 @@ use crate::datum::{format_value, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::Code;
 use crate::format::bytes::u32_at;
-use crate::format::heap::{HeapTupleHeaderData, HEAP_XMAX_INVALID};
+use crate::format::heap::HeapTupleHeaderData;
 use crate::format::page::Page;
 use crate::format::tuple::{RelDesc, VarlenaKind};
 use crate::sources::blocks::{default_blcksz, default_relseg, BlockReader, SegFile};
@@ -33,6 +32,7 @@ use super::output::{
     account_lost, escape_invalid_utf8, write_plain_run, write_provenance, Batch, CarveCounts, CarveResult, CarvedRow,
     Certainty, RAW_NOTE_BYTES,
 };
+use super::undelete::{write_deleted_prefix, CommitRecord, Removal};
 
 /// Output format of carved rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -153,10 +153,15 @@ fn default_version() -> u32 {
 /// Everything carving one relation needs that stays the same from page to page; shared by the threads that carve.
 pub struct Carver {
     /// pg_commit_ts, for undelete's commit times.
-    commit_ts: Option<CommitTs>,
+    pub(super) commit_ts: Option<CommitTs>,
+    /// Commit times the server gave for what pg_commit_ts on disk does not hold (None: it has none either);
+    /// forgotten after each wave, like fetched TOAST chunks.
+    pub(super) server_times: HashMap<u32, Option<i64>>,
+    /// Undelete's `deleted_by`: its commit record's subtransactions, once read (kept for the whole run).
+    pub(super) commit_record: CommitRecord,
     pub cfg: CarveConfig,
     /// The status files and the server's answers: what each tuple is to a new snapshot.
-    vis: Visibility,
+    pub(super) vis: Visibility,
     fetched: Chunks,
     toast: Option<ToastFiles>,
     only: HashMap<u64, HashSet<u16>>,
@@ -192,6 +197,8 @@ impl Carver {
         };
         Carver {
             commit_ts,
+            server_times: HashMap::new(),
+            commit_record: CommitRecord::Unread,
             oopts: OutputOptions { server_version_num: cfg.server_version_num, ..Default::default() },
             max_chunk: crate::format::toast::TOAST_MAX_CHUNK_SIZE_8K as usize * blcksz / 8192,
             max_tuples: max_heap_tuples(blcksz),
@@ -223,9 +230,15 @@ impl Carver {
         self.fetched.entry(valueid).or_default().push((seq, bytes));
     }
 
-    /// Forget fetched chunks (they were for the pages carved since the last call).
+    /// The server's commit time of `xid` (None: it has none).
+    pub fn add_commit_time(&mut self, xid: u32, time: Option<i64>) {
+        self.server_times.insert(xid, time);
+    }
+
+    /// Forget fetched chunks and commit times (they were for the pages carved since the last call).
     pub fn clear_chunks(&mut self) {
         self.fetched.clear();
+        self.server_times.clear();
     }
 
     /// The plain bytes of one stored attribute (detoasted, decompressed).
@@ -298,38 +311,6 @@ impl Carver {
         }
     }
 
-    /// Undelete's leading columns: block, lp, xmin, its commit time, the deleter, its commit time, and whether
-    /// the version was deleted or replaced by an update (its t_ctid names another tuple).
-    fn write_deleted_prefix(&self, out: &mut Vec<u8>, block: u64, f: &Found, deleter: u32, csv: bool) {
-        let sep = if csv { b',' } else { b'\t' };
-        let null: &[u8] = if csv { b"" } else { b"\\N" };
-        let time = |out: &mut Vec<u8>, xid: u32| match self.commit_ts.as_ref().and_then(|c| c.time(xid)) {
-            Some(t) => crate::datum::format_timestamp(t, true, out),
-            None => out.extend_from_slice(null),
-        };
-        let _ = write!(out, "{block}");
-        out.push(sep);
-        match f.lp {
-            Some(lp) => {
-                let _ = write!(out, "{lp}");
-            }
-            None => out.extend_from_slice(null),
-        }
-        out.push(sep);
-        let _ = write!(out, "{}", f.header.t_xmin);
-        out.push(sep);
-        time(out, f.header.t_xmin);
-        out.push(sep);
-        let _ = write!(out, "{deleter}");
-        out.push(sep);
-        time(out, deleter);
-        out.push(sep);
-        let ctid = f.header.t_ctid;
-        let moved = u64::from(ctid.block) != block || Some(ctid.offset) != f.lp;
-        out.extend_from_slice(if moved { b"update" } else { b"delete" });
-        out.push(sep);
-    }
-
     /// Carve one page into `out`. `can_ask`: XIDs, MultiXacts and TOAST values the files do not settle are
     /// listed in `out.need_*` (the caller asks the server and carves the page again) instead of being judged.
     pub fn carve_page(&self, page: &[u8], block: u64, can_ask: bool, out: &mut Batch) {
@@ -386,7 +367,9 @@ impl Carver {
         let j = self.vis.judge(&f.header, at.ask_status);
         out.need_xids.extend(&j.need_xids);
         out.need_multis.extend(&j.need_multis);
-        let Some((mut verdict, deleter)) = self.undelete_verdict(f, &j) else { return };
+        let Some((mut verdict, deleter)) = self.undelete_verdict(f, &j, at.ask_status, at.can_ask, out) else {
+            return;
+        };
         if verdict == Verdict::Invisible {
             out.counts.invisible += 1;
             if let Some(lp) = f.lp {
@@ -442,30 +425,6 @@ impl Carver {
             checksum_failed: at.page_note.is_some(),
         };
         self.write_row(at.block, f, row, j, plain_run, out);
-    }
-
-    /// The verdict a tuple is carved with, and for undelete the transaction that deleted it; `None` when undelete
-    /// skips the tuple (it was not deleted, or by another transaction than the one asked for).
-    fn undelete_verdict(&self, f: &Found, j: &Judgement) -> Option<(Verdict, Option<u32>)> {
-        let cfg = &self.cfg;
-        let mut verdict = j.verdict;
-        let mut deleter = None;
-        if cfg.deleted {
-            match j.deleted_by {
-                Some(x) if !matches!(cfg.deleted_by, Some(w) if w != x) => {
-                    deleter = Some(x);
-                    verdict = Verdict::Live;
-                }
-                // a removed version whose deleter cannot be decided stays in the kept-apart output
-                None if verdict == Verdict::Uncertain
-                    && cfg.deleted_by.is_none()
-                    && f.header.t_xmax != 0
-                    && f.header.t_infomask & HEAP_XMAX_INVALID == 0
-                    && !crate::visibility::xact::xmax_locked_only(f.header.t_infomask) => {}
-                _ => return None,
-            }
-        }
-        Some((verdict, deleter))
     }
 
     /// Format the columns of tuple `t` into `out.line` (one COPY text or CSV line). Returns the TOAST values the
@@ -578,8 +537,8 @@ impl Carver {
             });
         } else if to_main {
             out.counts.main_rows += 1;
-            if let Some(x) = deleter {
-                self.write_deleted_prefix(&mut out.main, block, f, x, csv);
+            if let Some(r) = &deleter {
+                write_deleted_prefix(&mut out.main, block, f, r, csv);
             }
             out.main.extend_from_slice(&out.line);
             if out.provenance {
@@ -624,8 +583,8 @@ struct RowOutcome {
     /// The certainty before the page's failed checksum was counted against it.
     certainty_besides_checksum: Certainty,
     verdict: Verdict,
-    /// Undelete: the transaction that deleted the row.
-    deleter: Option<u32>,
+    /// Undelete: the transaction that deleted the row, and when.
+    deleter: Option<Removal>,
     notes: Vec<String>,
     checksum_failed: bool,
 }

@@ -3,8 +3,9 @@
 //! whatever the size of the table.
 //!
 //! What the files cannot settle (the status of XIDs whose pg_xact page is not on disk yet, MultiXact members,
-//! TOAST values when only the server can read them) is asked of an [`Oracle`] between waves, and the units that
-//! asked are carved again; what stays unknown keeps its row apart.
+//! TOAST values when only the server can read them, undelete's commit times and the subtransactions of the
+//! transaction it is asked about) is asked of an [`Oracle`] between waves, and the units that asked are carved
+//! again; what stays unknown keeps its row apart.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::sync_channel;
@@ -58,6 +59,13 @@ pub trait Oracle {
     fn multi_updaters(&mut self, multis: &[u32]) -> Result<Vec<(u32, Option<u32>)>>;
     /// (valueid, chunk_seq, bytes) of every chunk of these TOAST values.
     fn toast_chunks(&mut self, valueids: &[u32]) -> Result<Vec<(u32, i32, Vec<u8>)>>;
+    /// XID -> its commit time (microseconds since 2000-01-01, `pg_xact_commit_timestamp`), None when the server
+    /// has none. Asked by undelete only: a running server's pg_commit_ts on disk lags its shared memory.
+    fn commit_times(&mut self, xids: &[u32]) -> Result<Vec<(u32, Option<i64>)>>;
+    /// The subtransactions the commit record of top-level transaction `xid` lists (`xl_xact_subxacts`, from
+    /// WAL), None when it cannot be read. Asked by undelete only, at most once a run, when pg_subtrans names no
+    /// parent of a transaction that removed rows after `deleted_by`.
+    fn subxacts(&mut self, xid: u32) -> Result<Option<Vec<u32>>>;
 }
 
 /// Where rows go, in block order.
@@ -104,6 +112,7 @@ pub struct UnloadSummary {
     pub asked_xids: u64,
     pub asked_multis: u64,
     pub asked_toast: u64,
+    pub asked_commit_ts: u64,
     pub cancelled: bool,
 }
 
@@ -171,7 +180,9 @@ pub fn unload(
     let all = units(ranges, opts.unit_blocks);
     let wave = opts.jobs.max(1) * 4;
     let mut summary = UnloadSummary::default();
-    let can_ask = oracle.is_some() && carver.cfg.can_ask;
+    // cfg.can_ask is for transaction statuses (carve_page's ask_status); an oracle without the server (offline
+    // undelete) still answers for WAL
+    let can_ask = oracle.is_some();
     let buffers = Pool::default();
     let pool = &buffers;
     let crew = Crew { workers: &workers, source, pool, provenance: opts.provenance };
@@ -276,9 +287,11 @@ fn ask_oracle(
     let xids = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_xids.iter().copied()));
     let multis = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_multis.iter().copied()));
     let toast = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_toast.iter().copied()));
+    let times = sorted_unique(outs.iter().flat_map(|(b, _)| b.need_commit_ts.iter().copied()));
     summary.asked_xids += xids.len() as u64;
     summary.asked_multis += multis.len() as u64;
     summary.asked_toast += toast.len() as u64;
+    summary.asked_commit_ts += times.len() as u64;
     if !xids.is_empty() {
         for (x, s) in o.xid_status(&xids)? {
             carver.add_xid_status(x, s);
@@ -292,6 +305,22 @@ fn ask_oracle(
     if !toast.is_empty() {
         for (v, seq, bytes) in o.toast_chunks(&toast)? {
             carver.add_chunk(v, seq, bytes);
+        }
+    }
+    if outs.iter().any(|(b, _)| b.need_subxacts) {
+        if let Some(w) = carver.cfg.deleted_by {
+            let listed = o.subxacts(w)?;
+            carver.set_subxacts(listed);
+        }
+    }
+    if !times.is_empty() {
+        let answered = o.commit_times(&times)?;
+        // an XID the server does not answer for has no time to give: asked once, not again in the next round
+        for x in times {
+            carver.add_commit_time(x, None);
+        }
+        for (x, t) in answered {
+            carver.add_commit_time(x, t);
         }
     }
     Ok(())

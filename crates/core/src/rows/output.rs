@@ -154,6 +154,11 @@ pub struct Batch {
     pub need_xids: Vec<u32>,
     pub need_multis: Vec<u32>,
     pub need_toast: Vec<u32>,
+    /// XIDs whose commit time undelete needs and pg_commit_ts on disk does not hold (yet).
+    pub need_commit_ts: Vec<u32>,
+    /// Undelete: a removal `deleted_by` may have made in a subtransaction pg_subtrans does not name, to be told by
+    /// the commit record of `deleted_by` (read once, then the page is carved again).
+    pub need_subxacts: bool,
     /// Keep every row in `main` with a `rows` entry (small page sets: repair), instead of splitting main/apart.
     pub collect: bool,
     /// Write `prov`.
@@ -173,7 +178,11 @@ impl Batch {
 
     /// Whether the carve asked for something the caller may answer (then carve the pages again).
     pub fn needs(&self) -> bool {
-        !self.need_xids.is_empty() || !self.need_multis.is_empty() || !self.need_toast.is_empty()
+        !self.need_xids.is_empty()
+            || !self.need_multis.is_empty()
+            || !self.need_toast.is_empty()
+            || !self.need_commit_ts.is_empty()
+            || self.need_subxacts
     }
 
     /// Append `other` (carved after `self`).
@@ -193,6 +202,8 @@ impl Batch {
         self.need_xids.append(&mut other.need_xids);
         self.need_multis.append(&mut other.need_multis);
         self.need_toast.append(&mut other.need_toast);
+        self.need_commit_ts.append(&mut other.need_commit_ts);
+        self.need_subxacts |= other.need_subxacts;
     }
 }
 

@@ -352,3 +352,112 @@ fn page_states_through_the_visibility_service() {
     let states = vis.page_states(&Page::new(&bytes).unwrap(), false);
     assert_eq!(states, vec![(1, TupleState::Live), (2, TupleState::Unknown)]);
 }
+
+/// A cluster directory holding pg_xact (empty: the tuples carry their hint bits), pg_subtrans with
+/// 802 -> 801 -> 800, and pg_commit_ts with the same time for 790 and 805 (unrelated transactions committing in the
+/// same microsecond), others for 806, 802 and 700.
+fn undelete_cluster(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("pgsurgeon-undelete-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("pg_xact")).unwrap();
+    std::fs::create_dir_all(dir.join("pg_subtrans")).unwrap();
+    std::fs::create_dir_all(dir.join("pg_commit_ts")).unwrap();
+    let mut subtrans = vec![0u8; 8192 * 32];
+    for (x, p) in [(802u32, 801u32), (801, 800)] {
+        subtrans[x as usize * 4..x as usize * 4 + 4].copy_from_slice(&p.to_le_bytes());
+    }
+    std::fs::write(dir.join("pg_subtrans").join("0000"), &subtrans).unwrap();
+    let mut ts = vec![0u8; 8192 * 32];
+    for (x, t) in [(790usize, 1_000_000i64), (805, 1_000_000), (806, 2_000_000), (802, 3_000_000), (700, 500_000)] {
+        ts[x * 10..x * 10 + 8].copy_from_slice(&t.to_le_bytes());
+    }
+    std::fs::write(dir.join("pg_commit_ts").join("0000"), &ts).unwrap();
+    dir
+}
+
+/// A page of rows 1, 2, 3 removed by 802 (a subtransaction of 801, itself one of 800), 805 and 806, committed.
+fn removed_page() -> Vec<u8> {
+    let mut tuples = Vec::new();
+    for (lp, xmax) in [(1u16, 802u32), (2, 805), (3, 806)] {
+        let mut t = tuple(0, lp, i32::from(lp), "gone");
+        let mut h = HeapTupleHeaderData::parse(&t).unwrap();
+        h.t_xmax = xmax;
+        h.t_infomask = HEAP_XMIN_COMMITTED | crate::format::heap::HEAP_XMAX_COMMITTED | HEAP_HASVARWIDTH;
+        h.write(&mut t);
+        tuples.push(t);
+    }
+    let refs: Vec<&[u8]> = tuples.iter().map(|t| t.as_slice()).collect();
+    crate::format::page::assemble_heap_page(&refs, 8192).unwrap()
+}
+
+/// Undelete's lines: (deleted_by, how, id) of each, the commit record of `deleted_by` unread and not asked for.
+fn undelete_lines(dir: &Path, deleted_by: Option<u32>) -> Vec<(String, String, String)> {
+    undelete_carve(dir, deleted_by, None, false).0
+}
+
+/// Undelete's lines and whether the carve asked for the commit record of `deleted_by`; `record`: what that record
+/// lists, once read (`Some(None)`: it cannot be read); `ask`: whether the carve may ask for it.
+fn undelete_carve(
+    dir: &Path,
+    deleted_by: Option<u32>,
+    record: Option<Option<Vec<u32>>>,
+    ask: bool,
+) -> (Vec<(String, String, String)>, bool) {
+    let mut carver =
+        Carver::new(CarveConfig { xact_dir: Some(dir.join("pg_xact")), deleted: true, deleted_by, ..cfg() });
+    if let Some(r) = record {
+        carver.set_subxacts(r);
+    }
+    let mut out = Batch::streaming(false);
+    carver.carve_run(&removed_page(), 0, ask, &mut out);
+    let got = lines(&out.main)
+        .iter()
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            assert_ne!(c[5], "\\N", "the deleter's commit time is recorded: {l}");
+            (c[4].to_string(), c[6].to_string(), c[7].to_string())
+        })
+        .collect();
+    (got, out.need_subxacts)
+}
+
+fn line(a: &str, b: &str, c: &str) -> (String, String, String) {
+    (a.to_string(), b.to_string(), c.to_string())
+}
+
+#[test]
+fn undelete_names_the_top_level_transaction_of_a_subtransaction() {
+    let dir = undelete_cluster("top");
+    // every removed row, 802 labelled with its top-level transaction through pg_subtrans
+    assert_eq!(
+        undelete_lines(&dir, None),
+        vec![line("800", "delete in subtransaction 802", "1"), line("805", "delete", "2"), line("806", "delete", "3")]
+    );
+    // the top-level transaction finds its nested subtransaction's rows; the middle one is no top-level transaction
+    assert_eq!(undelete_lines(&dir, Some(800)), vec![line("800", "delete in subtransaction 802", "1")]);
+    assert_eq!(undelete_lines(&dir, Some(801)), vec![]);
+    // pg_subtrans names no parent of 805, committed in the same microsecond as 790: not 790's without its
+    // commit record
+    assert_eq!(undelete_lines(&dir, Some(790)), vec![]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn undelete_ties_subtransactions_by_the_commit_record_only() {
+    let dir = undelete_cluster("record");
+    // pg_subtrans names no parent of 805 and 806, younger than 790: the carve asks for 790's commit record
+    assert_eq!(undelete_carve(&dir, Some(790), None, true), (vec![], true));
+    // the record lists 806 (not 805, of the same commit time): 806's row only, labelled with where that was read
+    let listed = undelete_carve(&dir, Some(790), Some(Some(vec![806, 807])), true);
+    assert_eq!(listed, (vec![line("790", "delete in subtransaction 806 (from the commit record in WAL)", "3")], false));
+    // no subtransactions listed, or no record to be had: nothing, and no asking again
+    assert_eq!(undelete_carve(&dir, Some(790), Some(Some(vec![])), true), (vec![], false));
+    assert_eq!(undelete_carve(&dir, Some(790), Some(None), true), (vec![], false));
+    // pg_subtrans names 800 as the top of 802 whatever the record lists; 805 and 806 are younger, so 800's
+    // record is asked for
+    let by_800 = vec![line("800", "delete in subtransaction 802", "1")];
+    assert_eq!(undelete_carve(&dir, Some(800), None, true), (by_800.clone(), true));
+    assert_eq!(undelete_carve(&dir, Some(800), Some(Some(vec![])), true), (by_800, false));
+    // no transaction younger than 806 removed a row: its record is not asked for
+    assert_eq!(undelete_carve(&dir, Some(806), None, true), (vec![line("806", "delete", "3")], false));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -32,6 +32,11 @@ impl Visibility {
         Visibility { clog, server, multis, horizons }
     }
 
+    /// The status files (pg_xact, pg_subtrans, pg_multixact) the judge reads.
+    pub fn clog(&self) -> &Clog {
+        &self.clog
+    }
+
     /// The server's status of `xid`.
     pub fn add_xid_status(&mut self, xid: u32, status: XidStatus) {
         self.server.insert(xid, status);

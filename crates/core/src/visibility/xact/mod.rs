@@ -28,7 +28,7 @@ use crate::visibility::transam::{multi_precedes, xid_precedes, Horizons, FIRST_N
 pub use crate::visibility::slru::SLRU_PAGES_PER_SEGMENT;
 
 /// How deep a chain of sub-committed parents is followed in pg_subtrans.
-const MAX_SUBXACT_DEPTH: u32 = 64;
+pub const MAX_SUBXACT_DEPTH: u32 = 64;
 
 /// A transaction's fate as pg_xact records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
