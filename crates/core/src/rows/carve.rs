@@ -342,8 +342,7 @@ impl Carver {
             Plausibility { nblocks: Some(cfg.nblocks), horizons: cfg.horizons.as_ref(), max_tuples: self.max_tuples };
         let (found, info) = find_tuples(page, block, &cfg.desc, &p);
         out.counts.pages += 1;
-        let page_note =
-            if cfg.checksums && !info.all_zero {
+        let page_note = if cfg.checksums && !info.all_zero {
             checksum_note(page, block, cfg.backup_start_lsn, &mut out.counts)
         } else {
             None
