@@ -135,6 +135,7 @@ class CarveConfig(TypedDict):
     server_version_num: NotRequired[int]
     encoding: NotRequired[str]
     checksums: NotRequired[bool]
+    backup_start_lsn: NotRequired[int | None]
     horizons: NotRequired[Horizons | None]
     xact_dir: NotRequired[str | None]
     snapshot: NotRequired[str | None]
@@ -592,6 +593,7 @@ class CarveCounts(TypedDict):
     main_rows: int
     apart_rows: int
     checksum_failures: int
+    torn_after_backup_start: int
 
 
 class LostItem(TypedDict):

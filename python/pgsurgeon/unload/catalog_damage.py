@@ -55,8 +55,14 @@ class CatalogDamage:
         return any(p.kind == "index" for p in self.pages)
 
 
-def check_copy(original: FilesCatalog, copy_root: Path, databases: list[Database]) -> CatalogDamage:
-    """Check the copy's pages; zero its damaged catalog table pages; name what they held."""
+def check_copy(
+    original: FilesCatalog, copy_root: Path, databases: list[Database], backup_start_lsn: int | None = None
+) -> CatalogDamage:
+    """Check the copy's pages; zero its damaged catalog table pages; name what they held. From a base backup
+    (``backup_start_lsn``), a page newer than the backup's start was written while it was copied: its LSN past the
+    copy's reset WAL is no damage (the copy only reads). Failing another check it is torn, or newer than the pages
+    it points to; replay would make them agree, but the copy's server reads them as they are: acted on all the
+    same, and said for what it is."""
     out = CatalogDamage()
     # the copy's files are the original's: the original's catalog, already read, names them and describes them
     names, metas = relation_index(original)
@@ -71,14 +77,37 @@ def check_copy(original: FilesCatalog, copy_root: Path, databases: list[Database
             continue
         if f["fork"] not in (None, "main") or f["path"] is None or (f["path"], f["block"]) in seen:
             continue
+        problem = str(f["message"])
+        newer = (
+            backup_start_lsn is not None
+            and _page_lsn(copy_root / f["path"], f["block"] % segment_blocks, blcksz) > backup_start_lsn
+        )
+        if newer and f["code"] == "page_header.lsn_future":
+            continue  # the copy's WAL was reset past the backup's checkpoint, not past the pages it copied later
+        if newer:
+            problem = f"written while the backup copied it (WAL replay would rewrite it, the copy cannot): {problem}"
         seen.add((f["path"], f["block"]))
         kind = "index" if rel.relkind == "i" else "table"
-        out.pages.append(DamagedPage(rel.database, rel.name, kind, f["block"], f["message"], f["path"]))
+        out.pages.append(DamagedPage(rel.database, rel.name, kind, f["block"], problem, f["path"]))
         if kind == "table":
             _zero(copy_root / f["path"], f["block"] % segment_blocks, blcksz)
     if any(p.kind == "table" for p in out.pages):
         out.lost = _lost_objects(original, FilesCatalog(copy_root), databases)
     return out
+
+
+def _page_lsn(segment: Path, block_in_segment: int, blcksz: int) -> int:
+    """pd_lsn of a page of the copy (0 when it cannot be read): xlogid then xrecoff (src/include/storage/bufpage.h,
+    PageXLogRecPtr), little-endian as the core reads pages."""
+    try:
+        with segment.open("rb") as fh:
+            fh.seek(block_in_segment * blcksz)
+            head = fh.read(8)
+    except OSError:
+        return 0
+    if len(head) < 8:
+        return 0
+    return (int.from_bytes(head[0:4], "little") << 32) | int.from_bytes(head[4:8], "little")
 
 
 def _zero(segment: Path, block_in_segment: int, blcksz: int) -> None:

@@ -94,6 +94,8 @@ class TableResult:
     kept_apart: int = 0
     blocks: int = 0
     checksum_failures: int = 0
+    torn_after_backup_start: int = 0
+    """Pages of a backup that fail their checksum for having been written while it was copied: not damage."""
     lost: list[LostItem] = field(default_factory=list)
     pages_lost: list[dict[str, Any]] = field(default_factory=list)
     """The loss account of each page that lost rows (loss.PageLoss.to_json), as scan and salvage tell it."""
@@ -229,6 +231,7 @@ class _Job:
             "server_version_num": self.files.server_version_num,
             "encoding": cat.db.encoding,
             "checksums": bool(self.files.facts["checksums"]),
+            "backup_start_lsn": self.backup.start_lsn if self.backup is not None else None,
             "xact_dir": str(self.req.pgdata / "pg_xact"),
             "can_ask": False,
         }
@@ -257,6 +260,7 @@ class _Job:
         t.rows = int(counts.get("main_rows", 0))
         t.kept_apart = int(counts.get("apart_rows", 0))
         t.checksum_failures = int(counts.get("checksum_failures", 0))
+        t.torn_after_backup_start = int(counts.get("torn_after_backup_start", 0))
         t.blocks = nblocks
         t.lost = list(summary.get("lost", []))
         if self.backup is None or self.backup.form == "plain":  # a tar backup's members are no files to open
@@ -502,6 +506,7 @@ def _unload(
             job.files, dbs, req.out / "pg_dump", req.pg_bin, order, data_root=today,
             # the copy's server waits for the carving only when a column needs it to print its values
             handoff=handoff if _any_raw(plans) else None,
+            backup_start_lsn=backup.start_lsn if backup is not None else None,
         )  # fmt: skip
         step = SchemaStep(schema_req)
         step.start()
@@ -524,6 +529,12 @@ def _unload(
     incomplete = {t.rel.database for t in results if t.kept_apart or t.lost or t.checksum_failures or t.skipped}
     writer = RestoreWriter(req.out, req.pgdata, str(job.files.facts["major"]), job.notes)
     schema = writer.write(plans, copies, incomplete, outcome)
+    torn = sum(t.torn_after_backup_start for t in results)
+    if torn:
+        job.notes.append(
+            f"{torn} page(s) fail their checksum for having been written while the backup copied them (LSN after its"
+            " start): torn in the copy and rewritten by WAL replay, not damage; their rows are kept apart as copied"
+        )
     if backup is not None and backup.restarts:
         job.notes.append(f"the compressed backup was read {backup.restarts} more time(s): files read out of order")
     orphans = [o for cat, _ in plans for o in job.orphans(cat)]

@@ -78,6 +78,8 @@ class SchemaRequest:
     handoff: Handoff | None = None
     """Data files with columns of types the row engine cannot print, printed again by the copy's server once the
     carving hands them over (unload.raw_types)."""
+    backup_start_lsn: int | None = None
+    """Unloading a base backup: backup_label's START WAL LOCATION (pages newer than it were written while copied)."""
 
 
 @dataclass
@@ -203,7 +205,7 @@ def _prepare(
             hint="see pgsurgeon control --plan PGDATA for the values it was given",
         )
     phases.done("pg_resetwal")
-    damage = check_copy(req.files, pgdata, req.databases)
+    damage = check_copy(req.files, pgdata, req.databases, req.backup_start_lsn)
     phases.done("check its pages")
     return pgdata, copy, plan.superuser, damage
 

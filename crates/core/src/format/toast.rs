@@ -98,6 +98,9 @@ pub struct ChunkInventory {
     max_chunk_size: u32,
     values: HashMap<u32, Vec<ChunkRec>>,
     chunks: u64,
+    /// Some pages of the TOAST relation were not read (changed while a live scan or a backup read them): an absent
+    /// chunk may be on one of them.
+    incomplete: bool,
 }
 
 impl ChunkInventory {
@@ -109,7 +112,14 @@ impl ChunkInventory {
             max_chunk_size: max_chunk_size.max(1),
             values: HashMap::new(),
             chunks: 0,
+            incomplete: false,
         }
+    }
+
+    /// Some pages of the relation were not fed in: absent chunks are not reported from now on (the ones present
+    /// are still judged).
+    pub fn mark_incomplete(&mut self) {
+        self.incomplete = true;
     }
 
     pub fn relname(&self) -> &str {
@@ -129,6 +139,7 @@ impl ChunkInventory {
     /// Fold another inventory of the same relation (from another worker) into this one.
     pub fn merge(&mut self, other: ChunkInventory) {
         self.chunks += other.chunks;
+        self.incomplete |= other.incomplete;
         for (k, mut v) in other.values {
             self.values.entry(k).or_default().append(&mut v);
         }
@@ -286,6 +297,7 @@ pointer header), read as a short varlena of size -1"
             return Vec::new();
         }
         let mut check = ValueCheck::new(ptr, self.name_for(ptr.va_toastrelid), max_chunk_size);
+        check.maybe_pruned |= self.incomplete;
         let Some(chosen) = check.fetched_chunks(self.values.get(&ptr.va_valueid)) else {
             return check.out;
         };
@@ -661,4 +673,40 @@ fn chunk_data_start(tuple: &[u8], walk: &Walk) -> Option<usize> {
 fn toast_desc() -> &'static RelDesc {
     static DESC: std::sync::OnceLock<RelDesc> = std::sync::OnceLock::new();
     DESC.get_or_init(RelDesc::toast_table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::tuple::{Referrer, ToastPointer};
+
+    fn live_pointer(valueid: u32) -> ToastPointer {
+        ToastPointer {
+            attnum: 2,
+            offset: 0,
+            va_rawsize: 4004,
+            va_extinfo: 4000,
+            extsize: 4000,
+            compression_method: 0,
+            is_compressed: false,
+            va_valueid: valueid,
+            va_toastrelid: 99,
+            referrer: Referrer::Live,
+            referrer_xmin_committed: true,
+        }
+    }
+
+    #[test]
+    fn an_absent_value_is_damage_unless_pages_of_the_toast_table_were_not_read() {
+        let mut inv = ChunkInventory::new("pg_toast_99", TOAST_MAX_CHUNK_SIZE_8K);
+        let codes = |inv: &ChunkInventory| {
+            inv.check_value(&live_pointer(7), TOAST_MAX_CHUNK_SIZE_8K).iter().map(|p| p.code).collect::<Vec<_>>()
+        };
+        assert_eq!(codes(&inv), [Code::ToastValueMissing]);
+        inv.mark_incomplete();
+        assert_eq!(codes(&inv), []);
+        let mut merged = ChunkInventory::new("pg_toast_99", TOAST_MAX_CHUNK_SIZE_8K);
+        merged.merge(inv);
+        assert_eq!(codes(&merged), []);
+    }
 }

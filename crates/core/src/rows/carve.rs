@@ -94,6 +94,10 @@ pub struct CarveConfig {
     /// Data checksums are on: rows of a page that fails its checksum are kept apart (their bytes may be altered).
     #[serde(default)]
     pub checksums: bool,
+    /// Carving a base backup: backup_label's START WAL LOCATION. A page with a newer LSN was written while the backup
+    /// copied it: failing its checksum, it is torn in the copy (WAL replay rewrites it), not damaged.
+    #[serde(default)]
+    pub backup_start_lsn: Option<u64>,
     #[serde(default)]
     pub horizons: Option<Horizons>,
     /// `<pgdata>/pg_xact`, when the data directory is at hand.
@@ -319,8 +323,11 @@ impl Carver {
             Plausibility { nblocks: Some(cfg.nblocks), horizons: cfg.horizons.as_ref(), max_tuples: self.max_tuples };
         let (found, info) = find_tuples(page, block, &cfg.desc, &p);
         out.counts.pages += 1;
-        let page_note =
-            if cfg.checksums && !info.all_zero { checksum_note(page, block, &mut out.counts) } else { None };
+        let page_note = if cfg.checksums && !info.all_zero {
+            checksum_note(page, block, cfg.backup_start_lsn, &mut out.counts)
+        } else {
+            None
+        };
         let restrict = self.only.get(&block);
         let mut recovered_lps = vec![false; usize::from(self.max_tuples.max(info.line_pointers)) + 1];
         let mut plain_run = 0u64;
@@ -597,13 +604,25 @@ fn recover(recovered_lps: &mut [bool], lp: u16) {
 }
 
 /// A page that fails its checksum has bytes the server never wrote: its rows may carry altered values. The note
-/// its rows get, counted in `counts`; `None` when the checksum matches (or cannot be computed).
-fn checksum_note(page: &[u8], block: u64, counts: &mut CarveCounts) -> Option<String> {
+/// its rows get, counted in `counts`; `None` when the checksum matches (or cannot be computed). In a backup
+/// (`backup_start`) a page with a sane header and a newer LSN was written while it was copied: torn in the copy,
+/// counted apart from damage; its rows are kept apart all the same (the copy may mix two versions of them).
+fn checksum_note(page: &[u8], block: u64, backup_start: Option<u64>, counts: &mut CarveCounts) -> Option<String> {
     let (Some(pg), Some(sum)) = (Page::new(page), crate::format::checksum::pg_checksum_page(page, block as u32)) else {
         return None;
     };
     if pg.header().pd_checksum == sum {
         return None;
+    }
+    let lsn = pg.header().pd_lsn.lsn();
+    if let Some(start) = backup_start.filter(|&start| lsn > start && pg.header_is_sane(page.len())) {
+        counts.torn_after_backup_start += 1;
+        return Some(format!(
+            "the page was written while the backup copied it (its LSN {} is after the backup's start {}): torn \
+             in the copy, WAL replay rewrites it; its values may mix two versions",
+            crate::format::page::format_lsn(lsn),
+            crate::format::page::format_lsn(start)
+        ));
     }
     counts.checksum_failures += 1;
     Some(format!(

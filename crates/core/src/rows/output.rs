@@ -83,6 +83,9 @@ pub struct CarveCounts {
     pub apart_rows: u64,
     /// Pages that failed their checksum.
     pub checksum_failures: u64,
+    /// Pages of a base backup that failed their checksum because they were written while the backup copied them
+    /// (LSN after its start): torn in the copy, rewritten by WAL replay. Not in `checksum_failures`.
+    pub torn_after_backup_start: u64,
 }
 
 impl CarveCounts {
@@ -96,6 +99,7 @@ impl CarveCounts {
         self.main_rows += o.main_rows;
         self.apart_rows += o.apart_rows;
         self.checksum_failures += o.checksum_failures;
+        self.torn_after_backup_start += o.torn_after_backup_start;
     }
 }
 

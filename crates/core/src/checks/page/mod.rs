@@ -655,6 +655,16 @@ pub fn check_page(page: &Page<'_>, kind: PageKind, block: Option<u64>, checksums
 }
 
 /// [`check_page`] with what the relation and cluster add for heap tuples.
+/// A btree page deleted since PostgreSQL 14 holds no items: its pd_lower covers the `BTDeletedPageData` (the
+/// FullTransactionId after which it may be recycled) that BTPageSetDeleted writes after the header
+/// (src/include/access/nbtree.h), which would otherwise read as two line pointers.
+fn btree_deleted_with_fullxid(page: &Page<'_>) -> bool {
+    crate::format::btree::BTPageOpaqueData::from_page(page).is_some_and(|o| {
+        o.btpo_flags & crate::format::btree::BTP_DELETED != 0
+            && o.btpo_flags & crate::format::btree::BTP_HAS_FULLXID != 0
+    })
+}
+
 pub fn check_page_in(
     page: &Page<'_>,
     kind: PageKind,
@@ -684,7 +694,7 @@ pub fn check_page_in(
         }
         PageKind::Btree | PageKind::BtreeMeta => {
             out.extend(check_btree_special(page, block));
-            if kind == PageKind::Btree {
+            if kind == PageKind::Btree && !btree_deleted_with_fullxid(page) {
                 out.extend(check_line_pointers(page, kind, block));
             }
         }

@@ -186,3 +186,33 @@ fn for_update_marks_keys_updated_legally() {
     assert!(lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_SHR_LOCK).contains(&infomask));
     assert!(lock(HEAP_XMAX_LOCK_ONLY | HEAP_XMAX_KEYSHR_LOCK).contains(&infomask));
 }
+
+/// A leaf deleted the PostgreSQL 14 way (BTPageSetDeleted): pd_lower covers the safexid, not line pointers.
+#[test]
+fn a_deleted_btree_page_holds_no_line_pointers() {
+    let mut p = vec![0u8; BLCKSZ];
+    PageHeaderData {
+        pd_lower: 32,
+        pd_upper: 8176,
+        pd_special: 8176,
+        pd_pagesize_version: 0x2004,
+        ..Default::default()
+    }
+    .write(&mut p);
+    p[24..32].copy_from_slice(&0x0001_0441u64.to_le_bytes()); // the FullTransactionId, read as LP_REDIRECT items
+    let flags = crate::format::btree::BTP_LEAF | crate::format::btree::BTP_DELETED;
+    // the special space: btpo_prev, btpo_next, btpo_level (0), then btpo_flags
+    p[8176 + 4..8176 + 8].copy_from_slice(&10u32.to_le_bytes());
+    let check = |p: &[u8]| {
+        let page = Page::new(p).unwrap();
+        check_page_in(&page, PageKind::Btree, Some(9), false, &HeapContext::default())
+            .iter()
+            .map(|f| f.code)
+            .collect::<Vec<_>>()
+    };
+    p[8176 + 12..8176 + 14].copy_from_slice(&(flags | crate::format::btree::BTP_HAS_FULLXID).to_le_bytes());
+    assert_eq!(check(&p), []);
+    // without the flag those bytes are line pointers, and redirects into nowhere
+    p[8176 + 12..8176 + 14].copy_from_slice(&flags.to_le_bytes());
+    assert!(check(&p).contains(&Code::LinePointerRedirectTarget));
+}

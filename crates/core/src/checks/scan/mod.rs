@@ -109,6 +109,14 @@ pub struct ScanOptions {
     pub bookkeeping: bool,
 }
 
+impl ScanOptions {
+    /// The newest LSN a page may carry to be judged: a live scan's redo point, a base backup's start. A newer page
+    /// changed while it was read (or copied); every check of another page skips its pairs with it.
+    pub(crate) fn judged_up_to(&self) -> Option<u64> {
+        self.live_redo_lsn.or(self.backup_start_lsn)
+    }
+}
+
 fn yes() -> bool {
     true
 }

@@ -17,7 +17,7 @@ use crate::sources::relpath::Fork;
 pub(super) fn relation_checks(
     inside: &mut Vec<u64>,
     rel: &Relation,
-    live: bool,
+    skipped: &[u64],
     rel_nblocks: u64,
     kind: Option<PageKind>,
     chunks: &mut [ChunkSummary],
@@ -35,7 +35,7 @@ pub(super) fn relation_checks(
     let mut links: Vec<BtLink> = chunks.iter_mut().flat_map(|c| std::mem::take(&mut c.btree_links)).collect();
     if !links.is_empty() {
         links.sort_unstable_by_key(|l| l.0);
-        btree_checks(&mut out, &links, live);
+        btree_checks(&mut out, &links, skipped);
     }
     out
 }
@@ -94,17 +94,19 @@ fn vm_beyond_end(vm: &[u64], nblocks: u64) -> Option<Finding> {
 }
 
 /// Every btree page's flags against its level, and its sibling links against its neighbours' (`links` sorted by
-/// block). In a live scan a neighbour may have been skipped for being written after the scan began: only pages
-/// both read as stable are compared.
-fn btree_checks(out: &mut Vec<Finding>, links: &[BtLink], live: bool) {
+/// block). A neighbour in `skipped` (sorted) was not judged: written after a live scan's redo point, or while a
+/// backup copied it, so it may be newer than the page that links to it (a split or a deletion since). Only pages
+/// both judged are compared.
+fn btree_checks(out: &mut Vec<Finding>, links: &[BtLink], skipped: &[u64]) {
     let find = |blk: u32| links.binary_search_by_key(&u64::from(blk), |l| l.0).ok().map(|i| links[i]);
+    let judged = |blk: u32| skipped.binary_search(&u64::from(blk)).is_err();
     for &(block, prev, next, level, flags) in links {
         let dead = flags & (BTP_DELETED | BTP_HALF_DEAD) != 0;
         if !btree_flag_checks(out, block, level, flags, dead) || dead || next == P_NONE {
             continue;
         }
         match find(next) {
-            None if live => {}
+            None if !judged(next) => {}
             None => out.push(Finding::new(
                 Code::IndexSiblingLink,
                 Some(block),
@@ -125,7 +127,7 @@ fn btree_checks(out: &mut Vec<Finding>, links: &[BtLink], live: bool) {
                 }
             }
         }
-        if prev != P_NONE && !live && find(prev).is_none() {
+        if prev != P_NONE && judged(prev) && find(prev).is_none() {
             out.push(Finding::new(
                 Code::IndexSiblingLink,
                 Some(block),
@@ -209,5 +211,48 @@ pub(super) fn zero_ref_checks(rel_findings: &mut Vec<Finding>, zero_refs: &HashM
             None,
             format!("all-zero page, but {n} index entries point into it: its rows were lost"),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Leaves 1 to 4 linked left to right; the metapage at 0.
+    fn leaves() -> Vec<BtLink> {
+        let mut links = vec![(0, 0, 0, 0, BTP_META)];
+        for b in 1..=4u32 {
+            links.push((
+                u64::from(b),
+                if b == 1 { P_NONE } else { b - 1 },
+                if b == 4 { P_NONE } else { b + 1 },
+                0,
+                BTP_LEAF,
+            ));
+        }
+        links
+    }
+
+    #[test]
+    fn a_sibling_not_judged_is_no_damage_but_a_missing_one_is() {
+        let mut links = leaves();
+        links.remove(2); // block 2 not among the btree pages read
+        let mut out = Vec::new();
+        btree_checks(&mut out, &links, &[2]);
+        assert!(out.is_empty(), "{out:?}");
+        btree_checks(&mut out, &links, &[]);
+        let blocks: Vec<Option<u64>> = out.iter().map(|f| f.block).collect();
+        assert_eq!(blocks, [Some(1), Some(3)]);
+        assert!(out.iter().all(|f| f.code == Code::IndexSiblingLink));
+    }
+
+    #[test]
+    fn two_judged_pages_that_disagree_are_damage() {
+        let mut links = leaves();
+        links[3].1 = 1; // block 3 points back to 1, not to 2: the finding is on 2, whose right sibling disagrees
+        let mut out = Vec::new();
+        btree_checks(&mut out, &links, &[]);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].code, out[0].block), (Code::IndexSiblingLink, Some(2)));
     }
 }

@@ -91,7 +91,15 @@ pub(super) fn assemble(
 fn check_toast_pointers(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan, chunks: &mut [(usize, ChunkSummary)]) {
     let opts = ctx.opts;
     let mut inventories: HashMap<usize, crate::format::toast::ChunkInventory> = HashMap::new();
+    let new_inventory = |ti: usize| {
+        let name = ctx.metas[ti].and_then(|m| m.toast_name.clone()).unwrap_or_default();
+        crate::format::toast::ChunkInventory::new(name, opts.toast_max_chunk_size)
+    };
     for (ri, c) in chunks.iter_mut() {
+        if !c.skipped.is_empty() && ctx.metas[*ri].is_some_and(|m| m.toast_name.is_some()) {
+            // a page not read may hold the chunks a pointer finds absent
+            inventories.entry(*ri).or_insert_with(|| new_inventory(*ri)).mark_incomplete();
+        }
         if let Some(inv) = c.toast_inv.take() {
             match inventories.get_mut(ri) {
                 Some(all) => all.merge(inv),
@@ -115,8 +123,7 @@ fn check_toast_pointers(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan, chun
         let inv = match inventories.get(&ti) {
             Some(inv) => inv,
             None => {
-                let name = ctx.metas[ti].and_then(|m| m.toast_name.clone()).unwrap_or_default();
-                empty = crate::format::toast::ChunkInventory::new(name, opts.toast_max_chunk_size);
+                empty = new_inventory(ti);
                 &empty
             }
         };
@@ -150,10 +157,11 @@ impl Assembly {
         let rel = &relations[ri];
         let key = key_of(rel);
         let mut inside = Vec::new();
+        let skipped = skipped_blocks(cs);
         let mut rel_findings: Vec<Finding> = relation_checks(
             &mut inside,
             rel,
-            opts.live_redo_lsn.is_some(),
+            &skipped,
             plan.nblocks[ri],
             ctx.kinds[ri],
             cs,
@@ -171,17 +179,9 @@ impl Assembly {
             rel_findings.extend(book.findings(&acc));
         }
         self.summary.zero_pages_inside += inside.len() as u64;
-        self.skipped_runs(rel, cs);
+        self.skipped_pages(rel, cs, opts);
         for c in cs.iter_mut() {
             self.summary.zero_pages += c.zero_pages;
-            self.summary.skipped_live += c.skipped_live;
-            self.summary.after_backup_start += c.after_start.len() as u64;
-            for &(block, lsn) in &c.after_start {
-                if self.after_backup_start.len() < MAX_NOTES {
-                    let path = segment_path_of(rel, block, opts.relseg_size);
-                    self.after_backup_start.push(PageNote { path, block, lsn: crate::format::page::format_lsn(lsn) });
-                }
-            }
             rel_findings.append(&mut c.findings);
         }
         self.segment_problems(rel, opts.blcksz, opts.relseg_size);
@@ -195,8 +195,22 @@ impl Assembly {
         }
     }
 
-    /// The blocks a live scan skipped in `rel`, as runs of consecutive blocks.
-    fn skipped_runs(&mut self, rel: &Relation, cs: &mut [ChunkSummary]) {
+    /// The pages of `rel` not judged: in a live scan counted and listed as runs of consecutive blocks, in a backup
+    /// counted and the first [`MAX_NOTES`] listed with their LSN.
+    fn skipped_pages(&mut self, rel: &Relation, cs: &mut [ChunkSummary], opts: &super::ScanOptions) {
+        let pages = cs.iter().map(|c| c.skipped.len() as u64).sum::<u64>();
+        if opts.live_redo_lsn.is_none() {
+            self.summary.after_backup_start += pages;
+            for &(block, lsn) in cs.iter().flat_map(|c| c.skipped.iter()) {
+                if self.after_backup_start.len() >= MAX_NOTES {
+                    break;
+                }
+                let path = segment_path_of(rel, block, opts.relseg_size);
+                self.after_backup_start.push(PageNote { path, block, lsn: crate::format::page::format_lsn(lsn) });
+            }
+            return;
+        }
+        self.summary.skipped_live += pages;
         let range = |first, last| SkippedRange {
             tablespace_oid: rel.tablespace_oid,
             database_oid: rel.database_oid,
@@ -206,17 +220,15 @@ impl Assembly {
             last,
         };
         let mut run: Option<(u64, u64)> = None;
-        for c in cs.iter_mut() {
-            for b in c.skipped.drain(..) {
-                run = match run {
-                    Some((first, last)) if last + 1 == b => Some((first, b)),
-                    Some((first, last)) => {
-                        self.skipped.push(range(first, last));
-                        Some((b, b))
-                    }
-                    None => Some((b, b)),
-                };
-            }
+        for &(b, _) in cs.iter().flat_map(|c| c.skipped.iter()) {
+            run = match run {
+                Some((first, last)) if last + 1 == b => Some((first, b)),
+                Some((first, last)) => {
+                    self.skipped.push(range(first, last));
+                    Some((b, b))
+                }
+                None => Some((b, b)),
+            };
         }
         if let Some((first, last)) = run {
             self.skipped.push(range(first, last));
@@ -286,6 +298,13 @@ fn health_of(
         out.push(h);
     }
     out
+}
+
+/// The blocks of one relation fork that were not judged, sorted: the checks across pages leave their pairs alone.
+fn skipped_blocks(cs: &[ChunkSummary]) -> Vec<u64> {
+    let mut blocks: Vec<u64> = cs.iter().flat_map(|c| c.skipped.iter().map(|&(b, _)| b)).collect();
+    blocks.sort_unstable();
+    blocks
 }
 
 fn file_finding(rel: &Relation, finding: Finding, path: String) -> FileFinding {

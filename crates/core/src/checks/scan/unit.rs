@@ -59,11 +59,9 @@ pub(super) struct ChunkSummary {
     /// Btree pages: (block, prev, next, level, flags).
     pub(super) btree_links: Vec<BtLink>,
     pub(super) zero_pages: u64,
-    pub(super) skipped_live: u64,
-    /// Blocks skipped for being written after the scan began (live scans).
-    pub(super) skipped: Vec<u64>,
-    /// Pages newer than the backup's start: (block, LSN).
-    pub(super) after_start: Vec<(u64, u64)>,
+    /// Pages not judged, as (block, LSN): newer than [`ScanOptions::judged_up_to`] (written after a live scan's redo
+    /// point, or while a backup copied them). No check of another page may lean on them.
+    pub(super) skipped: Vec<(u64, u64)>,
     /// Heap pages' line pointer states, when an index of this heap will be checked.
     pub(super) lp: LpRun,
     /// Index entries into all-zero heap pages: (heap block, entries).
@@ -195,23 +193,25 @@ pub(super) fn scan_unit(
             }),
             None => (None, false),
         };
-        let page = match reread.as_deref().and_then(Page::new) {
-            // Skip a page only if it really is newer than the scan: a sane header with a later LSN. A damaged
-            // header's LSN is as damaged as the rest of it, and must not hide the page.
-            Some(p) if p.header().pd_lsn.lsn() > opts.live_redo_lsn.unwrap_or(u64::MAX) && p.header_is_sane(blcksz) => {
-                out.skipped_live += 1;
-                out.skipped.push(block);
-                continue;
-            }
-            Some(p) => p,
-            None => page,
-        };
+        let page = reread.as_deref().and_then(Page::new).unwrap_or(page);
+        if let Some(lsn) = newer_than_judged(&page, opts) {
+            out.skipped.push((block, lsn));
+            continue;
+        }
         let verify = opts.checksums && !(checksum_verified && reread.is_none());
         scan_page(&pages, block, bytes, &page, verify, &mut out);
     }
     ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
     ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
     out
+}
+
+/// The LSN of a page not to judge: newer than [`ScanOptions::judged_up_to`], with a sane header. Such a page may be
+/// mid-write in a live scan's read or torn in a backup's copy, and the server (or replay) has the good one. A damaged
+/// header's LSN is as damaged as the rest of it, and must not hide the page; an all-zero page has no LSN.
+fn newer_than_judged(page: &Page<'_>, opts: &ScanOptions) -> Option<u64> {
+    let lsn = page.header().pd_lsn.lsn();
+    (lsn > opts.judged_up_to()? && page.header_is_sane(opts.blcksz as usize)).then_some(lsn)
 }
 
 /// A live scan's look at a page as first read: (the page read again, whether this copy's checksum is verified
@@ -255,13 +255,6 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
             out.lp.zero(block);
         }
         return;
-    }
-    if let Some(start) = opts.backup_start_lsn {
-        let lsn = page.header().pd_lsn.lsn();
-        if lsn > start && page.header_is_sane(blcksz) {
-            out.after_start.push((block, lsn));
-            return;
-        }
     }
     let page_kind = match s.kind {
         Some(PageKind::Btree) if block == 0 => PageKind::BtreeMeta,
@@ -324,10 +317,6 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
 /// A scan without checks: the page's health figures only.
 fn count_only(s: &UnitPages<'_>, block: u64, page: &Page<'_>, out: &mut ChunkSummary) {
     let Some(c) = s.health else { return };
-    let lsn = page.header().pd_lsn.lsn();
-    if s.opts.backup_start_lsn.is_some_and(|start| lsn > start) && page.header_is_sane(s.opts.blcksz as usize) {
-        return; // written while the backup copied it: perhaps torn in the copy, and replay rewrites it
-    }
     if page.header().is_new() {
         if s.fork == Fork::Main {
             out.health.new_page(c, s.kind, block, page);
