@@ -428,8 +428,12 @@ def _run_source(
             return _run_source(replace(req, catalog_from=older.root), on_progress, say)
     if is_backup(req.pgdata):
         with BackupSource(req.pgdata) as backup:
-            # the manifest's verdict comes first; a wrong one does not stop the unload (the files may be fine)
-            lines = manifest_lines(backup.verify())
+            # the manifest's verdict comes first; a wrong one, or a tree it cannot walk (a link loop), does not stop
+            # the unload: it reads only the files it needs, which may be fine
+            try:
+                lines = manifest_lines(backup.verify())
+            except PgSurgeonError as exc:
+                lines = [f"the backup was not checked against its manifest: {exc.message}"]
             for line in lines:
                 say(line)
             return _run(replace(req, pgdata=backup.root), on_progress, backup, lines)
