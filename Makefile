@@ -51,6 +51,10 @@ test-python: ## pytest against real PostgreSQL 15 (Debian) and 18 (embedded whee
 fuzz: ## longer fuzzing with cargo-fuzz (needs nightly and cargo-fuzz)
 	cd crates/core && cargo +nightly fuzz run inspect_page -- -max_total_time=300
 
+.PHONY: soak
+soak: ## long runs of the load tests: five busy backups in a row per version and form (CI takes two)
+	PGSURGEON_BUSY_ROUNDS=5 $(PYTHON) -m pytest -q tests/test_backup_busy.py $(PYTEST_ARGS)
+
 .PHONY: bench
 bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server COPY), equal work; results in docs/benchmarks.md
 	$(PYTHON) bench/scan.py --check

@@ -254,13 +254,13 @@ def _lz4_bomb(tar_bytes: bytes, name: str, size: int) -> bytes:
 
 
 # (compression, member: "relation" or a file read whole, size). A relation segment may be large, so its bomb is
-# decompressed through once and refused against pg_control's segment size (8 GiB: eight times the address space,
-# and seconds less per run than 21); a file read whole is refused on its header. lz4 bombs are smaller: the lz4
-# program writes them from zeros for each run.
+# decompressed through once and refused against pg_control's segment size (3 GiB: three times the address space the
+# tests allow, and seconds less per run than 21); a file read whole is refused on its header. The lz4 program writes
+# its bombs from zeros for each run.
 BOMBS = {
-    "gzip-relation": ("gzip", "relation", 8 << 30),
+    "gzip-relation": ("gzip", "relation", 3 << 30),
     "gzip-pg_xact": ("gzip", "pg_xact/0000", BOMB),
-    "zstd-relation": ("zstd", "relation", 8 << 30),
+    "zstd-relation": ("zstd", "relation", 3 << 30),
     "zstd-pg_control": ("zstd", "global/pg_control", BOMB),
     "lz4-relation": ("lz4", "relation", 3 << 30),
     "lz4-PG_VERSION": ("lz4", "PG_VERSION", 3 << 30),

@@ -4,7 +4,8 @@ A real PostgreSQL 18 cluster with checksums, a tablespace, TOAST and an index is
 ``pg_basebackup`` of it are taken. Each case breaks a copy of one of the three the way disks, scripts and half-done
 restores break them (a directory gone, emptied, replaced by a file; a symlink dangling; pg_control, PG_VERSION or a
 catalog file lost or cut; an archive missing, empty or not an archive), then runs the offline commands a DBA runs on
-it: ``scan``, ``unload``, ``health`` and ``files``.
+it: ``scan``, ``unload``, ``health`` and ``files`` (on the backups ``scan`` and ``unload``: health reads as scan does,
+and files takes data directories only).
 
 Every run must end as the exit-code table says: 0, 2 with findings, or 1 with exactly one ``pgsurgeon: error:`` line
 that names the broken file or directory, then a ``hint:`` line. No Python traceback and no Rust debug text
@@ -235,8 +236,10 @@ def test_broken(sources: Sources, form: str, name: str, breaking: Break) -> None
     with tempfile.TemporaryDirectory(prefix="pgsurgeon-broken-") as tmp:
         broken = _copy(src, Path(tmp) / "dir")
         breaking(broken, sources)
-        outs = {c: Path(tmp) / f"out-{c}" for c in COMMANDS}
-        argvs = {c: [a.format(dir=broken, out=outs[c]) for a in argv] for c, argv in COMMANDS.items()}
+        # a backup is read by scan's and unload's paths (health's is scan's; files takes data directories only)
+        commands = COMMANDS if form == "pgdata" else {c: COMMANDS[c] for c in ("scan", "unload")}
+        outs = {c: Path(tmp) / f"out-{c}" for c in commands}
+        argvs = {c: [a.format(dir=broken, out=outs[c]) for a in argv] for c, argv in commands.items()}
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = dict(zip(argvs, pool.map(_run, argvs.values()), strict=True))
         wrong = [w for c, run in runs.items() for w in _judge(c, broken, run, outs[c])]
