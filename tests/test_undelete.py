@@ -20,22 +20,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from fix_cli import salvage_json
 from fix_pg import MakeLab
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab.cluster import LabCluster
 
 PREFIX = 7  # block, lp, xmin, xmin_committed_at, deleted_by, deleted_at, how
-
-
-def _salvage(lab: LabCluster, table: str, out: Path, *extra: str) -> dict[str, Any]:
-    r = subprocess.run(
-        [sys.executable, "-m", "pgsurgeon", "salvage", "-d", lab.dsn(), "-t", table, "--out", str(out), *extra,
-         "--format", "json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
-    report: dict[str, Any] = json.loads(r.stdout)
-    return report
 
 
 def _unload(lab: LabCluster, table: str, out: Path, *extra: str) -> tuple[list[str], dict[str, Any]]:
@@ -108,7 +98,7 @@ def test_online_undelete_is_exact_without_a_checkpoint(make_lab: MakeLab, tmp_pa
         )
         # what the test is about: the TOAST table's pages on disk are behind the server's
         assert _lagging_pages(lab, conn, toast) > 0
-    online = _salvage(lab, "u", tmp_path / "online", "--deleted")
+    online = salvage_json(lab, "u", tmp_path / "online", "--deleted")
     holder.close()
     lab.stop()
     offline, entry = _unload(lab, "public.u", tmp_path / "offline", "--deleted")
@@ -221,7 +211,7 @@ def test_deleted_by_includes_released_savepoints(
         conn.execute("DELETE FROM s WHERE id BETWEEN 41 AND 50")  # another transaction
         assert int((conn.execute("SELECT count(*) FROM s WHERE id BETWEEN 21 AND 30").fetchone() or [0])[0]) == 10
 
-    online = _salvage(lab, "s", tmp_path / "online", "--deleted-by", str(top))
+    online = salvage_json(lab, "s", tmp_path / "online", "--deleted-by", str(top))
     subs = _check_savepoint_lines(_lines(Path(online["deleted"]["file"])), before, top)
     # what the test is about: pg_subtrans on disk (still, after salvage read it) names no parent of these
     sub_xids = {int(s[3]) for s in subs.values()}

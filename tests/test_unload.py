@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fix_cli import salvage_json
 from fix_pg import MakeLab
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.lab.cluster import LabCluster, LabError
@@ -357,17 +358,6 @@ def _two_deleters(lab: LabCluster, table: str) -> tuple[list[str], int]:
     return original, first
 
 
-def _salvage_deleted(lab: LabCluster, table: str, out: Path, *extra: str) -> dict[str, Any]:
-    r = subprocess.run(
-        [sys.executable, "-m", "pgsurgeon", "salvage", "-d", lab.dsn(), "-t", table, "--out", str(out), *extra,
-         "--format", "json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert r.returncode == Exit.CLEAN, r.stderr + r.stdout
-    report: dict[str, Any] = json.loads(r.stdout)
-    return report
-
-
 @pytest.mark.parametrize("version", ["15", "18"])
 def test_salvage_deleted_from_a_running_server(make_lab: MakeLab, tmp_path: Path, version: str) -> None:
     """salvage --deleted on a running server: the rows of committed DELETEs come back, read through the server's
@@ -375,11 +365,11 @@ def test_salvage_deleted_from_a_running_server(make_lab: MakeLab, tmp_path: Path
     transaction's."""
     lab = make_lab(version)
     original, _first = _two_deleters(lab, "d1")
-    report = _salvage_deleted(lab, "d1", tmp_path / "all", "--deleted")
+    report = salvage_json(lab, "d1", tmp_path / "all", "--deleted")
     assert report["rows"]["saved"] == 0
     assert _rows(Path(report["deleted"]["file"]), 7) == original
     original, first = _two_deleters(lab, "d2")
-    report = _salvage_deleted(lab, "d2", tmp_path / "by", "--deleted-by", str(first))
+    report = salvage_json(lab, "d2", tmp_path / "by", "--deleted-by", str(first))
     got = _rows(Path(report["deleted"]["file"]), 7)
     assert got == sorted(line for line in original if int(line.split("\t")[0]) <= 1000)
 
