@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -350,6 +351,51 @@ def test_corruption_as_pg_verifybackup_sees_it(primary: Primary, scenario: Scena
     # every file pg_verifybackup names, pgsurgeon names (pg_verifybackup stops at a fatal error: it may name fewer)
     ours = {f["path"] for f in findings}
     assert _pg_named(said) <= ours, (sorted(_pg_named(said) - ours), said)
+
+
+# 003's three scenarios that need Unix permissions (its needs_unix_permissions): (name, path made unreadable, mode,
+# what pg_verifybackup says). Run as an unprivileged user, for pg_verifybackup and pgsurgeon alike: root reads all.
+PERMISSIONS = [
+    ("open_file_fails", "PG_VERSION", 0o000, r"could not open file"),
+    ("open_directory_fails", "pg_subtrans", 0o000, r"could not open directory"),
+    # 003 sets 0400 as the owner; the files here are root's, read by nobody: readable, not searchable, by others
+    ("search_directory_fails", "base", 0o444, r"could not stat file or directory"),
+]
+
+
+@pytest.mark.parametrize(("name", "where", "mode", "fails_like"), PERMISSIONS, ids=[p[0] for p in PERMISSIONS])
+def test_permissions_as_pg_verifybackup_sees_them(
+    primary: Primary, name: str, where: str, mode: int, fails_like: str
+) -> None:
+    """Both fail, and pgsurgeon names the path: one error line with the hint for permissions (exit 1), or a finding."""
+    nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] if os.geteuid() == 0 else []
+    tmp = Path(tempfile.mkdtemp(prefix="pgsurgeon-perm-", dir="/tmp"))
+    try:
+        tmp.chmod(0o755)
+        root = _copy(primary, "plain", tmp / "bk")
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        (root / where).chmod(mode)
+        install = primary.cluster.install
+        pg = subprocess.run([*nobody, str(install.tool("pg_verifybackup")), "--no-parse-wal", str(root)],
+                            env=install.env(), capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        said = pg.stdout + pg.stderr
+        assert pg.returncode != 0 and re.search(fails_like, said), said
+        ours = subprocess.run([*nobody, sys.executable, "-m", "pgsurgeon", "scan", str(root), "--format", "json"],
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        assert "Traceback" not in ours.stderr, ours.stderr
+        if ours.returncode == Exit.FAILED:
+            errors = [ln for ln in ours.stderr.splitlines() if ln.startswith("pgsurgeon: error:")]
+            assert len(errors) == 1 and f"{root}/{where}" in errors[0] and "hint:" in ours.stderr, ours.stderr
+        else:
+            assert ours.returncode == Exit.DAMAGE, ours.stderr
+            paths = [f["path"] for f in json.loads(ours.stdout)["findings"]]
+            assert any(p == where or p.startswith(f"{where}/") for p in paths), paths
+    finally:
+        for p in [tmp, *tmp.rglob("*")]:
+            with contextlib.suppress(OSError):
+                p.chmod(0o755)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_nonexistent_backup_directory(primary: Primary, tmp_path: Path) -> None:
