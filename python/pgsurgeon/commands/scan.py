@@ -159,6 +159,9 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
             "replay rewrites them (information, not damage; not checked)",
             style="dim",
         )
+    for f in (outcome.backup or {}).get("truncated_while_copied", []):
+        line = f"{f['path']} ({f['relation'] or 'unnamed'}): {f['code']}: {f['message']}"
+        console.print(line, style="dim", markup=False)
     if s.get("skipped_live"):
         console.print(f"[yellow]{s['skipped_live']} pages skipped: written after the scan began (--live)[/]")
     if not outcome.findings:
