@@ -158,3 +158,15 @@ def test_in_a_stopped_data_directory_it_is_an_error(made: Made, tmp_path: Path) 
     assert "backup" not in doc
     found = {(f["code"], f["relation"], f["severity"]) for f in doc["findings"]}
     assert (TID_BEYOND, "public.shrinks_pkey", "error") in found, doc["findings"][:5]
+
+
+def test_without_pg_waldump_the_findings_stay_and_it_is_said(made: Made, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pgsurgeon.rescue import walstatus
+
+    monkeypatch.setattr(walstatus, "waldump_for", lambda _major: None)
+    code, doc = _scan(made.backup)
+    assert code == Exit.DAMAGE
+    assert not _excused(doc)
+    assert any(f["code"] == TID_BEYOND and f["severity"] == "error" for f in doc["findings"])
+    said = [w for w in doc["warnings"] if "VACUUM truncation" in w]
+    assert len(said) == 1 and "no pg_waldump of PostgreSQL" in said[0], doc["warnings"]
