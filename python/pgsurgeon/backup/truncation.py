@@ -28,9 +28,8 @@ if TYPE_CHECKING:
     from pgsurgeon.backup import BackupSource
     from pgsurgeon.findings import Finding
 
-CODES = frozenset(
-    {"index.tid_beyond_heap", "file.vm_beyond_end", "file.fsm_beyond_end", "page_header.zeroed_referenced"}
-)
+_ZEROED = frozenset({"page_header.zeroed_referenced", "page_header.zeroed_all_visible"})
+CODES = frozenset({"index.tid_beyond_heap", "file.vm_beyond_end", "file.fsm_beyond_end"}) | _ZEROED
 """What a truncation during the copy can leave behind."""
 
 _TRUNCATE = re.compile(r"lsn: (?P<lsn>[0-9A-F]+/[0-9A-F]+),.*desc: TRUNCATE (?P<path>\S+) to (?P<blocks>\d+) blocks")
@@ -141,7 +140,7 @@ def _explained(f: Finding, cuts: dict[tuple[int, int], Truncation], heaps: dict[
     cut = cuts.get(rel)
     if cut is None:
         return None
-    if f["code"] == "page_header.zeroed_referenced":
+    if f["code"] in _ZEROED:
         # the padding of a file that shrank while sent: only past the cut, in the main fork
         return cut if f["fork"] in (None, "main") and f["block"] is not None and f["block"] >= cut.blocks else None
     return cut
