@@ -81,13 +81,14 @@ def excuse(backup: BackupSource, major: int, findings: list[Finding], metas: lis
         return out
     heaps = _index_heaps(metas)
     listed = _listed_pages(findings, got, heaps)
-    for f in list(findings):
+    kept: list[Finding] = []
+    for f in findings:
         hit = _explained(f, got, heaps)
         if hit is None and f["code"] == "index.tid_beyond_heap" and f["item"] is None:
             hit = listed.get((f["path"], f["block"]))
         if hit is None:
+            kept.append(f)
             continue
-        findings.remove(f)
         what = "the table" if f["code"] == "index.tid_beyond_heap" else "the relation"
         f["message"] += (
             f" (not damage: VACUUM truncated {what} to {hit.blocks} blocks at LSN {hit.lsn} while the backup copied "
@@ -96,6 +97,7 @@ def excuse(backup: BackupSource, major: int, findings: list[Finding], metas: lis
         out.errors += f["severity"] == "error"
         f["severity"] = "info"
         out.findings.append(f)
+    findings[:] = kept
     return out
 
 
