@@ -155,11 +155,14 @@ def truncations(backup: BackupSource, major: int, start: int) -> dict[tuple[int,
     tool = waldump_for(major)
     if tool is None:
         return f"{_LEFT}: no pg_waldump of PostgreSQL {major} found to read the backup's WAL"
+    label = backup.info["label"]
+    # pg_waldump reads timeline 1 unless told: a backup of a promoted standby starts on a later one
+    timeline = str(label["timeline"] or 1) if label is not None else "1"
     with _wal_dir(backup) as wal:
         if wal is None:  # taken with -X none
             return f"{_LEFT}: the backup has no pg_wal"
         done = subprocess.run(
-            [str(tool), "--path", str(wal), "--rmgr", "Storage", "--start", lsn_text(start)],
+            [str(tool), "--path", str(wal), "--rmgr", "Storage", "--start", lsn_text(start), "--timeline", timeline],
             capture_output=True,
             text=True,
             check=False,
