@@ -351,6 +351,9 @@ def _run_scan(
             "manifest": {k: v for k, v in manifest.items() if k != "problems"},
             "after_backup_start": result.get("after_backup_start", []),
             "extra_passes": backup.restarts,
+            "truncated_while_copied": _excuse_truncations(
+                backup, int(control["major_version"]), findings, options.get("relations") or [], summary, warnings
+            ),
         }
     return ScanOutcome(
         req.pgdata,
@@ -364,6 +367,28 @@ def _run_scan(
         _owners(names, options.get("relations") or []),
         result.get("health", []),
     )
+
+
+def _excuse_truncations(
+    backup: BackupSource,
+    major: int,
+    findings: list[Finding],
+    metas: list[Any],
+    summary: dict[str, Any],
+    warnings: list[str],
+) -> list[Finding]:
+    """Findings a VACUUM truncation during the copy explains (the backup's WAL holds it), out of the findings and
+    their counts: information, not damage."""
+    from pgsurgeon.backup.truncation import excuse
+
+    excused = excuse(backup, major, findings, metas)
+    if excused.note:
+        warnings.append(excused.note)
+    summary["errors"] -= excused.errors
+    summary["warnings"] -= len(excused.findings) - excused.errors
+    summary["findings"] -= len(excused.findings)
+    summary["truncated_while_copied"] = len(excused.findings)
+    return excused.findings
 
 
 _CHECKPOINT_WAL = ("file.wal_missing", "file.wal_short", "file.wal_page_header", "file.wal_checkpoint_record")

@@ -159,6 +159,7 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
             "replay rewrites them (information, not damage; not checked)",
             style="dim",
         )
+    _print_truncated(outcome, console)
     if s.get("skipped_live"):
         console.print(f"[yellow]{s['skipped_live']} pages skipped: written after the scan began (--live)[/]")
     if not outcome.findings:
@@ -178,6 +179,16 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
         ),
     )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
+
+
+def _print_truncated(outcome: ScanOutcome, console: Console) -> None:
+    """Findings a VACUUM truncation during the copy explains: one line per relation and code, with the first."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in (outcome.backup or {}).get("truncated_while_copied", []):
+        groups.setdefault((f["relation"] or str(f["path"]), f["code"]), []).append(f)
+    for (rel, code), fs in groups.items():
+        line = f"{rel}: {len(fs)} {code} (information, not damage): {fs[0]['message']}"
+        console.print(line, style="dim", markup=False)
 
 
 def run(args: argparse.Namespace) -> int:
