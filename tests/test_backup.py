@@ -15,6 +15,7 @@ import json
 import os
 import random
 import re
+import shutil
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -259,6 +260,20 @@ def test_unload_from_the_tars_equals_unload_from_the_directory(lab: Lab, tmp_pat
         assert got == plain, form
         # the schema from pg_dump run on a copy of the backup's catalog, from the archive as from the directory
         assert "globals.sql" in got and any(k.endswith("/post-data.sql") for k in got), form
+
+
+def test_a_relation_file_lost_from_a_backup_is_reported(lab: Lab, tmp_path: Path) -> None:
+    """A table's file gone from a plain backup: the manifest names it; without a manifest (a copy made between
+    pg_backup_start and pg_backup_stop has none) the catalog does."""
+    rel = str(lab.files["clean"].relative_to(lab.cluster.pgdata))
+    copy = tmp_path / "bk"
+    shutil.copytree(lab.backups["plain"], copy, symlinks=True)
+    (copy / rel).unlink()
+    with_manifest = {(f["code"], f["path"]) for f in _scan(copy)["findings"]}
+    assert ("file.manifest_missing", rel) in with_manifest, with_manifest
+    (copy / "backup_manifest").unlink()
+    without = {(f["code"], f["path"]) for f in _scan(copy)["findings"]}
+    assert ("file.relation_missing", rel) in without, without
 
 
 def test_a_file_changed_after_the_backup_is_reported(lab: Lab) -> None:

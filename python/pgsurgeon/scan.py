@@ -323,10 +323,12 @@ def _run_scan(
         extra = [from_cluster(f) for f in core.cluster_checks(req.pgdata, wal=backup is None)]
         if backup is None and pid is None:
             _unneeded_status_files(extra, findings)
-        if pid is None and backup is None and not any(f["code"] == "file.relmap" for f in extra):
-            # a garbled map misplaces the mapped catalogs' files. Not in a base backup: its files and its catalog are
-            # copied at different moments of a running server (a TRUNCATE while it copies leaves a catalog row
-            # naming a file created after the directory was listed), and replay makes them agree
+        unlisted = backup is None or not backup.info["manifest"]
+        if pid is None and unlisted and not any(f["code"] == "file.relmap" for f in extra):
+            # a garbled map misplaces the mapped catalogs' files. A base backup with a manifest is judged by it
+            # instead: its files and its catalog are copied at different moments of a running server (a TRUNCATE
+            # while it copies leaves a catalog row naming a file created after the directory was listed), replay
+            # makes them agree, and the manifest says which files pg_basebackup really sent
             extra += storage_findings(req.pgdata, names)
         if backup is None and pid is None and not any(f["code"] in _CHECKPOINT_WAL for f in extra):
             # the records before the checkpoint, once the checkpoint itself reads (else that finding says it all)
