@@ -60,6 +60,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="allow page writes on a cluster that is not a lab: you stop the server when asked, repair waits",
     )
     p.add_argument(
+        "--from-standby",
+        metavar="CONNINFO",
+        help="restore damaged pages from this streaming standby of the cluster where its copy is good (read-only: "
+        "nothing is written to it); a page without a good copy keeps the plan it would have had",
+    )
+    p.add_argument(
+        "--standby-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long to wait for the standby to replay past the primary's position before refusing (default 300)",
+    )
+    p.add_argument(
         "--no-freeze",
         dest="freeze",
         action="store_false",
@@ -160,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         run_dir=args.run_dir,
         pgdata=args.pgdata,
         on_progress=progress if args.progress else None,
+        from_standby=args.from_standby,
+        standby_timeout=args.standby_timeout,
     )
     plan, ctx = build_plan(req)
     try:
@@ -188,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
         report: dict[str, Any] = execute(plan, ctx, run_dir, say)
     finally:
         ctx.conn.close()
+        if ctx.source is not None:
+            ctx.source.close()
     after = report.get("after") or {}
     if plan.carved_rows and not plan.options.get("reinsert"):
         say(f"{len(plan.carved_rows)} row(s) carved with certainty were not put back; load them into the table:")

@@ -31,6 +31,7 @@ from pgsurgeon.repair.model import (
     KILL,
     REINDEX,
     REINSERT,
+    RESTORE_FILE,
     REWRITE_SQL,
     SALVAGE,
     SAVE_PAGES,
@@ -127,6 +128,7 @@ class Executor:
             KILL: self.surgery,
             ZERO_FILE: self.write_pages,
             CLEAR_LPS: self.write_pages,
+            RESTORE_FILE: self.write_pages,
             REWRITE_SQL: self.plain_sql,
             REINDEX: self.reindex,
             VACUUM: self.plain_sql,
@@ -319,7 +321,8 @@ class Executor:
         path = (self.run_dir / "undo-manifest.json").absolute()
 
         def build() -> Manifest:
-            changes, records = self.page_changes(step.writes, pgdata)
+            copies = self.fetch_copies(step, pgdata)
+            changes, records = self.page_changes(step.writes, pgdata, copies)
             return Manifest(path, self.manifest_header(pgdata, step), changes, records)
 
         self.ctx.conn.close()
@@ -345,7 +348,34 @@ class Executor:
         self.reconnect()
         self.report["manifest"] = str(path)
         self.say(f"  undo manifest: {path} (pgsurgeon undo {path} puts the old pages back)")
-        return {"manifest": str(path), "pages": len(manifest.pages)}
+        restored = self.count_restored()
+        return {"manifest": str(path), "pages": len(manifest.pages), **restored}
+
+    def fetch_copies(self, step: Step, pgdata: Path) -> dict[tuple[str, int], bytes]:
+        """The good copies for the step's restore writes, fetched again now that the primary is stopped."""
+        source = self.ctx.source
+        if source is None or not any(w.action == "restore" for w in step.writes):
+            return {}
+        from pgsurgeon.repair.restore import fetch_again
+
+        rels = {r.regclass: r for r in self.ctx.rels}
+        server = self.ctx.server
+        return fetch_again(source, step.writes, rels, pgdata, server, self.ctx.req.standby_timeout, self.say)
+
+    def count_restored(self) -> dict[str, Any]:
+        """The rows on the restored pages of the table as the primary reads them now, and their key digest (the
+        ledger's check adds it to the digest of the rows in place)."""
+        led = self.plan.ledger
+        if not led.restored_blocks:
+            return {}
+        runs = ledger.block_runs(set(led.restored_blocks))
+        rows, digest = ledger.count_ranges(self.ctx.conn, self.ctx.table, led.key, runs)
+        self.digests["restored"] = digest
+        planned = [c.rows for c in self.plan.copies if c.accepted and c.role == "table"]
+        if any(r is None for r in planned):
+            led.restored = rows  # not counted on the copies beforehand (the carver could not run)
+        self.say(f"  {rows} row(s) on the {len(led.restored_blocks)} restored page(s) of {self.plan.table}")
+        return {"restored_rows": rows, "restored_rows_planned": led.restored}
 
     def wait_for_server(self) -> None:
         deadline = time.monotonic() + (120 if self.ctx.lab is not None else WAIT_START_S)
@@ -385,15 +415,13 @@ class Executor:
             "field": None,
             "seed": None,
             "relation": {"name": self.plan.table, "role": "table", "kind": "heap", "file": self.ctx.table.filepath},
-            "notes": [
-                f"{w.relation} block {w.block}: "
-                + ("zeroed" if w.action == "zero" else f"line pointers {w.lps} cleared")
-                for w in step.writes
-            ],
+            "notes": [f"{w.relation} block {w.block}: {_write_text(w)}" for w in step.writes],
             "warnings": [],
         }
 
-    def page_changes(self, writes: list[PageWrite], pgdata: Path) -> tuple[list[Any], list[Any]]:
+    def page_changes(
+        self, writes: list[PageWrite], pgdata: Path, copies: dict[tuple[str, int], bytes]
+    ) -> tuple[list[Any], list[Any]]:
         from pgsurgeon.journal.manifest import FileChange, PageRecord, sha256
 
         bs = self.ctx.server.block_size
@@ -416,6 +444,9 @@ class Executor:
                 rel = next(r for r in self.ctx.rels if r.regclass == w.relation)
                 if rel.filepath:
                     vm_clear.setdefault(rel.filepath, set()).add(w.block)
+            elif w.action == "restore":
+                new = copies[(w.file, w.block)]
+                note = f"repair: page restored from the {w.copy.source if w.copy is not None else 'copy'}"
             else:
                 new = clear_line_pointers(old, w.lps, w.block, checksums)
                 note = f"repair: line pointers {w.lps} cleared"
@@ -530,7 +561,7 @@ class Executor:
                 hint=f"the ledger is in {self.run_dir / 'report.json'}; run 'pgsurgeon diagnose' on the table, then "
                 "repair again",
             ) from None
-        expected_digest = led.digest + self.digests.get("frozen", 0) + self.digests.get("reinserted", 0)
+        expected_digest = led.digest + sum(self.digests.get(k, 0) for k in ("frozen", "reinserted", "restored"))
         self.report["ledger"] = led.to_json()
         try:
             result = ledger.check(led, rows, digest, expected_digest, self.plan.table, str(self.run_dir))
@@ -538,11 +569,9 @@ class Executor:
             self.report["ledger_check"] = {
                 "match": False,
                 "rows": rows,
-                "expected_rows": led.in_place + len(led.reinsert),
+                "expected_rows": led.expected_after,
             }
-            self.say(
-                f"  the table does NOT match the ledger: {rows} row(s), {led.in_place + len(led.reinsert)} planned"
-            )
+            self.say(f"  the table does NOT match the ledger: {rows} row(s), {led.expected_after} planned")
             raise
         self.report["ledger_check"] = result
         self.say(f"  the table matches the ledger: {led.summary()}")
@@ -597,6 +626,14 @@ class Executor:
             for f in errors[:10]:
                 self.say(f"    {f['relation']} block {f['block']} lp {f['item']}: {f['code']}: {f['message'][:120]}")
         return {"clean": clean, "errors": len(errors)}
+
+
+def _write_text(w: PageWrite) -> str:
+    if w.action == "zero":
+        return "zeroed"
+    if w.action == "restore":
+        return f"restored from the {w.copy.source if w.copy is not None else 'copy'}"
+    return f"line pointers {w.lps} cleared"
 
 
 def _parse_tid(text: str) -> Tid:

@@ -8,6 +8,7 @@ Each row ends in exactly one place:
 * **kept apart** — carved, but not put back: in ``carved.copy`` (certain rows, without ``--reinsert``) or in
   ``kept-apart.copy`` (uncertain rows, rows whose values did not decode whole, rows the table refused), both in the
   run directory;
+* **restored** — on a damaged page replaced whole by a good copy (``--from-standby``): counted on the copy;
 * **lost** — by ctid, with the reason.
 
 The plan prints the ledger before anything is done; execution moves a row only when the table refuses it (a row
@@ -71,6 +72,9 @@ class Ledger:
     """Sum of the key hashes of the untouched and beside rows (see ``key_hash``)."""
     counted: bool = False
     """The in-place rows could be counted (else the plan is blocked)."""
+    restored: int = 0
+    """Rows on the pages restored from a good copy, as the carver counts them on the copies."""
+    restored_blocks: list[int] = field(default_factory=list)
 
     @property
     def in_place(self) -> int:
@@ -78,13 +82,18 @@ class Ledger:
 
     @property
     def total(self) -> int:
-        return self.in_place + len(self.reinsert) + len(self.apart) + len(self.lost)
+        return self.in_place + self.restored + len(self.reinsert) + len(self.apart) + len(self.lost)
+
+    @property
+    def expected_after(self) -> int:
+        """Rows the table must hold after the repair."""
+        return self.in_place + self.restored + len(self.reinsert)
 
     def summary(self) -> str:
         return (
             f"{self.total} row(s): {self.in_place} in place ({self.untouched} on blocks left alone, {self.beside} "
-            f"beside the damage, {len(self.frozen)} frozen), {len(self.reinsert)} reinserted, {len(self.apart)} kept "
-            f"apart, {len(self.lost)} lost"
+            f"beside the damage, {len(self.frozen)} frozen), {self.restored} restored, {len(self.reinsert)} "
+            f"reinserted, {len(self.apart)} kept apart, {len(self.lost)} lost"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -94,13 +103,15 @@ class Ledger:
             "untouched": self.untouched,
             "beside": self.beside,
             "frozen": [tid_text(t) for t in self.frozen],
+            "restored": self.restored,
+            "restored_blocks": self.restored_blocks,
             "reinserted": [tid_text(t) for t in sorted(self.reinsert)],
             "kept_apart": [{"ctid": tid_text(t), "why": w} for t, w in sorted(self.apart.items())],
             "lost": [
                 {"ctid": tid_text(t), "why": w, "key": self.lost_keys.get(t)} for t, w in sorted(self.lost.items())
             ],
             "key": self.key,
-            "expected_rows_after": self.in_place + len(self.reinsert),
+            "expected_rows_after": self.expected_after,
         }
 
 
@@ -274,7 +285,7 @@ def table_counts(conn: Connection[tuple[Any, ...]], rel: Relation, key: list[str
 
 def check(ledger: Ledger, rows: int, digest: int, expected_digest: int, table: str, run_dir: str) -> dict[str, Any]:
     """Compare the table after the repair with the ledger; raise :class:`LedgerMismatch` on any difference."""
-    expected = ledger.in_place + len(ledger.reinsert)
+    expected = ledger.expected_after
     out = {
         "expected_rows": expected,
         "rows": rows,
@@ -285,7 +296,7 @@ def check(ledger: Ledger, rows: int, digest: int, expected_digest: int, table: s
     if rows != expected:
         raise LedgerMismatch(
             f"{table} holds {rows} row(s) after the repair, the ledger says {expected} ({ledger.in_place} in place, "
-            f"{len(ledger.reinsert)} reinserted): {abs(rows - expected)} row(s) "
+            f"{ledger.restored} restored, {len(ledger.reinsert)} reinserted): {abs(rows - expected)} row(s) "
             + ("unaccounted for" if rows < expected else "more than planned"),
             hint=f"compare the ledger in {run_dir}/report.json with the table; the pages as they were are in "
             f"{run_dir}/pages, the carved rows in {run_dir}/{CARVED_FILE} and {run_dir}/{APART_FILE}",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.repair.copies import PageCopy
 from pgsurgeon.repair.ledger import Ledger
 
 Tid = tuple[int, int]
@@ -22,6 +23,7 @@ CARVE = "carve"
 FREEZE = "freeze"
 KILL = "kill"
 ZERO_FILE = "zero-pages"
+RESTORE_FILE = "restore-pages"
 CLEAR_LPS = "clear-line-pointers"
 REWRITE_SQL = "rewrite-table"
 REINDEX = "reindex"
@@ -114,9 +116,12 @@ class PageWrite:
     block: int
     offset: int
     action: str
-    """``zero`` or ``clear`` (line pointers set unused, checksum recomputed)."""
+    """``zero``, ``clear`` (line pointers set unused, checksum recomputed) or ``restore`` (the good copy written
+    whole, fetched again once the server is stopped)."""
     lps: list[int] = field(default_factory=list)
     sha256_before: str | None = None
+    copy: PageCopy | None = field(default=None, repr=False)
+    """With ``restore``: the copy as planned (its source and LSNs)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,6 +132,8 @@ class PageWrite:
             "action": self.action,
             "lps": self.lps,
             "sha256_before": self.sha256_before,
+            "source": self.copy.source if self.copy is not None else None,
+            "lsn_copy": self.copy.to_json()["lsn_copy"] if self.copy is not None else None,
         }
 
 
@@ -212,6 +219,8 @@ class Plan:
     """The loss account (loss.PageLoss.to_json) of the pages whose rows the ledger loses, as scan and salvage
     tell it."""
     touched: dict[str, list[int]] = field(default_factory=dict)
+    copies: list[PageCopy] = field(default_factory=list)
+    """Every damaged page offered a good copy (--from-standby): used, or rejected and why."""
     """Relation (regclass text) -> the blocks the repair changes: saved before anything is done."""
 
     @property
@@ -242,6 +251,7 @@ class Plan:
             "ledger": self.ledger.to_json(),
             "recoverable_by_carving": [tid_text(t) for t in self.recoverable],
             "touched_pages": self.touched,
+            "copies": [c.to_json() for c in self.copies],
             "kept": self.kept,
             "toast_chunks_removed": [loss.to_json() for loss in self.toast_lost],
             "unrepaired": self.unrepaired,

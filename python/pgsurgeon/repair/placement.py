@@ -137,7 +137,7 @@ def resolve_versions(p: Planner, plan: Plan, main: HeapDamage, losses: dict[Tid,
             k = ledger.line_key(info, line)
             if k is not None:
                 carved.setdefault(k, tid)
-    zeroed = set(main.zero) | main.zero_blocks_present
+    zeroed = set(main.zero) | main.zero_blocks_present | set(main.restore)
     unsafe = set(losses) | set(main.freeze) | main.damaged_items
     others: dict[str, list[Tid]] = {}
     nblocks = main.rel.nblocks
@@ -176,7 +176,11 @@ def count_in_place(p: Planner, plan: Plan, main: HeapDamage) -> None:
     ctx, led = p.ctx, plan.ledger
     removed = {loss.tid for loss in plan.lost}
     led.frozen = sorted(main.freeze)
-    zeroed = set(main.zero) | main.zero_blocks_present
+    # a restored page is read neither here nor by SQL (the primary's copy is the damaged one): its rows were
+    # counted on the good copy
+    zeroed = set(main.zero) | main.zero_blocks_present | set(main.restore)
+    led.restored_blocks = sorted(main.restore)
+    led.restored = sum(c.rows or 0 for c in main.restore.values())
     touched = main.touched | {b for b, _ in removed} | {b for b, _ in main.gone_items}
     beside: list[Tid] = []
     skip = removed | set(main.freeze) | main.damaged_items | set(main.gone_items)

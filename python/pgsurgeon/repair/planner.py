@@ -17,6 +17,7 @@ pointer number. Where each removed row ends is settled in placement.py, the step
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
     from pgsurgeon.lab import LabCluster
+    from pgsurgeon.repair.copies import PageCopy
+    from pgsurgeon.repair.standby import StandbySource
 
 # Finding codes that condemn a whole page (with item None): the header, the checksum, the item-ID array as a whole.
 PAGE_CODES = frozenset(
@@ -120,6 +123,10 @@ class RepairRequest:
     run_dir: Path | None = None
     pgdata: Path | None = None
     on_progress: Callable[[str], None] | None = None
+    from_standby: str | None = None
+    """Connection string of a streaming standby: damaged pages are restored from its copies where they are good."""
+    standby_timeout: float = 300.0
+    """Seconds to wait for the standby to replay past the primary's position before refusing."""
 
 
 @dataclass
@@ -134,6 +141,8 @@ class Context:
     cols: list[Column]
     reader: PageReader
     lab: LabCluster | None
+    source: StandbySource | None = None
+    """Where good copies of damaged pages come from (--from-standby), or None."""
 
     def rel(self, role: str) -> Relation | None:
         return next((r for r in self.rels if r.role == role), None)
@@ -176,10 +185,13 @@ class HeapDamage:
     zero_blocks_present: set[int] = field(default_factory=set)
     gone_items: dict[Tid, str] = field(default_factory=dict)
     """Findings on line pointers that are already unused: nothing to write, the row (or chunk) is gone."""
+    restore: dict[int, PageCopy] = field(default_factory=dict)
+    """block -> the good copy that replaces it whole (--from-standby)."""
 
     @property
     def touched(self) -> set[int]:
-        return set(self.zero) | set(self.clear) | {b for b, _ in self.kill} | {b for b, _ in self.freeze}
+        tuples = {b for b, _ in self.kill} | {b for b, _ in self.freeze}
+        return set(self.zero) | set(self.clear) | tuples | set(self.restore)
 
 
 # ---------------------------------------------------------------------------------------------- entry point
@@ -188,6 +200,7 @@ class HeapDamage:
 def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
     """Connect, check, diagnose and plan; nothing is changed. The caller closes ``ctx.conn``."""
     conn = facts.connect(req.dsn, read_only=True)
+    ctx: Context | None = None
     try:
         server = facts.server_facts(conn, req.pgdata)
         facts.preflight(server)
@@ -219,11 +232,38 @@ def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
             reader=PageReader(conn, server),
             lab=_lab(server),
         )
+        if req.from_standby is not None:
+            ctx.source = open_standby(ctx)
         plan = Planner(ctx).plan()
     except BaseException:
         conn.close()
+        if ctx is not None and ctx.source is not None:
+            ctx.source.close()
         raise
     return plan, ctx
+
+
+def open_standby(ctx: Context) -> StandbySource:
+    """The standby of --from-standby, refused when it is of another cluster, and waited for until it has
+    replayed to the primary's WAL position now (the plan takes its pages from there)."""
+    from pgsurgeon.repair.copies import parse_lsn
+    from pgsurgeon.repair.standby import StandbySource
+
+    assert ctx.req.from_standby is not None
+    sysid = ctx.server.system_identifier
+    if ctx.server.pgdata is not None:
+        with contextlib.suppress(OSError, ValueError):
+            sysid = str(core.read_control(str(ctx.server.pgdata))["system_identifier"])
+    source = StandbySource(ctx.req.from_standby, ctx.server, sysid)
+    try:
+        row = ctx.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        target = parse_lsn(row[0] if row else None) or 0
+        ctx.progress(f"waiting for the standby to replay to the primary's position {row[0] if row else '?'}")
+        source.wait(target, "current WAL position", ctx.req.standby_timeout, ctx.progress)
+    except BaseException:
+        source.close()
+        raise
+    return source
 
 
 def _lab(server: ServerFacts) -> LabCluster | None:
@@ -283,6 +323,15 @@ class Planner:
         tdmg = self.heap_damage(toast, by_rel.get(toast.regclass, [])) if toast is not None else None
         index_names = {r.regclass for r in ctx.rels if not r.is_heap}
         index_findings = [f for f in errors if f["relation"] in index_names or str(f["code"]).startswith("index.")]
+        copies: list[PageCopy] = []
+        if ctx.source is not None:
+            from pgsurgeon.repair import restore
+
+            ctx.progress(f"fetching good copies of the damaged pages from {ctx.source.describe()}")
+            heaps = [d for d in (main, tdmg) if d is not None]
+            copies, errors, index_findings = restore.offer(
+                self, ctx.source, heaps, errors, index_findings, ctx.source.replayed
+            )
         for f in errors:
             if f["code"] == "server.timeout":
                 self.blockers.append(
@@ -293,6 +342,15 @@ class Planner:
                     )
                 )
         method = self.choose_method(main, tdmg)
+        if method == METHOD_SQL and any(c.accepted for c in copies):
+            self.blockers.append(
+                (
+                    "the good copies are written into the relation files with the server stopped: that needs the file "
+                    "method",
+                    "run repair on the database server's host with --force-file-writes (you stop the server when "
+                    "asked), or without --from-standby",
+                )
+            )
         plan = Plan(
             table=table.regclass,
             oid=table.oid,
@@ -302,6 +360,7 @@ class Planner:
             diagnosis={**outcome.summary, "relation_details": outcome.relations},
             findings=errors,
         )
+        plan.copies = copies
         plan.options = {
             "reinsert": self.reinsert,
             "skip_salvage": ctx.req.skip_salvage,
@@ -309,6 +368,7 @@ class Planner:
             "reindex": ctx.req.reindex,
             "force_file_writes": ctx.req.force_file_writes,
             "lab": ctx.lab.name if ctx.lab is not None else None,
+            "from_standby": ctx.source.describe() if ctx.source is not None else None,
         }
         losses: dict[Tid, Loss] = {}
 
@@ -347,7 +407,8 @@ class Planner:
             lose(tid, CAUSE_GONE, why)
         damaged = {str(f["relation"]) for f in index_findings if not str(f["code"]).startswith("index.")}
         for tid, why in sorted(gone_rows(evidence, self.btrees, damaged).items()):
-            lose(tid, CAUSE_GONE, why)
+            if tid[0] not in main.restore:  # the copy holds the row the entry points to
+                lose(tid, CAUSE_GONE, why)
         for f in errors:
             if f["code"] in UNREPAIRED_CODES:
                 self.unrepaired.append(f"{f['relation']} block {f['block']}: {UNREPAIRED_CODES[f['code']]}")
@@ -634,7 +695,8 @@ class Planner:
 
     def choose_method(self, main: HeapDamage, tdmg: HeapDamage | None) -> str:
         req, server = self.ctx.req, self.server
-        pagework = bool(main.zero or main.clear or (tdmg is not None and (tdmg.zero or tdmg.clear)))
+        heaps = [d for d in (main, tdmg) if d is not None]
+        pagework = any(d.zero or d.clear or d.restore for d in heaps)
         local = server.pgdata is not None
         can_file = local and (self.ctx.lab is not None or req.force_file_writes)
         if req.method == METHOD_FILE:

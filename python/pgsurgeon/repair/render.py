@@ -72,7 +72,13 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
             for q in st.sql:
                 out.append(f"        {q};")
             for w in st.writes[:20]:
-                what = "zero the page" if w.action == "zero" else f"clear line pointers {w.lps}"
+                what = (
+                    "zero the page"
+                    if w.action == "zero"
+                    else f"clear line pointers {w.lps}"
+                    if w.action == "clear"
+                    else f"write the {w.copy.source if w.copy is not None else 'good'} copy"
+                )
                 out.append(
                     f"        {w.file} block {w.block} (offset {w.offset}): {what}; sha256 now {w.sha256_before or '?'}"
                 )
@@ -87,7 +93,7 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
         out.append("")
         out.append(f"ledger: {led.summary()}")
         out.append(
-            f"  after the repair {plan.table} must hold {led.in_place + len(led.reinsert)} row(s)"
+            f"  after the repair {plan.table} must hold {led.expected_after} row(s)"
             + (f" and their keys ({', '.join(led.key)})" if led.key else "")
             + "; the last step checks it"
         )
@@ -100,6 +106,7 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
             out += [f"    block {p['block']}: {p['text']}" for p in plan.page_losses[:20]]
             for tid, why in [x for x in sorted(led.lost.items()) if x[0][0] not in counted][:30]:
                 out.append(f"    ({tid[0]},{tid[1]}): {why[:160]}")
+    out += copy_lines(plan)
     lost = plan.lost_tids
     if lost:
         out.append("")
@@ -130,4 +137,28 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
     for message, hint in plan.blockers:
         out.append(f"BLOCKED: {message}")
         out.append(f"  hint: {hint}")
+    return out
+
+
+def copy_lines(plan: Plan) -> list[str]:
+    """Each damaged page offered a good copy: its source (or none, and why), the LSNs, and what today's plan would
+    have lost."""
+    if not plan.copies and not plan.options.get("from_standby"):
+        return []
+    used = [c for c in plan.copies if c.accepted]
+    out = [
+        "",
+        f"good copies from {plan.options.get('from_standby')}: {len(used)} of {len(plan.copies)} damaged page(s)",
+    ]
+    for c in plan.copies[:60]:
+        j = c.to_json()
+        lsns = f"LSN damaged {j['lsn_damaged'] or 'unreadable'}, copy {j['lsn_copy'] or '-'}"
+        rows = f"; {c.rows} row(s) on the copy" if c.rows is not None else ""
+        out.append(f"  {c.relation} block {c.block}: source {c.source} ({lsns}{rows})")
+        if c.accepted:
+            out.append(f"    without it: {c.would_lose}")
+        else:
+            out.append(f"    not used: {c.why}; today's plan for it: {c.would_lose}")
+    if len(plan.copies) > 60:
+        out.append(f"  … {len(plan.copies) - 60} more page(s)")
     return out

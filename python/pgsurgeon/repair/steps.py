@@ -24,6 +24,7 @@ from pgsurgeon.repair.model import (
     METHOD_SQL,
     REINDEX,
     REINSERT,
+    RESTORE_FILE,
     REWRITE_SQL,
     SALVAGE,
     SAVE_PAGES,
@@ -41,6 +42,7 @@ from pgsurgeon.repair.model import (
 from pgsurgeon.repair.pages import LP_NORMAL
 
 if TYPE_CHECKING:
+    from pgsurgeon.repair.copies import PageCopy
     from pgsurgeon.repair.planner import HeapDamage, Planner, RepairRequest
 
 KILL_BATCH = 500
@@ -59,14 +61,17 @@ def plan_steps(
     req = p.ctx.req
     steps: list[Step] = []
     heaps = [d for d in (main, tdmg) if d is not None]
-    pagework = any(d.zero or d.clear for d in heaps)
+    zeroing = any(d.zero or d.clear for d in heaps)
+    # a page restored from a good copy is the page as it was: no index entry, visibility bit or row changes
+    restoring = any(c.accepted for c in plan.copies)
+    pagework = zeroing or restoring
     tuplework = any(d.kill or d.freeze for d in heaps)
     gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
-    reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
+    reindex = bool(zeroing or any(d.kill for d in heaps) or gone or index_findings)
     if not (pagework or tuplework or reindex):
         plan.steps = []
         return
-    rewrite = plan.method == METHOD_SQL and pagework
+    rewrite = plan.method == METHOD_SQL and zeroing
 
     def add(step: Step) -> Step:
         step.id = str(len(steps) + 1)
@@ -74,7 +79,7 @@ def plan_steps(
         return step
 
     _salvage_step(add, plan, req)
-    _save_steps(add, plan, heaps)
+    _save_steps(add, plan, heaps, p)
     _freeze_steps(p, add, heaps)
     _kill_steps(p, add, plan, main, heaps, rewrite)
     if pagework and not rewrite:
@@ -83,7 +88,7 @@ def plan_steps(
         _rewrite_step(p, add, plan, heaps)
     if reindex and not rewrite:
         _reindex_step(p, add, plan)
-    _visibility_steps(p, add, plan, heaps, pagework, rewrite)
+    _visibility_steps(p, add, plan, heaps, zeroing, rewrite)
     _reinsert_step(p, add, plan)
     _check_steps(add, plan)
     plan.steps = steps
@@ -105,9 +110,13 @@ def _salvage_step(add: _Add, plan: Plan, req: RepairRequest) -> None:
         )
 
 
-def _save_steps(add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
+def _save_steps(add: _Add, plan: Plan, heaps: list[HeapDamage], p: Planner) -> None:
     plan.touched = {d.rel.regclass: sorted(d.touched) for d in heaps if d.touched}
-    touched = sum(len(d.touched) for d in heaps)
+    heap_names = {d.rel.regclass for d in heaps}
+    for c in plan.copies:
+        if c.accepted and c.relation not in heap_names:
+            plan.touched.setdefault(c.relation, []).append(c.block)
+    touched = sum(len(blocks) for blocks in plan.touched.values())
     if touched:
         add(
             Step(
@@ -192,13 +201,18 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
     writes: list[PageWrite] = []
     for d in heaps:
         for blk in sorted(d.zero):
-            writes.append(page_write(p, d, blk, "zero"))
+            writes.append(page_write(p, d.rel, blk, "zero"))
         for blk, lps in sorted(d.clear.items()):
             if blk not in d.zero:
-                writes.append(page_write(p, d, blk, "clear", sorted(lps)))
+                writes.append(page_write(p, d.rel, blk, "clear", sorted(lps)))
+    by_name = {r.regclass: r for r in p.ctx.rels}
+    for c in plan.copies:
+        if c.accepted:
+            writes.append(page_write(p, by_name[c.relation], c.block, "restore", copy=c))
     lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
     kinds = {w.action for w in writes}
-    kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS
+    kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS if "clear" in kinds else RESTORE_FILE
+    restored = sum(1 for w in writes if w.action == "restore")
     stop = (
         f"lab cluster {ctx.lab.name} is stopped and started again around it"
         if ctx.lab is not None
@@ -209,17 +223,24 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
             "",
             kind,
             f"write {len(writes)} page(s) in the relation files: "
-            + ", ".join(
-                f"{w.relation} block {w.block} " + ("zeroed" if w.action == "zero" else f"lps {w.lps} cleared")
-                for w in writes[:6]
-            )
+            + ", ".join(f"{w.relation} block {w.block} {_what(w)}" for w in writes[:6])
             + (" …" if len(writes) > 6 else ""),
             relation=plan.table,
             writes=writes,
             server_stopped=True,
             cost=f"{rows_lost(lost_pages)}; reversible: the old pages go "
             "into an undo manifest ('pgsurgeon undo MANIFEST')",
-            notes=[stop],
+            notes=[stop]
+            + (
+                [
+                    f"{restored} page(s) come from {plan.options.get('from_standby') or 'the standby'}: with the "
+                    "server stopped, repair waits for the standby to replay past its shutdown checkpoint, fetches "
+                    "each page again and checks it as planned; a page that fails then stops the step before "
+                    "anything is written"
+                ]
+                if restored
+                else []
+            ),
         )
     )
     for loss in plan.lost:
@@ -368,8 +389,8 @@ def _check_steps(add: _Add, plan: Plan) -> None:
         Step(
             "",
             CHECK,
-            f"check {plan.table} against the ledger: {led.in_place + len(led.reinsert)} row(s) ("
-            f"{led.in_place} in place, {len(led.reinsert)} reinserted)"
+            f"check {plan.table} against the ledger: {led.expected_after} row(s) ("
+            f"{led.in_place} in place, {led.restored} restored, {len(led.reinsert)} reinserted)"
             + (f", keys ({', '.join(led.key)}) by digest" if led.key else "")
             + "; any difference fails the repair",
             relation=plan.table,
@@ -389,10 +410,19 @@ def surgery_sql(p: Planner, fn: Any, rel: Relation, tids: list[Tid]) -> list[str
     return out
 
 
-def page_write(p: Planner, d: HeapDamage, blk: int, action: str, lps: list[int] | None = None) -> PageWrite:
+def _what(w: PageWrite) -> str:
+    if w.action == "zero":
+        return "zeroed"
+    if w.action == "clear":
+        return f"lps {w.lps} cleared"
+    return f"restored from the {w.copy.source if w.copy is not None else 'copy'}"
+
+
+def page_write(
+    p: Planner, rel: Relation, blk: int, action: str, lps: list[int] | None = None, copy: PageCopy | None = None
+) -> PageWrite:
     from pgsurgeon.journal.manifest import sha256
 
-    rel = d.rel
     bs = p.server.block_size
     segno, in_seg = divmod(blk, p.server.segment_blocks)
     assert rel.filepath is not None
@@ -406,6 +436,7 @@ def page_write(p: Planner, d: HeapDamage, blk: int, action: str, lps: list[int] 
         action=action,
         lps=lps or [],
         sha256_before=sha256(disk) if disk is not None else None,
+        copy=copy,
     )
 
 

@@ -1,0 +1,143 @@
+"""Good copies of damaged pages: where they come from (a page source), how each is checked before it may replace a
+damaged page, and what the plan says of it.
+
+A page source hands out one page of a relation fork, read-only; the standby (standby.py) is one. Other sources (a
+backup recovered up to the damaged cluster's position) and other page kinds (GIN, GiST, …) plug in here: a source
+implements ``fetch``, a page kind is a name ``core.inspect_page`` knows. A copy replaces a page only after the
+core's page checks, its checksum and its LSN say it is at least as new as the damaged page; else the page keeps the
+plan it would have had without a copy, and the plan says why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pgsurgeon import core
+from pgsurgeon.catalog.relation import Relation
+
+SOURCE_STANDBY = "standby"
+SOURCE_NONE = "none"
+
+# what inspect_page calls each access method's pages (crates/core/src/checks/inspect.rs); others are guessed
+PAGE_KINDS = {"heap": "heap", "btree": "btree"}
+
+
+def parse_lsn(text: str | None) -> int | None:
+    """``16/B374D848`` as a 64-bit number (None for None or text that is no LSN)."""
+    if not text or "/" not in text:
+        return None
+    hi, _, lo = text.partition("/")
+    try:
+        return (int(hi, 16) << 32) | int(lo, 16)
+    except ValueError:
+        return None
+
+
+def lsn_text(lsn: int) -> str:
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def page_lsn(page: bytes) -> int:
+    """pd_lsn: xlogid then xrecoff, each a native (little-endian) uint32 (src/include/storage/bufpage.h)."""
+    return (int.from_bytes(page[0:4], "little") << 32) | int.from_bytes(page[4:8], "little")
+
+
+class PageSource(Protocol):
+    name: str
+    """``standby``, …: what the plan names as the page's source."""
+    replayed: int | None
+    """The WAL position the source's pages are exact to (None: not known yet)."""
+
+    def wait(self, target: int, what: str, timeout: float, say: Callable[[str], None], strictly: bool = False) -> int:
+        """Wait until the source's pages are exact to ``target`` (past it with ``strictly``), else refuse."""
+        ...
+
+    def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
+        """The page (or None) and how it was read, or why it could not be."""
+        ...
+
+    def describe(self) -> str:
+        """One line for the plan: which copy, where it stands."""
+        ...
+
+
+@dataclass
+class PageCopy:
+    """One damaged page and the copy offered for it."""
+
+    relation: str
+    role: str
+    block: int
+    source: str
+    """Where the page comes from: ``standby`` when the copy is used, ``none`` when not (today's plan)."""
+    would_lose: str
+    """What today's plan does to the page, and the rows that would go with it."""
+    lsn_damaged: int | None = None
+    """pd_lsn of the damaged page, when its header can be trusted (None: zeroed or not readable)."""
+    lsn_copy: int | None = None
+    why: str = ""
+    """Why the copy is not used (empty when it is)."""
+    read_by: str = ""
+    data: bytes | None = None
+    rows: int | None = None
+    """Rows of the table the copy holds (heap pages of the table; counted by the carver)."""
+
+    @property
+    def accepted(self) -> bool:
+        return self.source != SOURCE_NONE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "relation": self.relation,
+            "role": self.role,
+            "block": self.block,
+            "source": self.source,
+            "lsn_damaged": lsn_text(self.lsn_damaged) if self.lsn_damaged is not None else None,
+            "lsn_copy": lsn_text(self.lsn_copy) if self.lsn_copy is not None else None,
+            "would_lose": self.would_lose,
+            "rejected": self.why or None,
+            "read_by": self.read_by or None,
+            "rows": self.rows,
+        }
+
+
+def damaged_lsn(page: bytes | None, primary_lsn: int | None) -> int | None:
+    """The damaged page's LSN where it can still be read: not an all-zero page, not an LSN past the primary's WAL
+    (a damaged header says anything)."""
+    if page is None or not any(page):
+        return None
+    lsn = page_lsn(page)
+    if primary_lsn is not None and lsn > primary_lsn:
+        return None
+    return lsn
+
+
+def check_copy(
+    page: bytes | None, rel: Relation, block: int, checksums: bool, lsn_floor: int | None, lsn_ceiling: int | None
+) -> str:
+    """Why ``page`` cannot replace block ``block`` of ``rel`` (empty: it can): the core's checks of the page (its
+    header, item-ID array and tuples or index items), its checksum, and its LSN between the damaged page's and the
+    position the copy's holder has replayed to."""
+    if page is None:
+        return "no copy could be read"
+    if not any(page):
+        return "the copy is all zeroes too"
+    try:
+        report = core.inspect_page(page, block, checksums=checksums, kind=PAGE_KINDS.get(rel.amname or ""))
+    except ValueError as exc:
+        return f"the copy cannot be decoded: {exc}"
+    if checksums and not report["checksum"]["matches"]:
+        sums = report["checksum"]
+        return f"the copy fails its checksum (stored {sums['stored']}, computed {sums['computed']})"
+    if report["verification"]["result"] != "valid":
+        return "the copy fails PageIsVerified's header checks"
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    if errors:
+        return f"the copy is damaged itself: {errors[0]['code']}: {errors[0]['message']}"
+    lsn = page_lsn(page)
+    if lsn_floor is not None and lsn < lsn_floor:
+        return f"the copy is older than the damaged page (LSN {lsn_text(lsn)} < {lsn_text(lsn_floor)})"
+    if lsn_ceiling is not None and lsn > lsn_ceiling:
+        return f"the copy's LSN {lsn_text(lsn)} is past what its holder has replayed ({lsn_text(lsn_ceiling)})"
+    return ""

@@ -1,0 +1,238 @@
+"""Restoring damaged pages from a good copy (``--from-standby``).
+
+Planning: every page the plan would zero, clear, kill or freeze tuples on or find all zeroes, and every damaged
+btree page, is offered a copy; a copy that passes the checks (copies.check_copy) replaces the page, and the page
+leaves the rest of the plan. A copy that fails leaves the page to today's plan, and the plan says why. Executing,
+with the primary stopped, every copy is fetched and checked again once the standby has replayed past the primary's
+shutdown checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgsurgeon import core
+from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.sql import ServerFacts
+from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.repair import carving, pages
+from pgsurgeon.repair.copies import (
+    SOURCE_NONE,
+    PageCopy,
+    PageSource,
+    check_copy,
+    damaged_lsn,
+    lsn_text,
+    page_lsn,
+    parse_lsn,
+)
+
+if TYPE_CHECKING:
+    from pgsurgeon.repair.model import PageWrite
+    from pgsurgeon.repair.planner import HeapDamage, Planner
+
+# findings that say a heap page is all zeroes while rows were there (the planner's EVIDENCE_CODES keeps them
+# out of the damage): a copy brings the rows back
+ZERO_PAGE_CODES = frozenset({"page_header.zeroed_referenced", "page_header.zeroed_all_visible"})
+
+
+def offer(
+    p: Planner,
+    source: PageSource,
+    heaps: list[HeapDamage],
+    errors: list[dict[str, Any]],
+    index_findings: list[dict[str, Any]],
+    primary_lsn: int | None,
+) -> tuple[list[PageCopy], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The copies offered, and the findings left once the restored pages are taken out (all, then the indexes')."""
+    ctx = p.ctx
+    copies: list[PageCopy] = []
+    restored: set[tuple[str, int]] = set()
+    for d in heaps:
+        zero_found = {
+            int(f["block"])
+            for f in errors
+            if f["relation"] == d.rel.regclass and f["code"] in ZERO_PAGE_CODES and f["block"] is not None
+        }
+        for blk in sorted(d.touched | d.zero_blocks_present | zero_found):
+            if blk >= d.rel.nblocks:
+                continue
+            copy = _offer_page(p, source, d.rel, blk, d.images.get(blk), primary_lsn, _heap_plan(d, blk))
+            copies.append(copy)
+            if copy.accepted:
+                _take_out(d, blk, copy)
+                restored.add((d.rel.regclass, blk))
+    btrees = {r.regclass: r for r in ctx.indexes if r.is_btree}
+    ix_blocks = sorted(
+        {
+            (str(f["relation"]), int(f["block"]))
+            for f in index_findings
+            if f["relation"] in btrees and f["block"] is not None and not str(f["code"]).startswith("index.")
+        }
+    )
+    for name, blk in ix_blocks:
+        rel = btrees[name]
+        if blk >= rel.nblocks:
+            continue
+        damaged = ctx.reader.page(rel, blk)[0]
+        copy = _offer_page(p, source, rel, blk, damaged, primary_lsn, "REINDEX would rebuild the index (no row lost)")
+        copies.append(copy)
+        if copy.accepted:
+            restored.add((name, blk))
+    _count_rows(p, heaps[0], copies)
+
+    def kept(f: dict[str, Any]) -> bool:
+        return f["block"] is None or (str(f["relation"]), int(f["block"])) not in restored
+
+    return copies, [f for f in errors if kept(f)], [f for f in index_findings if kept(f)]
+
+
+def _offer_page(
+    p: Planner,
+    source: PageSource,
+    rel: Relation,
+    blk: int,
+    damaged: bytes | None,
+    primary_lsn: int | None,
+    would_lose: str,
+) -> PageCopy:
+    if damaged is None:
+        damaged = p.reader.file_page(rel, blk)
+    floor = damaged_lsn(damaged, primary_lsn)
+    data, read_by = source.fetch(rel, blk)
+    why = check_copy(data, rel, blk, p.server.checksums, floor, source.replayed) if data is not None else read_by
+    return PageCopy(
+        relation=rel.regclass,
+        role=rel.role,
+        block=blk,
+        source=SOURCE_NONE if why else source.name,
+        would_lose=would_lose,
+        lsn_damaged=floor,
+        lsn_copy=page_lsn(data) if data is not None else None,
+        why=why,
+        read_by=read_by if data is not None else "",
+        data=None if why else data,
+    )
+
+
+def _heap_plan(d: HeapDamage, blk: int) -> str:
+    """What today's plan does to the block (the rows it would take are counted on the copy)."""
+    what = "TOAST chunks and the rows whose values they hold" if d.rel.role == "toast" else "rows"
+    if blk in d.zero:
+        return f"the page would be zeroed: all its {what} lost ({'; '.join(d.zero[blk])[:200]})"
+    if blk in d.zero_blocks_present:
+        return f"the page is all zeroes: its {what} would be counted as gone"
+    parts = []
+    if blk in d.clear:
+        parts.append(f"line pointers {sorted(d.clear[blk])} would be cleared")
+    kills = sorted(lp for b, lp in d.kill if b == blk)
+    if kills:
+        parts.append(f"{len(kills)} tuple(s) would be killed (heap_force_kill)")
+    freezes = sorted(lp for b, lp in d.freeze if b == blk)
+    if freezes:
+        parts.append(f"{len(freezes)} tuple(s) would be frozen (heap_force_freeze)")
+    return "; ".join(parts) or f"the page is all zeroes: its {what} would be counted as gone"
+
+
+def _take_out(d: HeapDamage, blk: int, copy: PageCopy) -> None:
+    """The block is restored whole: no other step touches it, and planning reads the copy from now on."""
+    d.zero.pop(blk, None)
+    d.clear.pop(blk, None)
+    for table in (d.kill, d.freeze, d.gone_items):
+        for tid in [t for t in table if t[0] == blk]:
+            del table[tid]
+    for items in (d.damaged_items, d.freezable_items):
+        items -= {t for t in items if t[0] == blk}
+    d.zero_blocks_present.discard(blk)
+    d.refused.discard(blk)
+    assert copy.data is not None
+    d.images[blk] = copy.data
+    d.items[blk] = pages.heap_items(copy.data, blk)
+    d.restore[blk] = copy
+
+
+def _count_rows(p: Planner, main: HeapDamage, copies: list[PageCopy]) -> None:
+    """The table's rows on each accepted copy: the carver reads them (and their visibility) as it reads the rows
+    of a damaged page; the ledger expects them after the restore."""
+    mine = [c for c in copies if c.accepted and c.role == "table" and c.data is not None]
+    if not mine:
+        return
+    images = {c.block: c.data for c in mine if c.data is not None}
+    wanted = {(b, it.lp) for b, page in images.items() for it in pages.heap_items(page, b) if it.header is not None}
+    try:
+        found = carving.carve(p.ctx, images, wanted, set(), set())
+    except carving.CarveUnavailable as exc:
+        p.notes.append(f"the rows on the restored pages could not be counted beforehand ({exc}): counted after")
+        return
+    for c in mine:
+        c.rows = sum(1 for t, got in found.items() if t[0] == c.block and any(x.live for x in got))
+
+
+# ---------------------------------------------------------------------------------------------- execution
+
+
+def fetch_again(
+    source: PageSource,
+    writes: list[PageWrite],
+    rels: dict[str, Relation],
+    pgdata: Path,
+    server: ServerFacts,
+    timeout: float,
+    say: Callable[[str], None],
+) -> dict[tuple[str, int], bytes]:
+    """With the primary stopped: wait for the standby to replay past the primary's shutdown checkpoint (pg_control),
+    then fetch every planned copy again and check it as planned, against the page on disk now. Any copy that
+    fails stops the step before a page is written (the plan promised it)."""
+    wanted = [w for w in writes if w.action == "restore" and w.copy is not None]
+    if not wanted:
+        return {}
+    checkpoint = _shutdown_checkpoint(pgdata)
+    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; waiting for the standby to replay past it")
+    source.wait(checkpoint, "shutdown checkpoint", timeout, say, True)
+    out: dict[tuple[str, int], bytes] = {}
+    for w in wanted:
+        assert w.copy is not None
+        rel = rels[w.relation]
+        data, read_by = source.fetch(rel, w.block)
+        disk = _read(pgdata / w.file, w.offset, server.block_size)
+        floor = max(damaged_lsn(disk, checkpoint) or 0, w.copy.lsn_copy or 0)
+        why = check_copy(data, rel, w.block, server.checksums, floor, source.replayed) if data else read_by
+        if why:
+            raise PgSurgeonError(
+                f"the {source.name}'s copy of {w.relation} block {w.block} fails now: {why}; no page was written",
+                hint="run repair again: it plans from the pages as they are now (that page falls back to today's plan)",
+            )
+        assert data is not None
+        out[(w.file, w.block)] = data
+    say(f"  {len(out)} good copy(ies) fetched from the {source.name} again and checked")
+    return out
+
+
+def _shutdown_checkpoint(pgdata: Path) -> int:
+    """Where the stopped primary's WAL ends: its shutdown checkpoint, from pg_control."""
+    try:
+        control = core.read_control(str(pgdata))
+    except (OSError, ValueError) as exc:
+        raise PgSurgeonError(
+            f"the primary's pg_control cannot be read ({exc}); no page was written",
+            hint="run 'pgsurgeon control' on the data directory",
+        ) from None
+    checkpoint = parse_lsn(str(control["checkpoint"]))
+    if checkpoint is None or str(control["state"]) != "shut down":
+        raise PgSurgeonError(
+            f"the primary was not shut down cleanly (pg_control: {control['state']}): where its WAL ends is not "
+            "known; no page was written",
+            hint="start it and stop it cleanly (pg_ctl stop -m fast), then run repair again",
+        )
+    return checkpoint
+
+
+def _read(path: Path, offset: int, length: int) -> bytes | None:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read(length)
+    except OSError:
+        return None
+    return data if len(data) == length else None
