@@ -53,9 +53,7 @@ def make_pair(base: Path, name: str, version: str, checksums: bool) -> Pair:
 
 def standby_of(primary: LabCluster, base: Path, name: str) -> LabCluster:
     """A lab cluster whose data directory is a pg_basebackup -R of ``primary``'s, started as its standby."""
-    standby = create_test_cluster(
-        base, name, str(primary.version), checksums=primary.checksums, extra_conf=REPLICATION
-    )
+    standby = create_test_cluster(base, name, str(primary.version), checksums=primary.checksums, extra_conf=REPLICATION)
     try:
         shutil.rmtree(standby.pgdata)
         primary.run_tool("pg_basebackup", "-D", str(standby.pgdata), "-R", "-c", "fast", "-X", "stream", timeout=300)
@@ -67,8 +65,8 @@ def standby_of(primary: LabCluster, base: Path, name: str) -> LabCluster:
     return standby
 
 
-def standby_files(standby: LabCluster, primary: LabCluster, table: str) -> dict[str, str]:
-    """sha256 of the standby's files of ``table``, its TOAST table and all their indexes (every fork)."""
+def relation_paths(primary: LabCluster, table: str) -> list[str]:
+    """pg_relation_filepath of ``table``, its TOAST table and all their indexes (asked of the running primary)."""
     rows = run_sql(
         primary,
         f"""SELECT pg_relation_filepath(c.oid) FROM pg_class c
@@ -78,10 +76,15 @@ def standby_files(standby: LabCluster, primary: LabCluster, table: str) -> dict[
                OR c.oid IN (SELECT indexrelid FROM pg_index
                             WHERE indrelid = (SELECT reltoastrelid FROM pg_class WHERE oid = '{table}'::regclass))""",
     )
+    return [str(r[0]) for r in rows]
+
+
+def standby_files(standby: LabCluster, paths: list[str]) -> dict[str, str]:
+    """sha256 of the standby's files of these relations (every fork and segment)."""
     out: dict[str, str] = {}
-    for (rel,) in rows:
-        base = standby.pgdata / str(rel)
+    for rel in paths:
+        base = standby.pgdata / rel
         for p in sorted(base.parent.glob(base.name + "*")):
             out[p.name] = hashlib.sha256(p.read_bytes()).hexdigest()
-    assert out, f"no files of {table} on the standby"
+    assert out, "no relation files on the standby"
     return out

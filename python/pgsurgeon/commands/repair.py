@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=300.0,
         metavar="SECONDS",
-        help="how long to wait for the standby to replay past the primary's position before refusing (default 300)",
+        help="how long to wait for the standby to replay up to the primary's position before refusing (default 300)",
     )
     p.add_argument(
         "--no-freeze",

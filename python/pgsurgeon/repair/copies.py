@@ -49,8 +49,9 @@ class PageSource(Protocol):
     replayed: int | None
     """The WAL position the source's pages are exact to (None: not known yet)."""
 
-    def wait(self, target: int, what: str, timeout: float, say: Callable[[str], None], strictly: bool = False) -> int:
-        """Wait until the source's pages are exact to ``target`` (past it with ``strictly``), else refuse."""
+    def wait(self, target: int, what: str, timeout: float, say: Callable[[str], None], streaming: bool = False) -> int:
+        """Wait until the source's pages are exact to ``target`` (and it follows the primary live, with
+        ``streaming``), else refuse."""
         ...
 
     def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:

@@ -325,6 +325,7 @@ class Executor:
             changes, records = self.page_changes(step.writes, pgdata, copies)
             return Manifest(path, self.manifest_header(pgdata, step), changes, records)
 
+        self.standby_streaming(step)
         self.ctx.conn.close()
         if self.ctx.lab is not None:
             with server_stopped(pgdata, self.say):
@@ -350,6 +351,19 @@ class Executor:
         self.say(f"  undo manifest: {path} (pgsurgeon undo {path} puts the old pages back)")
         restored = self.count_restored()
         return {"manifest": str(path), "pages": len(manifest.pages), **restored}
+
+    def standby_streaming(self, step: Step) -> None:
+        """Before the primary stops: the standby streams from it and has replayed all it wrote, so that it receives
+        the shutdown checkpoint too (WAL written while no WAL receiver is connected reaches it only once the primary
+        runs again)."""
+        source = self.ctx.source
+        if source is None or not any(w.action == "restore" for w in step.writes):
+            return
+        from pgsurgeon.repair.copies import parse_lsn
+
+        row = self.ctx.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        target = parse_lsn(row[0] if row else None) or 0
+        source.wait(target, "current WAL position", self.ctx.req.standby_timeout, self.say, streaming=True)
 
     def fetch_copies(self, step: Step, pgdata: Path) -> dict[tuple[str, int], bytes]:
         """The good copies for the step's restore writes, fetched again now that the primary is stopped."""

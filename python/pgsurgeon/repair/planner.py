@@ -126,7 +126,7 @@ class RepairRequest:
     from_standby: str | None = None
     """Connection string of a streaming standby: damaged pages are restored from its copies where they are good."""
     standby_timeout: float = 300.0
-    """Seconds to wait for the standby to replay past the primary's position before refusing."""
+    """Seconds to wait for the standby to replay up to the primary's position before refusing."""
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Planning: every page the plan would zero, clear, kill or freeze tuples on or find all zeroes, and every damaged
 btree page, is offered a copy; a copy that passes the checks (copies.check_copy) replaces the page, and the page
 leaves the rest of the plan. A copy that fails leaves the page to today's plan, and the plan says why. Executing,
-with the primary stopped, every copy is fetched and checked again once the standby has replayed past the primary's
+with the primary stopped, every copy is fetched and checked again once the standby has replayed up to the primary's
 shutdown checkpoint."""
 
 from __future__ import annotations
@@ -181,15 +181,24 @@ def fetch_again(
     timeout: float,
     say: Callable[[str], None],
 ) -> dict[tuple[str, int], bytes]:
-    """With the primary stopped: wait for the standby to replay past the primary's shutdown checkpoint (pg_control),
+    """With the primary stopped: wait for the standby to replay up to the primary's shutdown checkpoint (pg_control),
     then fetch every planned copy again and check it as planned, against the page on disk now. Any copy that
     fails stops the step before a page is written (the plan promised it)."""
     wanted = [w for w in writes if w.action == "restore" and w.copy is not None]
     if not wanted:
         return {}
     checkpoint = _shutdown_checkpoint(pgdata)
-    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; waiting for the standby to replay past it")
-    source.wait(checkpoint, "shutdown checkpoint", timeout, say, True)
+    # the shutdown checkpoint record changes no page: a standby that has replayed everything before it (up to its
+    # start, where pg_control points) holds every page as the primary wrote it last
+    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; waiting for the standby to replay to it")
+    try:
+        source.wait(checkpoint, "shutdown checkpoint", timeout, say)
+    except PgSurgeonError as exc:
+        raise PgSurgeonError(
+            exc.message,
+            hint="WAL the standby did not receive before the primary stopped reaches it only once the primary runs "
+            "again (it is started again now): run repair again once the standby streams (pg_stat_wal_receiver)",
+        ) from None
     out: dict[tuple[str, int], bytes] = {}
     for w in wanted:
         assert w.copy is not None

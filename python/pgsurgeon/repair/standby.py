@@ -36,10 +36,12 @@ class StandbyState:
     pause: str | None
     """pg_get_wal_replay_pause_state(): ``not paused``, ``pause requested`` or ``paused``."""
     database: str
+    receiver: str | None
+    """pg_stat_wal_receiver.status (``streaming`` …), None without a WAL receiver."""
 
 
 class StandbySource:
-    """Pages of the damaged cluster's standby, after it has replayed past the primary's position."""
+    """Pages of the damaged cluster's standby, after it has replayed up to the primary's position."""
 
     name = SOURCE_STANDBY
 
@@ -95,27 +97,30 @@ class StandbySource:
     def state(self) -> StandbyState:
         row = self.conn.execute(db.load_sql("standby_state")).fetchone()
         assert row is not None
-        rec, sysid, replay, pause, database = row
-        return StandbyState(bool(rec), None if sysid is None else str(sysid), parse_lsn(replay), pause, str(database))
+        rec, sysid, replay, pause, database, receiver = row
+        sysid = None if sysid is None else str(sysid)
+        return StandbyState(bool(rec), sysid, parse_lsn(replay), pause, str(database), receiver)
 
-    def wait(self, target: int, what: str, timeout: float, say: Callable[[str], None], strictly: bool = False) -> int:
-        """Wait until the standby has replayed to ``target`` (past it with ``strictly``); its replay position.
-        Refuses when it does not within ``timeout`` seconds, saying how far it got and whether it is paused."""
+    def wait(self, target: int, what: str, timeout: float, say: Callable[[str], None], streaming: bool = False) -> int:
+        """Wait until the standby has replayed to ``target`` (and, with ``streaming``, streams from its primary now);
+        its replay position. Refuses when it does not within ``timeout`` seconds, saying how far it got and whether it
+        is paused."""
         deadline = time.monotonic() + timeout
         next_say = time.monotonic()
         while True:
             st = self.state()
             replay = st.replay or 0
-            if replay > target or (replay == target and not strictly):
+            if replay >= target and (not streaming or st.receiver == "streaming"):
                 self.replayed = replay
                 return replay
             now = time.monotonic()
             paused = st.pause not in (None, "not paused")
             if now >= deadline:
                 raise PgSurgeonError(
-                    f"the standby has replayed to {lsn_text(replay)}, not past the primary's {what} "
+                    f"the standby has replayed to {lsn_text(replay)}, short of the primary's {what} "
                     f"{lsn_text(target)}, after {timeout:.0f}s"
                     + ("; its replay is paused" if paused else "")
+                    + ("" if not streaming or st.receiver == "streaming" else "; it is not streaming from its primary")
                     + ": no page was taken from it",
                     hint="resume replay on the standby (SELECT pg_wal_replay_resume())"
                     if paused

@@ -1,0 +1,221 @@
+"""``repair --from-standby`` against a real primary and its streaming standby (pg_basebackup -R) on localhost:
+PostgreSQL 15 without data checksums, 18 with them.
+
+The primary is damaged in several ways at once (a zeroed heap page, a destroyed item-ID array, a zeroed TOAST page,
+a damaged btree page); the repair restores each page from the standby's copy. Every row comes back with its exact
+values (compared with the rows read before the damage), the ledger loses none, amcheck, pg_dump and diagnose are
+clean, and the standby's files are the same before and after (hashed once the repair is done with it, the standby
+made to write out its buffers). Refusals: a paused standby is waited for, then refused; a standby of another
+cluster is refused; a damaged copy is rejected for its page only. A repair killed with SIGKILL in the middle of
+its page writes is undone byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fix_corrupt import PLAIN, TOASTY, cli, digest, make_table, relation_files, sql
+from fix_standby import Pair, make_pair, relation_paths, standby_files
+from pgsurgeon.lab import LabCluster
+
+VERSIONS = [("15", False), ("18", True)]
+DAMAGE = (
+    ("zero", "--block", "1"),
+    ("item-ids", "--block", "3", "--seed", "1"),
+    ("zero", "--target", "toast", "--block", "2"),
+)
+# a btree page of a second index: with the only index damaged, nothing would point into the zeroed heap page
+BTREE = ("btree", "--field", "special", "--seed", "1", "--index", "{table}_a")
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"pg{v}" for v, _ in VERSIONS])
+def pair(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Pair]:
+    version, checksums = request.param
+    made = make_pair(lab_base_dir, f"sb{version}", version, checksums)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def truth(lab: LabCluster, table: str) -> dict[int, str]:
+    return {int(i): str(m) for i, m in sql(lab, f"SELECT id, md5(t::text) FROM {table} t")}
+
+
+def damage(pair: Pair, table: str, *modes: tuple[str, ...]) -> None:
+    for args in modes:
+        code, _, err = cli("corrupt", *args, "--dsn", pair.primary.dsn(), "--table", table)
+        assert code == 0, err
+
+
+def repair(pair: Pair, table: str, *args: str, standby: LabCluster | None = None) -> tuple[int, dict[str, Any], str]:
+    source = (standby or pair.standby).dsn()
+    code, out, err = cli(
+        "repair", "--dsn", pair.primary.dsn(), "--table", table, "--from-standby", source, "--format", "json", *args
+    )
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+def settled(pair: Pair) -> None:
+    """The standby caught up and its buffers written out (a restartpoint)."""
+    pair.caught_up()
+    sql(pair.standby, "CHECKPOINT")
+
+
+def test_every_row_comes_back_from_the_standby(pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = pair.primary
+    table = make_table(p, TOASTY)
+    sql(p, f"CREATE INDEX {table}_a ON {table} (a, id)", "CHECKPOINT")
+    before = truth(p, table)
+    damage(pair, table, *DAMAGE, tuple(a.format(table=table) for a in BTREE))
+    settled(pair)
+    paths = relation_paths(p, table)
+    files = standby_files(pair.standby, paths)
+
+    code, doc, err = repair(pair, table)
+    assert code == 0, err
+    copies = doc["copies"]
+    sources = {(c["role"], c["block"]): c["source"] for c in copies}
+    assert {("table", 1), ("table", 3), ("toast", 2)} <= set(sources), sources
+    assert any(c["relation"] == f"{table}_a" for c in copies) and set(sources.values()) == {"standby"}, sources
+    assert all(c["lsn_copy"] and c["would_lose"] for c in copies)
+    assert doc["ledger"]["lost"] == [] and doc["lost_count"] == 0 and doc["ledger"]["restored"] > 0
+    # the dry run read the standby only
+    sql(pair.standby, "CHECKPOINT")
+    assert standby_files(pair.standby, paths) == files
+
+    # the standby's files right after repair is done with it (the primary is still stopped: nothing replays)
+    from pgsurgeon.repair import restore
+
+    seen: dict[str, dict[str, str]] = {}
+    fetch_again = restore.fetch_again
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        got = fetch_again(*args, **kwargs)
+        sql(pair.standby, "CHECKPOINT")
+        seen["files"] = standby_files(pair.standby, paths)
+        return got
+
+    monkeypatch.setattr(restore, "fetch_again", watched)
+    code, doc, err = repair(pair, table, "--execute", "--yes", "--run-dir", str(tmp_path / "run"))
+    assert code == 0, err
+    assert seen["files"] == files, "the standby's files changed while repair read from it"
+    execution = doc["execution"]
+    assert execution["after"]["clean"], execution["after"]
+    assert execution["ledger_check"]["match"] and execution["ledger"]["lost"] == []
+    assert execution["ledger"]["kept_apart"] == [] and execution["reinserted"] == []
+    assert truth(p, table) == before
+    dump = p.run_tool("pg_dump", "-d", "postgres", "-t", table, "-f", "/dev/null", check=False)
+    assert dump.returncode == 0, dump.stderr
+    check = p.run_tool("pg_amcheck", "-d", "postgres", "-t", f"public.{table}", "--heapallindexed", check=False)
+    assert check.returncode == 0 and not check.stdout.strip(), check.stdout + check.stderr
+    code, out, err = cli("diagnose", "--dsn", p.dsn(), "--table", table, "--format", "json")
+    assert code == 0, out + err
+
+
+def test_a_damaged_copy_is_rejected_for_its_page_only(pair: Pair) -> None:
+    p = pair.primary
+    table = make_table(p, PLAIN)
+    damage(pair, table, ("zero", "--block", "1"), ("item-ids", "--block", "3", "--seed", "1"))
+    settled(pair)
+    # the standby's own copy of block 3 is damaged too (its item-ID array, on its disk)
+    (path,) = sql(p, f"SELECT pg_relation_filepath('{table}')")[0]
+    code, _, err = cli(
+        "corrupt", "item-ids", "--block", "3", "--seed", "2", "-D", str(pair.standby.pgdata), "--file", path
+    )
+    assert code == 0, err
+    pair.caught_up()
+    code, doc, err = repair(pair, table)
+    assert code == 0, err
+    by_block = {c["block"]: c for c in doc["copies"] if c["role"] == "table"}
+    assert by_block[1]["source"] == "standby" and not by_block[1]["rejected"]
+    assert by_block[3]["source"] == "none" and by_block[3]["rejected"], by_block[3]
+    assert "damaged" in by_block[3]["rejected"] or "checksum" in by_block[3]["rejected"], by_block[3]
+    # block 3 gets today's plan (zeroed, its rows carved), block 1 is restored
+    writes = {(w["block"], w["action"]) for s in doc["steps"] for w in s["writes"] if w["relation"] == table}
+    assert writes == {(1, "restore"), (3, "zero")}
+    assert {int(c["ctid"].strip("()").split(",")[0]) for c in doc["lost"]} == {3}
+
+
+def test_a_paused_standby_is_waited_for_then_refused(pair: Pair) -> None:
+    p = pair.primary
+    table = make_table(p, PLAIN)
+    damage(pair, table, ("zero", "--block", "1"))
+    pair.caught_up()
+    sql(pair.standby, "SELECT pg_wal_replay_pause()")
+    try:
+        sql(p, "CREATE TABLE wal_after_pause AS SELECT 1 AS x", "DROP TABLE wal_after_pause")
+        code, doc, err = repair(pair, table, "--standby-timeout", "3", "--progress")
+    finally:
+        sql(pair.standby, "SELECT pg_wal_replay_resume()")
+    assert code == 1 and not doc, err
+    assert "waiting for the standby to replay" in err, err
+    assert "error: the standby has replayed to" in err and "its replay is paused" in err, err
+    assert "hint: resume replay on the standby" in err, err
+
+
+def test_a_standby_of_another_cluster_is_refused(pair: Pair, lab_base_dir: Path) -> None:
+    p = pair.primary
+    table = make_table(p, PLAIN)
+    other = make_pair(lab_base_dir, f"other{p.version}", str(p.version), p.checksums)
+    try:
+        code, doc, err = repair(pair, table, standby=other.standby)
+    finally:
+        other.close()
+    assert code == 1 and not doc, err
+    assert "error: the standby belongs to another cluster: system identifier" in err, err
+    code, doc, err = repair(pair, table, standby=p)  # the primary itself is no standby
+    assert code == 1 and "is not a standby" in err, err
+
+
+DRIVER = """
+import hashlib, json, os, signal, sys
+from pgsurgeon.journal import apply
+from pgsurgeon.cli import main
+real = apply._write_at
+calls = [0]
+def write_at(path, offset, data):
+    calls[0] += 1
+    if calls[0] == 1:  # the primary is stopped, the manifest on disk: its files as repair found them
+        paths = json.loads(os.environ["PGS_PATHS"])
+        found = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths}
+        open(os.environ["PGS_FOUND"], "w").write(json.dumps(found))
+    if calls[0] == 2:  # one page written: die before the next
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(path, offset, data)
+apply._write_at = write_at
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_kill_9_in_the_middle_of_the_writes_then_undo(pair: Pair, tmp_path: Path) -> None:
+    p = pair.primary
+    table = make_table(p, TOASTY)
+    damage(pair, table, ("zero", "--block", "1"), ("item-ids", "--block", "3", "--seed", "1"))
+    pair.caught_up()
+    paths = [str(x) for x in relation_files(p, table)]
+    run = tmp_path / "run"
+    args = ["repair", "--dsn", p.dsn(), "--table", table, "--from-standby", pair.standby.dsn(), "--execute", "--yes"]
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, *args, "--skip-salvage", "--run-dir", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PGS_PATHS": json.dumps(paths), "PGS_FOUND": str(tmp_path / "found.json")},
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not p.is_running()  # killed while the primary was stopped for the writes
+    found = json.loads((tmp_path / "found.json").read_text())
+    assert digest([Path(x) for x in paths]) != found  # a page was written
+    code, _, err = cli("undo", str(run / "undo-manifest.json"))
+    assert code == 0, err
+    assert digest([Path(x) for x in paths]) == found
+    p.start()
