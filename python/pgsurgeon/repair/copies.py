@@ -83,6 +83,9 @@ class PageCopy:
     data: bytes | None = None
     rows: int | None = None
     """Rows of the table the copy holds (heap pages of the table; counted by the carver)."""
+    server_read: bool = False
+    """The server reads the damaged heap page (all zeroes, or damage its checks let through): index scans that
+    found its rows gone may have marked their index entries dead (LP_DEAD, a hint never WAL-logged)."""
 
     @property
     def accepted(self) -> bool:
@@ -100,6 +103,7 @@ class PageCopy:
             "rejected": self.why or None,
             "read_by": self.read_by or None,
             "rows": self.rows,
+            "server_read": self.server_read,
         }
 
 

@@ -145,6 +145,7 @@ def _take_out(d: HeapDamage, blk: int, copy: PageCopy) -> None:
     for items in (d.damaged_items, d.freezable_items):
         items -= {t for t in items if t[0] == blk}
     d.zero_blocks_present.discard(blk)
+    copy.server_read = blk not in d.refused
     d.refused.discard(blk)
     assert copy.data is not None
     d.images[blk] = copy.data

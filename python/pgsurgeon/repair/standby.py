@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon import db
+from pgsurgeon import core, db
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.sql import ServerFacts
@@ -138,7 +138,7 @@ class StandbySource:
     def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
         got = next(iter(self.reader.server_pages(rel, block, block)), None)
         if got is not None and isinstance(got[1], bytes):
-            return got[1], "get_raw_page"
+            return with_checksum(got[1], block, self.facts.checksums), "get_raw_page"
         refused = str(got[1]) if got is not None else "not read"
         data = self.reader.file_page(rel, block)
         if data is not None:
@@ -155,3 +155,19 @@ class StandbySource:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def with_checksum(page: bytes, block: int, checksums: bool) -> bytes:
+    """A page from the standby's shared buffers with its checksum set. A buffer carries the checksum of the page's
+    last write, or none when replay made the page: PostgreSQL computes it as it writes the page out (bufmgr.c,
+    FlushBuffer: PageSetChecksumCopy). The page was verified when its buffer was read from disk; the checks that
+    follow judge its contents."""
+    if not checksums or len(page) < 10 or not any(page):
+        return page
+    out = bytearray(page)
+    out[8:10] = b"\0\0"
+    value = core.page_checksum(bytes(out), block)
+    if value is None:
+        return page
+    out[8:10] = int(value).to_bytes(2, "little")
+    return bytes(out)

@@ -67,7 +67,15 @@ def plan_steps(
     pagework = zeroing or restoring
     tuplework = any(d.kill or d.freeze for d in heaps)
     gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
-    reindex = bool(zeroing or any(d.kill for d in heaps) or gone or index_findings)
+    # index entries into a restored page the server could read damaged may carry LP_DEAD (an index scan found the
+    # row gone and said so): a scan would skip them, amcheck's heapallindexed too; rebuilt, they point again
+    dead_hints = [c for c in plan.copies if c.accepted and c.server_read]
+    if dead_hints:
+        p.notes.append(
+            f"{len(dead_hints)} restored page(s) were readable while damaged: index scans may have marked the index "
+            "entries of their rows dead (LP_DEAD), so the indexes are rebuilt"
+        )
+    reindex = bool(zeroing or any(d.kill for d in heaps) or gone or index_findings or dead_hints)
     if not (pagework or tuplework or reindex):
         plan.steps = []
         return
