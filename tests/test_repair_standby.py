@@ -128,6 +128,22 @@ def test_every_row_comes_back_from_the_standby(pair: Pair, tmp_path: Path, monke
     assert code == 0, out + err
 
 
+def test_a_btree_page_alone_is_restored_without_reindex(pair: Pair, tmp_path: Path) -> None:
+    p = pair.primary
+    table = make_table(p, PLAIN)
+    before = truth(p, table)
+    damage(pair, table, ("btree", "--field", "special", "--seed", "1"))
+    code, doc, err = repair(pair, table, "--execute", "--yes", "--run-dir", str(tmp_path / "run"))
+    assert code == 0, err
+    plan = doc["plan"]
+    assert [(c["relation"], c["source"]) for c in plan["copies"]] == [(f"{table}_pkey", "standby")], plan["copies"]
+    assert "reindex" not in [s["kind"] for s in plan["steps"]]
+    assert doc["execution"]["after"]["clean"] and doc["execution"]["ledger_check"]["match"]
+    assert truth(p, table) == before
+    check = p.run_tool("pg_amcheck", "-d", "postgres", "-t", f"public.{table}", "--heapallindexed", check=False)
+    assert check.returncode == 0 and not check.stdout.strip(), check.stdout + check.stderr
+
+
 def test_a_damaged_copy_is_rejected_for_its_page_only(pair: Pair) -> None:
     p = pair.primary
     table = make_table(p, PLAIN)

@@ -21,6 +21,8 @@ SOURCE_NONE = "none"
 
 # what inspect_page calls each access method's pages (crates/core/src/checks/inspect.rs); others are guessed
 PAGE_KINDS = {"heap": "heap", "btree": "btree"}
+# index access methods whose damaged pages are offered a copy: a kind whose pages the core checks joins here
+INDEX_AMS = frozenset({"btree"})
 
 
 def parse_lsn(text: str | None) -> int | None:

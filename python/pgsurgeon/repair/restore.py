@@ -18,6 +18,7 @@ from pgsurgeon.catalog.sql import ServerFacts
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair import carving, pages
 from pgsurgeon.repair.copies import (
+    INDEX_AMS,
     SOURCE_NONE,
     PageCopy,
     PageSource,
@@ -63,16 +64,16 @@ def offer(
             if copy.accepted:
                 _take_out(d, blk, copy)
                 restored.add((d.rel.regclass, blk))
-    btrees = {r.regclass: r for r in ctx.indexes if r.is_btree}
+    indexes = {r.regclass: r for r in ctx.rels if r.role in ("index", "toast-index") and r.amname in INDEX_AMS}
     ix_blocks = sorted(
         {
             (str(f["relation"]), int(f["block"]))
             for f in index_findings
-            if f["relation"] in btrees and f["block"] is not None and not str(f["code"]).startswith("index.")
+            if f["relation"] in indexes and f["block"] is not None and not str(f["code"]).startswith("index.")
         }
     )
     for name, blk in ix_blocks:
-        rel = btrees[name]
+        rel = indexes[name]
         if blk >= rel.nblocks:
             continue
         damaged = ctx.reader.page(rel, blk)[0]
