@@ -144,9 +144,10 @@ def test_a_btree_page_alone_is_restored_without_reindex(pair: Pair, tmp_path: Pa
     assert check.returncode == 0 and not check.stdout.strip(), check.stdout + check.stderr
 
 
-def test_a_damaged_copy_is_rejected_for_its_page_only(pair: Pair) -> None:
+def test_a_damaged_copy_is_rejected_for_its_page_only(pair: Pair, tmp_path: Path) -> None:
     p = pair.primary
     table = make_table(p, PLAIN)
+    before = truth(p, table)
     damage(pair, table, ("zero", "--block", "1"), ("item-ids", "--block", "3", "--seed", "1"))
     settled(pair)
     # the standby's own copy of block 3 is damaged too (its item-ID array, on its disk)
@@ -166,6 +167,13 @@ def test_a_damaged_copy_is_rejected_for_its_page_only(pair: Pair) -> None:
     writes = {(w["block"], w["action"]) for s in doc["steps"] for w in s["writes"] if w["relation"] == table}
     assert writes == {(1, "restore"), (3, "zero")}
     assert {int(c["ctid"].strip("()").split(",")[0]) for c in doc["lost"]} == {3}
+    # executed: block 1 restored, block 3 zeroed with its rows carved and put back; the table is whole again
+    code, doc, err = repair(pair, table, "--execute", "--yes", "--run-dir", str(tmp_path / "run"))
+    assert code == 0, err
+    execution = doc["execution"]
+    assert execution["after"]["clean"] and execution["ledger_check"]["match"], execution["after"]
+    assert execution["ledger"]["restored_blocks"] == [1] and execution["ledger"]["restored"] > 0
+    assert set(truth(p, table)) == set(before)
 
 
 def test_a_paused_standby_is_waited_for_then_refused(pair: Pair) -> None:
