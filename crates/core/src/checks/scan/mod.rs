@@ -23,6 +23,7 @@ use crate::visibility::transam::Horizons;
 
 mod bookkeeping;
 mod fsm;
+mod hashbrin;
 mod heapmap;
 mod pool;
 mod relation;
