@@ -498,7 +498,11 @@ PATTERNS: tuple[Pattern, ...] = (
         "The server wanted block {block} from {file} and the file ended before it (read {got} of {want} bytes): the "
         "file was truncated or a write was torn at the end. A sequential scan silently stops at the end of the file; "
         "this error comes from an index scan following an entry into the missing part.",
-        (ModeRef("truncate"), ModeRef("missing-segment", (), "when the missing segment is the last one")),
+        (
+            ModeRef("truncate"),
+            ModeRef("missing-segment", (), "when the missing segment is the last one"),
+            ModeRef("hash", ("heap_tid",), "with --value naming a block past the table's end"),
+        ),
         (
             Step("compare the file sizes with the block numbers", "ls -l {pgdata}/{relfile}*"),
             _SCAN_REL,

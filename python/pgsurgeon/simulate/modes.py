@@ -119,12 +119,13 @@ def _build() -> dict[str, Mode]:
             "hash",
             UNIT_PAGE,
             "a hash index page: the metapage's magic, a bucket page's type, an overflow page's next link, "
-            "a bitmap bit, an item's hash code",
+            "a bitmap bit, an item's hash code or heap TID",
             default_target=TARGET_INDEX,
             page_kind="hash",
             fields=f["hash"],
-            item_fields=("hash_code",),
+            item_fields=("hash_code", "heap_tid"),
             value_fields=("metapage", "bucket", "overflow", "hash_code"),
+            tid_fields=("heap_tid",),
         ),
         Mode(
             "brin",

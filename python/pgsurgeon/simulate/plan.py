@@ -374,6 +374,8 @@ def _plan_items(
         if mode.name == "btree":
             o = _btree_opaque(report)
             hint = hints["heap"] if o is not None and o["btpo_level"] == 0 else hints["own"]
+        elif mode.name == "hash":
+            hint = hints["heap"]  # heap_tid: a TID inside the table
         spec = _spec(req, mode, fieldname, inj.stream, item=item, nblocks=hint, attrs=attrs)
         try:
             inj.try_inject(block, spec)

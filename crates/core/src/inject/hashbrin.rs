@@ -2,7 +2,8 @@
 //! planner moves on to the next block).
 //!
 //! hash: `metapage` (hashm_magic), `bucket` (a primary bucket page's type turned to overflow), `overflow` (an
-//! overflow page's hasho_nextblkno), `bitmap` (one set bit of a bitmap page cleared), `hash_code` (an item's code).
+//! overflow page's hasho_nextblkno), `bitmap` (one set bit of a bitmap page cleared), `hash_code` (an item's code),
+//! `heap_tid` (an item's heap TID).
 //! BRIN: `metapage` (pagesPerRange), `revmap` (an entry pointed at another range's summary), `regular` (a summary
 //! tuple's bt_blkno).
 
@@ -88,6 +89,18 @@ pub(super) fn hash(
             let item = item.unwrap_or(0);
             let (off, _) = normal_item(page, item, 12)?;
             scalar(page, off + 8, 4, &format!("item {item} hash code"), spec, rng)
+        }
+        "heap_tid" => {
+            hash_page_of(page, LH_BUCKET_PAGE).or_else(|_| hash_page_of(page, LH_OVERFLOW_PAGE))?;
+            if spec.value.is_some() {
+                return Err(invalid("the hash heap_tid field takes a tid (block,offset), not a number"));
+            }
+            let item = item.unwrap_or(0);
+            let (off, _) = normal_item(page, item, 12)?;
+            let cur = ItemPointerData::parse(page, off).unwrap_or(ItemPointerData { block: 0, offset: 0 });
+            let tid = super::heap::random_tid(spec, cur, rng);
+            tid.write(page, off);
+            Ok(format!("item {item} heap TID {cur} -> {tid}"))
         }
         _ => Err(invalid(format!("unknown hash field {field}"))),
     }

@@ -238,7 +238,7 @@ pub const MODES: &[ModeInfo] = &[
     // issue 30, hash and BRIN indexes
     ModeInfo {
         mode: "hash",
-        fields: &["metapage", "bucket", "overflow", "bitmap", "hash_code"],
+        fields: &["metapage", "bucket", "overflow", "bitmap", "hash_code", "heap_tid"],
         needs_item: false,
         needs_source: false,
     },
@@ -328,7 +328,7 @@ fn apply(page: &mut [u8], blkno: u32, spec: &DamageSpec, rng: &mut Rng, source: 
     if spec.clear_hints && !(info.mode == "tuple-header" && matches!(field, "t_xmin" | "t_xmax")) {
         return Err(invalid("clearing hint bits only goes with tuple-header fields t_xmin and t_xmax"));
     }
-    let item_field = matches!((info.mode, field), ("btree", "item") | ("hash", "hash_code"));
+    let item_field = matches!((info.mode, field), ("btree", "item") | ("hash", "hash_code" | "heap_tid"));
     let item = if info.needs_item || item_field {
         Some(spec.item.ok_or_else(|| invalid(format!("mode {} needs an item", info.mode)))?)
     } else {
