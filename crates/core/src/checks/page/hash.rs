@@ -185,3 +185,88 @@ fn check_hash_items(page: &Page<'_>, o: &HashPageOpaqueData, block: Option<u64>)
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::hash::HASH_SPECIAL_SIZE;
+    use crate::health::tests::index_page_bytes;
+
+    fn special(flag: u16, bucket: u32) -> [u8; HASH_SPECIAL_SIZE] {
+        let mut s = [0u8; HASH_SPECIAL_SIZE];
+        s[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        s[8..12].copy_from_slice(&bucket.to_le_bytes());
+        s[12..14].copy_from_slice(&flag.to_le_bytes());
+        s[14..16].copy_from_slice(&HASHO_PAGE_ID.to_le_bytes());
+        s
+    }
+
+    /// A bucket page of `bucket` whose items (16 bytes each) carry `codes`, in line pointer order.
+    fn bucket_page(bucket: u32, codes: &[u32]) -> Vec<u8> {
+        let lens: Vec<u16> = codes.iter().map(|_| 16).collect();
+        let mut p = index_page_bytes(&special(LH_BUCKET_PAGE, bucket), &lens, &[]);
+        for (i, code) in codes.iter().enumerate() {
+            let id = Page::new(&p).unwrap().item_id(i as u16 + 1).unwrap();
+            let at = usize::from(id.lp_off());
+            p[at + 6..at + 8].copy_from_slice(&16u16.to_le_bytes());
+            p[at + 8..at + 12].copy_from_slice(&code.to_le_bytes());
+        }
+        p
+    }
+
+    fn codes(p: &[u8], block: u64) -> Vec<Code> {
+        check_hash_page(&Page::new(p).unwrap(), Some(block)).into_iter().map(|f| f.code).collect()
+    }
+
+    #[test]
+    fn hash_codes_must_ascend_and_belong_to_the_bucket() {
+        assert!(codes(&bucket_page(5, &[0x15, 0x25, 0xfd]), 6).is_empty());
+        // 0x14's low bits name bucket 4, not 5; 0x05 after 0x25 breaks the order
+        assert_eq!(codes(&bucket_page(5, &[0x14]), 6), [Code::IndexHashCode]);
+        assert_eq!(codes(&bucket_page(5, &[0x25, 0x05]), 6), [Code::IndexHashCode]);
+    }
+
+    #[test]
+    fn page_types_against_their_block() {
+        assert_eq!(codes(&bucket_page(0, &[]), 0), [Code::IndexHashPageType]);
+        let meta = index_page_bytes(&special(LH_META_PAGE, 0), &[], &[]);
+        assert_eq!(codes(&meta, 3), [Code::IndexHashPageType]);
+        let two_types = index_page_bytes(&special(LH_BUCKET_PAGE | LH_BITMAP_PAGE, 0), &[], &[]);
+        assert_eq!(codes(&two_types, 3), [Code::IndexHashPageType]);
+    }
+
+    /// A metapage as `_hash_init_metabuffer` writes it for `buckets` buckets (a power of two).
+    fn metapage(buckets: u32) -> Vec<u8> {
+        let mut p = index_page_bytes(&special(LH_META_PAGE, 0), &[], &[]);
+        let put = |p: &mut Vec<u8>, at: usize, v: u32| p[24 + at..24 + at + 4].copy_from_slice(&v.to_le_bytes());
+        put(&mut p, 0, HASH_MAGIC);
+        put(&mut p, 4, HASH_VERSION);
+        p[24 + 18..24 + 20].copy_from_slice(&8152u16.to_le_bytes());
+        p[24 + 20..24 + 22].copy_from_slice(&4096u16.to_le_bytes());
+        p[24 + 22..24 + 24].copy_from_slice(&15u16.to_le_bytes());
+        let high = (buckets * 2) - 1;
+        put(&mut p, 24, buckets - 1);
+        put(&mut p, 28, high);
+        put(&mut p, 32, high >> 1);
+        let sp = hash_spareindex(buckets);
+        put(&mut p, 36, sp);
+        put(&mut p, 44, 1);
+        put(&mut p, 52 + 4 * sp as usize, 1);
+        p
+    }
+
+    #[test]
+    fn the_metapage_fields_against_each_other() {
+        let good = metapage(4);
+        assert!(codes(&good, 0).is_empty(), "{:?}", codes(&good, 0));
+        let mut bad_masks = good.clone();
+        bad_masks[24 + 28] = 0x0f; // highmask 15 with lowmask 3
+        assert_eq!(codes(&bad_masks, 0), [Code::IndexHashMetapage]);
+        let mut bad_version = good.clone();
+        bad_version[24 + 4] = 3;
+        assert_eq!(codes(&bad_version, 0), [Code::IndexHashMetapage]);
+        let mut no_maps = good;
+        no_maps[24 + 44] = 0;
+        assert_eq!(codes(&no_maps, 0), [Code::IndexHashMetapage]);
+    }
+}

@@ -365,3 +365,98 @@ pub(crate) fn for_each_hash_tid(page: &Page<'_>, mut f: impl FnMut(u16, &ItemPoi
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opaque(prev: u32, next: u32, bucket: u32, flag: u16) -> HashPageOpaqueData {
+        HashPageOpaqueData {
+            hasho_prevblkno: prev,
+            hasho_nextblkno: next,
+            hasho_bucket: bucket,
+            hasho_flag: flag,
+            hasho_page_id: crate::format::page::HASHO_PAGE_ID,
+        }
+    }
+
+    /// Two buckets (blocks 1, 2), a bitmap page at 3 (bit 0) and an overflow page of bucket 1 at 4 (bit 1).
+    fn two_buckets() -> AmPages {
+        let mut page = vec![0u8; 8192];
+        page[24..28].copy_from_slice(&crate::format::hash::HASH_MAGIC.to_le_bytes());
+        let put = |p: &mut Vec<u8>, at: usize, v: u32| p[24 + at..24 + at + 4].copy_from_slice(&v.to_le_bytes());
+        put(&mut page, 20, 4096 | (15 << 16)); // hashm_bmsize, hashm_bmshift
+        put(&mut page, 24, 1); // maxbucket
+        put(&mut page, 28, 3);
+        put(&mut page, 32, 1);
+        put(&mut page, 36, 1); // ovflpoint
+        put(&mut page, 44, 1); // nmaps
+        put(&mut page, 52 + 4, 2); // spares[1]: the bitmap page and one overflow page
+        put(&mut page, HashMetaPageData::OFFSET_MAPP - 24, 3);
+        let mut bitmap = vec![0u8; 8192 - 24 - 16];
+        bitmap[0] = 0b11;
+        AmPages {
+            hash_meta: HashMetaPageData::parse(&page),
+            hash: vec![
+                (1, opaque(1, 4, 0, LH_BUCKET_PAGE)),
+                (2, opaque(1, INVALID_BLOCK_NUMBER, 1, LH_BUCKET_PAGE)),
+                (3, opaque(INVALID_BLOCK_NUMBER, INVALID_BLOCK_NUMBER, 0, LH_BITMAP_PAGE)),
+                (4, opaque(1, INVALID_BLOCK_NUMBER, 0, LH_OVERFLOW_PAGE)),
+            ],
+            hash_bitmaps: vec![(3, bitmap)],
+            ..AmPages::default()
+        }
+    }
+
+    fn run(p: AmPages) -> Vec<(Code, Option<u64>)> {
+        checks(std::iter::once(p), &[], &[], 5).into_iter().map(|f| (f.code, f.block)).collect()
+    }
+
+    #[test]
+    fn a_healthy_hash_index_has_no_findings() {
+        assert_eq!(run(two_buckets()), []);
+    }
+
+    #[test]
+    fn a_link_into_another_chain_is_blamed_on_the_page_that_has_it() {
+        let mut p = two_buckets();
+        p.hash[1].1.hasho_nextblkno = 4; // bucket 1 now leads into bucket 0's chain
+        assert_eq!(run(p), [(Code::IndexHashChain, Some(2))]);
+    }
+
+    #[test]
+    fn an_overflow_page_in_use_with_its_bit_clear() {
+        let mut p = two_buckets();
+        p.hash_bitmaps[0].1[0] = 0b01;
+        assert_eq!(run(p), [(Code::IndexHashBitmap, Some(4))]);
+    }
+
+    /// A BRIN index of 4-page ranges: revmap page 1 with `entries` (entry, item on block 2), regular page 2 with
+    /// the summaries of heap blocks 0 and 4.
+    fn brin(entries: &[(u64, u16)]) -> AmPages {
+        AmPages {
+            brin_meta: Some(BrinMetaPageData {
+                brin_magic: BRIN_META_MAGIC,
+                brin_version: BRIN_CURRENT_VERSION,
+                pages_per_range: 4,
+                last_revmap_page: 1,
+            }),
+            brin_pages: vec![(1, BRIN_PAGETYPE_REVMAP, 0), (2, BRIN_PAGETYPE_REGULAR, 2)],
+            brin_revmap: entries.iter().map(|&(i, off)| (1, i, ItemPointerData { block: 2, offset: off })).collect(),
+            brin_tuples: vec![(2, 1, 0), (2, 2, 4)],
+            ..AmPages::default()
+        }
+    }
+
+    #[test]
+    fn a_revmap_entry_naming_another_range() {
+        assert_eq!(run(brin(&[(0, 1), (1, 2)])), []);
+        // entry 1 (heap blocks 4..7) names the summary of block 0; the summary of 4 is named by nobody
+        assert_eq!(
+            run(brin(&[(0, 1), (1, 1)])),
+            [(Code::IndexBrinRevmap, Some(1)), (Code::IndexBrinUnreferenced, Some(2))]
+        );
+        // an entry past the page's items
+        assert_eq!(run(brin(&[(0, 1), (1, 3)]))[0], (Code::IndexBrinRevmap, Some(1)));
+    }
+}
