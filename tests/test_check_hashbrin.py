@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -341,3 +344,53 @@ def test_each_field_is_seeded_recorded_and_undone_byte_for_byte(
                 assert damaged[0] == damaged[1], (field, "the same seed gave other bytes")
     finally:
         lab.destroy()
+
+
+def test_diagnose_under_pgbench_load_finds_nothing_in_hash_and_brin_indexes(make_lab: Any) -> None:
+    """A busy healthy database with a hash index whose key every pgbench update changes (bucket splits, overflow
+    pages) and BRIN indexes summarized while rows arrive: diagnose reads the files as they change, over and over,
+    and reports nothing; no pgbench transaction fails."""
+    lab = make_lab("18")
+    dbname = "postgres"
+    lab.run_tool("pgbench", "-i", "-q", "-s", "1", dbname, timeout=120)
+    sql(
+        lab,
+        "CREATE EXTENSION amcheck",
+        "CREATE EXTENSION pageinspect",
+        "CREATE INDEX acc_balance_hash ON pgbench_accounts USING hash (abalance)",
+        "CREATE INDEX hist_mtime_brin ON pgbench_history USING brin (mtime) WITH (pages_per_range = 1)",
+        "CREATE INDEX acc_aid_brin ON pgbench_accounts USING brin (aid int4_minmax_multi_ops) "
+        "WITH (pages_per_range = 2)",
+    )
+    stop = threading.Event()
+    rounds: list[Any] = []
+
+    def bench() -> None:
+        while not stop.is_set():
+            rounds.append(lab.run_tool("pgbench", "-c", "3", "-T", "3", dbname, check=False, timeout=120))
+
+    def summarize() -> None:
+        while not stop.is_set():
+            sql(lab, "SELECT brin_summarize_new_values('hist_mtime_brin')")
+            time.sleep(0.2)
+
+    workers = [threading.Thread(target=bench), threading.Thread(target=summarize)]
+    for w in workers:
+        w.start()
+    runs = 0
+    started = time.monotonic()
+    try:
+        time.sleep(1.0)
+        while runs < 2 or time.monotonic() - started < 6:
+            code, out, err = cli("diagnose", "-d", lab.dsn(), "-j", "2", "--format", "json")
+            runs += 1
+            found = json.loads(out)["findings"] if out else []
+            assert code == 0 and found == [], (err, [(f["code"], f["relation"], f["message"]) for f in found[:5]])
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    assert runs >= 2 and rounds
+    for proc in rounds:
+        m = re.search(r"number of failed transactions: (\d+)", proc.stdout)
+        assert proc.returncode == 0 and m is not None and m.group(1) == "0", proc.stdout + proc.stderr
