@@ -656,6 +656,36 @@ def regress_load(lab: LabCluster, dbname: str, name: str) -> int:
     return sum("ERROR:" in line for line in proc.stderr.splitlines())
 
 
+# The index access methods' regression files (issue 30), PostgreSQL 18.3's: they read test_setup's tenk1 (brin,
+# brin_multi) or data files (hash_index) from psql's abs_srcdir, here tests/data/regress with the two data files.
+REGRESS_AM = ("hash_index", "brin", "brin_multi")
+# test_setup.sql's tenk1 (src/test/regress/sql/test_setup.sql), the one table of it these files use.
+REGRESS_TENK1 = """CREATE TABLE tenk1 (unique1 int4, unique2 int4, two int4, four int4, ten int4, twenty int4,
+    hundred int4, thousand int4, twothousand int4, fivethous int4, tenthous int4, odd int4, even int4,
+    stringu1 name, stringu2 name, string4 name);
+\\set filename :abs_srcdir '/data/tenk.data'
+COPY tenk1 FROM :'filename';
+VACUUM ANALYZE tenk1;
+"""
+
+
+def regress_load_am(lab: LabCluster, dbname: str, name: str, workdir: Path) -> int:
+    """A new database ``dbname`` with test_setup's tenk1 and ``tests/data/regress/<name>.sql`` (one of
+    :data:`REGRESS_AM`) run by psql 15 without ON_ERROR_STOP, ``abs_srcdir`` at tests/data/regress; the number of
+    ERRORs (the files test errors too)."""
+    install = install_of_major(REGRESS_MAJOR, program="psql")
+    if install is None:
+        raise HarnessError(f"no psql of PostgreSQL {REGRESS_MAJOR} (set PGSURGEON_PG{REGRESS_MAJOR}_BIN)")
+    create_database(lab, dbname)
+    wrapper = workdir / f"{name}-wrapper.sql"
+    # \getenv leaves abs_srcdir as set here when PG_ABS_SRCDIR is not in psql's environment
+    wrapper.write_text(
+        f"{REGRESS_PREAMBLE};\n\\set abs_srcdir '{REGRESS_DIR}'\n{REGRESS_TENK1}\\i {REGRESS_DIR / (name + '.sql')}\n"
+    )
+    proc = psql_file(lab, dbname, wrapper, stop_on_error=False, install=install)
+    return sum("ERROR:" in line for line in proc.stderr.splitlines())
+
+
 # ------------------------------------------------------------------------------------------------ control path
 
 

@@ -277,5 +277,16 @@ FindingCode = Literal[
     "file.timeline_history",
     "index.special_size",
     "index.bad_cycle_id",
+    "index.hash_metapage",
+    "index.hash_page_type",
+    "index.hash_chain",
+    "index.hash_bitmap",
+    "index.hash_code",
+    "index.hash_unreachable",
+    "index.brin_metapage",
+    "index.brin_page_type",
+    "index.brin_revmap",
+    "index.brin_tuple",
+    "index.brin_unreferenced",
 ]
 # END generated finding codes

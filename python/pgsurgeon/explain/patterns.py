@@ -498,7 +498,11 @@ PATTERNS: tuple[Pattern, ...] = (
         "The server wanted block {block} from {file} and the file ended before it (read {got} of {want} bytes): the "
         "file was truncated or a write was torn at the end. A sequential scan silently stops at the end of the file; "
         "this error comes from an index scan following an entry into the missing part.",
-        (ModeRef("truncate"), ModeRef("missing-segment", (), "when the missing segment is the last one")),
+        (
+            ModeRef("truncate"),
+            ModeRef("missing-segment", (), "when the missing segment is the last one"),
+            ModeRef("hash", ("heap_tid",), "with --value naming a block past the table's end"),
+        ),
         (
             Step("compare the file sizes with the block numbers", "ls -l {pgdata}/{relfile}*"),
             _SCAN_REL,
@@ -554,10 +558,15 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "index_corrupted_page",
         _QUOTED_INDEX + r" contains corrupted page at block (?P<block>\d+)",
-        "an index page's btree data is impossible",
-        "Block {block} of index {index} passes the page checks but its btree special space is wrong (its size, flags "
-        "or level), so the server will not use it.",
-        (ModeRef("btree", ("special", "btpo_flags", "btpo_level")),),
+        "an index page's btree or hash data is impossible",
+        "Block {block} of index {index} passes the page checks but its special space is wrong for what the index "
+        "expects there (a btree page's size, flags or level; a hash page's type: a bucket page that is not one, or an "
+        "overflow chain leading to a page of another type), so the server will not use it.",
+        (
+            ModeRef("btree", ("special", "btpo_flags", "btpo_level")),
+            ModeRef("hash", ("bucket",)),
+            ModeRef("hash", ("overflow",), "with --value naming a block that is no overflow page, e.g. 0"),
+        ),
         (
             _INDEX_TABLE,
             Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
@@ -1407,7 +1416,11 @@ PATTERNS: tuple[Pattern, ...] = (
         "an index's metapage or tuples are damaged",
         "Index {index} does not carry the marks of its access method on its metapage, or holds a tuple flagged "
         "invalid: the index is damaged (or was left by an incomplete split before 9.1). Rebuild it.",
-        (ModeRef("btree", ("special",), "on block 0"), ModeRef("zero", (), "on block 0 of an index")),
+        (
+            ModeRef("btree", ("special",), "on block 0"),
+            ModeRef("zero", (), "on block 0 of an index"),
+            ModeRef("hash", ("metapage",)),
+        ),
         (_INDEX_TABLE, _REINDEX),
         tail="",
     ),
@@ -1424,7 +1437,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "a GiST, GIN, SP-GiST, hash or BRIN index is damaged",
         "The index code found its own structure impossible ({msg}). The index is damaged; the table's rows are "
         "not affected. Rebuild it.",
-        (),
+        (ModeRef("brin", ("metapage", "revmap", "regular"), "a BRIN index: 'inconsistent range map'"),),
         (
             _INDEX_TABLE,
             _REINDEX,

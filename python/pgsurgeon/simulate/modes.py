@@ -36,7 +36,7 @@ class Mode:
     summary: str
     default_target: str = TARGET_TABLE
     page_kind: str | None = None
-    """``heap`` or ``btree`` when the mode only makes sense on that page kind."""
+    """``heap``, ``btree``, ``hash`` or ``brin`` when the mode only makes sense on that page kind."""
     fields: tuple[str, ...] = ()
     """The first is the default."""
     item_fields: tuple[str, ...] = ()
@@ -113,6 +113,29 @@ def _build() -> dict[str, Mode]:
             item_fields=("item",),
             value_fields=("siblings", "btpo_prev", "btpo_next", "btpo_level", "btpo_flags"),
             tid_fields=("item",),
+        ),
+        # issue 30, hash and BRIN indexes
+        Mode(
+            "hash",
+            UNIT_PAGE,
+            "a hash index page: the metapage's magic, a bucket page's type, an overflow page's next link, "
+            "a bitmap bit, an item's hash code or heap TID",
+            default_target=TARGET_INDEX,
+            page_kind="hash",
+            fields=f["hash"],
+            item_fields=("hash_code", "heap_tid"),
+            value_fields=("metapage", "bucket", "overflow", "hash_code"),
+            tid_fields=("heap_tid",),
+        ),
+        Mode(
+            "brin",
+            UNIT_PAGE,
+            "a BRIN index page: the metapage's pagesPerRange, a revmap entry, a summary tuple's range",
+            default_target=TARGET_INDEX,
+            page_kind="brin",
+            fields=f["brin"],
+            value_fields=("metapage", "regular"),
+            tid_fields=("revmap",),
         ),
         Mode("checksum", UNIT_PAGE, "pd_checksum alone (the data stays intact)", value_fields=(None,)),
         Mode("zero", UNIT_PAGE, "the whole page zeroed"),

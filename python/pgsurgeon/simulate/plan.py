@@ -127,6 +127,14 @@ def _btree_opaque(report: PageReport) -> BTPageOpaqueData | None:
     return bt["opaque"] if bt else None
 
 
+def _hash_overflow_bits(meta: bytes) -> int:
+    """The overflow pages a hash index has allocated, hashm_spares[hashm_ovflpoint] (access/hash.h
+    HashMetaPageData: hashm_ovflpoint at 60, hashm_spares from 76, after the 24-byte page header)."""
+    ovflpoint = int.from_bytes(meta[60:64], "little")
+    at = 76 + 4 * min(ovflpoint, 97)
+    return int.from_bytes(meta[at : at + 4], "little")
+
+
 def _page_candidate(mode: Mode, fieldname: str | None, report: PageReport) -> bool:
     if not _page_usable(report):
         return False
@@ -314,7 +322,9 @@ def _plan_pages(
         report = pages.report(block)
         if req.block is None and not _page_candidate(mode, fieldname, report):
             continue
-        hint = hints["own"] if mode.name == "btree" else None
+        hint = hints["own"] if mode.name in ("btree", "hash") else None
+        if mode.name == "hash" and fieldname == "bitmap":
+            hint = _hash_overflow_bits(pages.read(0))
         spec = _spec(req, mode, fieldname, inj.stream, nblocks=hint)
         source: bytes | None = None
         where = ""
@@ -364,6 +374,8 @@ def _plan_items(
         if mode.name == "btree":
             o = _btree_opaque(report)
             hint = hints["heap"] if o is not None and o["btpo_level"] == 0 else hints["own"]
+        elif mode.name == "hash":
+            hint = hints["heap"]  # heap_tid: a TID inside the table
         spec = _spec(req, mode, fieldname, inj.stream, item=item, nblocks=hint, attrs=attrs)
         try:
             inj.try_inject(block, spec)

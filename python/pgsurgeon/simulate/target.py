@@ -21,7 +21,7 @@ from pgsurgeon.simulate.modes import (
 )
 
 # The page kinds the injectors decode; other access methods' pages are damaged as bytes.
-_INJECTED_KINDS = ("heap", "btree")
+_INJECTED_KINDS = ("heap", "btree", "hash", "brin")
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Target:
     role: str
     """table, toast, toast-index, index, or file (given by path)."""
     kind: str | None
-    """Page kind: heap, btree, or None for access methods the injectors do not decode."""
+    """Page kind: heap, btree, hash, brin, or None for access methods the injectors do not decode."""
     path: Path
     rel: Relation | None = None
     attrs: list[Column] | None = None
@@ -91,12 +91,14 @@ def segments(base: Path) -> list[int]:
 
 
 def guess_kind(base: Path, geometry: Geometry) -> str:
-    """heap or btree, from the special space of the first readable pages."""
+    """heap, btree, hash or brin, from the special space of the first readable pages."""
     for block in range(min(nblocks(base, geometry), 8)):
         data = read_block(base, block, geometry).data
         report = core.inspect_page(data, block, checksums=False)
         if report["kind"] in ("btree", "btree_meta"):
             return "btree"
+        if report["kind"] in ("hash", "brin"):
+            return str(report["kind"])
         if report["kind"] == "heap":
             return "heap"
     return "heap"

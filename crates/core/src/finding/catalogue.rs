@@ -100,6 +100,17 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::AmcheckHeap => AMCHECK_HEAP,
         Code::AmcheckToast => AMCHECK_TOAST,
         Code::AmcheckBtree => AMCHECK_BTREE,
+        // issue 30, hash and BRIN indexes
+        Code::IndexHashMetapage => INDEX_HASH_METAPAGE,
+        Code::IndexHashPageType => INDEX_HASH_PAGE_TYPE,
+        Code::IndexHashChain => INDEX_HASH_CHAIN,
+        Code::IndexHashBitmap => INDEX_HASH_BITMAP,
+        Code::IndexHashCode => INDEX_HASH_CODE,
+        Code::IndexHashUnreachable => INDEX_HASH_UNREACHABLE,
+        Code::IndexBrinMetapage => INDEX_BRIN_METAPAGE,
+        Code::IndexBrinPageType => INDEX_BRIN_PAGE_TYPE,
+        Code::IndexBrinRevmap | Code::IndexBrinTuple => INDEX_BRIN_RANGE_MAP,
+        Code::IndexBrinUnreferenced => INDEX_BRIN_UNREFERENCED,
     }
 }
 
@@ -753,4 +764,78 @@ const AMCHECK_BTREE: CodeInfo = CodeInfo {
     severity: Severity::Error,
     pg_error: "index scans that skip or repeat rows, or index \"I\" contains corrupted page at block N",
     remedy: REMEDY_INDEX,
+};
+
+// Issue 30, hash and BRIN indexes (access/hash/hashutil.c _hash_checkpage; access/brin/brin_revmap.c).
+
+const INDEX_HASH_METAPAGE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" is not a hash index, or index \"I\" has wrong hash version (HINT: Please REINDEX it.), \
+or scans that read the wrong bucket's pages",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_HASH_PAGE_TYPE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains corrupted page at block N (HINT: Please REINDEX it.)",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_HASH_CHAIN: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains corrupted page at block N, or scans of the bucket that miss or repeat rows",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_HASH_BITMAP: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none at once: the next insert that needs an overflow page takes this one, in use, and the rows on it \
+are lost from the index",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_HASH_CODE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none: index scans silently miss the row",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_HASH_UNREACHABLE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Warning,
+    pg_error: "",
+    remedy: "space is lost in the index but no scan is wrong: REINDEX when convenient",
+};
+
+const INDEX_BRIN_METAPAGE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "corrupted BRIN index: inconsistent range map, or bitmap scans that skip ranges",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_BRIN_PAGE_TYPE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "unexpected page type 0xT in BRIN index \"I\" block N",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_BRIN_RANGE_MAP: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "corrupted BRIN index: inconsistent range map",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_BRIN_UNREFERENCED: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Warning,
+    pg_error: "",
+    remedy: "space is lost in the index but no scan is wrong: REINDEX when convenient",
 };

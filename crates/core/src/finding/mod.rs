@@ -295,6 +295,29 @@ pub enum Code {
     IndexSpecialSize,
     /// `index.bad_cycle_id`
     IndexBadCycleId,
+    // issue 30, hash and BRIN indexes
+    /// `index.hash_metapage`
+    IndexHashMetapage,
+    /// `index.hash_page_type`
+    IndexHashPageType,
+    /// `index.hash_chain`
+    IndexHashChain,
+    /// `index.hash_bitmap`
+    IndexHashBitmap,
+    /// `index.hash_code`
+    IndexHashCode,
+    /// `index.hash_unreachable`
+    IndexHashUnreachable,
+    /// `index.brin_metapage`
+    IndexBrinMetapage,
+    /// `index.brin_page_type`
+    IndexBrinPageType,
+    /// `index.brin_revmap`
+    IndexBrinRevmap,
+    /// `index.brin_tuple`
+    IndexBrinTuple,
+    /// `index.brin_unreferenced`
+    IndexBrinUnreferenced,
 }
 
 impl Code {
@@ -404,6 +427,18 @@ impl Code {
         Code::FileTimelineHistory,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
+        // issue 30, hash and BRIN indexes
+        Code::IndexHashMetapage,
+        Code::IndexHashPageType,
+        Code::IndexHashChain,
+        Code::IndexHashBitmap,
+        Code::IndexHashCode,
+        Code::IndexHashUnreachable,
+        Code::IndexBrinMetapage,
+        Code::IndexBrinPageType,
+        Code::IndexBrinRevmap,
+        Code::IndexBrinTuple,
+        Code::IndexBrinUnreferenced,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -514,6 +549,18 @@ impl Code {
             Code::FileTimelineHistory => "file.timeline_history",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
+            // issue 30, hash and BRIN indexes
+            Code::IndexHashMetapage => "index.hash_metapage",
+            Code::IndexHashPageType => "index.hash_page_type",
+            Code::IndexHashChain => "index.hash_chain",
+            Code::IndexHashBitmap => "index.hash_bitmap",
+            Code::IndexHashCode => "index.hash_code",
+            Code::IndexHashUnreachable => "index.hash_unreachable",
+            Code::IndexBrinMetapage => "index.brin_metapage",
+            Code::IndexBrinPageType => "index.brin_page_type",
+            Code::IndexBrinRevmap => "index.brin_revmap",
+            Code::IndexBrinTuple => "index.brin_tuple",
+            Code::IndexBrinUnreferenced => "index.brin_unreferenced",
         }
     }
 

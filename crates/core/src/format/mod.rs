@@ -2,12 +2,14 @@
 //! pointers, heap and btree tuples, the page checksum, `pg_control`, attribute walking, TOAST and the free space map's tree. Nothing here
 //! knows where the bytes came from or what a tuple's transaction did.
 
+pub mod brin;
 pub mod btree;
 pub mod bytes;
 pub mod checksum;
 pub mod compress;
 pub mod control;
 pub mod fsm;
+pub mod hash;
 pub mod heap;
 pub mod itemid;
 pub mod page;

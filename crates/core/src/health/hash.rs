@@ -7,48 +7,16 @@
 use serde::Serialize;
 
 use super::pages::{exact_free, index_items, Definitions, TupleFigures};
-use crate::format::bytes::{u16_at, u32_at};
+use crate::format::bytes::u16_at;
 use crate::format::itemid::LP_DEAD;
-use crate::format::page::{Page, SIZE_OF_PAGE_HEADER_DATA};
+use crate::format::page::Page;
 
-/// MAXALIGN(sizeof(HashPageOpaqueData)) (access/hash.h): prevblkno, nextblkno, bucket, flag, page id.
-pub const HASH_SPECIAL_SIZE: usize = 16;
+pub use crate::format::hash::{
+    HashMetaPageData, HASH_MAGIC, HASH_SPECIAL_SIZE, LH_BITMAP_PAGE, LH_BUCKET_PAGE, LH_META_PAGE, LH_OVERFLOW_PAGE,
+    LH_PAGE_TYPE, LH_UNUSED_PAGE,
+};
 /// Where `hasho_flag` lies in the special space (access/hash.h, HashPageOpaqueData).
 const HASHO_FLAG_OFFSET: usize = 12;
-/// `HASH_MAGIC` (access/hash.h), in hashm_magic of the metapage.
-pub const HASH_MAGIC: u32 = 0x0644_0640;
-
-// hasho_flag's page types (access/hash.h).
-pub const LH_UNUSED_PAGE: u16 = 0;
-pub const LH_OVERFLOW_PAGE: u16 = 1 << 0;
-pub const LH_BUCKET_PAGE: u16 = 1 << 1;
-pub const LH_BITMAP_PAGE: u16 = 1 << 2;
-pub const LH_META_PAGE: u16 = 1 << 3;
-pub const LH_PAGE_TYPE: u16 = LH_OVERFLOW_PAGE | LH_BUCKET_PAGE | LH_BITMAP_PAGE | LH_META_PAGE;
-
-/// The few fields of `HashMetaPageData` (access/hash.h) pgstathashindex reads, at the start of the metapage's
-/// contents (`HashPageGetMeta`: right after the MAXALIGNed page header): hashm_magic, hashm_version, then the
-/// double hashm_ntuples and the uint16s hashm_ffactor and hashm_bsize.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HashMetaPageData {
-    pub hashm_magic: u32,
-    pub hashm_version: u32,
-    pub hashm_bsize: u16,
-}
-
-impl HashMetaPageData {
-    /// `None` when the bytes are short or hashm_magic is not HASH_MAGIC (the server refuses such a metapage:
-    /// `_hash_checkpage`, hashutil.c).
-    pub fn parse(page: &[u8]) -> Option<Self> {
-        let at = SIZE_OF_PAGE_HEADER_DATA;
-        let m = HashMetaPageData {
-            hashm_magic: u32_at(page, at)?,
-            hashm_version: u32_at(page, at + 4)?,
-            hashm_bsize: u16_at(page, at + 18)?,
-        };
-        (m.hashm_magic == HASH_MAGIC).then_some(m)
-    }
-}
 
 /// pgstathashindex's figures (`HashIndexStat`, pgstatindex.c) before its last arithmetic, and pgstattuple's of
 /// the index. free_percent = 100.0 * (free_space + unused_pages * space_per_page) / ((blocks - (bitmap_pages + 1))

@@ -7,7 +7,7 @@
 //! (truncated or missing segments) is done by the caller; it needs no page logic.
 //!
 //! The injectors are grouped by what they damage: `page` (the header, line pointers, whole pages), `heap` (tuple
-//! headers and data), `toast` (TOAST chunks) and `btree` (index pages), over the byte-level helpers in `fields`.
+//! headers and data), `toast` (TOAST chunks), `btree` and `hashbrin` (index pages), over the byte-level helpers in `fields`.
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -18,6 +18,7 @@ use crate::format::page::{PageHeaderData, SIZE_OF_PAGE_HEADER_DATA};
 
 mod btree;
 mod fields;
+mod hashbrin;
 mod heap;
 mod page;
 mod toast;
@@ -174,7 +175,8 @@ pub struct DamageSpec {
     /// Also clear the hint bits of the XID written (`t_xmin`, `t_xmax`).
     #[serde(default)]
     pub clear_hints: bool,
-    /// Blocks in the relation random block numbers should point into (plausible but wrong).
+    /// Blocks in the relation random block numbers should point into (plausible but wrong). For a hash
+    /// bitmap page: the overflow bits allocated (hashm_spares[hashm_ovflpoint]), the bits of pages in use.
     pub nblocks: Option<u32>,
     /// Stream of the seeded generator for this damage.
     #[serde(default)]
@@ -233,6 +235,14 @@ pub const MODES: &[ModeInfo] = &[
         needs_item: false,
         needs_source: false,
     },
+    // issue 30, hash and BRIN indexes
+    ModeInfo {
+        mode: "hash",
+        fields: &["metapage", "bucket", "overflow", "bitmap", "hash_code", "heap_tid"],
+        needs_item: false,
+        needs_source: false,
+    },
+    ModeInfo { mode: "brin", fields: &["metapage", "revmap", "regular"], needs_item: false, needs_source: false },
     ModeInfo { mode: "checksum", fields: &[], needs_item: false, needs_source: false },
     ModeInfo { mode: "zero", fields: &[], needs_item: false, needs_source: false },
     ModeInfo { mode: "torn", fields: &[], needs_item: false, needs_source: true },
@@ -318,7 +328,8 @@ fn apply(page: &mut [u8], blkno: u32, spec: &DamageSpec, rng: &mut Rng, source: 
     if spec.clear_hints && !(info.mode == "tuple-header" && matches!(field, "t_xmin" | "t_xmax")) {
         return Err(invalid("clearing hint bits only goes with tuple-header fields t_xmin and t_xmax"));
     }
-    let item = if info.needs_item || (info.mode == "btree" && matches!(field, "item")) {
+    let item_field = matches!((info.mode, field), ("btree", "item") | ("hash", "hash_code" | "heap_tid"));
+    let item = if info.needs_item || item_field {
         Some(spec.item.ok_or_else(|| invalid(format!("mode {} needs an item", info.mode)))?)
     } else {
         None
@@ -340,6 +351,8 @@ fn apply(page: &mut [u8], blkno: u32, spec: &DamageSpec, rng: &mut Rng, source: 
         "tuple-data" => heap::tuple_data(page, item.unwrap_or(0), field, spec, rng),
         "toast" => toast::toast(page, item.unwrap_or(0), field, spec, rng),
         "btree" => btree::btree(page, item, field, spec, rng),
+        "hash" => hashbrin::hash(page, item, field, spec, rng),
+        "brin" => hashbrin::brin(page, field, spec, rng),
         "checksum" => page::checksum(page, blkno, spec, rng),
         "zero" => {
             page.fill(0);

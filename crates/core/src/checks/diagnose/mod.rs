@@ -10,7 +10,7 @@ pub mod allindexed;
 use serde::Serialize;
 
 use crate::checks::page::{check_page_in, HeapContext};
-use crate::checks::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use crate::checks::scan::{for_each_hash_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use crate::finding::{Area, Code, Finding, Severity};
 use crate::format::page::{Page, PageKind};
 
@@ -81,8 +81,8 @@ fn structural(f: &Finding) -> bool {
         && matches!(f.area, Area::PageHeader | Area::LinePointer | Area::TupleHeader | Area::Checksum)
 }
 
-/// Check the pages of `data` (whole pages of `cfg.blcksz` bytes, block `first` onwards). Btree leaf entries are
-/// compared with `heap` when given.
+/// Check the pages of `data` (whole pages of `cfg.blcksz` bytes, block `first` onwards). Btree leaf and hash
+/// entries are compared with `heap` when given.
 pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&LineMap>) -> BatchReport {
     let mut out = BatchReport::default();
     if cfg.blcksz == 0 {
@@ -118,8 +118,8 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         if kind == PageKind::Heap && cfg.collect_lp && lps_sound {
             out.lp.page(block, &page);
         }
-        if let (PageKind::Btree, Some(map), false) = (kind, heap, damaged) {
-            for_each_leaf_tid(&page, |off, _, tid| {
+        if let (PageKind::Btree | PageKind::Hash, Some(map), false) = (kind, heap, damaged) {
+            for_each_entry_tid(&page, |off, tid| {
                 let past_end = match map.map.target(tid) {
                     TidTarget::PastEnd => true,
                     TidTarget::Unused | TidTarget::Zero => false,
@@ -138,13 +138,24 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     out
 }
 
-/// The heap TIDs of a btree leaf page's live entries: (entry's line pointer, heap block, heap item).
+/// The heap TIDs of a btree leaf page's (or a hash bucket or overflow page's) live entries: (entry's line pointer,
+/// heap block, heap item).
 pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     let mut out = Vec::new();
     if let Some(page) = Page::new(data) {
-        for_each_leaf_tid(&page, |off, _, tid| out.push((off, tid.block, tid.offset)));
+        for_each_entry_tid(&page, |off, tid| out.push((off, tid.block, tid.offset)));
     }
     out
+}
+
+/// Every live entry's heap TID of an index page that has them: a btree leaf, or a hash bucket or overflow page
+/// (told apart by the special space's page id).
+fn for_each_entry_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
+    if PageKind::guess(page) == PageKind::Hash {
+        for_each_hash_tid(page, f);
+    } else {
+        for_each_leaf_tid(page, |off, _, tid| f(off, tid));
+    }
 }
 
 /// (heap block, heap item, key bytes) of every live entry of a btree leaf page, the key as pageinspect's

@@ -698,14 +698,18 @@ pub fn check_page_in(
                 out.extend(check_line_pointers(page, kind, block));
             }
         }
-        // GiST and sequence pages hold ordinary items. GIN data/meta pages, BRIN revmap, hash
-        // meta/bitmap pages and the maps keep other structures between the header and pd_lower, so
-        // only their headers are checked.
+        // GiST and sequence pages hold ordinary items. GIN data/meta pages and the maps keep other
+        // structures between the header and pd_lower, so only their headers are checked. Hash and BRIN
+        // pages are judged by their type (their own files); a header the server refuses says enough.
         PageKind::Gist | PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
+        PageKind::Hash if header_sane => out.extend(hash::check_hash_page(page, block)),
+        PageKind::Brin if header_sane => out.extend(brin::check_brin_page(page, block)),
         _ => {}
     }
     out
 }
 
+pub mod brin;
+pub mod hash;
 #[cfg(test)]
 mod tests;

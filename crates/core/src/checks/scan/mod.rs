@@ -23,6 +23,7 @@ use crate::visibility::transam::Horizons;
 
 mod bookkeeping;
 mod fsm;
+mod hashbrin;
 mod heapmap;
 mod pool;
 mod relation;
@@ -30,6 +31,7 @@ mod result;
 mod unit;
 
 pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
+pub(crate) use hashbrin::for_each_hash_tid;
 pub(crate) use heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use pool::scan_on_pool;
 

@@ -37,6 +37,16 @@ pub(super) fn relation_checks(
         links.sort_unstable_by_key(|l| l.0);
         btree_checks(&mut out, &links, skipped);
     }
+    if matches!(kind, Some(PageKind::Hash | PageKind::Brin)) && rel.fork == Fork::Main {
+        let mut zero: Vec<u64> = chunks.iter().flat_map(|c| c.zero_blocks.iter().copied()).collect();
+        zero.sort_unstable();
+        out.extend(super::hashbrin::checks(
+            chunks.iter_mut().map(|c| std::mem::take(&mut c.am)),
+            &zero,
+            skipped,
+            rel_nblocks,
+        ));
+    }
     out
 }
 

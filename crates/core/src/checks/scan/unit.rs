@@ -74,6 +74,8 @@ pub(super) struct ChunkSummary {
     pub(super) health: crate::health::HealthAcc,
     /// With the bookkeeping judged: this chunk's counts.
     pub(super) book: super::bookkeeping::BookAcc,
+    /// Hash and BRIN pages: what the relation-wide checks of those indexes need.
+    pub(super) am: super::hashbrin::AmPages,
 }
 
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
@@ -273,8 +275,11 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);
     }
-    if let (Some(h), PageKind::Btree, true) = (s.heap, page_kind, sane) {
-        check_leaf_tids(page, block, h, out);
+    if let (Some(h), PageKind::Btree | PageKind::Hash, true) = (s.heap, page_kind, sane) {
+        check_leaf_tids(page, page_kind, block, h, out);
+    }
+    if sane && s.fork == Fork::Main {
+        out.am.page(page_kind, block, page);
     }
     if let (Some(b), PageKind::Heap, true) = (s.book, page_kind, sane) {
         b.tally(page, &mut out.book);
@@ -347,10 +352,10 @@ fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSumm
     }
 }
 
-/// Every heap TID on a btree leaf page against the heap's line pointers: past the heap's end
+/// Every heap TID on a btree leaf page (or a hash bucket or overflow page) against the heap's line pointers: past the heap's end
 /// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
 /// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
-fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
+fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
     let mut reported = 0usize;
     let mut summary_code = Code::IndexTidUnused;
     let mut report = |out: &mut ChunkSummary, code: Code, item: u16, msg: String| {
@@ -361,7 +366,7 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
         }
         reported += 1;
     };
-    for_each_leaf_tid(page, |off, _, tid| match heap.target(tid) {
+    let mut visit = |off: u16, tid: &crate::format::heap::ItemPointerData| match heap.target(tid) {
         TidTarget::PastEnd => report(
             out,
             Code::IndexTidBeyondHeap,
@@ -379,7 +384,12 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
             report(out, Code::IndexTidUnused, off, format!("points to heap {tid}, an unused or missing line pointer"))
         }
         TidTarget::Unknown | TidTarget::Used => {}
-    });
+    };
+    if kind == PageKind::Hash {
+        super::hashbrin::for_each_hash_tid(page, |off, tid| visit(off, tid));
+    } else {
+        for_each_leaf_tid(page, |off, _, tid| visit(off, tid));
+    }
     if reported > 16 {
         out.findings.push(Finding::new(
             summary_code,
