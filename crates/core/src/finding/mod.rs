@@ -295,6 +295,21 @@ pub enum Code {
     IndexSpecialSize,
     /// `index.bad_cycle_id`
     IndexBadCycleId,
+    // Issue 30, GIN part.
+    /// `index.gin_metapage`
+    IndexGinMetapage,
+    /// `index.gin_page_flags`
+    IndexGinPageFlags,
+    /// `index.gin_entry_tuple`
+    IndexGinEntryTuple,
+    /// `index.gin_entry_order`
+    IndexGinEntryOrder,
+    /// `index.gin_posting_list`
+    IndexGinPostingList,
+    /// `index.gin_posting_tree`
+    IndexGinPostingTree,
+    /// `index.gin_pending_list`
+    IndexGinPendingList,
 }
 
 impl Code {
@@ -404,6 +419,14 @@ impl Code {
         Code::FileTimelineHistory,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
+        // Issue 30, GIN part.
+        Code::IndexGinMetapage,
+        Code::IndexGinPageFlags,
+        Code::IndexGinEntryTuple,
+        Code::IndexGinEntryOrder,
+        Code::IndexGinPostingList,
+        Code::IndexGinPostingTree,
+        Code::IndexGinPendingList,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -514,6 +537,14 @@ impl Code {
             Code::FileTimelineHistory => "file.timeline_history",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
+            // Issue 30, GIN part.
+            Code::IndexGinMetapage => "index.gin_metapage",
+            Code::IndexGinPageFlags => "index.gin_page_flags",
+            Code::IndexGinEntryTuple => "index.gin_entry_tuple",
+            Code::IndexGinEntryOrder => "index.gin_entry_order",
+            Code::IndexGinPostingList => "index.gin_posting_list",
+            Code::IndexGinPostingTree => "index.gin_posting_tree",
+            Code::IndexGinPendingList => "index.gin_pending_list",
         }
     }
 

@@ -8,6 +8,7 @@ pub mod checksum;
 pub mod compress;
 pub mod control;
 pub mod fsm;
+pub mod gin;
 pub mod heap;
 pub mod itemid;
 pub mod page;

@@ -88,7 +88,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     if cfg.blcksz == 0 {
         return out;
     }
-    let ctx = HeapContext { nblocks: None, horizons: None, relnatts: cfg.relnatts };
+    let ctx = HeapContext { nblocks: None, horizons: None, relnatts: cfg.relnatts, gin_key: None };
     for (i, bytes) in data.chunks_exact(cfg.blcksz).enumerate() {
         let block = first + i as u64;
         let Some(page) = Page::new(bytes) else { continue };
