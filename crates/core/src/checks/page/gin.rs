@@ -6,10 +6,9 @@
 use crate::finding::{Code, Finding};
 use crate::format::bytes::{maxalign, u16_at, u32_at};
 use crate::format::gin::{
-    data_page_right_bound, decode_segments, tid_key, GinEntryTuple, GinMetaPageData, GinPageOpaqueData,
-    PostingItem, GIN_COMPRESSED, GIN_CURRENT_VERSION, GIN_DATA, GIN_DATA_START, GIN_DELETED, GIN_LEAF, GIN_LIST,
-    GIN_META, GIN_POSTING_LIST_HEADER, GIN_SPECIAL_SIZE, GIN_VALID_FLAGS, INVALID_BLOCK_NUMBER,
-    SIZE_OF_POSTING_ITEM,
+    data_page_right_bound, decode_segments, tid_key, GinEntryTuple, GinMetaPageData, GinPageOpaqueData, PostingItem,
+    GIN_COMPRESSED, GIN_CURRENT_VERSION, GIN_DATA, GIN_DATA_START, GIN_DELETED, GIN_LEAF, GIN_LIST, GIN_META,
+    GIN_POSTING_LIST_HEADER, GIN_SPECIAL_SIZE, GIN_VALID_FLAGS, INVALID_BLOCK_NUMBER, SIZE_OF_POSTING_ITEM,
 };
 use crate::format::heap::ItemPointerData;
 use crate::format::itemid::LP_NORMAL;
@@ -51,7 +50,12 @@ impl Out {
 }
 
 /// The page checks of one GIN page. `nblocks`: the index's length, for block numbers the page names.
-pub fn check_gin_page(page: &Page<'_>, block: Option<u64>, nblocks: Option<u64>, key: Option<GinKeyKind>) -> Vec<Finding> {
+pub fn check_gin_page(
+    page: &Page<'_>,
+    block: Option<u64>,
+    nblocks: Option<u64>,
+    key: Option<GinKeyKind>,
+) -> Vec<Finding> {
     let mut out = Out { block, v: Vec::new() };
     if page.header().is_new() || page.is_all_zero() {
         return out.v;
@@ -164,13 +168,23 @@ fn show(b: u32) -> String {
     }
 }
 
-/// A pending list page: its heap tuple count (the special space's maxoff) against its tuples.
+/// A pending list page: its heap tuple count (the special space's maxoff) against its tuples, and each tuple's
+/// heap TID a possible one (tidbitmap.c refuses others: "tuple offset out of range").
 fn check_list_page(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
     let items = page.header().max_offset_number();
     if o.maxoff > items {
         out.push(Code::IndexGinPendingList, None, || {
             format!("the page counts {} heap rows but holds only {items} tuples", o.maxoff)
         });
+    }
+    for (off, id) in page.item_ids() {
+        let Some(e) = page.item_bytes(id).filter(|_| id.lp_flags() == LP_NORMAL).and_then(GinEntryTuple::parse) else {
+            continue;
+        };
+        let tid = e.itup.t_tid;
+        if tid.offset == 0 || tid.offset > super::MAX_HEAP_TUPLES_PER_PAGE {
+            out.push(Code::IndexGinPendingList, Some(off), || format!("tuple {off}'s heap TID {tid} is impossible"));
+        }
     }
 }
 

@@ -95,11 +95,7 @@ pub(super) fn gin_checks(out: &mut Vec<Finding>, links: &[GinLink], meta: Option
                     Code::IndexSiblingLink,
                     Some(block),
                     None,
-                    format!(
-                        "right-link {right} leads to a {}, this page is a {}",
-                        role(rflags),
-                        role(flags)
-                    ),
+                    format!("right-link {right} leads to {}, this page is {}", a_role(rflags), a_role(flags)),
                 ))
             }
             Some(_) => {}
@@ -118,8 +114,11 @@ pub(super) fn gin_checks(out: &mut Vec<Finding>, links: &[GinLink], meta: Option
     }
 }
 
-fn role(flags: u16) -> &'static str {
-    GinPageOpaqueData { rightlink: 0, maxoff: 0, flags }.role()
+/// The role of a page with `flags`, with its article: "an entry tree leaf".
+fn a_role(flags: u16) -> String {
+    let role = GinPageOpaqueData { rightlink: 0, maxoff: 0, flags }.role();
+    let article = if role.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("{article} {role}")
 }
 
 /// The pending list from the metapage's head to its tail: GIN_LIST pages only, ending at the tail, as many pages
@@ -144,7 +143,7 @@ fn pending_list(
             return fail(from, format!("the pending list leads to block {at}, not a page of this index"));
         };
         if flags & GIN_LIST == 0 || flags & GIN_DELETED != 0 {
-            return fail(block, format!("the pending list leads here, but this is a {}", role(flags)));
+            return fail(block, format!("the pending list leads here, but this page is {}", a_role(flags)));
         }
         pages += 1;
         rows += i64::from(maxoff);
@@ -190,13 +189,12 @@ mod tests {
 
     #[test]
     fn a_sound_pending_list_and_a_broken_one() {
-        let links =
-            vec![(0, INVALID_BLOCK_NUMBER, GIN_META, 0), (1, INVALID_BLOCK_NUMBER, GIN_LEAF, 0), (2, 3, GIN_LIST, 2), (
-                3,
-                INVALID_BLOCK_NUMBER,
-                GIN_LIST,
-                1,
-            )];
+        let links = vec![
+            (0, INVALID_BLOCK_NUMBER, GIN_META, 0),
+            (1, INVALID_BLOCK_NUMBER, GIN_LEAF, 0),
+            (2, 3, GIN_LIST, 2),
+            (3, INVALID_BLOCK_NUMBER, GIN_LIST, 1),
+        ];
         let mut out = Vec::new();
         gin_checks(&mut out, &links, Some(&meta(2, 3, 2, 3)), &[]);
         assert!(out.is_empty(), "{out:?}");
