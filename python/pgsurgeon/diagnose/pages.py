@@ -83,7 +83,7 @@ def one_page(d: Diagnosis, rel: Checked, blk: int) -> bytes | None:
 
 def check_batch(d: Diagnosis, rel: Checked, data: bytes, first: int) -> core.PageBatch:
     """The core's checks of pages the server handed over (no checksum check: the server verified them)."""
-    heap = d.heap_of(rel) if rel.relation.is_btree else None
+    heap = d.heap_of(rel) if rel.relation.is_btree or rel.relation.amname == "gin" else None
     return core.check_pages(
         data,
         first,

@@ -66,6 +66,7 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::IndexGinEntryTuple | Code::IndexGinPostingTree => INDEX_GIN_TREE,
         Code::IndexGinEntryOrder => INDEX_GIN_ENTRY_ORDER,
         Code::IndexGinPostingList => INDEX_GIN_POSTING_LIST,
+        Code::AmcheckGin => AMCHECK_GIN,
         Code::FileVmBeyondEnd => FILE_VM_BEYOND_END,
         Code::FileFsmBeyondEnd => FILE_FSM_BEYOND_END,
         Code::FileUnreadable => FILE_UNREADABLE,
@@ -469,6 +470,13 @@ const INDEX_GIN_POSTING_LIST: CodeInfo = CodeInfo {
     severity: Severity::Error,
     pg_error: "a search returns wrong rows or fails fetching a heap row that is not there; gin_index_check: number \
 of items mismatch in GIN entry tuple / posting list contains invalid heap pointer",
+    remedy: REMEDY_INDEX,
+};
+
+const AMCHECK_GIN: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "searches that miss or return wrong rows, or errors reading the index; gin_index_check names the block",
     remedy: REMEDY_INDEX,
 };
 

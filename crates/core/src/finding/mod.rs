@@ -310,6 +310,8 @@ pub enum Code {
     IndexGinPostingTree,
     /// `index.gin_pending_list`
     IndexGinPendingList,
+    /// `amcheck.gin`
+    AmcheckGin,
 }
 
 impl Code {
@@ -427,6 +429,7 @@ impl Code {
         Code::IndexGinPostingList,
         Code::IndexGinPostingTree,
         Code::IndexGinPendingList,
+        Code::AmcheckGin,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -545,6 +548,7 @@ impl Code {
             Code::IndexGinPostingList => "index.gin_posting_list",
             Code::IndexGinPostingTree => "index.gin_posting_tree",
             Code::IndexGinPendingList => "index.gin_pending_list",
+            Code::AmcheckGin => "amcheck.gin",
         }
     }
 

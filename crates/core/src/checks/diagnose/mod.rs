@@ -10,7 +10,7 @@ pub mod allindexed;
 use serde::Serialize;
 
 use crate::checks::page::{check_page_in, HeapContext};
-use crate::checks::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use crate::checks::scan::{for_each_gin_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use crate::finding::{Area, Code, Finding, Severity};
 use crate::format::page::{Page, PageKind};
 
@@ -118,8 +118,8 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         if kind == PageKind::Heap && cfg.collect_lp && lps_sound {
             out.lp.page(block, &page);
         }
-        if let (PageKind::Btree, Some(map), false) = (kind, heap, damaged) {
-            for_each_leaf_tid(&page, |off, _, tid| {
+        if let (PageKind::Btree | PageKind::Gin, Some(map), false) = (kind, heap, damaged) {
+            each_index_tid(&page, kind, |off, tid| {
                 let past_end = match map.map.target(tid) {
                     TidTarget::PastEnd => true,
                     TidTarget::Unused | TidTarget::Zero => false,
@@ -138,11 +138,22 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     out
 }
 
-/// The heap TIDs of a btree leaf page's live entries: (entry's line pointer, heap block, heap item).
+/// The heap TIDs of an index page of `kind` (btree leaf entries, GIN postings and pending tuples).
+fn each_index_tid(page: &Page<'_>, kind: PageKind, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
+    if kind == PageKind::Gin {
+        for_each_gin_tid(page, f);
+    } else {
+        for_each_leaf_tid(page, |off, _, tid| f(off, tid));
+    }
+}
+
+/// The heap TIDs of a btree leaf page's live entries, or of a GIN page's postings: (entry's line pointer, 0 on a
+/// posting tree leaf, heap block, heap item).
 pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     let mut out = Vec::new();
     if let Some(page) = Page::new(data) {
-        for_each_leaf_tid(&page, |off, _, tid| out.push((off, tid.block, tid.offset)));
+        let kind = if PageKind::guess(&page) == PageKind::Gin { PageKind::Gin } else { PageKind::Btree };
+        each_index_tid(&page, kind, |off, tid| out.push((off, tid.block, tid.offset)));
     }
     out
 }

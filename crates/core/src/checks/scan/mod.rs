@@ -31,6 +31,7 @@ mod result;
 mod unit;
 
 pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
+pub(crate) use gin::for_each_gin_tid;
 pub(crate) use heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use pool::scan_on_pool;
 
