@@ -277,5 +277,13 @@ FindingCode = Literal[
     "file.timeline_history",
     "index.special_size",
     "index.bad_cycle_id",
+    "index.gin_metapage",
+    "index.gin_page_flags",
+    "index.gin_entry_tuple",
+    "index.gin_entry_order",
+    "index.gin_posting_list",
+    "index.gin_posting_tree",
+    "index.gin_pending_list",
+    "amcheck.gin",
 ]
 # END generated finding codes

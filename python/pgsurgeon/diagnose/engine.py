@@ -17,7 +17,8 @@ The order is what keeps a damaged server up:
    index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
    every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
-   with the executor). On 18, ``gin_index_check`` on every GIN index. With the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
+   with the executor). On 18, ``gin_index_check`` on every GIN index. With the files here, the core does it
+   first, beside amcheck (crates/core/src/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is.
 
 Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
