@@ -122,7 +122,8 @@ fn a_role(flags: u16) -> String {
 }
 
 /// The pending list from the metapage's head to its tail: GIN_LIST pages only, ending at the tail, as many pages
-/// and heap rows as the metapage counts. A page not judged ends the walk without a verdict.
+/// and heap rows as the metapage counts. A broken link is reported on the page that holds it (the metapage for its
+/// head). A page not judged ends the walk without a verdict.
 fn pending_list(
     out: &mut Vec<Finding>,
     links: &[GinLink],
@@ -139,11 +140,12 @@ fn pending_list(
         if !judged(at) {
             return;
         }
+        let link = if pages == 0 { "the metapage's pending list head" } else { "its right-link" };
         let Some((block, right, flags, maxoff)) = find(at) else {
-            return fail(from, format!("the pending list leads to block {at}, not a page of this index"));
+            return fail(from, format!("{link} leads to block {at}, not a page of this index"));
         };
         if flags & GIN_LIST == 0 || flags & GIN_DELETED != 0 {
-            return fail(block, format!("the pending list leads here, but this page is {}", a_role(flags)));
+            return fail(from, format!("{link} leads to block {at}, {}, not a pending list page", a_role(flags)));
         }
         pages += 1;
         rows += i64::from(maxoff);
@@ -156,7 +158,7 @@ fn pending_list(
         (from, at) = (block, right);
     }
     if u64::from(m.tail) != from {
-        fail(from, format!("the pending list ends at block {from}, the metapage says its tail is {}", m.tail));
+        fail(0, format!("the pending list ends at block {from}, the metapage says its tail is {}", m.tail));
     } else if pages != u64::from(m.n_pending_pages) || rows != m.n_pending_heap_tuples {
         fail(
             0,
@@ -208,6 +210,11 @@ mod tests {
         bad[2].1 = 1; // the list leads into the entry tree
         gin_checks(&mut out, &bad, Some(&meta(2, 3, 2, 3)), &[]);
         assert!(out.iter().any(|f| f.code == Code::IndexSiblingLink && f.block == Some(2)), "{out:?}");
-        assert!(out.iter().any(|f| f.code == Code::IndexGinPendingList && f.block == Some(1)), "{out:?}");
+        assert!(out.iter().any(|f| f.code == Code::IndexGinPendingList && f.block == Some(2)), "{out:?}");
+        out.clear();
+        let mut head = links.clone();
+        head[1].2 = GIN_LEAF;
+        gin_checks(&mut out, &head, Some(&meta(1, 3, 2, 3)), &[]);
+        assert_eq!(out.iter().map(|f| (f.code, f.block)).collect::<Vec<_>>(), [(Code::IndexGinPendingList, Some(0))]);
     }
 }
