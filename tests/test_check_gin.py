@@ -11,7 +11,7 @@ returning what a sequential scan returns. And PostgreSQL's own gin regression sc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -99,7 +99,7 @@ CASES = (
 
 
 @pytest.fixture(scope="module")
-def labs(lab_base_dir: Path) -> Iterator[dict[str, LabCluster]]:
+def labs(lab_base_dir: Path) -> Iterator[Callable[[str], LabCluster]]:
     made: dict[str, LabCluster] = {}
 
     def get(version: str) -> LabCluster:
@@ -110,7 +110,7 @@ def labs(lab_base_dir: Path) -> Iterator[dict[str, LabCluster]]:
             sql(lab, *SETUP)
         return made[version]
 
-    yield get  # type: ignore[misc]
+    yield get
     for lab in made.values():
         lab.destroy()
 
@@ -121,8 +121,8 @@ def add_pending(lab: LabCluster) -> None:
     first = 100000 * next(_late)
     sql(
         lab,
-        f"""INSERT INTO docs SELECT g, jsonb_build_object('n', g, 'late', true), to_tsvector('simple', 'late' || g % 50),
-                   ARRAY[g % 5, 77] FROM generate_series({first}, {first + 299}) g""",
+        "INSERT INTO docs SELECT g, jsonb_build_object('n', g, 'late', true), to_tsvector('simple', 'late' || g % 50),"
+        f" ARRAY[g % 5, 77] FROM generate_series({first}, {first + 299}) g",
         "CHECKPOINT",
     )
 
@@ -173,7 +173,9 @@ def gin_index_check(lab: LabCluster, index: str) -> str | None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.index}-{c.field}")
-def test_gin_damage_found_explained_repaired(labs: Any, version: str, case: Case, tmp_path: Path) -> None:
+def test_gin_damage_found_explained_repaired(
+    labs: Callable[[str], LabCluster], version: str, case: Case, tmp_path: Path
+) -> None:
     lab = labs(version)
     add_pending(lab)
     code, report = scan_json(lab)
@@ -241,7 +243,7 @@ def test_gin_damage_found_explained_repaired(labs: Any, version: str, case: Case
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_gin_regression_script_gives_no_finding(labs: Any, version: str) -> None:
+def test_gin_regression_script_gives_no_finding(labs: Callable[[str], LabCluster], version: str) -> None:
     """PostgreSQL's own src/test/regress/sql/gin.sql (int4[] indexes with fastupdate, deletes, VACUUM, a
     multi-column index): scan and diagnose of its database find nothing at all."""
     lab = labs(version)
