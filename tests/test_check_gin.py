@@ -212,7 +212,10 @@ def test_gin_damage_found_explained_repaired(
             for f in found
         ), (amcheck_error, found)
     account = next(r for r in diag["relations"] if r["relation"] == case.index)
-    assert account["amcheck"] == ("corrupt" if amcheck_error else "ok (gin_index_check)") or version == "15", account
+    if version == "15":
+        assert account["amcheck"].startswith("pages only (amcheck has no gin_index_check"), account
+    else:
+        assert account["amcheck"] == ("corrupt" if amcheck_error else "ok (gin_index_check)"), account
 
     # the server: a search through the index fails as asserted
     answers = [run(lab, q, case.index) for q in QUERIES[case.index]]

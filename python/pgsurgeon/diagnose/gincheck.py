@@ -12,7 +12,8 @@ from pgsurgeon import db
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Checked
-from pgsurgeon.diagnose.server import run_locked
+from pgsurgeon.diagnose.server import one, run_locked
+from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.session import BackendLost, ServerError, Session
 
 GIN_GENERIC = "amcheck.gin"
@@ -49,25 +50,22 @@ def classify_gin(message: str) -> tuple[str, int | None, int | None]:
     return code, int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
-def _has_gin_check(d: Diagnosis, session: Session) -> bool:
+def _has_gin_check(d: Diagnosis) -> bool:
     """Whether the installed amcheck has gin_index_check (extension version 1.5, shipped with 18)."""
     schema = d.server.schemas.get("amcheck")
     if schema is None:
         return False
-    rows = session.rows(
-        db.sql.SQL(
-            "SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE p.proname = 'gin_index_check' AND n.nspname = %(s)s)"
-        ),
-        {"s": str(schema)},
-    )
-    return not isinstance(rows, ServerError) and bool(rows and rows[0][0])
+    try:
+        rows = one(d.main, "amcheck_has_gin_check", {"schema": str(schema)})
+    except PgSurgeonError:
+        return False
+    return bool(rows and rows[0][0])
 
 
 def gin_phase(d: Diagnosis, indexes: list[Checked]) -> None:
     if not indexes:
         return
-    if not _has_gin_check(d, d.main):
+    if not _has_gin_check(d):
         for index in indexes:
             index.amcheck = "pages only (amcheck has no gin_index_check before PostgreSQL 18)"
         return
