@@ -253,7 +253,7 @@ fn check_data_internal(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData, in
     let b = page.bytes();
     let lower = usize::from(page.header().pd_lower);
     let n = usize::from(o.maxoff);
-    if lower != GIN_DATA_START + n * SIZE_OF_POSTING_ITEM || n == 0 {
+    if lower != GIN_DATA_START + n * SIZE_OF_POSTING_ITEM {
         out.push(Code::IndexGinPostingTree, None, || {
             format!("pd_lower {lower} does not hold the {n} posting items maxoff counts")
         });

@@ -54,3 +54,34 @@ fn plain_keys_compare_as_the_opclasses_do() {
     assert!(EntryKey::Int4(1, 0) > EntryKey::Int4(0, i32::MAX));
     assert!(EntryKey::Int4(0, -5) < EntryKey::Int4(0, 3));
 }
+
+/// An entry tree leaf of a single-column int4 index holding `keys` in this order, each with one heap TID.
+fn int4_entry_leaf(keys: &[i32]) -> Vec<u8> {
+    let mut special = [0u8; 8];
+    special[..4].copy_from_slice(&INVALID_BLOCK_NUMBER.to_le_bytes());
+    special[6..8].copy_from_slice(&GIN_LEAF.to_le_bytes());
+    let mut p = crate::health::tests::index_page_bytes(&special, &vec![24u16; keys.len()], &[]);
+    let page = Page::new(&p).unwrap();
+    let offsets: Vec<usize> = page.item_ids().map(|(_, id)| usize::from(id.lp_off())).collect();
+    for (at, (i, key)) in offsets.into_iter().zip(keys.iter().enumerate()) {
+        let t = &mut p[at..at + 24];
+        ItemPointerData { block: 16 | crate::format::gin::GIN_ITUP_COMPRESSED, offset: 1 }.write(t, 0);
+        t[6..8].copy_from_slice(&24u16.to_le_bytes());
+        t[8..12].copy_from_slice(&key.to_le_bytes());
+        ItemPointerData { block: 0, offset: i as u16 + 1 }.write(t, 16);
+    }
+    p
+}
+
+#[test]
+fn entry_keys_out_of_order_are_found_when_the_key_type_is_known() {
+    let sound = int4_entry_leaf(&[-3, 5, 70]);
+    let page = Page::new(&sound).unwrap();
+    assert!(check_gin_page(&page, Some(1), Some(4), Some(GinKeyKind::Int4)).is_empty());
+    let swapped = int4_entry_leaf(&[-3, 70, 5]);
+    let page = Page::new(&swapped).unwrap();
+    let found = check_gin_page(&page, Some(1), Some(4), Some(GinKeyKind::Int4));
+    assert_eq!(found.iter().map(|f| (f.code, f.item)).collect::<Vec<_>>(), [(Code::IndexGinEntryOrder, Some(3))]);
+    // without the key type: structure only
+    assert!(check_gin_page(&page, Some(1), Some(4), None).is_empty());
+}
