@@ -285,5 +285,6 @@ FindingCode = Literal[
     "index.gin_posting_tree",
     "index.gin_pending_list",
     "amcheck.gin",
+    "index.gin_right_link",
 ]
 # END generated finding codes

@@ -62,7 +62,8 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::IndexSpecialSize | Code::IndexBadCycleId => INDEX_SPECIAL_DAMAGED,
         // Issue 30, GIN part.
         Code::IndexGinMetapage | Code::IndexGinPendingList => INDEX_GIN_PENDING,
-        Code::IndexGinPageFlags => INDEX_GIN_PAGE_FLAGS,
+        // a GIN right-link has its own code: diagnose leaves index.sibling_link to bt_index_check
+        Code::IndexGinPageFlags | Code::IndexGinRightLink => INDEX_GIN_PAGE_FLAGS,
         Code::IndexGinEntryTuple | Code::IndexGinPostingTree => INDEX_GIN_TREE,
         Code::IndexGinEntryOrder => INDEX_GIN_ENTRY_ORDER,
         Code::IndexGinPostingList => INDEX_GIN_POSTING_LIST,

@@ -312,6 +312,8 @@ pub enum Code {
     IndexGinPendingList,
     /// `amcheck.gin`
     AmcheckGin,
+    /// `index.gin_right_link`
+    IndexGinRightLink,
 }
 
 impl Code {
@@ -430,6 +432,7 @@ impl Code {
         Code::IndexGinPostingTree,
         Code::IndexGinPendingList,
         Code::AmcheckGin,
+        Code::IndexGinRightLink,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -549,6 +552,7 @@ impl Code {
             Code::IndexGinPostingTree => "index.gin_posting_tree",
             Code::IndexGinPendingList => "index.gin_pending_list",
             Code::AmcheckGin => "amcheck.gin",
+            Code::IndexGinRightLink => "index.gin_right_link",
         }
     }
 

@@ -89,7 +89,7 @@ pub fn check_gin_page(
         }
     }
     if !o.is_rightmost() && !o.has(GIN_META) && !in_range(o.rightlink) {
-        out.push(Code::IndexSiblingLink, None, || {
+        out.push(Code::IndexGinRightLink, None, || {
             format!("right-link {} is not a page of this index ({} blocks)", o.rightlink, nblocks.unwrap_or(0))
         });
     }

@@ -85,14 +85,14 @@ pub(super) fn gin_checks(out: &mut Vec<Finding>, links: &[GinLink], meta: Option
             None if !judged(right) => continue,
             None => continue, // past the end or not a GIN page: the page check names it
             Some((_, _, rflags, _)) if rflags & GIN_DELETED != 0 => out.push(Finding::new(
-                Code::IndexSiblingLink,
+                Code::IndexGinRightLink,
                 Some(block),
                 None,
                 format!("right-link {right} leads to a deleted page: the page deletion was not finished"),
             )),
             Some((_, _, rflags, _)) if rflags & KIND_FLAGS != flags & KIND_FLAGS || rflags & GIN_META != 0 => {
                 out.push(Finding::new(
-                    Code::IndexSiblingLink,
+                    Code::IndexGinRightLink,
                     Some(block),
                     None,
                     format!("right-link {right} leads to {}, this page is {}", a_role(rflags), a_role(flags)),
@@ -102,7 +102,7 @@ pub(super) fn gin_checks(out: &mut Vec<Finding>, links: &[GinLink], meta: Option
         }
         if let Some(other) = left_of.insert(right, block) {
             out.push(Finding::new(
-                Code::IndexSiblingLink,
+                Code::IndexGinRightLink,
                 Some(block),
                 None,
                 format!("right-link {right} is also the right-link of block {other}: a page has two left siblings"),
@@ -209,7 +209,7 @@ mod tests {
         let mut bad = links.clone();
         bad[2].1 = 1; // the list leads into the entry tree
         gin_checks(&mut out, &bad, Some(&meta(2, 3, 2, 3)), &[]);
-        assert!(out.iter().any(|f| f.code == Code::IndexSiblingLink && f.block == Some(2)), "{out:?}");
+        assert!(out.iter().any(|f| f.code == Code::IndexGinRightLink && f.block == Some(2)), "{out:?}");
         assert!(out.iter().any(|f| f.code == Code::IndexGinPendingList && f.block == Some(2)), "{out:?}");
         out.clear();
         let mut head = links.clone();

@@ -39,7 +39,7 @@ fn posting_tree_leaf_damage_is_found() {
     assert_eq!(codes(&p, 2), [Code::IndexGinPostingList]);
     // a right-link past the end, and a metapage flag off block 0
     let p = data_leaf(&[segment(&[(4, 1)])], 77, (5, 1));
-    assert_eq!(codes(&p, 2), [Code::IndexSiblingLink]);
+    assert_eq!(codes(&p, 2), [Code::IndexGinRightLink]);
     let mut p = data_leaf(&[segment(&[(4, 1)])], INVALID_BLOCK_NUMBER, (0, 0));
     p[8192 - 2..].copy_from_slice(&GIN_META.to_le_bytes());
     assert_eq!(codes(&p, 2), [Code::IndexGinPageFlags]);
