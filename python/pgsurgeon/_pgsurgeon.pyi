@@ -288,5 +288,14 @@ FindingCode = Literal[
     "index.brin_revmap",
     "index.brin_tuple",
     "index.brin_unreferenced",
+    "index.gin_metapage",
+    "index.gin_page_flags",
+    "index.gin_entry_tuple",
+    "index.gin_entry_order",
+    "index.gin_posting_list",
+    "index.gin_posting_tree",
+    "index.gin_pending_list",
+    "amcheck.gin",
+    "index.gin_right_link",
 ]
 # END generated finding codes

@@ -227,6 +227,7 @@ class RelMeta(TypedDict):
     desc: NotRequired[RelDesc | None]
     toast: NotRequired[RelKey | None]
     toast_name: NotRequired[str | None]
+    gin_key: NotRequired[str | None]
 
 
 class ScanOptions(TypedDict):

@@ -67,7 +67,7 @@ def scan_metas(src: Source) -> list[Any]:
     from pgsurgeon.catalog.sql import rows_of  # the SQL layer only when a server is asked: scan's start stays light
 
     rows = rows_of(src, "catalog_scan_metadata")
-    for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name in rows:
+    for spc, dboid, node, amname, natts, hspc, hdb, hnode, desc, tspc, tnode, toast_name, gin_key in rows:
         meta = {
             "kind": PAGE_KIND.get(amname or ""),
             "natts": natts,
@@ -75,6 +75,7 @@ def scan_metas(src: Source) -> list[Any]:
             "desc": desc,
             "toast": [int(tspc), int(dboid), int(tnode)] if tnode is not None else None,
             "toast_name": toast_name,
+            "gin_key": gin_key,
         }
         metas.append([[int(spc), int(dboid), int(node)], meta])
     return metas

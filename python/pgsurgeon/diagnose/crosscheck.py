@@ -212,7 +212,7 @@ def index_refs(d: Diagnosis, index: Checked) -> None:
                 code,
                 index.relation,
                 c.index_block,
-                c.index_item,
+                c.index_item or None,
                 f"points to heap ({c.heap_block},{c.heap_item}), {what}",
                 source=fmod.SOURCE_CROSS,
             )
@@ -237,7 +237,7 @@ def recheck(d: Diagnosis, index: Checked, heap: Checked, candidates: list[Crossr
             page = one_page(d, heap, c.heap_block)
             fresh[c.heap_block] = None if page is None else core.lp_flags(page)
         flags = fresh[c.heap_block]
-        if flags is not None and (c.heap_item > len(flags) or flags[c.heap_item - 1] == 0):
+        if flags is not None and (c.heap_item == 0 or c.heap_item > len(flags) or flags[c.heap_item - 1] == 0):
             confirmed.append(c)
     if not confirmed:
         return []

@@ -17,7 +17,8 @@ The order is what keeps a damaged server up:
    index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
    every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
-   with the executor). With the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
+   with the executor). On 18, ``gin_index_check`` on every GIN index. With the files here, the core does it
+   first, beside amcheck (crates/core/src/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is.
 
 Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
@@ -32,6 +33,7 @@ from pgsurgeon.diagnose.btreecheck import btree_phase, start_btree_early
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.crosscheck import file_checks, index_refs, vm_tails
 from pgsurgeon.diagnose.files import files_phase
+from pgsurgeon.diagnose.gincheck import gin_phase
 from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase
 from pgsurgeon.diagnose.model import Checked, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked
 from pgsurgeon.diagnose.outcome import fold_amcheck, outcome
@@ -73,9 +75,10 @@ def diagnose(d: Diagnosis) -> DiagnoseOutcome:
             [r for r in d.rels if r.relation.is_btree and r.relation.role == "index"],
         )
         btree_phase(d, [r for r in d.rels if r.relation.is_btree and r.relation.role == "toast-index"])
+        gin_phase(d, [r for r in d.rels if r.relation.amname == "gin" and r.relation.relkind == "i"])
         locate_toast_chunks(d)
         for r in d.rels:
-            if r.relation.relkind == "i" and not r.relation.is_btree:
+            if r.relation.relkind == "i" and not r.relation.is_btree and r.relation.amname != "gin":
                 r.amcheck = f"pages only (no amcheck for {r.relation.amname})"
         fold_amcheck(d)
     finally:

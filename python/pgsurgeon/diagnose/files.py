@@ -65,9 +65,11 @@ def files_phase(d: Diagnosis, rels: list[Checked]) -> bool:
             continue  # its files were replaced while they were read: not damage
         if f["code"] in ("index.tid_unused", "index.tid_beyond_heap"):
             m = _TID.search(str(f["message"]))
-            if m and f["block"] is not None and f["item"] is not None:
+            if m and f["block"] is not None:
                 past = f["code"] == "index.tid_beyond_heap"
-                rel.candidates.append(Crossref(int(f["block"]), int(f["item"]), int(m[1]), int(m[2]), past))
+                # a GIN posting tree leaf's items have no line pointer: item 0 (core.leaf_tids says the same)
+                item = int(f["item"] or 0)
+                rel.candidates.append(Crossref(int(f["block"]), item, int(m[1]), int(m[2]), past))
             continue
         finding = {
             **{k: f.get(k) for k in fmod.FINDING_KEYS},

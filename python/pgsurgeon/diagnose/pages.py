@@ -83,8 +83,9 @@ def one_page(d: Diagnosis, rel: Checked, blk: int) -> bytes | None:
 
 def check_batch(d: Diagnosis, rel: Checked, data: bytes, first: int) -> core.PageBatch:
     """The core's checks of pages the server handed over (no checksum check: the server verified them)."""
-    # the index kinds whose entries carry heap TIDs the core walks: btree leaves, hash bucket and overflow pages
-    heap = d.heap_of(rel) if rel.relation.is_btree or rel.relation.amname == "hash" else None
+    # the index kinds whose entries carry heap TIDs the core walks: btree leaves, hash bucket and overflow pages, GIN
+    # postings and pending tuples
+    heap = d.heap_of(rel) if rel.relation.is_btree or rel.relation.amname in ("hash", "gin") else None
     return core.check_pages(
         data,
         first,

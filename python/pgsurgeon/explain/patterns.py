@@ -140,6 +140,24 @@ _REINDEX = Step(
     "REINDEX INDEX CONCURRENTLY {index_sql};",
     "sql",
 )
+_GIN_FIND = Step(
+    "find the damaged GIN index: gin_index_check on each (amcheck, PostgreSQL 18; run in psql, \\gexec runs each)",
+    "SELECT format('SELECT %L AS index_name, gin_index_check(%L);', c.oid::regclass, c.oid::regclass) FROM pg_class c "
+    "JOIN pg_am a ON a.oid = c.relam WHERE c.relkind = 'i' AND a.amname = 'gin' \\gexec",
+    "sql",
+)
+_GIN_FIND_SCAN = Step(
+    "find the damaged index from the files (every index kind, the pending list and heap TIDs included)",
+    "pgsurgeon scan {pgdata}{conn} --live",
+)
+_GIN_DIAGNOSE = Step(
+    "check the table and its indexes once the index is known", "pgsurgeon diagnose{conn}{dbopt} -t TABLE"
+)
+_GIN_REINDEX = Step(
+    "rebuild the index the check names (an index holds no data of its own)",
+    "REINDEX INDEX CONCURRENTLY INDEX_NAME;",
+    "sql",
+)
 _CONTROL = Step("compare the value with the cluster's XID and MultiXact horizons", "{control_cmd}")
 
 _TUPLE_XID_MODES = (
@@ -629,7 +647,10 @@ PATTERNS: tuple[Pattern, ...] = (
         "amcheck (bt_index_check, gin_index_check) or the server's own checks found index {index} inconsistent: a "
         "page in the wrong place in the tree, a broken link between pages, a damaged index tuple or one pointing at "
         "the wrong heap row. Index scans may skip or repeat rows. The table's rows are not affected.",
-        (ModeRef("btree", ("item", "high_key", "siblings", "btpo_prev", "btpo_next", "special")),),
+        (
+            ModeRef("btree", ("item", "high_key", "siblings", "btpo_prev", "btpo_next", "special")),
+            ModeRef("gin", ("posting-list",), "gin_index_check on 18"),
+        ),
         (
             _INDEX_TABLE,
             Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
@@ -1424,6 +1445,52 @@ PATTERNS: tuple[Pattern, ...] = (
         (_INDEX_TABLE, _REINDEX),
         tail="",
     ),
+    # Issue 30, GIN part: what a damaged GIN index makes the server say (ginentrypage.c, ginget.c, ginbtree.c,
+    # tidbitmap.c). None of these names the index: the step runs gin_index_check (18) on each GIN index to find it.
+    _p(
+        "gin_item_count",
+        r"number of items mismatch in GIN entry tuple, (?P<header>\d+) in tuple header, (?P<decoded>\d+) decoded",
+        "a GIN entry's posting list does not hold the items its header counts",
+        "A GIN index entry says it holds {header} heap TIDs but its compressed posting list decodes to {decoded}: "
+        "the entry tuple is damaged. Every search that reads this key fails; the table's rows are not affected.",
+        (ModeRef("gin", ("entry-leaf",)),),
+        (_GIN_FIND, _GIN_DIAGNOSE, _GIN_REINDEX),
+        tail="",
+    ),
+    _p(
+        "gin_pending_list",
+        r"could not find additional pending pages for same heap tuple",
+        "a GIN index's pending list is broken",
+        "A GIN index's pending list (rows inserted with fastupdate, not yet moved into the tree) does not chain as "
+        "its metapage says: its head or a page's right-link leads to a page that is not a pending list page. "
+        "Searches on the index fail; the table's rows are not affected.",
+        (ModeRef("gin", ("metapage",)),),
+        (_GIN_FIND_SCAN, _GIN_DIAGNOSE, _GIN_REINDEX),
+        tail="",
+    ),
+    _p(
+        "gin_sibling",
+        r"right sibling of GIN page is of different type",
+        "a GIN page's right-link leads to a page of another kind",
+        "Moving right along a level of a GIN index, the server reached a page of another kind (entry tree, posting "
+        "tree or pending list): a right-link or a page's flags are damaged. The table's rows are not affected.",
+        (ModeRef("gin", ("entry-internal",), "when the downlink lands on a page of this index"),),
+        (_GIN_FIND, _GIN_DIAGNOSE, _GIN_REINDEX),
+        tail="",
+    ),
+    _p(
+        "tid_offset_range",
+        r"tuple offset out of range: (?P<offset>\d+)",
+        "an index handed a bitmap scan an impossible heap TID",
+        "A bitmap index scan got a heap TID with line pointer {offset}, which no heap page has: an index entry "
+        "(a GIN posting list or pending list tuple, a btree item) is damaged. The table's rows are not affected.",
+        (
+            ModeRef("gin", ("posting-list", "posting-tree", "pending-list")),
+            ModeRef("btree", ("item",), "with --value BLOCK,0"),
+        ),
+        (_GIN_FIND_SCAN, _GIN_DIAGNOSE, _GIN_REINDEX),
+        tail="",
+    ),
     _p(
         "index_other_am",
         r"(?P<msg>failed to re-find parent of a page in|corrupted BRIN index|unexpected page type 0x[0-9A-F]+ in "
@@ -1711,6 +1778,10 @@ EXAMPLES: dict[str, str] = {
     'index "orders_pkey"',
     "unique_rebuild": 'ERROR:  could not create unique index "orders_pkey"\nDETAIL:  Key (id)=(5) is duplicated.',
     "index_wrong_am": 'ERROR:  index "orders_gist" contains an inner tuple marked as invalid',
+    "gin_item_count": "ERROR:  number of items mismatch in GIN entry tuple, 119 in tuple header, 120 decoded",
+    "gin_pending_list": "ERROR:  could not find additional pending pages for same heap tuple",
+    "gin_sibling": "ERROR:  right sibling of GIN page is of different type",
+    "tid_offset_range": "ERROR:  tuple offset out of range: 0",
     "index_other_am": 'ERROR:  failed to re-find parent of a page in index "orders_gist", block 7',
     "pg_amcheck_summary": 'pg_amcheck: error: error sending command to database "shop": server closed the connection',
     "pg_checksums_summary": "Bad checksums:  3",

@@ -137,6 +137,16 @@ def _build() -> dict[str, Mode]:
             value_fields=("metapage", "regular"),
             tid_fields=("revmap",),
         ),
+        Mode(
+            "gin",
+            UNIT_PAGE,
+            "a GIN page: an entry tuple's posting list or item count, an internal downlink, a posting tree leaf, "
+            "a pending list tuple, the metapage's pending list head",
+            default_target=TARGET_INDEX,
+            page_kind="gin",
+            fields=f["gin"],
+            value_fields=("entry-leaf", "entry-internal", "metapage"),
+        ),
         Mode("checksum", UNIT_PAGE, "pd_checksum alone (the data stays intact)", value_fields=(None,)),
         Mode("zero", UNIT_PAGE, "the whole page zeroed"),
         Mode("torn", UNIT_PAGE, "torn page: the page from --tear-at on comes from another block or an older copy"),

@@ -21,7 +21,7 @@ from pgsurgeon.simulate.modes import (
 )
 
 # The page kinds the injectors decode; other access methods' pages are damaged as bytes.
-_INJECTED_KINDS = ("heap", "btree", "hash", "brin")
+_INJECTED_KINDS = ("heap", "btree", "gin", "hash", "brin")
 
 
 @dataclass

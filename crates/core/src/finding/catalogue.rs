@@ -60,6 +60,14 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::IndexBtreeFlags | Code::IndexSiblingLink => INDEX_BTREE_PAGE,
         Code::IndexMissingEntry => INDEX_MISSING_ENTRY,
         Code::IndexSpecialSize | Code::IndexBadCycleId => INDEX_SPECIAL_DAMAGED,
+        // Issue 30, GIN part.
+        Code::IndexGinMetapage | Code::IndexGinPendingList => INDEX_GIN_PENDING,
+        // a GIN right-link has its own code: diagnose leaves index.sibling_link to bt_index_check
+        Code::IndexGinPageFlags | Code::IndexGinRightLink => INDEX_GIN_PAGE_FLAGS,
+        Code::IndexGinEntryTuple | Code::IndexGinPostingTree => INDEX_GIN_TREE,
+        Code::IndexGinEntryOrder => INDEX_GIN_ENTRY_ORDER,
+        Code::IndexGinPostingList => INDEX_GIN_POSTING_LIST,
+        Code::AmcheckGin => AMCHECK_GIN,
         Code::FileVmBeyondEnd => FILE_VM_BEYOND_END,
         Code::FileFsmBeyondEnd => FILE_FSM_BEYOND_END,
         Code::FileUnreadable => FILE_UNREADABLE,
@@ -432,6 +440,55 @@ const INDEX_SPECIAL_DAMAGED: CodeInfo = CodeInfo {
     area: Area::Index,
     severity: Severity::Error,
     pg_error: "index \"I\" contains corrupted page at block N (HINT: Please REINDEX it.)",
+    remedy: REMEDY_INDEX,
+};
+
+// Issue 30, GIN part: GIN pages (access/ginblock.h). The server reads them without checking (ginget.c, ginbtree.c):
+// damage shows as wrong rows, "right sibling of GIN page is of different type", or a failed heap fetch.
+
+const INDEX_GIN_PENDING: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none, or an insert or VACUUM failing on the pending list; searches silently miss rows inserted since \
+the last cleanup (gin_index_check does not read the pending list)",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIN_PAGE_FLAGS: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "right sibling of GIN page is of different type, or a search that silently returns wrong rows",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIN_TREE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file \"…\", or a search that silently misses rows; gin_index_check: index \
+\"I\" has inconsistent tuple sizes / has unexpected pd_lower in posting tree block N",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIN_ENTRY_ORDER: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none: a search for a key silently misses rows; gin_index_check: index \"I\" has wrong tuple order on \
+entry tree page",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIN_POSTING_LIST: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "a search returns wrong rows or fails fetching a heap row that is not there; gin_index_check: number \
+of items mismatch in GIN entry tuple / posting list contains invalid heap pointer",
+    remedy: REMEDY_INDEX,
+};
+
+const AMCHECK_GIN: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "searches that miss or return wrong rows, or errors reading the index; gin_index_check names the block",
     remedy: REMEDY_INDEX,
 };
 

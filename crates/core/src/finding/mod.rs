@@ -318,6 +318,25 @@ pub enum Code {
     IndexBrinTuple,
     /// `index.brin_unreferenced`
     IndexBrinUnreferenced,
+    // Issue 30, GIN part.
+    /// `index.gin_metapage`
+    IndexGinMetapage,
+    /// `index.gin_page_flags`
+    IndexGinPageFlags,
+    /// `index.gin_entry_tuple`
+    IndexGinEntryTuple,
+    /// `index.gin_entry_order`
+    IndexGinEntryOrder,
+    /// `index.gin_posting_list`
+    IndexGinPostingList,
+    /// `index.gin_posting_tree`
+    IndexGinPostingTree,
+    /// `index.gin_pending_list`
+    IndexGinPendingList,
+    /// `amcheck.gin`
+    AmcheckGin,
+    /// `index.gin_right_link`
+    IndexGinRightLink,
 }
 
 impl Code {
@@ -439,6 +458,16 @@ impl Code {
         Code::IndexBrinRevmap,
         Code::IndexBrinTuple,
         Code::IndexBrinUnreferenced,
+        // Issue 30, GIN part.
+        Code::IndexGinMetapage,
+        Code::IndexGinPageFlags,
+        Code::IndexGinEntryTuple,
+        Code::IndexGinEntryOrder,
+        Code::IndexGinPostingList,
+        Code::IndexGinPostingTree,
+        Code::IndexGinPendingList,
+        Code::AmcheckGin,
+        Code::IndexGinRightLink,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -561,6 +590,16 @@ impl Code {
             Code::IndexBrinRevmap => "index.brin_revmap",
             Code::IndexBrinTuple => "index.brin_tuple",
             Code::IndexBrinUnreferenced => "index.brin_unreferenced",
+            // Issue 30, GIN part.
+            Code::IndexGinMetapage => "index.gin_metapage",
+            Code::IndexGinPageFlags => "index.gin_page_flags",
+            Code::IndexGinEntryTuple => "index.gin_entry_tuple",
+            Code::IndexGinEntryOrder => "index.gin_entry_order",
+            Code::IndexGinPostingList => "index.gin_posting_list",
+            Code::IndexGinPostingTree => "index.gin_posting_tree",
+            Code::IndexGinPendingList => "index.gin_pending_list",
+            Code::AmcheckGin => "amcheck.gin",
+            Code::IndexGinRightLink => "index.gin_right_link",
         }
     }
 

@@ -10,6 +10,7 @@ pub mod compress;
 pub mod control;
 pub mod fsm;
 pub mod hash;
+pub mod gin;
 pub mod heap;
 pub mod itemid;
 pub mod page;

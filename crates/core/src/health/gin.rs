@@ -3,11 +3,8 @@
 
 use serde::Serialize;
 
-use crate::format::bytes::{u32_at, u64_at};
-use crate::format::page::{Page, SIZE_OF_PAGE_HEADER_DATA};
-
-/// `GIN_METAPAGE_BLKNO` (access/ginblock.h).
-pub const GIN_METAPAGE_BLKNO: u64 = 0;
+use crate::format::gin::{GinMetaPageData, GIN_METAPAGE_BLKNO};
+use crate::format::page::Page;
 
 /// pgstatginindex's figures: three fields of `GinMetaPageData` (access/ginblock.h), which lies at the start of
 /// the metapage's contents (`GinPageGetMeta`: right after the MAXALIGNed page header): head, tail, tailFreeSize,
@@ -26,12 +23,11 @@ pub struct GinFigures {
 impl GinFigures {
     /// `None` when the page is too short to hold the metapage data.
     pub fn from_metapage(page: &Page<'_>) -> Option<GinFigures> {
-        let b = page.bytes();
-        let at = SIZE_OF_PAGE_HEADER_DATA;
+        let m = GinMetaPageData::parse(page.bytes())?;
         Some(GinFigures {
-            version: u32_at(b, at + 48)? as i32,
-            pending_pages: u32_at(b, at + 12)?,
-            pending_tuples: u64_at(b, at + 16)? as i64,
+            version: m.gin_version,
+            pending_pages: m.n_pending_pages,
+            pending_tuples: m.n_pending_heap_tuples,
         })
     }
 }

@@ -105,6 +105,7 @@ fn classify_page_within(bytes: &[u8], block: u64, cfg: &ClassifyConfig, rel_nblo
         nblocks: Some(rel_nblocks),
         horizons: cfg.horizons.as_ref(),
         relnatts: cfg.desc.as_ref().map(|d| d.natts),
+        gin_key: None,
     };
     let mut findings = check_page_in(&page, PageKind::Heap, Some(block), cfg.checksums, &ctx);
     let sane = page.header_is_sane(blcksz);

@@ -10,7 +10,7 @@ pub mod allindexed;
 use serde::Serialize;
 
 use crate::checks::page::{check_page_in, HeapContext};
-use crate::checks::scan::{for_each_hash_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use crate::checks::scan::{for_each_gin_tid, for_each_hash_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use crate::finding::{Area, Code, Finding, Severity};
 use crate::format::page::{Page, PageKind};
 
@@ -88,7 +88,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     if cfg.blcksz == 0 {
         return out;
     }
-    let ctx = HeapContext { nblocks: None, horizons: None, relnatts: cfg.relnatts };
+    let ctx = HeapContext { nblocks: None, horizons: None, relnatts: cfg.relnatts, gin_key: None };
     for (i, bytes) in data.chunks_exact(cfg.blcksz).enumerate() {
         let block = first + i as u64;
         let Some(page) = Page::new(bytes) else { continue };
@@ -118,7 +118,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         if kind == PageKind::Heap && cfg.collect_lp && lps_sound {
             out.lp.page(block, &page);
         }
-        if let (PageKind::Btree | PageKind::Hash, Some(map), false) = (kind, heap, damaged) {
+        if let (PageKind::Btree | PageKind::Hash | PageKind::Gin, Some(map), false) = (kind, heap, damaged) {
             for_each_entry_tid(&page, |off, tid| {
                 let past_end = match map.map.target(tid) {
                     TidTarget::PastEnd => true,
@@ -138,8 +138,8 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     out
 }
 
-/// The heap TIDs of a btree leaf page's (or a hash bucket or overflow page's) live entries: (entry's line pointer,
-/// heap block, heap item).
+/// The heap TIDs of an index page's live entries (a btree leaf, a hash bucket or overflow page, a GIN page's postings
+/// and pending tuples): (entry's line pointer, 0 on a posting tree leaf, heap block, heap item).
 pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     let mut out = Vec::new();
     if let Some(page) = Page::new(data) {
@@ -148,13 +148,13 @@ pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     out
 }
 
-/// Every live entry's heap TID of an index page that has them: a btree leaf, or a hash bucket or overflow page
-/// (told apart by the special space's page id).
+/// Every live entry's heap TID of an index page that has them: a btree leaf, a hash bucket or overflow page, or a
+/// GIN page (told apart by the special space).
 fn for_each_entry_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
-    if PageKind::guess(page) == PageKind::Hash {
-        for_each_hash_tid(page, f);
-    } else {
-        for_each_leaf_tid(page, |off, _, tid| f(off, tid));
+    match PageKind::guess(page) {
+        PageKind::Hash => for_each_hash_tid(page, f),
+        PageKind::Gin => for_each_gin_tid(page, f),
+        _ => for_each_leaf_tid(page, |off, _, tid| f(off, tid)),
     }
 }
 

@@ -13,6 +13,8 @@ use crate::format::page::{
 };
 use crate::visibility::transam::{multi_precedes, xid_precedes, Horizons, FIRST_NORMAL_TRANSACTION_ID};
 
+pub mod gin;
+
 /// Header findings for one page: PageIsVerified's rules, one finding per broken rule, plus what the
 /// server does not check but later trips over (pd_lower inside the header) or never writes
 /// differently (the size/version word: BLCKSZ and layout version 4; damage, though read silently).
@@ -277,6 +279,8 @@ pub struct HeapContext<'a> {
     pub horizons: Option<&'a Horizons>,
     /// The relation's attribute count (pg_class.relnatts), when the catalog was consulted.
     pub relnatts: Option<u16>,
+    /// For a GIN index: how its entry keys compare, when the catalog says (key order is checked then).
+    pub gin_key: Option<gin::GinKeyKind>,
 }
 
 /// A heap page's items in one pass: each line pointer, and the header of each tuple whose
@@ -698,12 +702,13 @@ pub fn check_page_in(
                 out.extend(check_line_pointers(page, kind, block));
             }
         }
-        // GiST and sequence pages hold ordinary items. GIN data/meta pages and the maps keep other
-        // structures between the header and pd_lower, so only their headers are checked. Hash and BRIN
-        // pages are judged by their type (their own files); a header the server refuses says enough.
+        // GiST and sequence pages hold ordinary items. The maps keep other structures between the header and
+        // pd_lower, so only their headers are checked. Hash, BRIN and GIN pages are judged by their type (their own
+        // files); a header the server refuses says enough.
         PageKind::Gist | PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
         PageKind::Hash if header_sane => out.extend(hash::check_hash_page(page, block)),
         PageKind::Brin if header_sane => out.extend(brin::check_brin_page(page, block)),
+        PageKind::Gin if header_sane => out.extend(gin::check_gin_page(page, block, ctx.nblocks, ctx.gin_key)),
         _ => {}
     }
     out

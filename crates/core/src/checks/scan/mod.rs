@@ -23,6 +23,7 @@ use crate::visibility::transam::Horizons;
 
 mod bookkeeping;
 mod fsm;
+mod gin;
 mod hashbrin;
 mod heapmap;
 mod pool;
@@ -31,6 +32,7 @@ mod result;
 mod unit;
 
 pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
+pub(crate) use gin::for_each_gin_tid;
 pub(crate) use hashbrin::for_each_hash_tid;
 pub(crate) use heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use pool::scan_on_pool;
@@ -46,9 +48,13 @@ pub struct RelMeta {
     pub kind: Option<String>,
     /// Attribute count of the relation (pg_class.relnatts), for heaps.
     pub natts: Option<u16>,
-    /// For a btree index: its table's file key, so leaf TIDs can be checked against the heap.
+    /// For a btree or GIN index: its table's file key, so its heap TIDs can be checked against the heap.
     #[serde(default)]
     pub heap: Option<RelKey>,
+    /// For a single-column GIN index whose opclass compares a plain type: "int4" or "bytes"
+    /// ([`crate::checks::page::gin::GinKeyKind`]); its entry keys' order is checked then.
+    #[serde(default)]
+    pub gin_key: Option<String>,
     /// For a table: its columns, so each tuple's attributes can be walked.
     #[serde(default)]
     pub desc: Option<crate::format::tuple::RelDesc>,

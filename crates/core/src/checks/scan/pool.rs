@@ -23,7 +23,7 @@ pub(super) struct Plan {
     pub(super) nblocks: Vec<u64>,
     /// The main forks, by file key.
     pub(super) main_index: HashMap<RelKey, usize>,
-    /// For a btree whose heap is scanned too: that heap. Its leaf TIDs are checked against the heap's line
+    /// For a btree or GIN index whose heap is scanned too: that heap. Its TIDs are checked against the heap's line
     /// pointers in a second phase, after the first collected them.
     pub(super) heap_of: Vec<Option<usize>>,
     /// Whether to collect a relation's line pointers (a heap of one of those btrees).
@@ -41,7 +41,8 @@ impl Plan {
             .map(|(i, r)| {
                 let heap = meta.get(&key_of(r)).and_then(|m| m.heap)?;
                 let hi = *main_index.get(&heap)?;
-                (r.fork == Fork::Main && matches!(ctx.kinds[i], Some(PageKind::Btree | PageKind::Hash))).then_some(hi)
+                (r.fork == Fork::Main && matches!(ctx.kinds[i], Some(PageKind::Btree | PageKind::Hash | PageKind::Gin)))
+                    .then_some(hi)
             })
             .collect();
         let mut collect_lp = vec![false; relations.len()];

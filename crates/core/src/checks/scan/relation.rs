@@ -47,6 +47,12 @@ pub(super) fn relation_checks(
             rel_nblocks,
         ));
     }
+    let mut gin: Vec<super::gin::GinLink> = chunks.iter_mut().flat_map(|c| std::mem::take(&mut c.gin_links)).collect();
+    if !gin.is_empty() {
+        gin.sort_unstable_by_key(|l| l.0);
+        let meta = chunks.iter().find_map(|c| c.gin_meta);
+        super::gin::gin_checks(&mut out, &gin, meta.as_ref(), skipped);
+    }
     out
 }
 
@@ -60,7 +66,7 @@ fn zero_page_checks(
     vm_all_visible: Option<&[u64]>,
 ) {
     let last_nonempty = chunks.iter().filter_map(|c| c.last_nonempty).max();
-    let is_index = matches!(kind, Some(PageKind::Btree));
+    let is_index = matches!(kind, Some(PageKind::Btree | PageKind::Gin));
     for c in chunks.iter() {
         for &zb in &c.zero_blocks {
             let vm_set = vm_all_visible.is_some_and(|v| v.binary_search(&zb).is_ok());

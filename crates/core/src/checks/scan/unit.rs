@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use super::heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use super::{Progress, RelMeta, ScanOptions};
+use crate::checks::page::gin::GinKeyKind;
 use crate::checks::page::{check_page_in, HeapContext};
 use crate::finding::{Code, Finding};
 use crate::format::btree::BTPageOpaqueData;
@@ -58,6 +59,9 @@ pub(super) struct ChunkSummary {
     pub(super) vm_all_visible: Vec<u64>,
     /// Btree pages: (block, prev, next, level, flags).
     pub(super) btree_links: Vec<BtLink>,
+    /// GIN pages' links, and the metapage's data.
+    pub(super) gin_links: Vec<super::gin::GinLink>,
+    pub(super) gin_meta: Option<crate::format::gin::GinMetaPageData>,
     pub(super) zero_pages: u64,
     /// Pages not judged, as (block, LSN): newer than [`ScanOptions::judged_up_to`] (written after a live scan's redo
     /// point, or while a backup copied them). No check of another page may lean on them.
@@ -171,7 +175,12 @@ pub(super) fn scan_unit(
         fork: unit.rel.fork,
         kind: ctx.kinds[rel_index],
         heap_ctx: if is_main_heap {
-            HeapContext { nblocks: Some(rel_nblocks), horizons: opts.horizons.as_ref(), relnatts: ctx.natts[rel_index] }
+            HeapContext {
+                nblocks: Some(rel_nblocks),
+                horizons: opts.horizons.as_ref(),
+                relnatts: ctx.natts[rel_index],
+                gin_key: ctx.metas[rel_index].and_then(|m| m.gin_key.as_deref()).and_then(GinKeyKind::parse),
+            }
         } else {
             HeapContext::default()
         },
@@ -275,7 +284,7 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);
     }
-    if let (Some(h), PageKind::Btree | PageKind::Hash, true) = (s.heap, page_kind, sane) {
+    if let (Some(h), PageKind::Btree | PageKind::Hash | PageKind::Gin, true) = (s.heap, page_kind, sane) {
         check_leaf_tids(page, page_kind, block, h, out);
     }
     if sane && s.fork == Fork::Main {
@@ -294,6 +303,14 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
         PageKind::Btree | PageKind::BtreeMeta => {
             if let Some(o) = BTPageOpaqueData::from_page(page) {
                 out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
+            }
+        }
+        PageKind::Gin if sane => {
+            if let Some(o) = crate::format::gin::GinPageOpaqueData::from_page(page) {
+                out.gin_links.push((block, o.rightlink, o.flags, o.maxoff));
+                if o.has(crate::format::gin::GIN_META) {
+                    out.gin_meta = crate::format::gin::GinMetaPageData::parse(bytes);
+                }
             }
         }
         _ => {}
@@ -358,9 +375,10 @@ fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSumm
 fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
     let mut reported = 0usize;
     let mut summary_code = Code::IndexTidUnused;
+    // a posting tree leaf's items have no line pointer: item 0
     let mut report = |out: &mut ChunkSummary, code: Code, item: u16, msg: String| {
         if reported < 16 {
-            out.findings.push(Finding::new(code, Some(block), Some(item), msg));
+            out.findings.push(Finding::new(code, Some(block), (item != 0).then_some(item), msg));
         } else {
             summary_code = code;
         }
@@ -385,10 +403,10 @@ fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, 
         }
         TidTarget::Unknown | TidTarget::Used => {}
     };
-    if kind == PageKind::Hash {
-        super::hashbrin::for_each_hash_tid(page, |off, tid| visit(off, tid));
-    } else {
-        for_each_leaf_tid(page, |off, _, tid| visit(off, tid));
+    match kind {
+        PageKind::Hash => super::hashbrin::for_each_hash_tid(page, |off, tid| visit(off, tid)),
+        PageKind::Gin => super::gin::for_each_gin_tid(page, |off, tid| visit(off, tid)),
+        _ => for_each_leaf_tid(page, |off, _, tid| visit(off, tid)),
     }
     if reported > 16 {
         out.findings.push(Finding::new(
