@@ -314,7 +314,7 @@ def _plan_pages(
         report = pages.report(block)
         if req.block is None and not _page_candidate(mode, fieldname, report):
             continue
-        hint = hints["own"] if mode.name == "btree" else None
+        hint = hints["own"] if mode.name in ("btree", "gist", "spgist") else None
         spec = _spec(req, mode, fieldname, inj.stream, nblocks=hint)
         source: bytes | None = None
         where = ""

@@ -21,7 +21,7 @@ from pgsurgeon.simulate.modes import (
 )
 
 # The page kinds the injectors decode; other access methods' pages are damaged as bytes.
-_INJECTED_KINDS = ("heap", "btree")
+_INJECTED_KINDS = ("heap", "btree", "gist", "spgist")
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Target:
     role: str
     """table, toast, toast-index, index, or file (given by path)."""
     kind: str | None
-    """Page kind: heap, btree, or None for access methods the injectors do not decode."""
+    """Page kind: heap, btree, gist, spgist, or None for access methods the injectors do not decode."""
     path: Path
     rel: Relation | None = None
     attrs: list[Column] | None = None

@@ -1,6 +1,7 @@
 -- What a scan needs to know about each relation with storage in the connected database: its file key, access
--- method (page kind) and attribute count; for btree indexes the file key of their table; for tables their column
--- descriptors and the file key of their TOAST table; for TOAST tables their name (as errors print it).
+-- method (page kind) and attribute count; for btree, GiST and SP-GiST indexes the file key of their table (their
+-- leaf TIDs are checked against it); for tables their column descriptors and the file key of their TOAST table;
+-- for TOAST tables their name (as errors print it).
 SELECT CASE WHEN c.reltablespace = 0 THEN d.dattablespace ELSE c.reltablespace END::bigint AS tablespace_oid,
        CASE WHEN c.relisshared THEN 0 ELSE d.oid END::bigint AS database_oid,
        pg_relation_filenode(c.oid)::bigint AS relfilenode,
@@ -28,7 +29,7 @@ SELECT CASE WHEN c.reltablespace = 0 THEN d.dattablespace ELSE c.reltablespace E
 FROM pg_class c
 JOIN pg_database d ON d.datname = current_database()
 LEFT JOIN pg_am am ON am.oid = c.relam
-LEFT JOIN pg_index i ON i.indexrelid = c.oid AND am.amname = 'btree'
+LEFT JOIN pg_index i ON i.indexrelid = c.oid AND am.amname IN ('btree', 'gist', 'spgist')
 LEFT JOIN pg_class h ON h.oid = i.indrelid
 LEFT JOIN pg_class tc ON tc.oid = c.reltoastrelid AND c.reltoastrelid <> 0
 WHERE pg_relation_filenode(c.oid) IS NOT NULL

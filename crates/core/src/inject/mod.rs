@@ -7,7 +7,8 @@
 //! (truncated or missing segments) is done by the caller; it needs no page logic.
 //!
 //! The injectors are grouped by what they damage: `page` (the header, line pointers, whole pages), `heap` (tuple
-//! headers and data), `toast` (TOAST chunks) and `btree` (index pages), over the byte-level helpers in `fields`.
+//! headers and data), `toast` (TOAST chunks), `btree` and `gist` (index pages; `gist` also SP-GiST), over the
+//! byte-level helpers in `fields`.
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -18,6 +19,7 @@ use crate::format::page::{PageHeaderData, SIZE_OF_PAGE_HEADER_DATA};
 
 mod btree;
 mod fields;
+mod gist;
 mod heap;
 mod page;
 mod toast;
@@ -233,6 +235,14 @@ pub const MODES: &[ModeInfo] = &[
         needs_item: false,
         needs_source: false,
     },
+    // Issue 30, GiST and SP-GiST part.
+    ModeInfo {
+        mode: "gist",
+        fields: &["downlink", "leaf_tid", "rightlink", "nsn", "flags"],
+        needs_item: false,
+        needs_source: false,
+    },
+    ModeInfo { mode: "spgist", fields: &["inner", "leaf_chain", "meta"], needs_item: false, needs_source: false },
     ModeInfo { mode: "checksum", fields: &[], needs_item: false, needs_source: false },
     ModeInfo { mode: "zero", fields: &[], needs_item: false, needs_source: false },
     ModeInfo { mode: "torn", fields: &[], needs_item: false, needs_source: true },
@@ -340,6 +350,8 @@ fn apply(page: &mut [u8], blkno: u32, spec: &DamageSpec, rng: &mut Rng, source: 
         "tuple-data" => heap::tuple_data(page, item.unwrap_or(0), field, spec, rng),
         "toast" => toast::toast(page, item.unwrap_or(0), field, spec, rng),
         "btree" => btree::btree(page, item, field, spec, rng),
+        "gist" => gist::gist(page, field, spec, rng),
+        "spgist" => gist::spgist(page, blkno, field, spec, rng),
         "checksum" => page::checksum(page, blkno, spec, rng),
         "zero" => {
             page.fill(0);

@@ -701,11 +701,16 @@ pub fn check_page_in(
         // GiST and sequence pages hold ordinary items. GIN data/meta pages, BRIN revmap, hash
         // meta/bitmap pages and the maps keep other structures between the header and pd_lower, so
         // only their headers are checked.
-        PageKind::Gist | PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
+        PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
+        PageKind::Gist => out.extend(gist::check_gist_page(page, block)),
+        PageKind::SpGist => out.extend(spgist::check_spgist_page(page, block)),
         _ => {}
     }
     out
 }
+
+pub mod gist;
+pub mod spgist;
 
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,7 @@ use crate::visibility::transam::Horizons;
 
 mod bookkeeping;
 mod fsm;
+mod gist;
 mod heapmap;
 mod pool;
 mod relation;

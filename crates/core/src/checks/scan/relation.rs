@@ -37,6 +37,9 @@ pub(super) fn relation_checks(
         links.sort_unstable_by_key(|l| l.0);
         btree_checks(&mut out, &links, skipped);
     }
+    if matches!(kind, Some(PageKind::Gist | PageKind::SpGist)) && rel.fork == Fork::Main {
+        super::gist::relation_checks(&mut out, chunks, rel_nblocks, skipped);
+    }
     out
 }
 

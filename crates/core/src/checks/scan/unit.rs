@@ -74,6 +74,8 @@ pub(super) struct ChunkSummary {
     pub(super) health: crate::health::HealthAcc,
     /// With the bookkeeping judged: this chunk's counts.
     pub(super) book: super::bookkeeping::BookAcc,
+    /// GiST and SP-GiST pages: their links, for the relation-wide checks.
+    pub(super) gist: super::gist::GistAcc,
 }
 
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
@@ -273,8 +275,8 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);
     }
-    if let (Some(h), PageKind::Btree, true) = (s.heap, page_kind, sane) {
-        check_leaf_tids(page, block, h, out);
+    if let (Some(h), PageKind::Btree | PageKind::Gist | PageKind::SpGist, true) = (s.heap, page_kind, sane) {
+        check_leaf_tids(page, page_kind, block, h, out);
     }
     if let (Some(b), PageKind::Heap, true) = (s.book, page_kind, sane) {
         b.tally(page, &mut out.book);
@@ -291,6 +293,7 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
                 out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
             }
         }
+        PageKind::Gist | PageKind::SpGist if sane => out.gist.page(page_kind, block, page),
         _ => {}
     }
     if let Some(lsn) = opts.clean_shutdown_lsn {
@@ -347,10 +350,10 @@ fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSumm
     }
 }
 
-/// Every heap TID on a btree leaf page against the heap's line pointers: past the heap's end
+/// Every heap TID on a btree, GiST or SP-GiST leaf page against the heap's line pointers: past the heap's end
 /// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
 /// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
-fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
+fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
     let mut reported = 0usize;
     let mut summary_code = Code::IndexTidUnused;
     let mut report = |out: &mut ChunkSummary, code: Code, item: u16, msg: String| {
@@ -361,7 +364,7 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
         }
         reported += 1;
     };
-    for_each_leaf_tid(page, |off, _, tid| match heap.target(tid) {
+    each_leaf_tid(page, kind, |off, tid| match heap.target(tid) {
         TidTarget::PastEnd => report(
             out,
             Code::IndexTidBeyondHeap,
@@ -387,6 +390,17 @@ fn check_leaf_tids(page: &Page<'_>, block: u64, heap: &HeapMap, out: &mut ChunkS
             None,
             format!("{reported} index entries on this page point to missing heap rows ({} not listed)", reported - 16),
         ));
+    }
+}
+
+/// The heap TIDs of an index leaf page of `kind`, with their line pointers.
+fn each_leaf_tid(page: &Page<'_>, kind: PageKind, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
+    use crate::checks::page::{gist::for_each_gist_leaf_tid, spgist::for_each_spgist_leaf_tid};
+    match kind {
+        PageKind::Btree => for_each_leaf_tid(page, |off, _, tid| f(off, tid)),
+        PageKind::Gist => for_each_gist_leaf_tid(page, f),
+        PageKind::SpGist => for_each_spgist_leaf_tid(page, f),
+        _ => {}
     }
 }
 
