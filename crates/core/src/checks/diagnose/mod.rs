@@ -10,7 +10,7 @@ pub mod allindexed;
 use serde::Serialize;
 
 use crate::checks::page::{check_page_in, HeapContext};
-use crate::checks::scan::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use crate::checks::scan::{for_each_index_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use crate::finding::{Area, Code, Finding, Severity};
 use crate::format::page::{Page, PageKind};
 
@@ -118,8 +118,8 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         if kind == PageKind::Heap && cfg.collect_lp && lps_sound {
             out.lp.page(block, &page);
         }
-        if let (PageKind::Btree, Some(map), false) = (kind, heap, damaged) {
-            for_each_leaf_tid(&page, |off, _, tid| {
+        if let (PageKind::Btree | PageKind::Gist | PageKind::SpGist, Some(map), false) = (kind, heap, damaged) {
+            for_each_index_tid(&page, kind, |off, tid| {
                 let past_end = match map.map.target(tid) {
                     TidTarget::PastEnd => true,
                     TidTarget::Unused | TidTarget::Zero => false,
@@ -138,11 +138,16 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     out
 }
 
-/// The heap TIDs of a btree leaf page's live entries: (entry's line pointer, heap block, heap item).
+/// The heap TIDs of a btree, GiST or SP-GiST leaf page's live entries (the kind told by the special space):
+/// (entry's line pointer, heap block, heap item).
 pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     let mut out = Vec::new();
     if let Some(page) = Page::new(data) {
-        for_each_leaf_tid(&page, |off, _, tid| out.push((off, tid.block, tid.offset)));
+        let kind = match PageKind::guess(&page) {
+            k @ (PageKind::Gist | PageKind::SpGist) => k,
+            _ => PageKind::Btree,
+        };
+        for_each_index_tid(&page, kind, |off, tid| out.push((off, tid.block, tid.offset)));
     }
     out
 }

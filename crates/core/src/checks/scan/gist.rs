@@ -296,11 +296,29 @@ fn mode(sorted: &[u32]) -> Option<u32> {
     best.map(|(v, _)| v)
 }
 
+/// The tuples reached from the two roots' inner tuples (spgWalk starts at item 1 of block 1, and of block 2 for
+/// nulls) by downlinks and redirects: a chain whose head only an orphaned inner tuple points at is lost as well.
+fn spgist_reached(acc: &GistAcc) -> std::collections::HashSet<(u64, u16)> {
+    let mut links: Vec<(u64, u16, ItemPointerData)> = acc.sp_links.clone();
+    links.sort_unstable_by_key(|l| (l.0, l.1));
+    let mut seen = std::collections::HashSet::new();
+    let mut queue: Vec<(u64, u16)> = vec![(SPGIST_ROOT_BLKNO, 1), (SPGIST_NULL_BLKNO, 1)];
+    while let Some(at) = queue.pop() {
+        if !seen.insert(at) {
+            continue;
+        }
+        let from = links.partition_point(|l| (l.0, l.1) < at);
+        for l in links[from..].iter().take_while(|l| (l.0, l.1) == at) {
+            queue.push((u64::from(l.2.block), l.2.offset));
+        }
+    }
+    seen
+}
+
 /// SP-GiST downlinks and redirects lead to a chain head, inner tuple or redirect of a page of the same tree (nulls
 /// or not), never the metapage; every chain head of a non-root leaf page is reached by one.
 fn spgist_link_checks(out: &mut Vec<Finding>, acc: &GistAcc, ext: &Extent<'_>) {
     let page_flags = |b: u64| acc.sp_pages.binary_search_by_key(&b, |p| p.0).ok().map(|i| acc.sp_pages[i].1);
-    let mut reached: Vec<(u64, u16)> = Vec::with_capacity(acc.sp_links.len());
     for &(block, item, t) in &acc.sp_links {
         let tb = u64::from(t.block);
         let msg = if tb >= ext.nblocks {
@@ -313,7 +331,6 @@ fn spgist_link_checks(out: &mut Vec<Finding>, acc: &GistAcc, ext: &Extent<'_>) {
             match page_flags(tb) {
                 None => format!("points to {t}, on a page that is no SP-GiST page of the tree"),
                 Some(tf) => {
-                    reached.push((tb, t.offset));
                     let nulls = |f: u16| f & crate::format::spgist::SPGIST_NULLS != 0;
                     if page_flags(block).is_some_and(|f| nulls(f) != nulls(tf)) {
                         format!("points to {t}, across the trees of null and non-null keys")
@@ -330,8 +347,8 @@ fn spgist_link_checks(out: &mut Vec<Finding>, acc: &GistAcc, ext: &Extent<'_>) {
     if !ext.skipped.is_empty() {
         return;
     }
-    reached.sort_unstable();
-    let lost: Vec<(u64, u16)> = acc.sp_heads.iter().copied().filter(|h| reached.binary_search(h).is_err()).collect();
+    let reached = spgist_reached(acc);
+    let lost: Vec<(u64, u16)> = acc.sp_heads.iter().copied().filter(|h| !reached.contains(h)).collect();
     for &(b, off) in lost.iter().take(MAX_LISTED) {
         out.push(Finding::new(
             Code::IndexSpgistUnreachable,
@@ -427,5 +444,22 @@ mod tests {
         gist_relation_checks(&mut out, acc, &ext(4, &[]));
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!((out[0].code, out[0].block, out[0].item), (Code::IndexSpgistUnreachable, Some(3), Some(2)));
+    }
+
+    #[test]
+    fn spgist_chains_under_an_orphaned_inner_tuple_are_lost() {
+        let tid = |block, offset| ItemPointerData { block, offset };
+        let leaf = crate::format::spgist::SPGIST_LEAF;
+        let acc = GistAcc {
+            sp_pages: vec![(1, 0), (3, 0), (4, leaf)],
+            sp_targets: vec![(1, 1), (3, 1), (3, 2), (4, 1), (4, 2)],
+            sp_heads: vec![(4, 1), (4, 2)],
+            sp_links: vec![(1, 1, tid(3, 1)), (3, 1, tid(4, 1)), (3, 2, tid(4, 2))],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        gist_relation_checks(&mut out, acc, &ext(5, &[]));
+        let found: Vec<_> = out.iter().map(|f| (f.code, f.block, f.item)).collect();
+        assert_eq!(found, [(Code::IndexSpgistUnreachable, Some(4), Some(2))]);
     }
 }

@@ -31,7 +31,7 @@ mod result;
 mod unit;
 
 pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
-pub(crate) use heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+pub(crate) use heapmap::{for_each_index_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use pool::scan_on_pool;
 
 /// Blocks read per work unit (2 MB with 8 KB pages): large sequential reads, many units to share.

@@ -8,7 +8,7 @@ use crate::error::io_reason;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use super::heapmap::{for_each_index_tid, HeapMap, LpRun, TidTarget};
 use super::{Progress, RelMeta, ScanOptions};
 use crate::checks::page::{check_page_in, HeapContext};
 use crate::finding::{Code, Finding};
@@ -364,7 +364,7 @@ fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, 
         }
         reported += 1;
     };
-    each_leaf_tid(page, kind, |off, tid| match heap.target(tid) {
+    for_each_index_tid(page, kind, |off, tid| match heap.target(tid) {
         TidTarget::PastEnd => report(
             out,
             Code::IndexTidBeyondHeap,
@@ -390,17 +390,6 @@ fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, 
             None,
             format!("{reported} index entries on this page point to missing heap rows ({} not listed)", reported - 16),
         ));
-    }
-}
-
-/// The heap TIDs of an index leaf page of `kind`, with their line pointers.
-fn each_leaf_tid(page: &Page<'_>, kind: PageKind, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
-    use crate::checks::page::{gist::for_each_gist_leaf_tid, spgist::for_each_spgist_leaf_tid};
-    match kind {
-        PageKind::Btree => for_each_leaf_tid(page, |off, _, tid| f(off, tid)),
-        PageKind::Gist => for_each_gist_leaf_tid(page, f),
-        PageKind::SpGist => for_each_spgist_leaf_tid(page, f),
-        _ => {}
     }
 }
 
