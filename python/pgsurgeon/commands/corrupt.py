@@ -52,7 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="relation file relative to --pgdata, e.g. base/5/16384 (bookkeeping modes: the segment, e.g. "
         "pg_xact/0000, or for orphan-file the database directory)",
     )
-    where.add_argument("--kind", choices=("heap", "btree", "gist", "spgist"), help="with --file: the page kind (default: guessed)")
+    where.add_argument(
+        "--kind", choices=("heap", "btree", "gist", "spgist"), help="with --file: the page kind (default: guessed)"
+    )
     choose = p.add_argument_group("what to damage")
     choose.add_argument("--block", type=int, help="block number, counted across segments (default: seeded random)")
     choose.add_argument("--item", type=int, help="line pointer (offset number from 1) in --block (default: random)")

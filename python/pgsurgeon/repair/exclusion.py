@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgsurgeon import db
-from pgsurgeon.catalog.sql import rows_of
+from pgsurgeon.catalog.sql import exclusion_constraints
 
 MAX_PAIRS = 100
 """Pairs listed per constraint; the count says how many more there are."""
@@ -42,27 +42,27 @@ class Violations:
         }
 
 
-def _query(table: db.sql.Composable, columns: list[str], operators: list[str], predicate: str | None) -> db.sql.SQL:
+def _query(
+    table: db.sql.Composable, columns: list[str], operators: list[str], predicate: str | None
+) -> db.sql.Composed:
     """The self-join: each pair once (a.ctid < b.ctid), every key compared with its constraint operator."""
-    conds = [db.sql.SQL("a.ctid < b.ctid")]
+    conds: list[db.sql.Composable] = [db.sql.SQL("a.ctid < b.ctid")]
     for col, op in zip(columns, operators, strict=True):
-        conds.append(
-            db.sql.SQL("a.{c} OPERATOR({op}) b.{c}").format(c=db.sql.Identifier(col), op=db.sql.SQL(op))
-        )
+        conds.append(db.sql.SQL("a.{c} OPERATOR({op}) b.{c}").format(c=db.sql.Identifier(col), op=db.sql.SQL(op)))
     if predicate:
         # a partial constraint's predicate names the table's columns unqualified: check it on each side
         conds.append(db.sql.SQL("a.ctid IN (SELECT ctid FROM {t} WHERE {p})").format(t=table, p=db.sql.SQL(predicate)))
         conds.append(db.sql.SQL("b.ctid IN (SELECT ctid FROM {t} WHERE {p})").format(t=table, p=db.sql.SQL(predicate)))
-    return db.sql.SQL("SELECT a.ctid::text, b.ctid::text, count(*) OVER () FROM {t} a JOIN {t} b ON {on} "
-                      "ORDER BY a.ctid, b.ctid LIMIT {n}").format(
-        t=table, on=db.sql.SQL(" AND ").join(conds), n=db.sql.Literal(MAX_PAIRS)
-    )
+    return db.sql.SQL(
+        "SELECT a.ctid::text, b.ctid::text, count(*) OVER () FROM {t} a JOIN {t} b ON {on} "
+        "ORDER BY a.ctid, b.ctid LIMIT {n}"
+    ).format(t=table, on=db.sql.SQL(" AND ").join(conds), n=db.sql.Literal(MAX_PAIRS))
 
 
 def violations(conn: db.Connection, table_oid: int, table: db.sql.Composable, indexes: set[str]) -> list[Violations]:
     """The pairs of rows violating each exclusion constraint of the table backed by one of ``indexes``."""
     out = []
-    for name, index, predicate, columns, operators in rows_of(conn, "repair_exclusion_constraints", {"table": table_oid}):
+    for name, index, predicate, columns, operators in exclusion_constraints(conn, table_oid):
         if index not in indexes:
             continue
         v = Violations(str(name), str(index))

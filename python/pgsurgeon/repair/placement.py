@@ -5,7 +5,6 @@ place counted through SQL, so the check after the repair has something to hold t
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 

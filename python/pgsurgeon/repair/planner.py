@@ -40,7 +40,6 @@ from pgsurgeon.repair.model import (
     KILL,
     METHOD_FILE,
     METHOD_SQL,
-    REINDEX,
     Loss,
     Plan,
     Tid,
