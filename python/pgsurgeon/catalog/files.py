@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.catalog.names import RelKey
-from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.relation import TID_CHECKED_AMS, Relation
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
 from pgsurgeon.errors import PgSurgeonError
 
@@ -581,7 +581,7 @@ def relation_index(fc: FilesCatalog, descs: bool = True) -> tuple[dict[RelKey, R
                 continue
             amname = r.amname
             names[k] = replace(r, database="" if k[1] == 0 else d.name, relfilenode=k[2])
-            heap = key(heap_of[oid]) if amname in ("btree", "gin") and oid in heap_of else None
+            heap = key(heap_of[oid]) if amname in TID_CHECKED_AMS and oid in heap_of else None
             toast = key(r.toast_oid) if r.toast_oid else None
             desc = cat.rel_desc(r) if descs and r.relkind in ("r", "m") else None
             meta = {

@@ -33,6 +33,8 @@ PAGE_KIND = {
     "brin": "brin",
     "sequence": "sequence",
 }
+TID_CHECKED_AMS = frozenset({"btree", "gist", "spgist", "hash", "gin"})
+"""Index access methods whose leaf entries' heap TIDs are checked against their table's line pointers."""
 HEAP_RELKINDS = frozenset({"r", "m", "t"})
 """pg_class.relkind of relations whose main fork holds heap pages: tables, materialized views, TOAST tables."""
 

@@ -229,6 +229,12 @@ def allindexed_candidates(src: Source, oids: list[int]) -> list[tuple[Any, ...]]
     return rows_of(src, "catalog_allindexed", {"oids": oids})
 
 
+def exclusion_constraints(src: Source, table_oid: int) -> list[tuple[Any, ...]]:
+    """The exclusion constraints of a table: (name, index regclass text, the index's predicate or None, key column
+    names in index order (None for an expression), their operators schema-qualified) (catalog_exclusion_constraints)."""
+    return rows_of(src, "catalog_exclusion_constraints", {"table": table_oid})
+
+
 def read_sizes(conn: Source, rels: list[Relation]) -> None:
     """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
     by_oid = {r.oid: r for r in rels}

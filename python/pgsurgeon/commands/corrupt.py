@@ -53,7 +53,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "pg_xact/0000, or for orphan-file the database directory)",
     )
     where.add_argument(
-        "--kind", choices=("heap", "btree", "gin", "hash", "brin"), help="with --file: the page kind (default: guessed)"
+        "--kind",
+        choices=("heap", "btree", "gin", "gist", "spgist", "hash", "brin"),
+        help="with --file: the page kind (default: guessed)",
     )
     choose = p.add_argument_group("what to damage")
     choose.add_argument("--block", type=int, help="block number, counted across segments (default: seeded random)")

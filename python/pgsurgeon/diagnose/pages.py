@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.catalog.relation import TID_CHECKED_AMS
 from pgsurgeon.datadir import read_block
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
@@ -83,9 +84,9 @@ def one_page(d: Diagnosis, rel: Checked, blk: int) -> bytes | None:
 
 def check_batch(d: Diagnosis, rel: Checked, data: bytes, first: int) -> core.PageBatch:
     """The core's checks of pages the server handed over (no checksum check: the server verified them)."""
-    # the index kinds whose entries carry heap TIDs the core walks: btree leaves, hash bucket and overflow pages, GIN
-    # postings and pending tuples
-    heap = d.heap_of(rel) if rel.relation.is_btree or rel.relation.amname in ("hash", "gin") else None
+    # the index kinds whose entries carry heap TIDs the core walks (btree, GiST and SP-GiST leaves, hash bucket and
+    # overflow pages, GIN postings and pending tuples) are checked against their table's line pointers
+    heap = d.heap_of(rel) if rel.relation.amname in TID_CHECKED_AMS else None
     return core.check_pages(
         data,
         first,

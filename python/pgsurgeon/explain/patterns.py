@@ -198,6 +198,12 @@ def _ordinary(id: str, regex: str, title: str, meaning: str) -> Pattern:
 
 _QUOTED_INDEX = r'index "(?P<index>[^"]+)"'
 
+
+def _constraint_literal(values: dict[str, str]) -> None:
+    """The constraint's name as the inside of an SQL string literal."""
+    values["constraint_sql"] = values["constraint"].replace("'", "''")
+
+
 PATTERNS: tuple[Pattern, ...] = (
     _p(
         "invalid_page",
@@ -564,9 +570,12 @@ PATTERNS: tuple[Pattern, ...] = (
         "index_zero_page",
         _QUOTED_INDEX + r" contains unexpected zero page at block (?P<block>\d+)",
         "an index page is all zeroes",
-        "Block {block} of index {index} is all zeroes where the btree expects a page: the page was zeroed or never "
+        "Block {block} of index {index} is all zeroes where the index expects a page: the page was zeroed or never "
         "written (a crash while the index grew, zero_damaged_pages). An index holds no data of its own.",
-        (ModeRef("zero", (), "on an index (--target index)"),),
+        (
+            ModeRef("zero", (), "on an index (--target index)"),
+            ModeRef("gist", ("downlink",), "--value BLOCK of a zero page"),
+        ),
         (
             _INDEX_TABLE,
             Step("check the table and all its indexes", "pgsurgeon diagnose{conn}{dbopt} -t {index_sh}"),
@@ -1408,6 +1417,31 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         tail="",
     ),
+    # Issue 30, GiST and SP-GiST part.
+    _p(
+        "exclusion_rebuild",
+        r'could not create exclusion constraint "(?P<constraint>[^"]+)"',
+        "an exclusion constraint cannot be rebuilt: rows in the table conflict",
+        "Building (or REINDEXing) the index of exclusion constraint {constraint} found two rows that conflict under "
+        "it. When this is a REINDEX of an index that existed, the damaged old index missed one of them when the other "
+        "was inserted (a GiST downlink or leaf entry pointing elsewhere), and the constraint let it in. The DETAIL "
+        "names the keys; pgsurgeon repair lists every such pair by ctid before it rebuilds the index.",
+        (ModeRef("gist", ("leaf_tid", "downlink"), "then an INSERT of a row that conflicts with the lost entry"),),
+        (
+            Step(
+                "name the table and the index of the constraint",
+                "SELECT conrelid::regclass AS table_name, conindid::regclass AS index_name FROM pg_constraint "
+                "WHERE contype = 'x' AND conname = '{constraint_sql}';",
+                "sql",
+            ),
+            Step(
+                "list the pairs of conflicting rows by ctid (a dry run: nothing is changed)",
+                "pgsurgeon repair{conn}{dbopt} -t TABLE",
+            ),
+        ),
+        derive=_constraint_literal,
+        tail="",
+    ),
     _p(
         "unique_rebuild",
         r'could not create unique index "(?P<index>[^"]+)"',
@@ -1439,6 +1473,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "invalid: the index is damaged (or was left by an incomplete split before 9.1). Rebuild it.",
         (
             ModeRef("btree", ("special",), "on block 0"),
+            ModeRef("spgist", ("meta",)),
             ModeRef("zero", (), "on block 0 of an index"),
             ModeRef("hash", ("metapage",)),
         ),
@@ -1722,6 +1757,7 @@ EXAMPLES: dict[str, str] = {
     "index_zero_page": 'ERROR:  index "orders_pkey" contains unexpected zero page at block 4',
     "index_corrupted_page": 'ERROR:  index "orders_pkey" contains corrupted page at block 1',
     "index_metapage": 'ERROR:  index "orders_pkey" is not a btree',
+    "exclusion_rebuild": 'ERROR:  could not create exclusion constraint "booking_room_during_excl"',
     "btree_amcheck": 'ERROR:  item order invariant violated for index "orders_pkey"',
     "index_missing_row": 'ERROR:  heap tuple (30,1) from table "pg_toast_16434" lacks matching index tuple within '
     'index "pg_toast_16434_index"',

@@ -222,6 +222,8 @@ class Plan:
     copies: list[PageCopy] = field(default_factory=list)
     """Every damaged page offered a good copy (--from-standby): used, or rejected and why."""
     """Relation (regclass text) -> the blocks the repair changes: saved before anything is done."""
+    exclusion_violations: list[dict[str, Any]] = field(default_factory=list)
+    """Per exclusion constraint whose index is rebuilt: the pairs of rows (by ctid) that violate it now."""
 
     @property
     def lost_tids(self) -> list[Tid]:
@@ -257,4 +259,5 @@ class Plan:
             "unrepaired": self.unrepaired,
             "blockers": [{"message": m, "hint": h} for m, h in self.blockers],
             "notes": self.notes,
+            "exclusion_violations": self.exclusion_violations,
         }

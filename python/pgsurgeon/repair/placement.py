@@ -4,6 +4,7 @@ place counted through SQL, so the check after the repair has something to hold t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -199,11 +200,17 @@ def count_in_place(p: Planner, plan: Plan, main: HeapDamage) -> None:
         led.digest = d1 + d2
         led.counted = True
     except db.Error as exc:
+        first = (str(exc).strip().splitlines() or ["error"])[0]
+        meta = re.search(r'index "([^"]+)" is not an SP-GiST index', first)
         p.blockers.append(
             (
-                "the rows the repair leaves in place could not be counted: "
-                + (str(exc).strip().splitlines() or ["error"])[0],
-                "a page the diagnosis did not flag fails to read; run 'pgsurgeon diagnose' on the table and "
+                "the rows the repair leaves in place could not be counted: " + first,
+                # spgGetCache reads the metapage when the planner asks the index what it can return
+                # (spgcanreturn, spgutils.c): every query on the table fails until the index is rebuilt
+                f"the server reads index {meta[1]}'s metapage to plan every query on the table: rebuild it first "
+                f"(REINDEX INDEX CONCURRENTLY {meta[1]}), then repair again"
+                if meta
+                else "a page the diagnosis did not flag fails to read; run 'pgsurgeon diagnose' on the table and "
                 "repair again",
             )
         )

@@ -29,7 +29,7 @@ from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import Column, Relation
 from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
-from pgsurgeon.repair import facts, ledger, pages, placement
+from pgsurgeon.repair import exclusion, facts, ledger, pages, placement
 from pgsurgeon.repair.evidence import Evidence, UniqueKeys, gone_rows, read_evidence
 from pgsurgeon.repair.model import (
     CAUSE_CLEARED,
@@ -423,7 +423,9 @@ class Planner:
         ]
         placement.count_in_place(self, plan, main)
         plan.page_losses = self.account(plan)
-        plan_steps(self, plan, main, tdmg, index_findings)
+        # rows an exclusion constraint should have refused are evidence against its index too: it is rebuilt
+        violated = self.exclusion_check(plan)
+        plan_steps(self, plan, main, tdmg, index_findings + violated)
         surgery = facts.surgery_missing(self.server)
         if surgery is not None and any(st.kind in (KILL, FREEZE) for st in plan.steps):
             self.blockers.append(surgery)
@@ -438,6 +440,32 @@ class Planner:
         plan.blockers = self.blockers
         plan.notes = self.notes
         return plan
+
+    def exclusion_check(self, plan: Plan) -> list[dict[str, Any]]:
+        """The rows that violate each exclusion constraint of the table, listed by ctid: a damaged index lets them
+        in, and its REINDEX fails on them. A blocker while there are any; the constraints violated, as evidence for
+        the REINDEX."""
+        ctx = self.ctx
+        excl = {r.regclass for r in ctx.rels if r.relkind == "i" and r.exclusion}
+        if not excl:
+            return []
+        ctx.progress("comparing the rows under the exclusion constraints (sequential scans)")
+        violated: list[dict[str, Any]] = []
+        for v in exclusion.violations(ctx.conn, ctx.table.oid, ctx.table.ident(), excl):
+            plan.exclusion_violations.append(v.to_json())
+            if v.error is not None:
+                self.notes.append(f"exclusion constraint {v.constraint}: {v.error}")
+            elif v.count:
+                violated.append({"relation": v.index, "code": "exclusion", "constraint": v.constraint})
+                self.blockers.append(
+                    (
+                        f"{v.count} pair(s) of rows violate exclusion constraint {v.constraint}, which its damaged "
+                        f"index {v.index} let in: REINDEX would fail",
+                        "delete or change one row of each pair listed (by ctid) under exclusion violations, then run "
+                        "repair again",
+                    )
+                )
+        return violated
 
     def account(self, plan: Plan) -> list[dict[str, Any]]:
         """The loss account of the pages whose rows the ledger loses, in the words every command uses (read from

@@ -130,6 +130,13 @@ def plan_lines(plan: Plan, *, executing: bool, run_dir: str | None) -> list[str]
             out.append(f"  {k['relation']} {k['ctid']}: {k['reason'][:160]}")
     if plan.toast_lost:
         out.append(f"TOAST chunks removed: {len(plan.toast_lost)} ({tid_ranges([x.tid for x in plan.toast_lost], 10)})")
+    for v in plan.exclusion_violations:
+        if v["count"]:
+            out.append("")
+            out.append(f"exclusion violations: {v['count']} pair(s) of rows violate {v['constraint']} (by ctid):")
+            out += [f"  {a} and {b}" for a, b in v["pairs"][:30]]
+            if v["count"] > len(v["pairs"][:30]):
+                out.append(f"  … {v['count'] - len(v['pairs'][:30])} more; all of them: {v['query']}")
     for u in plan.unrepaired:
         out.append(f"not repaired: {u}")
     for note in plan.notes:

@@ -36,7 +36,8 @@ class Mode:
     summary: str
     default_target: str = TARGET_TABLE
     page_kind: str | None = None
-    """``heap``, ``btree``, ``hash`` or ``brin`` when the mode only makes sense on that page kind."""
+    """``heap``, ``btree``, ``gin``, ``gist``, ``spgist``, ``hash`` or ``brin`` when the mode only makes sense on that
+    page kind."""
     fields: tuple[str, ...] = ()
     """The first is the default."""
     item_fields: tuple[str, ...] = ()
@@ -146,6 +147,27 @@ def _build() -> dict[str, Mode]:
             page_kind="gin",
             fields=f["gin"],
             value_fields=("entry-leaf", "entry-internal", "metapage"),
+        ),
+        # Issue 30, GiST and SP-GiST part.
+        Mode(
+            "gist",
+            UNIT_PAGE,
+            "a GiST page: an inner page's downlink, a leaf's heap TID, the right-link, the NSN or the flags",
+            default_target=TARGET_INDEX,
+            page_kind="gist",
+            fields=f["gist"],
+            value_fields=("downlink", "rightlink", "nsn", "flags"),
+            tid_fields=("leaf_tid",),
+        ),
+        Mode(
+            "spgist",
+            UNIT_PAGE,
+            "an SP-GiST page: an inner tuple's node downlink, a leaf chain's nextOffset, the metapage's magic number",
+            default_target=TARGET_INDEX,
+            page_kind="spgist",
+            fields=f["spgist"],
+            value_fields=("leaf_chain", "meta"),
+            tid_fields=("inner",),
         ),
         Mode("checksum", UNIT_PAGE, "pd_checksum alone (the data stays intact)", value_fields=(None,)),
         Mode("zero", UNIT_PAGE, "the whole page zeroed"),

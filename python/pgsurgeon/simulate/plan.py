@@ -322,7 +322,7 @@ def _plan_pages(
         report = pages.report(block)
         if req.block is None and not _page_candidate(mode, fieldname, report):
             continue
-        hint = hints["own"] if mode.name in ("btree", "gin", "hash") else None
+        hint = hints["own"] if mode.name in ("btree", "gin", "gist", "spgist", "hash") else None
         if mode.name == "hash" and fieldname == "bitmap":
             hint = _hash_overflow_bits(pages.read(0))
         spec = _spec(req, mode, fieldname, inj.stream, nblocks=hint)

@@ -21,7 +21,7 @@ from pgsurgeon.simulate.modes import (
 )
 
 # The page kinds the injectors decode; other access methods' pages are damaged as bytes.
-_INJECTED_KINDS = ("heap", "btree", "gin", "hash", "brin")
+_INJECTED_KINDS = ("heap", "btree", "gin", "gist", "spgist", "hash", "brin")
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Target:
     role: str
     """table, toast, toast-index, index, or file (given by path)."""
     kind: str | None
-    """Page kind: heap, btree, hash, brin, or None for access methods the injectors do not decode."""
+    """Page kind: heap, btree, gin, gist, spgist, hash, brin, or None for access methods the injectors do not decode."""
     path: Path
     rel: Relation | None = None
     attrs: list[Column] | None = None

@@ -119,6 +119,19 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::IndexBrinPageType => INDEX_BRIN_PAGE_TYPE,
         Code::IndexBrinRevmap | Code::IndexBrinTuple => INDEX_BRIN_RANGE_MAP,
         Code::IndexBrinUnreferenced => INDEX_BRIN_UNREFERENCED,
+        // Issue 30, GiST and SP-GiST part.
+        Code::IndexGistFlags => INDEX_GIST_FLAGS,
+        Code::IndexGistNsn => INDEX_GIST_NSN,
+        Code::IndexGistFollowRight => INDEX_GIST_FOLLOW_RIGHT,
+        Code::IndexGistTuple => INDEX_GIST_TUPLE,
+        Code::IndexGistDownlink => INDEX_GIST_DOWNLINK,
+        Code::IndexGistRightlink => INDEX_GIST_RIGHTLINK,
+        Code::IndexGistUnreachable | Code::IndexSpgistUnreachable => INDEX_UNREACHABLE,
+        Code::IndexSpgistMeta => INDEX_SPGIST_META,
+        Code::IndexSpgistCounts => INDEX_SPGIST_COUNTS,
+        Code::IndexSpgistPage | Code::IndexSpgistTuple | Code::IndexSpgistInner => INDEX_SPGIST_TUPLE,
+        Code::IndexSpgistLeafChain => INDEX_SPGIST_LEAF_CHAIN,
+        Code::IndexSpgistDownlink => INDEX_SPGIST_DOWNLINK,
     }
 }
 
@@ -895,4 +908,99 @@ const INDEX_BRIN_UNREFERENCED: CodeInfo = CodeInfo {
     severity: Severity::Warning,
     pg_error: "",
     remedy: "space is lost in the index but no scan is wrong: REINDEX when convenient",
+};
+
+// Issue 30, GiST and SP-GiST part (access/gist*.c, access/spgist*.c).
+
+const INDEX_GIST_FLAGS: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none, but scans go wrong: a leaf read as an inner page follows heap TIDs as downlinks (could not read \
+block N), an inner page read as a leaf returns downlinks as rows, a deleted page loses its entries",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIST_NSN: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none: index scans take the page for one split concurrently, follow its right-link and return the \
+right sibling's rows twice",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIST_FOLLOW_RIGHT: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Warning,
+    pg_error: "none: the next insert that passes completes the split (LOG: fixing incomplete split in index \"I\", \
+block N)",
+    remedy: "left by a crash in the middle of a page split, which the server finishes by itself; if it stays, \
+REINDEX INDEX CONCURRENTLY rebuilds the index",
+};
+
+const INDEX_GIST_TUPLE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains an inner tuple marked as invalid, could not read block N of a heap or index \
+file, or scans that return wrong rows",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIST_DOWNLINK: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" contains unexpected zero page at block N, index \"I\" contains corrupted page at block N, \
+could not read block N in file F, or scans that miss or repeat rows",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_GIST_RIGHTLINK: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "could not read block N in file F when a scan or insert follows it after a split, or scans that \
+repeat or miss rows",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_UNREACHABLE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "none: index scans silently miss these entries' rows (an exclusion constraint no longer sees them)",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_SPGIST_META: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "index \"I\" is not an SP-GiST index",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_SPGIST_COUNTS: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Warning,
+    pg_error: "none: an insert that trusts the count and finds no placeholder resets it and adds a new item",
+    remedy: "harmless alone, but the page was written wrong: look for other damage on it (pgsurgeon inspect), and \
+REINDEX INDEX CONCURRENTLY if there is any",
+};
+
+const INDEX_SPGIST_TUPLE: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "unexpected SPGiST tuple state: N, or scans that return wrong rows or crash the backend",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_SPGIST_LEAF_CHAIN: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "inconsistent tuple chain links in page N of index \"I\" (VACUUM), unexpected SPGiST tuple state: N, \
+or scans that miss rows or never end",
+    remedy: REMEDY_INDEX,
+};
+
+const INDEX_SPGIST_DOWNLINK: CodeInfo = CodeInfo {
+    area: Area::Index,
+    severity: Severity::Error,
+    pg_error: "unexpected SPGiST tuple state: N, could not read block N in file F, or scans that miss rows",
+    remedy: REMEDY_INDEX,
 };

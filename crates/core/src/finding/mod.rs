@@ -337,6 +337,37 @@ pub enum Code {
     AmcheckGin,
     /// `index.gin_right_link`
     IndexGinRightLink,
+    // Issue 30, GiST and SP-GiST part.
+    /// `index.gist_flags`
+    IndexGistFlags,
+    /// `index.gist_nsn`
+    IndexGistNsn,
+    /// `index.gist_follow_right`
+    IndexGistFollowRight,
+    /// `index.gist_tuple`
+    IndexGistTuple,
+    /// `index.gist_downlink`
+    IndexGistDownlink,
+    /// `index.gist_rightlink`
+    IndexGistRightlink,
+    /// `index.gist_unreachable`
+    IndexGistUnreachable,
+    /// `index.spgist_meta`
+    IndexSpgistMeta,
+    /// `index.spgist_page`
+    IndexSpgistPage,
+    /// `index.spgist_counts`
+    IndexSpgistCounts,
+    /// `index.spgist_tuple`
+    IndexSpgistTuple,
+    /// `index.spgist_inner`
+    IndexSpgistInner,
+    /// `index.spgist_leaf_chain`
+    IndexSpgistLeafChain,
+    /// `index.spgist_downlink`
+    IndexSpgistDownlink,
+    /// `index.spgist_unreachable`
+    IndexSpgistUnreachable,
 }
 
 impl Code {
@@ -468,6 +499,22 @@ impl Code {
         Code::IndexGinPendingList,
         Code::AmcheckGin,
         Code::IndexGinRightLink,
+        // Issue 30, GiST and SP-GiST part.
+        Code::IndexGistFlags,
+        Code::IndexGistNsn,
+        Code::IndexGistFollowRight,
+        Code::IndexGistTuple,
+        Code::IndexGistDownlink,
+        Code::IndexGistRightlink,
+        Code::IndexGistUnreachable,
+        Code::IndexSpgistMeta,
+        Code::IndexSpgistPage,
+        Code::IndexSpgistCounts,
+        Code::IndexSpgistTuple,
+        Code::IndexSpgistInner,
+        Code::IndexSpgistLeafChain,
+        Code::IndexSpgistDownlink,
+        Code::IndexSpgistUnreachable,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -600,6 +647,22 @@ impl Code {
             Code::IndexGinPendingList => "index.gin_pending_list",
             Code::AmcheckGin => "amcheck.gin",
             Code::IndexGinRightLink => "index.gin_right_link",
+            // Issue 30, GiST and SP-GiST part.
+            Code::IndexGistFlags => "index.gist_flags",
+            Code::IndexGistNsn => "index.gist_nsn",
+            Code::IndexGistFollowRight => "index.gist_follow_right",
+            Code::IndexGistTuple => "index.gist_tuple",
+            Code::IndexGistDownlink => "index.gist_downlink",
+            Code::IndexGistRightlink => "index.gist_rightlink",
+            Code::IndexGistUnreachable => "index.gist_unreachable",
+            Code::IndexSpgistMeta => "index.spgist_meta",
+            Code::IndexSpgistPage => "index.spgist_page",
+            Code::IndexSpgistCounts => "index.spgist_counts",
+            Code::IndexSpgistTuple => "index.spgist_tuple",
+            Code::IndexSpgistInner => "index.spgist_inner",
+            Code::IndexSpgistLeafChain => "index.spgist_leaf_chain",
+            Code::IndexSpgistDownlink => "index.spgist_downlink",
+            Code::IndexSpgistUnreachable => "index.spgist_unreachable",
         }
     }
 

@@ -7,12 +7,7 @@ use super::pages::{index_items, Definitions, TupleFigures};
 use crate::format::bytes::u16_at;
 use crate::format::page::Page;
 
-/// MAXALIGN(sizeof(GISTPageOpaqueData)) (access/gist.h): nsn, rightlink, flags, page id.
-pub const GIST_SPECIAL_SIZE: usize = 16;
-/// Where `flags` lies in the special space (access/gist.h, GISTPageOpaqueData).
-const GIST_FLAGS_OFFSET: usize = 12;
-/// `F_LEAF` (access/gist.h).
-pub const F_LEAF: u16 = 1 << 0;
+pub use crate::format::gist::{F_LEAF, GIST_FLAGS_OFFSET, GIST_SPECIAL_SIZE};
 /// `GIST_ROOT_BLKNO` (access/gist_private.h): pgstattuple starts after it, so the root is never counted, not
 /// even when it is the only leaf.
 pub const GIST_ROOT_BLKNO: u64 = 0;

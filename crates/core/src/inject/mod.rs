@@ -7,8 +7,8 @@
 //! (truncated or missing segments) is done by the caller; it needs no page logic.
 //!
 //! The injectors are grouped by what they damage: `page` (the header, line pointers, whole pages), `heap` (tuple
-//! headers and data), `toast` (TOAST chunks), `btree`, `gin` and `hashbrin` (index pages), over the byte-level helpers
-//! in `fields`.
+//! headers and data), `toast` (TOAST chunks), `btree`, `gin`, `gist` (also SP-GiST) and `hashbrin` (index pages),
+//! over the byte-level helpers in `fields`.
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -20,6 +20,7 @@ use crate::format::page::{PageHeaderData, SIZE_OF_PAGE_HEADER_DATA};
 mod btree;
 mod fields;
 mod gin;
+mod gist;
 mod hashbrin;
 mod heap;
 mod page;
@@ -246,6 +247,14 @@ pub const MODES: &[ModeInfo] = &[
     },
     ModeInfo { mode: "brin", fields: &["metapage", "revmap", "regular"], needs_item: false, needs_source: false },
     ModeInfo { mode: "gin", fields: gin::FIELDS, needs_item: false, needs_source: false },
+    // Issue 30, GiST and SP-GiST part.
+    ModeInfo {
+        mode: "gist",
+        fields: &["downlink", "leaf_tid", "rightlink", "nsn", "flags"],
+        needs_item: false,
+        needs_source: false,
+    },
+    ModeInfo { mode: "spgist", fields: &["inner", "leaf_chain", "meta"], needs_item: false, needs_source: false },
     ModeInfo { mode: "checksum", fields: &[], needs_item: false, needs_source: false },
     ModeInfo { mode: "zero", fields: &[], needs_item: false, needs_source: false },
     ModeInfo { mode: "torn", fields: &[], needs_item: false, needs_source: true },
@@ -357,6 +366,8 @@ fn apply(page: &mut [u8], blkno: u32, spec: &DamageSpec, rng: &mut Rng, source: 
         "hash" => hashbrin::hash(page, item, field, spec, rng),
         "brin" => hashbrin::brin(page, field, spec, rng),
         "gin" => gin::gin(page, field, spec, rng),
+        "gist" => gist::gist(page, field, spec, rng),
+        "spgist" => gist::spgist(page, blkno, field, spec, rng),
         "checksum" => page::checksum(page, blkno, spec, rng),
         "zero" => {
             page.fill(0);

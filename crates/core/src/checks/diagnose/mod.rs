@@ -10,7 +10,7 @@ pub mod allindexed;
 use serde::Serialize;
 
 use crate::checks::page::{check_page_in, HeapContext};
-use crate::checks::scan::{for_each_gin_tid, for_each_hash_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use crate::checks::scan::{for_each_index_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use crate::finding::{Area, Code, Finding, Severity};
 use crate::format::page::{Page, PageKind};
 
@@ -118,8 +118,13 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
         if kind == PageKind::Heap && cfg.collect_lp && lps_sound {
             out.lp.page(block, &page);
         }
-        if let (PageKind::Btree | PageKind::Hash | PageKind::Gin, Some(map), false) = (kind, heap, damaged) {
-            for_each_entry_tid(&page, |off, tid| {
+        if let (
+            PageKind::Btree | PageKind::Hash | PageKind::Gin | PageKind::Gist | PageKind::SpGist,
+            Some(map),
+            false,
+        ) = (kind, heap, damaged)
+        {
+            for_each_index_tid(&page, kind, |off, tid| {
                 let past_end = match map.map.target(tid) {
                     TidTarget::PastEnd => true,
                     TidTarget::Unused | TidTarget::Zero => false,
@@ -138,24 +143,19 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     out
 }
 
-/// The heap TIDs of an index page's live entries (a btree leaf, a hash bucket or overflow page, a GIN page's postings
-/// and pending tuples): (entry's line pointer, 0 on a posting tree leaf, heap block, heap item).
+/// The heap TIDs of an index page's live entries, the kind told by the special space (a btree leaf, GiST or SP-GiST
+/// leaf, a hash bucket or overflow page, a GIN page's postings and pending tuples): (entry's line pointer, 0 on a GIN
+/// posting tree leaf, heap block, heap item).
 pub fn leaf_tids(data: &[u8]) -> Vec<(u16, u32, u16)> {
     let mut out = Vec::new();
     if let Some(page) = Page::new(data) {
-        for_each_entry_tid(&page, |off, tid| out.push((off, tid.block, tid.offset)));
+        let kind = match PageKind::guess(&page) {
+            k @ (PageKind::Gist | PageKind::SpGist | PageKind::Hash | PageKind::Gin) => k,
+            _ => PageKind::Btree,
+        };
+        for_each_index_tid(&page, kind, |off, tid| out.push((off, tid.block, tid.offset)));
     }
     out
-}
-
-/// Every live entry's heap TID of an index page that has them: a btree leaf, a hash bucket or overflow page, or a
-/// GIN page (told apart by the special space).
-fn for_each_entry_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
-    match PageKind::guess(page) {
-        PageKind::Hash => for_each_hash_tid(page, f),
-        PageKind::Gin => for_each_gin_tid(page, f),
-        _ => for_each_leaf_tid(page, |off, _, tid| f(off, tid)),
-    }
 }
 
 /// (heap block, heap item, key bytes) of every live entry of a btree leaf page, the key as pageinspect's

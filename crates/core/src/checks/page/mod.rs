@@ -702,10 +702,12 @@ pub fn check_page_in(
                 out.extend(check_line_pointers(page, kind, block));
             }
         }
-        // GiST and sequence pages hold ordinary items. The maps keep other structures between the header and
-        // pd_lower, so only their headers are checked. Hash, BRIN and GIN pages are judged by their type (their own
-        // files); a header the server refuses says enough.
-        PageKind::Gist | PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
+        // Sequence pages hold ordinary items. The maps keep other structures between the header and pd_lower, so
+        // only their headers are checked. Index pages are judged by their type (their own files); a header the
+        // server refuses says enough.
+        PageKind::Sequence => out.extend(check_line_pointers(page, kind, block)),
+        PageKind::Gist => out.extend(gist::check_gist_page(page, block)),
+        PageKind::SpGist => out.extend(spgist::check_spgist_page(page, block)),
         PageKind::Hash if header_sane => out.extend(hash::check_hash_page(page, block)),
         PageKind::Brin if header_sane => out.extend(brin::check_brin_page(page, block)),
         PageKind::Gin if header_sane => out.extend(gin::check_gin_page(page, block, ctx.nblocks, ctx.gin_key)),
@@ -716,5 +718,8 @@ pub fn check_page_in(
 
 pub mod brin;
 pub mod hash;
+pub mod gist;
+pub mod spgist;
+
 #[cfg(test)]
 mod tests;

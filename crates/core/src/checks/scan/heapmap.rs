@@ -177,3 +177,23 @@ pub(crate) fn for_each_leaf_tid<'a>(
         }
     }
 }
+
+/// The heap TIDs of the live entries of an index page of `kind` (btree, GiST and SP-GiST leaves, hash bucket and
+/// overflow pages, GIN postings and pending tuples), with the line pointer of each entry (0 on a GIN posting tree
+/// leaf, whose items have none); nothing for other kinds and for inner pages.
+pub(crate) fn for_each_index_tid(
+    page: &Page<'_>,
+    kind: crate::format::page::PageKind,
+    mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData),
+) {
+    use crate::checks::page::{gist::for_each_gist_leaf_tid, spgist::for_each_spgist_leaf_tid};
+    use crate::format::page::PageKind;
+    match kind {
+        PageKind::Btree => for_each_leaf_tid(page, |off, _, tid| f(off, tid)),
+        PageKind::Gist => for_each_gist_leaf_tid(page, f),
+        PageKind::SpGist => for_each_spgist_leaf_tid(page, f),
+        PageKind::Hash => super::hashbrin::for_each_hash_tid(page, f),
+        PageKind::Gin => super::gin::for_each_gin_tid(page, f),
+        _ => {}
+    }
+}

@@ -24,6 +24,7 @@ use crate::visibility::transam::Horizons;
 mod bookkeeping;
 mod fsm;
 mod gin;
+mod gist;
 mod hashbrin;
 mod heapmap;
 mod pool;
@@ -32,9 +33,7 @@ mod result;
 mod unit;
 
 pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
-pub(crate) use gin::for_each_gin_tid;
-pub(crate) use hashbrin::for_each_hash_tid;
-pub(crate) use heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+pub(crate) use heapmap::{for_each_index_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use pool::scan_on_pool;
 
 /// Blocks read per work unit (2 MB with 8 KB pages): large sequential reads, many units to share.

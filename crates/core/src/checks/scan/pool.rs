@@ -41,8 +41,12 @@ impl Plan {
             .map(|(i, r)| {
                 let heap = meta.get(&key_of(r)).and_then(|m| m.heap)?;
                 let hi = *main_index.get(&heap)?;
-                (r.fork == Fork::Main && matches!(ctx.kinds[i], Some(PageKind::Btree | PageKind::Hash | PageKind::Gin)))
-                    .then_some(hi)
+                (r.fork == Fork::Main
+                    && matches!(
+                        ctx.kinds[i],
+                        Some(PageKind::Btree | PageKind::Hash | PageKind::Gin | PageKind::Gist | PageKind::SpGist)
+                    ))
+                .then_some(hi)
             })
             .collect();
         let mut collect_lp = vec![false; relations.len()];

@@ -53,6 +53,9 @@ pub(super) fn relation_checks(
         let meta = chunks.iter().find_map(|c| c.gin_meta);
         super::gin::gin_checks(&mut out, &gin, meta.as_ref(), skipped);
     }
+    if matches!(kind, Some(PageKind::Gist | PageKind::SpGist)) && rel.fork == Fork::Main {
+        super::gist::relation_checks(&mut out, chunks, rel_nblocks, skipped);
+    }
     out
 }
 

@@ -8,7 +8,7 @@ use crate::error::io_reason;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::heapmap::{for_each_leaf_tid, HeapMap, LpRun, TidTarget};
+use super::heapmap::{for_each_index_tid, HeapMap, LpRun, TidTarget};
 use super::{Progress, RelMeta, ScanOptions};
 use crate::checks::page::gin::GinKeyKind;
 use crate::checks::page::{check_page_in, HeapContext};
@@ -80,6 +80,8 @@ pub(super) struct ChunkSummary {
     pub(super) book: super::bookkeeping::BookAcc,
     /// Hash and BRIN pages: what the relation-wide checks of those indexes need.
     pub(super) am: super::hashbrin::AmPages,
+    /// GiST and SP-GiST pages: their links, for the relation-wide checks.
+    pub(super) gist: super::gist::GistAcc,
 }
 
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
@@ -284,7 +286,12 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);
     }
-    if let (Some(h), PageKind::Btree | PageKind::Hash | PageKind::Gin, true) = (s.heap, page_kind, sane) {
+    if let (
+        Some(h),
+        PageKind::Btree | PageKind::Hash | PageKind::Gin | PageKind::Gist | PageKind::SpGist,
+        true,
+    ) = (s.heap, page_kind, sane)
+    {
         check_leaf_tids(page, page_kind, block, h, out);
     }
     if sane && s.fork == Fork::Main {
@@ -313,6 +320,7 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
                 }
             }
         }
+        PageKind::Gist | PageKind::SpGist if sane => out.gist.page(page_kind, block, page),
         _ => {}
     }
     if let Some(lsn) = opts.clean_shutdown_lsn {
@@ -369,7 +377,8 @@ fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSumm
     }
 }
 
-/// Every heap TID on a btree leaf page (or a hash bucket or overflow page) against the heap's line pointers: past the heap's end
+/// Every heap TID on an index page (btree, GiST, SP-GiST leaf; hash bucket or overflow; GIN) against the heap's line
+/// pointers: past the heap's end
 /// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
 /// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
 fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
@@ -384,7 +393,7 @@ fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, 
         }
         reported += 1;
     };
-    let mut visit = |off: u16, tid: &crate::format::heap::ItemPointerData| match heap.target(tid) {
+    for_each_index_tid(page, kind, |off, tid| match heap.target(tid) {
         TidTarget::PastEnd => report(
             out,
             Code::IndexTidBeyondHeap,
@@ -402,12 +411,7 @@ fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, 
             report(out, Code::IndexTidUnused, off, format!("points to heap {tid}, an unused or missing line pointer"))
         }
         TidTarget::Unknown | TidTarget::Used => {}
-    };
-    match kind {
-        PageKind::Hash => super::hashbrin::for_each_hash_tid(page, |off, tid| visit(off, tid)),
-        PageKind::Gin => super::gin::for_each_gin_tid(page, |off, tid| visit(off, tid)),
-        _ => for_each_leaf_tid(page, |off, _, tid| visit(off, tid)),
-    }
+    });
     if reported > 16 {
         out.findings.push(Finding::new(
             summary_code,
