@@ -295,6 +295,13 @@ pub enum Code {
     IndexSpecialSize,
     /// `index.bad_cycle_id`
     IndexBadCycleId,
+    // issue 30, visibility map and free space map part
+    /// `vm.all_visible_wrong`
+    VmAllVisibleWrong,
+    /// `vm.all_frozen_wrong`
+    VmAllFrozenWrong,
+    /// `fsm.tree_inconsistent`
+    FsmTreeInconsistent,
 }
 
 impl Code {
@@ -404,6 +411,10 @@ impl Code {
         Code::FileTimelineHistory,
         Code::IndexSpecialSize,
         Code::IndexBadCycleId,
+        // issue 30, visibility map and free space map part
+        Code::VmAllVisibleWrong,
+        Code::VmAllFrozenWrong,
+        Code::FsmTreeInconsistent,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -514,6 +525,10 @@ impl Code {
             Code::FileTimelineHistory => "file.timeline_history",
             Code::IndexSpecialSize => "index.special_size",
             Code::IndexBadCycleId => "index.bad_cycle_id",
+            // issue 30, visibility map and free space map part
+            Code::VmAllVisibleWrong => "vm.all_visible_wrong",
+            Code::VmAllFrozenWrong => "vm.all_frozen_wrong",
+            Code::FsmTreeInconsistent => "fsm.tree_inconsistent",
         }
     }
 
