@@ -84,3 +84,64 @@ def test_a_vm_bit_over_an_aborted_insert(lab: LabCluster, tmp_path: Path) -> Non
     }, vm
     visible = next(f for f in vm if f["code"] == "vm.all_visible_wrong")
     assert "1 of its tuples" in visible["message"] and "aborted" in visible["message"], visible
+
+
+def diagnose(lab: LabCluster) -> dict[str, Any]:
+    code, out, err = cli("diagnose", "--dsn", lab.dsn(), "--pgdata", str(lab.pgdata), "--format", "json")
+    assert code in (0, 2), err
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def check_visible(lab: LabCluster) -> set[tuple[str, str]]:
+    rows = sql(
+        lab,
+        f"SELECT 'visible', t_ctid::text FROM pg_check_visible('{TABLE}') "
+        f"UNION ALL SELECT 'frozen', t_ctid::text FROM pg_check_frozen('{TABLE}')",
+    )
+    return {(str(a), str(b)) for a, b in rows}
+
+
+@pytest.mark.parametrize("method", ["file", "sql"])
+def test_the_aborted_row_online_and_repaired(lab: LabCluster, tmp_path: Path, method: str) -> None:
+    block = build(lab)
+    sql(lab, *(f"CREATE EXTENSION {e}" for e in ("pg_visibility", "amcheck", "pageinspect", "pg_surgery")))
+    corrupt(lab, "vm", "--field", "all-frozen", "--block", str(block), manifest=tmp_path / "m.json")
+    # pg_visibility names the aborted tuple (and, for all-frozen, every tuple of the page: none is frozen)
+    theirs = check_visible(lab)
+    assert {c for k, c in theirs if k == "visible"} == {f"({block},{n})" for n in _aborted_lp(lab, block)}
+    doc = diagnose(lab)
+    vm = [f for f in doc["findings"] if str(f["code"]).startswith("vm.")]
+    assert {(f["code"], f["block"], f["relation"]) for f in vm} == {
+        ("vm.all_visible_wrong", block, TABLE),
+        ("vm.all_frozen_wrong", block, TABLE),
+    }, vm
+    assert all(f["source"] == "scan" for f in vm), vm  # found in the files, not added from pg_visibility
+    # every table of the database: pg_check_visible and pg_check_frozen name what the files name, nothing else
+    note = doc["summary"]["visibility"]
+    assert note.startswith("pg_visibility: pg_check_visible and pg_check_frozen agree") and ";" not in note, note
+    assert ios_count(lab) == 1
+    # repair: planned (dry run), then executed
+    args = ["repair", "--dsn", lab.dsn(), "--table", TABLE, "--skip-salvage", "--method", method, "--format", "json"]
+    code, out, err = cli(*args)
+    assert code == 0, err
+    kinds = [s["kind"] for s in json.loads(out)["steps"]]
+    assert ("clear-visibility-map" in kinds) == (method == "file") and "vacuum" in kinds, kinds
+    code, out, err = cli(*args, "--execute", "--yes", "--run-dir", str(tmp_path / "run"))
+    assert code == 0, err + out
+    assert ios_count(lab) == 0
+    assert check_visible(lab) == set()
+    lab.stop()
+    code, findings = scan(lab)
+    assert code == 0 and not [f for f in findings if f["severity"] == "error"], findings
+
+
+def _aborted_lp(lab: LabCluster, block: int) -> set[int]:
+    """The line pointers of ``block`` holding the aborted row (pageinspect: its xmin's status)."""
+    sql(lab, "CREATE EXTENSION IF NOT EXISTS pageinspect")
+    rows = sql(
+        lab,
+        f"SELECT lp FROM heap_page_items(get_raw_page('{TABLE}', {block})) "
+        "WHERE t_xmin IS NOT NULL AND pg_xact_status(t_xmin::text::xid8) = 'aborted'",
+    )
+    return {int(r[0]) for r in rows}

@@ -23,6 +23,7 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, KEPT_APART
+from pgsurgeon.repair.maps import VM_CLEAR
 from pgsurgeon.repair.model import (
     CARVE,
     CHECK,
@@ -36,6 +37,7 @@ from pgsurgeon.repair.model import (
     SAVE_PAGES,
     VACUUM,
     VERIFY,
+    VM_FILE,
     ZERO_FILE,
     PageWrite,
     Plan,
@@ -127,6 +129,7 @@ class Executor:
             KILL: self.surgery,
             ZERO_FILE: self.write_pages,
             CLEAR_LPS: self.write_pages,
+            VM_FILE: self.write_pages,
             REWRITE_SQL: self.plain_sql,
             REINDEX: self.reindex,
             VACUUM: self.plain_sql,
@@ -387,7 +390,13 @@ class Executor:
             "relation": {"name": self.plan.table, "role": "table", "kind": "heap", "file": self.ctx.table.filepath},
             "notes": [
                 f"{w.relation} block {w.block}: "
-                + ("zeroed" if w.action == "zero" else f"line pointers {w.lps} cleared")
+                + (
+                    "zeroed"
+                    if w.action == "zero"
+                    else "visibility map bits cleared"
+                    if w.action == VM_CLEAR
+                    else f"line pointers {w.lps} cleared"
+                )
                 for w in step.writes
             ],
             "warnings": [],
@@ -407,6 +416,9 @@ class Executor:
 
         vm_clear: dict[str, set[int]] = {}
         for w in writes:
+            if w.action == VM_CLEAR:
+                vm_clear.setdefault(w.file, set()).add(w.block)
+                continue
             old = _read(pgdata / w.file, w.offset, bs)
             if old is None or len(old) != bs:
                 raise PgSurgeonError(f"{w.file} block {w.block} cannot be read for the page write; nothing written")
@@ -440,7 +452,7 @@ class Executor:
                 if checksums:
                     _set_checksum(page, vm_blk)
                 if bytes(page) != old:
-                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits of zeroed blocks")
+                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits cleared")
         return changes, records
 
     # ------------------------------------------------------------------ reinsert and verify

@@ -412,6 +412,8 @@ class Planner:
                 continue
             if str(f["code"]).startswith("index.") or f["code"] == "server.timeout":
                 continue  # the indexes answer for these (REINDEX)
+            if str(f["code"]).startswith(("vm.", "fsm.")):
+                continue  # the map is wrong, not the page (repair/maps.py)
             if f.get("fork", "main") != "main" or int(f["block"]) >= rel.nblocks:
                 continue
             blocks.setdefault(int(f["block"]), []).append(f)

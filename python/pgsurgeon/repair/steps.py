@@ -12,6 +12,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair import facts
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE
+from pgsurgeon.repair.maps import VM_CLEAR, vm_blocks, vm_writes
 from pgsurgeon.repair.model import (
     CARVE,
     CAUSE_CLEARED,
@@ -29,6 +30,7 @@ from pgsurgeon.repair.model import (
     SAVE_PAGES,
     VACUUM,
     VERIFY,
+    VM_FILE,
     ZERO_FILE,
     PageWrite,
     Plan,
@@ -63,10 +65,13 @@ def plan_steps(
     tuplework = any(d.kill or d.freeze for d in heaps)
     gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
     reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
-    if not (pagework or tuplework or reindex):
+    wrong_vm = vm_blocks(plan.findings, plan.table)
+    if not (pagework or tuplework or reindex or wrong_vm):
         plan.steps = []
         return
     rewrite = plan.method == METHOD_SQL and pagework
+    # wrong visibility map bits: cleared in the file where pages are written anyway, else the map truncated online
+    file_vm = bool(wrong_vm) and plan.method != METHOD_SQL and not rewrite
 
     def add(step: Step) -> Step:
         step.id = str(len(steps) + 1)
@@ -77,13 +82,15 @@ def plan_steps(
     _save_steps(add, plan, heaps)
     _freeze_steps(p, add, heaps)
     _kill_steps(p, add, plan, main, heaps, rewrite)
-    if pagework and not rewrite:
-        _file_write_step(p, add, plan, heaps)
+    if (pagework and not rewrite) or file_vm:
+        _file_write_step(p, add, plan, heaps, vm_writes(p, wrong_vm) if file_vm else [])
     if rewrite:
         _rewrite_step(p, add, plan, heaps)
     if reindex and not rewrite:
         _reindex_step(p, add, plan)
-    _visibility_steps(p, add, plan, heaps, pagework, rewrite)
+    _visibility_steps(
+        p, add, plan, heaps, pagework or bool(wrong_vm), rewrite, online_vm=bool(wrong_vm) and not file_vm
+    )
     _reinsert_step(p, add, plan)
     _check_steps(add, plan)
     plan.steps = steps
@@ -187,9 +194,9 @@ def _kill_steps(p: Planner, add: _Add, plan: Plan, main: HeapDamage, heaps: list
                     loss.step = step.id
 
 
-def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
+def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], vm: list[PageWrite]) -> None:
     ctx = p.ctx
-    writes: list[PageWrite] = []
+    writes: list[PageWrite] = list(vm)
     for d in heaps:
         for blk in sorted(d.zero):
             writes.append(page_write(p, d, blk, "zero"))
@@ -198,7 +205,7 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
                 writes.append(page_write(p, d, blk, "clear", sorted(lps)))
     lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
     kinds = {w.action for w in writes}
-    kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS
+    kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS if "clear" in kinds else VM_FILE
     stop = (
         f"lab cluster {ctx.lab.name} is stopped and started again around it"
         if ctx.lab is not None
@@ -209,10 +216,7 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
             "",
             kind,
             f"write {len(writes)} page(s) in the relation files: "
-            + ", ".join(
-                f"{w.relation} block {w.block} " + ("zeroed" if w.action == "zero" else f"lps {w.lps} cleared")
-                for w in writes[:6]
-            )
+            + ", ".join(f"{w.relation} block {w.block} " + _write_words(w) for w in writes[:6])
             + (" …" if len(writes) > 6 else ""),
             relation=plan.table,
             writes=writes,
@@ -225,6 +229,14 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
     for loss in plan.lost:
         if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
             loss.step = step.id
+
+
+def _write_words(w: PageWrite) -> str:
+    if w.action == "zero":
+        return "zeroed"
+    if w.action == VM_CLEAR:
+        return "visibility map bits cleared"
+    return f"lps {w.lps} cleared"
 
 
 def _rewrite_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
@@ -288,7 +300,7 @@ def _reindex_step(p: Planner, add: _Add, plan: Plan) -> None:
 
 
 def _visibility_steps(
-    p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], pagework: bool, rewrite: bool
+    p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], pagework: bool, rewrite: bool, online_vm: bool
 ) -> None:
     ctx = p.ctx
     # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
@@ -304,13 +316,16 @@ def _visibility_steps(
         )
         for f in plan.findings
     )
+    stale_vm = stale_vm or online_vm
     if stale_vm and not rewrite:
         target = db.sql.Literal(ctx.table.regclass)
         add(
             Step(
                 "",
                 VACUUM,
-                f"reset the visibility map of {plan.table}: it marks all-zero or missing pages all-visible",
+                f"reset the visibility map of {plan.table}: it marks "
+                + ("pages whose tuples are not all visible" if online_vm else "all-zero or missing pages")
+                + " all-visible",
                 relation=plan.table,
                 sql=[
                     "CREATE EXTENSION IF NOT EXISTS pg_visibility",
