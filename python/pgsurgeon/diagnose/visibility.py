@@ -87,8 +87,7 @@ def _compare(
                 rel.relation,
                 b,
                 None,
-                f"{fn} reports {theirs[b]} tuple(s) of this page as not {_what(fn)} while the visibility map "
-                "marks it",
+                f"{fn} reports {theirs[b]} tuple(s) of this page as not {_what(fn)} while the visibility map marks it",
                 source=SOURCE_PG_VISIBILITY,
             )
         )

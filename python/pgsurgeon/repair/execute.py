@@ -23,7 +23,7 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, KEPT_APART
-from pgsurgeon.repair.maps import VM_CLEAR
+from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, fsm_removals
 from pgsurgeon.repair.model import (
     CARVE,
     CHECK,
@@ -395,6 +395,8 @@ class Executor:
                     if w.action == "zero"
                     else "visibility map bits cleared"
                     if w.action == VM_CLEAR
+                    else "free space map removed"
+                    if w.action == FSM_REMOVE
                     else f"line pointers {w.lps} cleared"
                 )
                 for w in step.writes
@@ -418,6 +420,9 @@ class Executor:
         for w in writes:
             if w.action == VM_CLEAR:
                 vm_clear.setdefault(w.file, set()).add(w.block)
+                continue
+            if w.action == FSM_REMOVE:
+                changes.extend(fsm_removals(pgdata, w.file))
                 continue
             old = _read(pgdata / w.file, w.offset, bs)
             if old is None or len(old) != bs:

@@ -6,6 +6,7 @@ again from the pages as they are."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.repair.model import PageWrite
@@ -33,3 +34,32 @@ def vm_writes(p: Planner, blocks: list[int]) -> list[PageWrite]:
     rel = p.ctx.table
     assert rel.filepath is not None
     return [PageWrite(relation=rel.regclass, file=rel.filepath, block=b, offset=0, action=VM_CLEAR) for b in blocks]
+
+
+FSM_CODES = frozenset({"fsm.tree_inconsistent", "file.fsm_beyond_end"})
+FSM_REMOVE = "fsm-remove"
+"""A :class:`PageWrite` action: the free space map fork ``file`` removed (every segment), for VACUUM to rebuild."""
+
+
+def fsm_damaged(findings: list[dict[str, Any]], table: str) -> bool:
+    """Whether ``table``'s free space map is wrong (a tree that is not one, free space past the table's end)."""
+    return any(f["code"] in FSM_CODES and f["relation"] == table for f in findings)
+
+
+def fsm_write(p: Planner) -> PageWrite:
+    rel = p.ctx.table
+    assert rel.filepath is not None
+    return PageWrite(relation=rel.regclass, file=f"{rel.filepath}_fsm", block=0, offset=0, action=FSM_REMOVE)
+
+
+def fsm_removals(pgdata: Path, file: str) -> list[Any]:
+    """The removal of every segment of the free space map fork ``file`` (relative to ``pgdata``), for the undo
+    manifest (which keeps each file whole)."""
+    from pgsurgeon.journal.manifest import FileChange
+
+    out = []
+    segno = 0
+    while (pgdata / (name := file if segno == 0 else f"{file}.{segno}")).exists():
+        out.append(FileChange.removal(name, pgdata / name, "repair: free space map removed (VACUUM rebuilds it)"))
+        segno += 1
+    return out

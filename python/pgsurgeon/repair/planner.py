@@ -30,6 +30,7 @@ from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.repair import facts, ledger, pages, placement
 from pgsurgeon.repair.evidence import Evidence, UniqueKeys, gone_rows, read_evidence
+from pgsurgeon.repair.maps import FSM_CODES
 from pgsurgeon.repair.model import (
     CAUSE_CLEARED,
     CAUSE_GONE,
@@ -300,7 +301,8 @@ class Planner:
             relations=ctx.rels,
             method=method,
             diagnosis={**outcome.summary, "relation_details": outcome.relations},
-            findings=errors,
+            # a wrong free space map is a warning (a hint the server corrects), repaired all the same
+            findings=errors + [f for f in outcome.findings if f["code"] in FSM_CODES],
         )
         plan.options = {
             "reinsert": self.reinsert,

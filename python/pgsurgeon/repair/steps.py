@@ -12,7 +12,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair import facts
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE
-from pgsurgeon.repair.maps import VM_CLEAR, vm_blocks, vm_writes
+from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, fsm_damaged, fsm_write, vm_blocks, vm_writes
 from pgsurgeon.repair.model import (
     CARVE,
     CAUSE_CLEARED,
@@ -66,12 +66,20 @@ def plan_steps(
     gone = [loss for loss in plan.lost if loss.cause == CAUSE_GONE]
     reindex = bool(pagework or any(d.kill for d in heaps) or gone or index_findings)
     wrong_vm = vm_blocks(plan.findings, plan.table)
-    if not (pagework or tuplework or reindex or wrong_vm):
+    wrong_fsm = fsm_damaged(plan.findings, plan.table)
+    if not (pagework or tuplework or reindex or wrong_vm or wrong_fsm):
         plan.steps = []
         return
     rewrite = plan.method == METHOD_SQL and pagework
     # wrong visibility map bits: cleared in the file where pages are written anyway, else the map truncated online
     file_vm = bool(wrong_vm) and plan.method != METHOD_SQL and not rewrite
+    # a wrong free space map: its fork removed while the server is stopped (a rewrite makes a new one anyway)
+    file_fsm = wrong_fsm and plan.method != METHOD_SQL and not rewrite
+    if wrong_fsm and not file_fsm and not rewrite:
+        p.notes.append(
+            f"the free space map of {plan.table} is wrong: the server corrects what its searches meet; "
+            "--method file removes the fork for VACUUM to rebuild"
+        )
 
     def add(step: Step) -> Step:
         step.id = str(len(steps) + 1)
@@ -82,14 +90,15 @@ def plan_steps(
     _save_steps(add, plan, heaps)
     _freeze_steps(p, add, heaps)
     _kill_steps(p, add, plan, main, heaps, rewrite)
-    if (pagework and not rewrite) or file_vm:
-        _file_write_step(p, add, plan, heaps, vm_writes(p, wrong_vm) if file_vm else [])
+    if (pagework and not rewrite) or file_vm or file_fsm:
+        maps = (vm_writes(p, wrong_vm) if file_vm else []) + ([fsm_write(p)] if file_fsm else [])
+        _file_write_step(p, add, plan, heaps, maps)
     if rewrite:
         _rewrite_step(p, add, plan, heaps)
     if reindex and not rewrite:
         _reindex_step(p, add, plan)
     _visibility_steps(
-        p, add, plan, heaps, pagework or bool(wrong_vm), rewrite, online_vm=bool(wrong_vm) and not file_vm
+        p, add, plan, heaps, pagework or bool(wrong_vm) or file_fsm, rewrite, bool(wrong_vm) and not file_vm, file_fsm
     )
     _reinsert_step(p, add, plan)
     _check_steps(add, plan)
@@ -236,6 +245,8 @@ def _write_words(w: PageWrite) -> str:
         return "zeroed"
     if w.action == VM_CLEAR:
         return "visibility map bits cleared"
+    if w.action == FSM_REMOVE:
+        return "free space map removed"
     return f"lps {w.lps} cleared"
 
 
@@ -300,7 +311,14 @@ def _reindex_step(p: Planner, add: _Add, plan: Plan) -> None:
 
 
 def _visibility_steps(
-    p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], pagework: bool, rewrite: bool, online_vm: bool
+    p: Planner,
+    add: _Add,
+    plan: Plan,
+    heaps: list[HeapDamage],
+    pagework: bool,
+    rewrite: bool,
+    online_vm: bool,
+    fsm_removed: bool = False,
 ) -> None:
     ctx = p.ctx
     # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
@@ -336,12 +354,17 @@ def _visibility_steps(
             )
         )
     if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
-        q = db.sql.SQL("VACUUM {}").format(ctx.table.ident())
+        # plain VACUUM skips all-visible pages and records no free space for them: with the free space map removed,
+        # every page is visited
+        q = db.sql.SQL("VACUUM {}{}").format(
+            db.sql.SQL("(DISABLE_PAGE_SKIPPING) " if fsm_removed else ""), ctx.table.ident()
+        )
         add(
             Step(
                 "",
                 VACUUM,
-                f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up",
+                f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up"
+                + (", the free space map rebuilt" if fsm_removed else ""),
                 relation=plan.table,
                 sql=[ctx.sql_text(q)],
                 wal_logged=True,

@@ -127,8 +127,31 @@ impl MapWindow {
     }
 }
 
-/// One page of a free space map fork: its tree within the page (offline only: a running server rewrites FSM pages
-/// without WAL, so a copy read mid-write may be torn), and its root kept for the check across levels.
+/// A free space map page of a running server: its tree judged only when a second read gives the same bytes. The
+/// server writes FSM pages without WAL (MarkBufferDirtyHint) and at any time, so a copy read while it is written
+/// may be torn; the buffer itself is only changed under an exclusive lock, so a page read twice alike is one the
+/// server wrote whole.
+pub(super) fn live_fsm_page(
+    bytes: &[u8],
+    block: u64,
+    opts: &ScanOptions,
+    again: impl FnOnce() -> Option<Vec<u8>>,
+    out: &mut super::unit::ChunkSummary,
+) {
+    let blcksz = opts.blcksz as usize;
+    if page_is_usable(bytes, block, opts) && crate::checks::maps::fsm::fsm_tree_finding(bytes, block, blcksz).is_some() {
+        if let Some(second) = again().filter(|b| b.as_slice() == bytes) {
+            out.findings.extend(crate::checks::maps::fsm::fsm_tree_finding(&second, block, blcksz));
+        }
+    }
+}
+
+fn page_is_usable(bytes: &[u8], block: u64, opts: &ScanOptions) -> bool {
+    Page::new(bytes).is_some_and(|p| matches!(p.verify(block as u32, opts.checksums), Verification::Valid))
+}
+
+/// One page of a free space map fork: its tree within the page (offline; a live scan reads it twice first,
+/// [`live_fsm_page`]), and its root kept for the check across levels.
 pub(super) fn fsm_page(bytes: &[u8], block: u64, opts: &ScanOptions, out: &mut super::unit::ChunkSummary) {
     if opts.judged_up_to().is_some() {
         return;

@@ -214,6 +214,10 @@ pub(super) fn scan_unit(
         }
         let verify = opts.checksums && !(checksum_verified && reread.is_none());
         scan_page(&pages, block, bytes, &page, verify, &mut out);
+        if unit.rel.fork == Fork::Fsm && opts.checks && opts.live_redo_lsn.is_some() {
+            let again = || reread_page(&path, offset + (i * blcksz) as u64, blcksz);
+            super::maps::live_fsm_page(reread.as_deref().unwrap_or(bytes), block, opts, again, &mut out);
+        }
     }
     ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
     ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
