@@ -204,6 +204,7 @@ def test_a_healthy_table_after_updates_and_vacuum_has_no_finding(lab: LabCluster
     code, findings = scan(lab)
     assert code == 0 and findings == [], findings
     code, out, err = cli("scan", "-D", str(lab.pgdata), "--format", "json")
+    assert code == 0, err
     summary = json.loads(out)["summary"]
     # information only: a hint the server keeps correcting, never a finding
     assert "fsm_stale_leaves" in summary and "fsm_stale_upper" in summary

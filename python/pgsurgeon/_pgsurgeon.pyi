@@ -277,5 +277,8 @@ FindingCode = Literal[
     "file.timeline_history",
     "index.special_size",
     "index.bad_cycle_id",
+    "vm.all_visible_wrong",
+    "vm.all_frozen_wrong",
+    "fsm.tree_inconsistent",
 ]
 # END generated finding codes

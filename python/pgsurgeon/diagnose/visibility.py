@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from pgsurgeon import db
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Checked
+from pgsurgeon.diagnose.server import Refused, runner
 from pgsurgeon.session import ServerError
 
 SOURCE_PG_VISIBILITY = "pg_visibility"
@@ -20,10 +22,10 @@ CHECKS = (("pg_check_visible", "vm.all_visible_wrong"), ("pg_check_frozen", "vm.
 
 
 def _schema(d: Diagnosis) -> str | None:
-    rows = d.main.rows(db.load_sql("catalog_extension"), {"name": "pg_visibility"}, again=True)
-    if isinstance(rows, ServerError) or not rows:
+    try:
+        return catalog.extension_schema(runner(d.main), "pg_visibility")
+    except Refused:
         return None
-    return str(rows[0][0])
 
 
 def _reported(d: Diagnosis, rel: Checked, code: str) -> dict[int, int]:

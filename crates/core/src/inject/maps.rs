@@ -73,7 +73,10 @@ pub(super) fn fsm(page: &mut [u8], blkno: u32, field: &str, spec: &DamageSpec, r
             }
             let cat = rng.between(128, 255) as u8;
             set_avail(page, slot, cat);
-            Ok(format!("free space map slot of heap block {heap}: category {cat} (about {} bytes free)", usize::from(cat) * (blcksz / 256)))
+            Ok(format!(
+                "free space map slot of heap block {heap}: category {cat} (about {} bytes free)",
+                usize::from(cat) * (blcksz / 256)
+            ))
         }
         _ => {
             // an upper node with both children on the page, in the top levels where a search starts

@@ -7,7 +7,9 @@
 //! judge ([`crate::visibility::service::Visibility`]) stands in for `HeapTupleSatisfiesVacuum`.
 
 use crate::finding::{Code, Finding};
-use crate::format::heap::{HeapTupleHeaderData, HEAP_MOVED, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMIN_COMMITTED};
+use crate::format::heap::{
+    HeapTupleHeaderData, HEAP_MOVED, HEAP_XMAX_INVALID, HEAP_XMAX_IS_MULTI, HEAP_XMIN_COMMITTED,
+};
 use crate::format::heap::{HEAP_XMIN_FROZEN, HEAP_XMIN_INVALID};
 use crate::format::itemid::{LP_DEAD, LP_NORMAL};
 use crate::format::page::Page;
@@ -32,7 +34,8 @@ pub struct VmVerdict {
 pub fn vm_page_findings(page: &Page<'_>, block: u64, bits: u8, vis: &Visibility) -> Vec<Finding> {
     let v = judge_page(page, bits, vis);
     let mut out = Vec::new();
-    if let Some(f) = finding(Code::VmAllVisibleWrong, block, "all-visible", "not visible to every transaction", &v.not_visible)
+    if let Some(f) =
+        finding(Code::VmAllVisibleWrong, block, "all-visible", "not visible to every transaction", &v.not_visible)
     {
         out.push(f);
     }
@@ -87,7 +90,8 @@ pub fn judge_page(page: &Page<'_>, bits: u8, vis: &Visibility) -> VmVerdict {
 /// cannot be told from the files.
 fn not_all_visible(h: &HeapTupleHeaderData, vis: &Visibility) -> Option<String> {
     let m = h.t_infomask;
-    let xmin_settled = m & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN || m & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) == HEAP_XMIN_COMMITTED;
+    let xmin_settled = m & HEAP_XMIN_FROZEN == HEAP_XMIN_FROZEN
+        || m & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID) == HEAP_XMIN_COMMITTED;
     // A locker alone never makes a tuple anything but live to HeapTupleSatisfiesVacuum (heapam_visibility.c), and
     // an aborted xmax hint is final: with the xmin settled, no status need be read (the common case, no lookup).
     if xmin_settled && (m & HEAP_XMAX_INVALID != 0 || h.t_xmax == 0 || xmax_locked_only(m)) {

@@ -40,7 +40,15 @@ pub(super) fn map_forks(relations: &[Relation]) -> Vec<MapForks<'_>> {
     }
     relations
         .iter()
-        .map(|r| if r.fork == Fork::Main { by_key.get(&key(r)).copied().unwrap_or_default() } else { MapForks::default() })
+        .map(
+            |r| {
+                if r.fork == Fork::Main {
+                    by_key.get(&key(r)).copied().unwrap_or_default()
+                } else {
+                    MapForks::default()
+                }
+            },
+        )
         .collect()
 }
 
@@ -123,7 +131,8 @@ impl MapWindow {
             out.extend(vm_page_findings(page, block, bits, vis));
         }
         let blcksz = blcksz as usize;
-        self.fsm_category(block, blcksz).is_some_and(|cat| cat > space_avail_to_cat(heap_free_space(page, blcksz), blcksz))
+        self.fsm_category(block, blcksz)
+            .is_some_and(|cat| cat > space_avail_to_cat(heap_free_space(page, blcksz), blcksz))
     }
 }
 
@@ -139,7 +148,8 @@ pub(super) fn live_fsm_page(
     out: &mut super::unit::ChunkSummary,
 ) {
     let blcksz = opts.blcksz as usize;
-    if page_is_usable(bytes, block, opts) && crate::checks::maps::fsm::fsm_tree_finding(bytes, block, blcksz).is_some() {
+    if page_is_usable(bytes, block, opts) && crate::checks::maps::fsm::fsm_tree_finding(bytes, block, blcksz).is_some()
+    {
         if let Some(second) = again().filter(|b| b.as_slice() == bytes) {
             out.findings.extend(crate::checks::maps::fsm::fsm_tree_finding(&second, block, blcksz));
         }
@@ -167,7 +177,13 @@ pub(super) fn fsm_page(bytes: &[u8], block: u64, opts: &ScanOptions, out: &mut s
 /// below them (`roots`: (FSM block, root), sorted). Upper pages are brought up to date by `FreeSpaceMapVacuum` at
 /// the end of VACUUM, not as leaves change, and a search that meets a stale slot corrects it (freespace.c,
 /// fsm_search): a difference is information, counted.
-pub(super) fn fsm_upper_stale(root: &Path, fsm: &Relation, nblocks: u64, roots: &[(u64, u8)], opts: &ScanOptions) -> u64 {
+pub(super) fn fsm_upper_stale(
+    root: &Path,
+    fsm: &Relation,
+    nblocks: u64,
+    roots: &[(u64, u8)],
+    opts: &ScanOptions,
+) -> u64 {
     use crate::format::fsm::{FSMAddress, SlotsPerFSMPage, FSM_TREE_DEPTH};
     let blcksz = opts.blcksz as usize;
     if blcksz < 1024 || roots.is_empty() || opts.judged_up_to().is_some() {
@@ -188,7 +204,10 @@ pub(super) fn fsm_upper_stale(root: &Path, fsm: &Relation, nblocks: u64, roots: 
             }
             let Some(page) = read_map_page(root, fsm, phys, opts) else { continue };
             for slot in 0..slots {
-                let child = fsm_logical_to_physical(FSMAddress { level: level - 1, logpageno: logpageno * slots + slot }, blcksz);
+                let child = fsm_logical_to_physical(
+                    FSMAddress { level: level - 1, logpageno: logpageno * slots + slot },
+                    blcksz,
+                );
                 let have = fsm_get_avail(&page, slot as usize, blcksz).unwrap_or(0);
                 let below = if child < nblocks { root_of(child) } else { Some(0) };
                 if below.is_some_and(|b| b != have) {

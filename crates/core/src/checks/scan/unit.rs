@@ -189,8 +189,10 @@ pub(super) fn scan_unit(
         heap,
         health: ctx.health.as_ref(),
         book: if unit.rel.fork == Fork::Main { ctx.book } else { None },
-        maps: (unit.rel.fork == Fork::Main && opts.checks && matches!(ctx.kinds[rel_index], Some(PageKind::Heap) | None))
-            .then(|| super::maps::MapWindow::read(ctx.root, ctx.maps[rel_index], base_block, unit.nblocks, opts)),
+        maps: (unit.rel.fork == Fork::Main
+            && opts.checks
+            && matches!(ctx.kinds[rel_index], Some(PageKind::Heap) | None))
+        .then(|| super::maps::MapWindow::read(ctx.root, ctx.maps[rel_index], base_block, unit.nblocks, opts)),
         vis: ctx.vis,
     };
     for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
