@@ -208,3 +208,30 @@ def test_a_healthy_table_after_updates_and_vacuum_has_no_finding(lab: LabCluster
     summary = json.loads(out)["summary"]
     # information only: a hint the server keeps correcting, never a finding
     assert "fsm_stale_leaves" in summary and "fsm_stale_upper" in summary
+
+
+def test_pgbench_and_the_regression_files_have_no_map_finding(lab: LabCluster) -> None:
+    """pgbench's tables after rounds of updates and a VACUUM, and the regression files of tests/data/regress
+    loaded: no visibility map or free space map finding, offline and online (diagnose, where pg_visibility agrees)."""
+    from fix_schema import regress_load
+
+    lab.run_tool("pgbench", "-i", "-s", "2", "postgres", timeout=120)
+    lab.run_tool("pgbench", "-c", "2", "-t", "300", "postgres", timeout=120)
+    sql(lab, "VACUUM", "CREATE EXTENSION pg_visibility", "CREATE EXTENSION amcheck", "CREATE EXTENSION pageinspect")
+    lab.run_tool("pgbench", "-c", "2", "-t", "100", "postgres", timeout=120)
+    for name in ("indexing", "matview", "foreign_key"):
+        regress_load(lab, f"regress_{name}", name)
+        sql_in(lab, f"regress_{name}", "VACUUM")
+    sql(lab, "VACUUM", "CHECKPOINT")
+    doc = diagnose(lab)
+    assert [f for f in doc["findings"] if str(f["code"]).startswith(("vm.", "fsm."))] == []
+    assert ";" not in doc["summary"]["visibility"], doc["summary"]["visibility"]
+    lab.stop()
+    code, findings = scan(lab)
+    assert not [f for f in findings if str(f["code"]).startswith(("vm.", "fsm.", "file.fsm"))], findings
+    assert not [f for f in findings if f["severity"] == "error"], findings
+
+
+def sql_in(lab: LabCluster, dbname: str, statement: str) -> None:
+    with psycopg.connect(lab.dsn(dbname), autocommit=True) as conn:
+        conn.execute(statement)
