@@ -84,6 +84,18 @@ def test_a_vm_bit_over_an_aborted_insert(lab: LabCluster, tmp_path: Path) -> Non
     }, vm
     visible = next(f for f in vm if f["code"] == "vm.all_visible_wrong")
     assert "1 of its tuples" in visible["message"] and "aborted" in visible["message"], visible
+    # VACUUM meets the page (the last one is always scanned), warns, and clears the bit; explain names the table
+    lab.start()
+    notices: list[str] = []
+    with psycopg.connect(lab.dsn(), autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: notices.append(f"{d.severity}:  {d.message_primary}"))
+        conn.execute(f"VACUUM {TABLE}")
+    warning = f'WARNING:  page is not marked all-visible but visibility map bit is set in relation "{TABLE}" page {block}'
+    assert warning in notices, notices
+    code, out, err = cli("explain", warning)
+    assert code == 0, err
+    assert "visibility map" in out and TABLE in out and "pg_check_visible" in out, out
+    assert ios_count(lab) == 0
 
 
 def diagnose(lab: LabCluster) -> dict[str, Any]:
