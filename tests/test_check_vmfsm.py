@@ -70,6 +70,8 @@ def corrupt(lab: LabCluster, *args: str, manifest: Path) -> None:
 
 def test_a_vm_bit_over_an_aborted_insert(lab: LabCluster, tmp_path: Path) -> None:
     block = build(lab)
+    (vm_file,) = sql(lab, f"SELECT pg_relation_filepath('{TABLE}') || '_vm'")[0]
+    before = (lab.pgdata / vm_file).read_bytes()
     # (no index scan before the damage: one meeting the dead row would mark its index entry dead, kill_prior_tuple)
     corrupt(lab, "vm", "--field", "all-frozen", "--block", str(block), manifest=tmp_path / "m.json")
     # the server now trusts the map: the index-only scan returns the aborted row without visiting the heap
@@ -84,6 +86,12 @@ def test_a_vm_bit_over_an_aborted_insert(lab: LabCluster, tmp_path: Path) -> Non
     }, vm
     visible = next(f for f in vm if f["code"] == "vm.all_visible_wrong")
     assert "1 of its tuples" in visible["message"] and "aborted" in visible["message"], visible
+    # undone byte for byte, done again with the same seed
+    code, _, err = cli("undo", str(tmp_path / "m.json"))
+    assert code == 0, err
+    assert (lab.pgdata / vm_file).read_bytes() == before
+    lab.start()
+    corrupt(lab, "vm", "--field", "all-frozen", "--block", str(block), manifest=tmp_path / "m2.json")
     # VACUUM meets the page (the last one is always scanned), warns, and clears the bit; explain names the table
     lab.start()
     notices: list[str] = []

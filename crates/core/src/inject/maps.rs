@@ -92,3 +92,49 @@ pub(super) fn fsm(page: &mut [u8], blkno: u32, field: &str, spec: &DamageSpec, r
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::maps::fsm::{fsm_root, inconsistent_nodes};
+    use crate::format::fsm::{fsm_get_avail, SlotsPerFSMPage};
+    use crate::format::vm::status_on_page;
+
+    const B: usize = 8192;
+
+    fn spec(field: &str, value: Option<u64>) -> DamageSpec {
+        DamageSpec { mode: "x".into(), field: Some(field.into()), value, ..Default::default() }
+    }
+
+    #[test]
+    fn vm_bits_are_set_for_the_named_block_only_once() {
+        let mut page = vec![0u8; B];
+        let note = vm(&mut page, 0, "all-frozen", &spec("all-frozen", Some(5))).expect("set");
+        assert_eq!(status_on_page(&page, 5, B as u32), 3, "{note}");
+        assert_eq!(status_on_page(&page, 4, B as u32), 0);
+        assert!(vm(&mut page, 0, "all-visible", &spec("all-visible", Some(5))).is_err(), "already set");
+        // a heap block of another map page, and no block at all
+        assert!(vm(&mut page, 0, "all-visible", &spec("all-visible", Some(40_000))).is_err());
+        assert!(vm(&mut page, 0, "all-visible", &spec("all-visible", None)).is_err());
+    }
+
+    #[test]
+    fn fsm_damage_past_the_end_keeps_the_tree_and_an_upper_node_breaks_it() {
+        let mut rng = Rng::new(7, 0);
+        let mut page = vec![0u8; B];
+        fsm(&mut page, 2, "beyond-end", &spec("beyond-end", Some(40)), &mut rng).expect("leaf 0 is block 2");
+        let cat = fsm_get_avail(&page, 40, B).expect("slot");
+        assert!(cat >= 128 && fsm_root(&page) == Some(cat));
+        assert!(inconsistent_nodes(&page, B).is_empty());
+        // the slot of a heap block on another leaf page
+        assert!(
+            fsm(&mut page, 2, "beyond-end", &spec("beyond-end", Some(SlotsPerFSMPage(B) as u64)), &mut rng).is_err()
+        );
+        let note = fsm(&mut page, 2, "upper-node", &spec("upper-node", None), &mut rng).expect("node");
+        // the node itself is wrong, and its parent too when it now differs from the max the parent holds
+        let node: usize =
+            note.split_whitespace().nth(5).and_then(|n| n.trim_end_matches(':').parse().ok()).expect(&note);
+        assert!(inconsistent_nodes(&page, B).iter().any(|&(n, _, _)| n == node), "{note}");
+        assert!(fsm(&mut vec![0u8; 512], 2, "upper-node", &spec("upper-node", None), &mut rng).is_err());
+    }
+}
