@@ -25,6 +25,8 @@ use crate::visibility::service::Visibility;
 pub(super) struct MapForks<'a> {
     pub(super) vm: Option<&'a Relation>,
     pub(super) fsm: Option<&'a Relation>,
+    /// Unlogged (an init fork) or temporary: its pages carry no LSN a live scan could order them by.
+    pub(super) unlogged: bool,
 }
 
 /// Each relation fork's map forks among `relations` (for main forks; none for the others).
@@ -35,20 +37,16 @@ pub(super) fn map_forks(relations: &[Relation]) -> Vec<MapForks<'_>> {
         match r.fork {
             Fork::Vm => by_key.entry(key(r)).or_default().vm = Some(r),
             Fork::Fsm => by_key.entry(key(r)).or_default().fsm = Some(r),
+            Fork::Init => by_key.entry(key(r)).or_default().unlogged = true,
             _ => {}
         }
     }
     relations
         .iter()
-        .map(
-            |r| {
-                if r.fork == Fork::Main {
-                    by_key.get(&key(r)).copied().unwrap_or_default()
-                } else {
-                    MapForks::default()
-                }
-            },
-        )
+        .map(|r| match (r.fork, by_key.get(&key(r))) {
+            (Fork::Main, Some(m)) => MapForks { unlogged: m.unlogged || r.temp, ..*m },
+            _ => MapForks::default(),
+        })
         .collect()
 }
 
@@ -84,7 +82,11 @@ impl MapWindow {
             return w;
         }
         let last = first + n - 1;
-        if let Some(vm) = forks.vm {
+        // An unlogged or temporary table's pages are written back whenever they are evicted and carry no LSN: in a
+        // live scan (or a backup) its map page may be newer than its heap page with nothing to tell, so its bits
+        // are judged only in a stopped cluster.
+        let vm = forks.vm.filter(|_| !(forks.unlogged && opts.judged_up_to().is_some()));
+        if let Some(vm) = vm {
             for b in locate(first, opts.blcksz).0..=locate(last, opts.blcksz).0 {
                 if let Some(p) = read_map_page(root, vm, b, opts) {
                     w.vm.push((b, p));
