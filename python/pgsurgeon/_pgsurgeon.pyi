@@ -312,5 +312,8 @@ FindingCode = Literal[
     "index.spgist_leaf_chain",
     "index.spgist_downlink",
     "index.spgist_unreachable",
+    "vm.all_visible_wrong",
+    "vm.all_frozen_wrong",
+    "fsm.tree_inconsistent",
 ]
 # END generated finding codes

@@ -40,6 +40,8 @@ class Diagnosis:
         self.pgdata: Path | None = pgdata
         self.rels: list[Checked] = []
         self.scan_note: str | None = None
+        self.visibility_note: str | None = None
+        """What pg_visibility said against the files' verdict on the visibility map (diagnose/visibility.py)."""
         self.reported: set[tuple[int, str, int]] = set()
         self.blamed: set[tuple[int, int]] = set()
         """(TOAST value, chunk) that amcheck found the wrong size."""

@@ -20,6 +20,8 @@ The order is what keeps a damaged server up:
    with the executor). On 18, ``gin_index_check`` on every GIN index. With the files here, the core does it
    first, beside amcheck (crates/core/src/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is.
+4. The visibility map: the files' verdict on every marked page (the live scan) against pg_visibility's
+   ``pg_check_visible``/``pg_check_frozen`` where that extension is installed (diagnose/visibility.py).
 
 Every statement runs in its own transaction (autocommit), with statement_timeout and lock_timeout; the locks
 taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is never used).
@@ -40,6 +42,7 @@ from pgsurgeon.diagnose.outcome import fold_amcheck, outcome
 from pgsurgeon.diagnose.pages import raw_phase
 from pgsurgeon.diagnose.relations import load_relations
 from pgsurgeon.diagnose.toast import locate_toast_chunks
+from pgsurgeon.diagnose.visibility import visibility_phase
 from pgsurgeon.errors import UsageError
 
 __all__ = ["Checked", "Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotChecked", "run_diagnose"]
@@ -65,6 +68,7 @@ def diagnose(d: Diagnosis) -> DiagnoseOutcome:
             file_checks(d, rel, tails.get(rel.relation.oid))
         for index in others:
             index_refs(d, index)
+        visibility_phase(d, heaps)
         d.progress("verify_heapam on TOAST tables")
         heap_phase(d, [r for r in heaps if r.relation.role == "toast"])
         start_allindexed(d, [r for r in heaps if r.relation.role == "table"], ALLINDEXED_BLOOM_BYTES)

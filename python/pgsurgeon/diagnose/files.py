@@ -80,7 +80,11 @@ def files_phase(d: Diagnosis, rels: list[Checked]) -> bool:
             "source": fmod.SOURCE_SCAN,
             "attnum": None,
         }
-        if f["fork"] == "main" and f["block"] is not None:
+        if str(f["code"]).startswith("vm."):
+            # about the map's bits, not the page's bytes: the server's copy of the page differs from the file's as
+            # soon as a scan sets hint bits, and says nothing about the map
+            d.add([finding])
+        elif f["fork"] == "main" and f["block"] is not None:
             pending.setdefault((rel.relation.oid, int(f["block"])), []).append(finding)
         else:
             d.add([finding])

@@ -79,6 +79,7 @@ def outcome(d: Diagnosis) -> DiagnoseOutcome:
         "damaged_relations": sorted({f["relation"] for f in findings if f["severity"] == "error"}),
         "files_used": d.pgdata is not None,
         "scan": d.scan_note,
+        "visibility": d.visibility_note,
         "crashes": d.crashes,
         "reconnects": reconnects,
         "amcheck_stopped": d.amcheck_stopped,

@@ -1163,13 +1163,15 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "vm_mismatch",
-        r"(?:page is not marked all-visible but visibility map bit is set|page containing dead tuples is marked as "
-        r'all-visible) in relation "(?P<table>[^"]+)" page (?P<block>\d+)',
+        # "LP_DEAD items" since 14 (vacuumlazy.c), "dead tuples" before
+        r"(?:page is not marked all-visible but visibility map bit is set|page containing (?:dead tuples|LP_DEAD "
+        r'items) is marked as all-visible) in relation "(?P<table>[^"]+)" page (?P<block>\d+)',
         "the visibility map disagrees with a page",
         "VACUUM found the visibility map bit of block {block} of {table} set for a page that is not all-visible: "
         "the visibility map (the _vm fork) or the page's PD_ALL_VISIBLE flag is wrong. Index-only scans may return "
-        "rows that were deleted. The rows themselves are intact.",
-        (ModeRef("header", ("pd_flags",)),),
+        "rows that were deleted. The rows themselves are intact. VACUUM has cleared this bit; pgsurgeon scan "
+        "reports every other such page (vm.all_visible_wrong, vm.all_frozen_wrong).",
+        (ModeRef("header", ("pd_flags",)), ModeRef("vm", ("all-visible", "all-frozen"))),
         (
             Step(
                 "check and clear the map (pg_visibility), then VACUUM rebuilds it",

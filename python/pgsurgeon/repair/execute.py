@@ -23,6 +23,7 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, KEPT_APART
+from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, fsm_removals
 from pgsurgeon.repair.model import (
     CARVE,
     CHECK,
@@ -37,6 +38,7 @@ from pgsurgeon.repair.model import (
     SAVE_PAGES,
     VACUUM,
     VERIFY,
+    VM_FILE,
     ZERO_FILE,
     PageWrite,
     Plan,
@@ -45,6 +47,7 @@ from pgsurgeon.repair.model import (
     tid_text,
 )
 from pgsurgeon.repair.planner import Context, diagnose
+from pgsurgeon.repair.steps import write_words
 from pgsurgeon.salvage.engine import SalvageOptions, salvage
 
 Say = Callable[[str], None]
@@ -129,6 +132,7 @@ class Executor:
             ZERO_FILE: self.write_pages,
             CLEAR_LPS: self.write_pages,
             RESTORE_FILE: self.write_pages,
+            VM_FILE: self.write_pages,
             REWRITE_SQL: self.plain_sql,
             REINDEX: self.reindex,
             VACUUM: self.plain_sql,
@@ -429,7 +433,7 @@ class Executor:
             "field": None,
             "seed": None,
             "relation": {"name": self.plan.table, "role": "table", "kind": "heap", "file": self.ctx.table.filepath},
-            "notes": [f"{w.relation} block {w.block}: {_write_text(w)}" for w in step.writes],
+            "notes": [f"{w.relation} block {w.block}: {write_words(w)}" for w in step.writes],
             "warnings": [],
         }
 
@@ -449,6 +453,12 @@ class Executor:
 
         vm_clear: dict[str, set[int]] = {}
         for w in writes:
+            if w.action == VM_CLEAR:
+                vm_clear.setdefault(w.file, set()).add(w.block)
+                continue
+            if w.action == FSM_REMOVE:
+                changes.extend(fsm_removals(pgdata, w.file))
+                continue
             old = _read(pgdata / w.file, w.offset, bs)
             if old is None or len(old) != bs:
                 raise PgSurgeonError(f"{w.file} block {w.block} cannot be read for the page write; nothing written")
@@ -485,7 +495,7 @@ class Executor:
                 if checksums:
                     _set_checksum(page, vm_blk)
                 if bytes(page) != old:
-                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits of zeroed blocks")
+                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits cleared")
         return changes, records
 
     # ------------------------------------------------------------------ reinsert and verify
@@ -640,14 +650,6 @@ class Executor:
             for f in errors[:10]:
                 self.say(f"    {f['relation']} block {f['block']} lp {f['item']}: {f['code']}: {f['message'][:120]}")
         return {"clean": clean, "errors": len(errors)}
-
-
-def _write_text(w: PageWrite) -> str:
-    if w.action == "zero":
-        return "zeroed"
-    if w.action == "restore":
-        return f"restored from the {w.copy.source if w.copy is not None else 'copy'}"
-    return f"line pointers {w.lps} cleared"
 
 
 def _parse_tid(text: str) -> Tid:

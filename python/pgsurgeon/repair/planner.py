@@ -31,6 +31,7 @@ from pgsurgeon.catalog.sql import ServerFacts, resolve_relation
 from pgsurgeon.errors import UsageError
 from pgsurgeon.repair import exclusion, facts, ledger, pages, placement
 from pgsurgeon.repair.evidence import Evidence, UniqueKeys, gone_rows, read_evidence
+from pgsurgeon.repair.maps import FSM_CODES
 from pgsurgeon.repair.model import (
     CAUSE_CLEARED,
     CAUSE_GONE,
@@ -358,7 +359,8 @@ class Planner:
             relations=ctx.rels,
             method=method,
             diagnosis={**outcome.summary, "relation_details": outcome.relations},
-            findings=errors,
+            # a wrong free space map is a warning (a hint the server corrects), repaired all the same
+            findings=errors + [f for f in outcome.findings if f["code"] in FSM_CODES],
         )
         plan.copies = copies
         plan.options = {
@@ -501,6 +503,8 @@ class Planner:
                 continue
             if str(f["code"]).startswith("index.") or f["code"] == "server.timeout":
                 continue  # the indexes answer for these (REINDEX)
+            if str(f["code"]).startswith(("vm.", "fsm.")):
+                continue  # the map is wrong, not the page (repair/maps.py)
             if f.get("fork", "main") != "main" or int(f["block"]) >= rel.nblocks:
                 continue
             blocks.setdefault(int(f["block"]), []).append(f)

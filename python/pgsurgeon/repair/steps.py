@@ -12,6 +12,7 @@ from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair import facts
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE
+from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, fsm_damaged, fsm_write, vm_blocks, vm_writes
 from pgsurgeon.repair.model import (
     CARVE,
     CAUSE_CLEARED,
@@ -30,6 +31,7 @@ from pgsurgeon.repair.model import (
     SAVE_PAGES,
     VACUUM,
     VERIFY,
+    VM_FILE,
     ZERO_FILE,
     PageWrite,
     Plan,
@@ -76,10 +78,21 @@ def plan_steps(
             "entries of their rows dead (LP_DEAD), so the indexes are rebuilt"
         )
     reindex = bool(zeroing or any(d.kill for d in heaps) or gone or index_findings or dead_hints)
-    if not (pagework or tuplework or reindex):
+    wrong_vm = vm_blocks(plan.findings, plan.table)
+    wrong_fsm = fsm_damaged(plan.findings, plan.table)
+    if not (pagework or tuplework or reindex or wrong_vm or wrong_fsm):
         plan.steps = []
         return
     rewrite = plan.method == METHOD_SQL and zeroing
+    # wrong visibility map bits: cleared in the file where pages are written anyway, else the map truncated online
+    file_vm = bool(wrong_vm) and plan.method != METHOD_SQL and not rewrite
+    # a wrong free space map: its fork removed while the server is stopped (a rewrite makes a new one anyway)
+    file_fsm = wrong_fsm and plan.method != METHOD_SQL and not rewrite
+    if wrong_fsm and not file_fsm and not rewrite:
+        p.notes.append(
+            f"the free space map of {plan.table} is wrong: the server corrects what its searches meet; "
+            "--method file removes the fork for VACUUM to rebuild"
+        )
 
     def add(step: Step) -> Step:
         step.id = str(len(steps) + 1)
@@ -90,13 +103,16 @@ def plan_steps(
     _save_steps(add, plan, heaps, p)
     _freeze_steps(p, add, heaps)
     _kill_steps(p, add, plan, main, heaps, rewrite)
-    if pagework and not rewrite:
-        _file_write_step(p, add, plan, heaps)
+    if (pagework and not rewrite) or file_vm or file_fsm:
+        maps = (vm_writes(p, wrong_vm) if file_vm else []) + ([fsm_write(p)] if file_fsm else [])
+        _file_write_step(p, add, plan, heaps, maps)
     if rewrite:
         _rewrite_step(p, add, plan, heaps)
     if reindex and not rewrite:
         _reindex_step(p, add, plan)
-    _visibility_steps(p, add, plan, heaps, zeroing, rewrite)
+    _visibility_steps(
+        p, add, plan, heaps, zeroing or bool(wrong_vm) or file_fsm, rewrite, bool(wrong_vm) and not file_vm, file_fsm
+    )
     _reinsert_step(p, add, plan)
     _check_steps(add, plan)
     plan.steps = steps
@@ -204,9 +220,9 @@ def _kill_steps(p: Planner, add: _Add, plan: Plan, main: HeapDamage, heaps: list
                     loss.step = step.id
 
 
-def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
+def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], vm: list[PageWrite]) -> None:
     ctx = p.ctx
-    writes: list[PageWrite] = []
+    writes: list[PageWrite] = list(vm)
     for d in heaps:
         for blk in sorted(d.zero):
             writes.append(page_write(p, d.rel, blk, "zero"))
@@ -219,7 +235,15 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
             writes.append(page_write(p, by_name[c.relation], c.block, "restore", copy=c))
     lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
     kinds = {w.action for w in writes}
-    kind = ZERO_FILE if "zero" in kinds else CLEAR_LPS if "clear" in kinds else RESTORE_FILE
+    kind = (
+        ZERO_FILE
+        if "zero" in kinds
+        else CLEAR_LPS
+        if "clear" in kinds
+        else RESTORE_FILE
+        if "restore" in kinds
+        else VM_FILE
+    )
     restored = sum(1 for w in writes if w.action == "restore")
     stop = (
         f"lab cluster {ctx.lab.name} is stopped and started again around it"
@@ -231,7 +255,7 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
             "",
             kind,
             f"write {len(writes)} page(s) in the relation files: "
-            + ", ".join(f"{w.relation} block {w.block} {_what(w)}" for w in writes[:6])
+            + ", ".join(f"{w.relation} block {w.block} {write_words(w)}" for w in writes[:6])
             + (" …" if len(writes) > 6 else ""),
             relation=plan.table,
             writes=writes,
@@ -254,6 +278,19 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage])
     for loss in plan.lost:
         if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED):
             loss.step = step.id
+
+
+def write_words(w: PageWrite) -> str:
+    """What a page write does, in the plan's and the report's words."""
+    if w.action == "zero":
+        return "zeroed"
+    if w.action == "clear":
+        return f"line pointers {w.lps} cleared"
+    if w.action == VM_CLEAR:
+        return "visibility map bits cleared"
+    if w.action == FSM_REMOVE:
+        return "free space map removed"
+    return f"restored from the {w.copy.source if w.copy is not None else 'copy'}"
 
 
 def _rewrite_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage]) -> None:
@@ -317,7 +354,14 @@ def _reindex_step(p: Planner, add: _Add, plan: Plan) -> None:
 
 
 def _visibility_steps(
-    p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage], pagework: bool, rewrite: bool
+    p: Planner,
+    add: _Add,
+    plan: Plan,
+    heaps: list[HeapDamage],
+    pagework: bool,
+    rewrite: bool,
+    online_vm: bool,
+    fsm_removed: bool = False,
 ) -> None:
     ctx = p.ctx
     # An all-zero page whose visibility-map bit is still set: VACUUM leaves new pages alone, so the bit would
@@ -333,13 +377,16 @@ def _visibility_steps(
         )
         for f in plan.findings
     )
+    stale_vm = stale_vm or online_vm
     if stale_vm and not rewrite:
         target = db.sql.Literal(ctx.table.regclass)
         add(
             Step(
                 "",
                 VACUUM,
-                f"reset the visibility map of {plan.table}: it marks all-zero or missing pages all-visible",
+                f"reset the visibility map of {plan.table}: it marks "
+                + ("pages whose tuples are not all visible" if online_vm else "all-zero or missing pages")
+                + " all-visible",
                 relation=plan.table,
                 sql=[
                     "CREATE EXTENSION IF NOT EXISTS pg_visibility",
@@ -350,12 +397,17 @@ def _visibility_steps(
             )
         )
     if (any(d.kill for d in heaps) or pagework or stale_vm) and not rewrite:
-        q = db.sql.SQL("VACUUM {}").format(ctx.table.ident())
+        # plain VACUUM skips all-visible pages and records no free space for them: with the free space map removed,
+        # every page is visited
+        q = db.sql.SQL("VACUUM {}{}").format(
+            db.sql.SQL("(DISABLE_PAGE_SKIPPING) " if fsm_removed else ""), ctx.table.ident()
+        )
         add(
             Step(
                 "",
                 VACUUM,
-                f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up",
+                f"vacuum {plan.table}: the killed tuples' dead line pointers are cleaned up"
+                + (", the free space map rebuilt" if fsm_removed else ""),
                 relation=plan.table,
                 sql=[ctx.sql_text(q)],
                 wal_logged=True,
@@ -416,14 +468,6 @@ def surgery_sql(p: Planner, fn: Any, rel: Relation, tids: list[Tid]) -> list[str
         )
         out.append(p.ctx.sql_text(q))
     return out
-
-
-def _what(w: PageWrite) -> str:
-    if w.action == "zero":
-        return "zeroed"
-    if w.action == "clear":
-        return f"lps {w.lps} cleared"
-    return f"restored from the {w.copy.source if w.copy is not None else 'copy'}"
 
 
 def page_write(

@@ -19,6 +19,8 @@ UNIT_RELATION = "relation"
 """``--count`` damages spread over the relation (bit flips)."""
 UNIT_FILE = "file"
 """A whole segment file is cut or removed."""
+UNIT_MAP = "map"
+"""A table's visibility map or free space map fork, planned by :mod:`pgsurgeon.simulate.maps`."""
 UNIT_CLUSTER = "cluster"
 """The cluster's bookkeeping (pg_control, WAL, pg_xact, …), planned by :mod:`pgsurgeon.simulate.bookkeeping`."""
 
@@ -174,12 +176,26 @@ def _build() -> dict[str, Mode]:
         Mode("torn", UNIT_PAGE, "torn page: the page from --tear-at on comes from another block or an older copy"),
         Mode("misdirected", UNIT_PAGE, "misdirected write: another block's image written over this block"),
         Mode("bitflips", UNIT_RELATION, "--count random bit flips spread over the relation"),
+        Mode(
+            "vm",
+            UNIT_MAP,
+            "the visibility map: heap block --block marked all-visible (or all-frozen) whatever its tuples",
+            page_kind="heap",
+            fields=f["vm"],
+        ),
+        Mode(
+            "fsm",
+            UNIT_MAP,
+            "the free space map: free space recorded past the table's end, or an upper node of a leaf page wrong",
+            page_kind="heap",
+            fields=f["fsm"],
+        ),
         Mode("truncate", UNIT_FILE, "the segment file cut at a block boundary (or inside a block with --tear-at)"),
         Mode("missing-segment", UNIT_FILE, "a whole segment file removed"),
         *_bookkeeping_modes(),
     ]
     for m in modes:
-        if m.unit in (UNIT_PAGE, UNIT_ITEM, UNIT_RELATION) and m.name not in f:
+        if m.unit in (UNIT_PAGE, UNIT_ITEM, UNIT_RELATION, UNIT_MAP) and m.name not in f:
             raise RuntimeError(f"the core does not know mode {m.name}")
     return {m.name: m for m in modes}
 

@@ -22,6 +22,7 @@ from pgsurgeon.simulate.modes import (
     MODES,
     UNIT_FILE,
     UNIT_ITEM,
+    UNIT_MAP,
     UNIT_PAGE,
     UNIT_RELATION,
     Mode,
@@ -261,6 +262,13 @@ def make_plan(req: CorruptRequest, res: Resolved) -> Plan:
             if mode.default_target != "table"
             else "use --target or another relation",
         )
+    if unit == UNIT_MAP:
+        from pgsurgeon.simulate.maps import map_resolved, plan_map
+
+        map_res = map_resolved(res, mode.name)
+        plan = Plan(map_res, mode, fieldname, unit, nblocks(map_res.relation.path, res.geometry))
+        plan_map(plan, req, res)
+        return plan
     n = nblocks(rel.path, res.geometry)
     plan = Plan(res, mode, fieldname, unit, n)
     if unit == UNIT_FILE:

@@ -19,7 +19,16 @@ from pgsurgeon.journal.manifest import Manifest, default_path
 from pgsurgeon.journal.server import lab_cluster_for, postmaster_pid, server_stopped
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.simulate.bookkeeping import BookPlan, BookRequest, plan_bookkeeping, resolved_for
-from pgsurgeon.simulate.modes import MODES, UNIT_CLUSTER, UNIT_FILE, UNIT_ITEM, UNIT_PAGE, UNIT_RELATION, Mode
+from pgsurgeon.simulate.modes import (
+    MODES,
+    UNIT_CLUSTER,
+    UNIT_FILE,
+    UNIT_ITEM,
+    UNIT_MAP,
+    UNIT_PAGE,
+    UNIT_RELATION,
+    Mode,
+)
 from pgsurgeon.simulate.plan import CorruptRequest, Plan, make_plan
 from pgsurgeon.simulate.target import Resolved, checkpoint, from_dsn, from_file, nblocks
 
@@ -420,7 +429,7 @@ def _print_plan(plan: Plan, req: CorruptRequest, say: Say) -> None:
         say(f"  {line}")
     for w in plan.warnings:
         say(f"note: {w}")
-    if res.geometry.checksums and plan.unit != UNIT_FILE and plan.mode.name != "checksum":
+    if res.geometry.checksums and plan.unit not in (UNIT_FILE, UNIT_MAP) and plan.mode.name != "checksum":
         if req.keep_checksum_valid:
             say("checksums recomputed: only the structural damage shows")
         else:

@@ -4,5 +4,6 @@
 pub mod cluster;
 pub mod diagnose;
 pub mod inspect;
+pub mod maps;
 pub mod page;
 pub mod scan;

@@ -132,6 +132,10 @@ pub(super) fn info(code: Code) -> CodeInfo {
         Code::IndexSpgistPage | Code::IndexSpgistTuple | Code::IndexSpgistInner => INDEX_SPGIST_TUPLE,
         Code::IndexSpgistLeafChain => INDEX_SPGIST_LEAF_CHAIN,
         Code::IndexSpgistDownlink => INDEX_SPGIST_DOWNLINK,
+        // issue 30, visibility map and free space map part
+        Code::VmAllVisibleWrong => VM_ALL_VISIBLE_WRONG,
+        Code::VmAllFrozenWrong => VM_ALL_FROZEN_WRONG,
+        Code::FsmTreeInconsistent => FSM_TREE_INCONSISTENT,
     }
 }
 
@@ -1003,4 +1007,40 @@ const INDEX_SPGIST_DOWNLINK: CodeInfo = CodeInfo {
     severity: Severity::Error,
     pg_error: "unexpected SPGiST tuple state: N, could not read block N in file F, or scans that miss rows",
     remedy: REMEDY_INDEX,
+};
+
+// issue 30, visibility map and free space map part.
+// An all-visible bit lets index-only scans skip the heap (nodeIndexonlyscan.c, VM_ALL_VISIBLE) and VACUUM skip
+// the page (vacuumlazy.c): rows that are not visible to everyone are returned by index-only scans, and dead ones
+// are never removed. pg_visibility's pg_check_visible() reports these tuples (contrib/pg_visibility).
+const VM_ALL_VISIBLE_WRONG: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none: index-only scans return rows that are not visible (aborted, deleted or uncommitted), VACUUM \
+skips the page",
+    remedy: "the visibility map's bit is wrong, the heap page is right: clear the map (pgsurgeon repair clears the \
+bits in the _vm file while the server is stopped; online, pg_visibility's pg_truncate_visibility_map('table') then \
+VACUUM rebuilds it)",
+};
+
+// An all-frozen bit lets anti-wraparound VACUUM skip the page (vacuumlazy.c): its unfrozen XIDs are never frozen,
+// and once pg_xact below them is truncated their rows fail with "could not access status of transaction".
+// pg_visibility's pg_check_frozen() reports these tuples.
+const VM_ALL_FROZEN_WRONG: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Error,
+    pg_error: "none at first; after the XIDs' pg_xact is truncated: could not access status of transaction N",
+    remedy: "the visibility map's bit is wrong: clear the map (pgsurgeon repair clears the bits in the _vm file while \
+the server is stopped; online, pg_visibility's pg_truncate_visibility_map('table') then VACUUM (FREEZE))",
+};
+
+// fsm_set_avail (fsmpage.c) keeps each upper node of an FSM page the max of its children; a page where it is not
+// was damaged. The server repairs it as a search meets it (fsm_search_avail, fsm_rebuild_page): no error, inserts
+// may meanwhile go to full pages (one retry each) or miss free ones.
+const FSM_TREE_INCONSISTENT: CodeInfo = CodeInfo {
+    area: Area::File,
+    severity: Severity::Warning,
+    pg_error: "",
+    remedy: "the free space map is a hint the server corrects as it meets it: to rebuild it, stop the server, remove \
+the relation's _fsm file (pgsurgeon repair does, saved for undo), start it and VACUUM the table",
 };

@@ -368,6 +368,13 @@ pub enum Code {
     IndexSpgistDownlink,
     /// `index.spgist_unreachable`
     IndexSpgistUnreachable,
+    // issue 30, visibility map and free space map part
+    /// `vm.all_visible_wrong`
+    VmAllVisibleWrong,
+    /// `vm.all_frozen_wrong`
+    VmAllFrozenWrong,
+    /// `fsm.tree_inconsistent`
+    FsmTreeInconsistent,
 }
 
 impl Code {
@@ -515,6 +522,10 @@ impl Code {
         Code::IndexSpgistLeafChain,
         Code::IndexSpgistDownlink,
         Code::IndexSpgistUnreachable,
+        // issue 30, visibility map and free space map part
+        Code::VmAllVisibleWrong,
+        Code::VmAllFrozenWrong,
+        Code::FsmTreeInconsistent,
     ];
 
     /// The stable dotted name, e.g. `page_header.lower_gt_upper`.
@@ -663,6 +674,10 @@ impl Code {
             Code::IndexSpgistLeafChain => "index.spgist_leaf_chain",
             Code::IndexSpgistDownlink => "index.spgist_downlink",
             Code::IndexSpgistUnreachable => "index.spgist_unreachable",
+            // issue 30, visibility map and free space map part
+            Code::VmAllVisibleWrong => "vm.all_visible_wrong",
+            Code::VmAllFrozenWrong => "vm.all_frozen_wrong",
+            Code::FsmTreeInconsistent => "fsm.tree_inconsistent",
         }
     }
 

@@ -23,6 +23,7 @@ mod gin;
 mod gist;
 mod hashbrin;
 mod heap;
+mod maps;
 mod page;
 mod toast;
 
@@ -260,6 +261,9 @@ pub const MODES: &[ModeInfo] = &[
     ModeInfo { mode: "torn", fields: &[], needs_item: false, needs_source: true },
     ModeInfo { mode: "misdirected", fields: &[], needs_item: false, needs_source: true },
     ModeInfo { mode: "bitflips", fields: &[], needs_item: false, needs_source: false },
+    // issue 30, visibility map and free space map part: the page is the map fork's
+    ModeInfo { mode: "vm", fields: &["all-visible", "all-frozen"], needs_item: false, needs_source: false },
+    ModeInfo { mode: "fsm", fields: &["beyond-end", "upper-node"], needs_item: false, needs_source: false },
 ];
 
 /// The outcome of [`inject_page`].
@@ -384,6 +388,8 @@ fn apply(page: &mut [u8], blkno: u32, spec: &DamageSpec, rng: &mut Rng, source: 
             let flipped = fields::flip_bits(page, 0, all, flips, rng)?;
             Ok(format!("flipped {flipped}"))
         }
+        "vm" => maps::vm(page, blkno, field, spec),
+        "fsm" => maps::fsm(page, blkno, field, spec, rng),
         other => Err(invalid(format!("unknown page damage mode {other:?}"))),
     }
 }

@@ -717,8 +717,8 @@ pub fn check_page_in(
 }
 
 pub mod brin;
-pub mod hash;
 pub mod gist;
+pub mod hash;
 pub mod spgist;
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod gin;
 mod gist;
 mod hashbrin;
 mod heapmap;
+mod maps;
 mod pool;
 mod relation;
 mod result;
@@ -192,6 +193,12 @@ pub struct ScanSummary {
     pub findings: u64,
     pub errors: u64,
     pub warnings: u64,
+    /// Heap pages whose free space map leaf records more free space than the page has: the map is a hint, updated
+    /// lazily, and the server corrects such a leaf when an insert meets it. Information, not damage.
+    pub fsm_stale_leaves: u64,
+    /// Slots of upper free space map pages that differ from the page below them: brought up to date by VACUUM
+    /// (FreeSpaceMapVacuum), corrected by searches meanwhile. Information, not damage.
+    pub fsm_stale_upper: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -132,7 +132,7 @@ fn refuse_unreadable(root: &Path, relations: &[Relation]) -> Result<()> {
 /// pages when the catalog does not say).
 fn context<'a>(
     root: &'a Path,
-    relations: &[Relation],
+    relations: &'a [Relation],
     opts: &'a ScanOptions,
     progress: &'a Progress,
     meta: &HashMap<RelKey, &'a RelMeta>,
@@ -152,7 +152,8 @@ fn context<'a>(
         vis,
         next_xid: opts.horizons.map(|h| h.next_xid),
     });
-    Ctx { root, opts, kinds, natts, metas, progress, health, book }
+    let maps = super::maps::map_forks(relations);
+    Ctx { root, opts, kinds, natts, metas, progress, health, book, maps, vis: vis.filter(|_| opts.checks) }
 }
 
 /// The work units: each segment file cut into chunks of `opts.chunk_blocks` blocks, with their relation's index,
@@ -213,8 +214,9 @@ pub(super) fn scan_on_pool(
     }
     refuse_unreadable(root, relations)?;
     let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
-    // Health figures judge each heap tuple live or dead: by its hint bits, else by the data directory's pg_xact.
-    let vis = opts.health_major.map(|_| {
+    // Health figures judge each heap tuple live or dead, and the visibility map check the tuples of the pages it
+    // marks: by their hint bits, else by the data directory's pg_xact.
+    let vis = (opts.health_major.is_some() || opts.checks).then(|| {
         let clog = crate::visibility::xact::Clog::open(root, opts.blcksz);
         crate::visibility::service::Visibility::new(clog, HashMap::new(), HashMap::new(), opts.horizons)
     });

@@ -171,6 +171,11 @@ impl Assembly {
             rel_findings.extend(fsm_check(ctx.root, &relations[fi], plan.nblocks[ri], opts));
         }
         zero_ref_checks(&mut rel_findings, &cross.zero_refs, ri);
+        if rel.fork == Fork::Fsm {
+            let mut roots: Vec<(u64, u8)> = cs.iter_mut().flat_map(|c| std::mem::take(&mut c.fsm_roots)).collect();
+            roots.sort_unstable();
+            self.summary.fsm_stale_upper += super::maps::fsm_upper_stale(ctx.root, rel, plan.nblocks[ri], &roots, opts);
+        }
         if let (Some(book), Fork::Main) = (ctx.book, rel.fork) {
             let mut acc = super::bookkeeping::BookAcc::default();
             for c in cs.iter_mut() {
@@ -182,6 +187,7 @@ impl Assembly {
         self.skipped_pages(rel, cs, opts);
         for c in cs.iter_mut() {
             self.summary.zero_pages += c.zero_pages;
+            self.summary.fsm_stale_leaves += c.fsm_stale;
             rel_findings.append(&mut c.findings);
         }
         self.segment_problems(rel, opts.blcksz, opts.relseg_size);

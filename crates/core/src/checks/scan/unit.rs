@@ -34,6 +34,10 @@ pub(super) struct Ctx<'a> {
     pub(super) health: Option<crate::health::Counting<'a>>,
     /// With a whole data directory scanned: its pg_xact and pg_multixact, for the tuples.
     pub(super) book: Option<&'a super::bookkeeping::Bookkeeping>,
+    /// Per relation fork (main forks only): its visibility map and free space map forks, read beside its pages.
+    pub(super) maps: Vec<super::maps::MapForks<'a>>,
+    /// The data directory's transaction status, for the tuples of pages the visibility map marks.
+    pub(super) vis: Option<&'a crate::visibility::service::Visibility>,
 }
 
 /// One chunk of one segment file.
@@ -82,6 +86,10 @@ pub(super) struct ChunkSummary {
     pub(super) am: super::hashbrin::AmPages,
     /// GiST and SP-GiST pages: their links, for the relation-wide checks.
     pub(super) gist: super::gist::GistAcc,
+    /// Heap pages whose free space map leaf records more free space than they have (stale: information).
+    pub(super) fsm_stale: u64,
+    /// Free space map pages: (FSM block, its root node), for the check across levels.
+    pub(super) fsm_roots: Vec<(u64, u8)>,
 }
 
 /// Reads up to `len` bytes at `offset` into the front of `buf` (grown, never shrunk or cleared: the bytes past
@@ -139,6 +147,9 @@ struct UnitPages<'a> {
     heap: Option<&'a HeapMap>,
     health: Option<&'a crate::health::Counting<'a>>,
     book: Option<&'a super::bookkeeping::Bookkeeping>,
+    /// For a main fork: the map pages covering the unit.
+    maps: Option<super::maps::MapWindow>,
+    vis: Option<&'a crate::visibility::service::Visibility>,
 }
 
 pub(super) fn scan_unit(
@@ -191,6 +202,11 @@ pub(super) fn scan_unit(
         heap,
         health: ctx.health.as_ref(),
         book: if unit.rel.fork == Fork::Main { ctx.book } else { None },
+        maps: (unit.rel.fork == Fork::Main
+            && opts.checks
+            && matches!(ctx.kinds[rel_index], Some(PageKind::Heap) | None))
+        .then(|| super::maps::MapWindow::read(ctx.root, ctx.maps[rel_index], base_block, unit.nblocks, opts)),
+        vis: ctx.vis,
     };
     for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
         if ctx.progress.cancelled.load(Ordering::Relaxed) {
@@ -213,6 +229,10 @@ pub(super) fn scan_unit(
         }
         let verify = opts.checksums && !(checksum_verified && reread.is_none());
         scan_page(&pages, block, bytes, &page, verify, &mut out);
+        if unit.rel.fork == Fork::Fsm && opts.checks && opts.live_redo_lsn.is_some() {
+            let again = || reread_page(&path, offset + (i * blcksz) as u64, blcksz);
+            super::maps::live_fsm_page(reread.as_deref().unwrap_or(bytes), block, opts, again, &mut out);
+        }
     }
     ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
     ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
@@ -286,11 +306,8 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);
     }
-    if let (
-        Some(h),
-        PageKind::Btree | PageKind::Hash | PageKind::Gin | PageKind::Gist | PageKind::SpGist,
-        true,
-    ) = (s.heap, page_kind, sane)
+    if let (Some(h), PageKind::Btree | PageKind::Hash | PageKind::Gin | PageKind::Gist | PageKind::SpGist, true) =
+        (s.heap, page_kind, sane)
     {
         check_leaf_tids(page, page_kind, block, h, out);
     }
@@ -304,9 +321,13 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
         if let Some(meta) = s.meta {
             check_tuple_data(page, block, meta, opts.toast_max_chunk_size, out);
         }
+        if let Some(w) = &s.maps {
+            out.fsm_stale += u64::from(w.heap_page(page, block, s.vis, opts.blcksz, &mut out.findings));
+        }
     }
     match page_kind {
         PageKind::Map if s.fork == Fork::Vm && sane => record_all_visible(bytes, block, opts.blcksz, out),
+        PageKind::Map if s.fork == Fork::Fsm && sane => super::maps::fsm_page(bytes, block, opts, out),
         PageKind::Btree | PageKind::BtreeMeta => {
             if let Some(o) = BTPageOpaqueData::from_page(page) {
                 out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
