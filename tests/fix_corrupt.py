@@ -164,8 +164,8 @@ def make_table(lab: LabCluster, kind: str, name: str | None = None) -> str:
     return name
 
 
-def relation_files(lab: LabCluster, table: str) -> list[Path]:
-    """Main-fork files (all segments) of ``table``, its indexes, its TOAST table and TOAST index."""
+def relation_filepaths(lab: LabCluster, table: str) -> list[str]:
+    """pg_relation_filepath of ``table``, its indexes, its TOAST table and TOAST index (asked of the running server)."""
     rows = sql(
         lab,
         f"""SELECT pg_relation_filepath(c.oid) FROM pg_class c
@@ -175,9 +175,14 @@ def relation_files(lab: LabCluster, table: str) -> list[Path]:
                OR c.oid IN (SELECT indexrelid FROM pg_index
                             WHERE indrelid = (SELECT reltoastrelid FROM pg_class WHERE oid = '{table}'::regclass))""",
     )
+    return [str(r[0]) for r in rows]
+
+
+def relation_files(lab: LabCluster, table: str) -> list[Path]:
+    """Main-fork files (all segments) of ``table``, its indexes, its TOAST table and TOAST index."""
     out: list[Path] = []
-    for (rel,) in rows:
-        base = lab.pgdata / str(rel)
+    for rel in relation_filepaths(lab, table):
+        base = lab.pgdata / rel
         out.extend(p for p in base.parent.glob(base.name + "*") if re.fullmatch(rf"{base.name}(\.\d+)?", p.name))
     return sorted(out)
 

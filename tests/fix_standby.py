@@ -65,20 +65,6 @@ def standby_of(primary: LabCluster, base: Path, name: str) -> LabCluster:
     return standby
 
 
-def relation_paths(primary: LabCluster, table: str) -> list[str]:
-    """pg_relation_filepath of ``table``, its TOAST table and all their indexes (asked of the running primary)."""
-    rows = run_sql(
-        primary,
-        f"""SELECT pg_relation_filepath(c.oid) FROM pg_class c
-            WHERE c.oid = '{table}'::regclass
-               OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = '{table}'::regclass)
-               OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = '{table}'::regclass)
-               OR c.oid IN (SELECT indexrelid FROM pg_index
-                            WHERE indrelid = (SELECT reltoastrelid FROM pg_class WHERE oid = '{table}'::regclass))""",
-    )
-    return [str(r[0]) for r in rows]
-
-
 def standby_files(standby: LabCluster, paths: list[str]) -> dict[str, str]:
     """sha256 of the standby's files of these relations (every fork and segment)."""
     out: dict[str, str] = {}

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from fix_corrupt import PLAIN, TOASTY, cli, digest, make_table, relation_files, sql
-from fix_standby import Pair, make_pair, relation_paths, standby_files
+from fix_corrupt import PLAIN, TOASTY, cli, digest, make_table, relation_filepaths, relation_files, sql
+from fix_standby import Pair, make_pair, standby_files
 from pgsurgeon.lab import LabCluster
 
 VERSIONS = [("15", False), ("18", True)]
@@ -81,7 +81,7 @@ def test_every_row_comes_back_from_the_standby(pair: Pair, tmp_path: Path, monke
     # primary's WAL, not repair writing to the standby: the files are hashed after it.
     assert repair(pair, table)[0] == 0
     settled(pair)
-    paths = relation_paths(p, table)
+    paths = relation_filepaths(p, table)
     files = standby_files(pair.standby, paths)
 
     code, doc, err = repair(pair, table)

@@ -40,12 +40,39 @@ def btree_phase(d: Diagnosis, indexes: list[Checked]) -> None:
         d.add(res)
 
 
-def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, Any]]:
+def not_to_check(d: Diagnosis, index: Checked) -> bool:
+    """An index amcheck is not asked about (invalid, or amcheck stopped for the run), its account saying why."""
     if not index.relation.usable:
         index.amcheck = "skipped: index is not valid (an interrupted CREATE INDEX CONCURRENTLY?)"
-        return []
+        return True
     if d.amcheck_stopped:
         index.amcheck = f"skipped: {d.amcheck_stopped}"
+        return True
+    return False
+
+
+def unfinished(index: Checked, fn: str, err: ServerError) -> list[dict[str, Any]] | None:
+    """amcheck's ``fn`` cut short by statement_timeout or lock_timeout: no answer about the pages, a finding that says
+    so; None for an answer (an ERROR about the index)."""
+    index.observe(err.observed)
+    if err.sqlstate not in ("57014", "55P03"):
+        return None
+    index.amcheck = "not checked"
+    return [
+        fmod.make(
+            "server.timeout",
+            index.relation,
+            None,
+            None,
+            f"{fn} not finished: {err.message}",
+            source=fmod.SOURCE_SERVER,
+            observed_error=err.observed,
+        )
+    ]
+
+
+def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, Any]]:
+    if not_to_check(d, index):
         return []
     heap = d.heap_of(index)
     if index.locked is not None or (heap is not None and heap.locked is not None):
@@ -84,20 +111,9 @@ def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str,
     if not isinstance(rows, ServerError):
         return []
     err = rows
-    index.observe(err.observed)
-    if err.sqlstate in ("57014", "55P03"):
-        index.amcheck = "not checked"
-        return [
-            fmod.make(
-                "server.timeout",
-                index.relation,
-                None,
-                None,
-                f"bt_index_check not finished: {err.message}",
-                source=fmod.SOURCE_SERVER,
-                observed_error=err.observed,
-            )
-        ]
+    cut_short = unfinished(index, "bt_index_check", err)
+    if cut_short is not None:
+        return cut_short
     index.amcheck = "corrupt"
     where = amcheck.classify_btree(err.message, err.detail)
     if where.code == "server.invalid_page" and where.block in index.refused:

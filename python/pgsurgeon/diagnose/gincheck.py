@@ -10,6 +10,7 @@ from typing import Any
 
 from pgsurgeon import db
 from pgsurgeon.diagnose import findings as fmod
+from pgsurgeon.diagnose.btreecheck import not_to_check, unfinished
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Checked
 from pgsurgeon.diagnose.server import one, run_locked
@@ -98,11 +99,7 @@ def _fold(d: Diagnosis) -> None:
 
 
 def gin_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, Any]]:
-    if not index.relation.usable:
-        index.amcheck = "skipped: index is not valid (an interrupted CREATE INDEX CONCURRENTLY?)"
-        return []
-    if d.amcheck_stopped:
-        index.amcheck = f"skipped: {d.amcheck_stopped}"
+    if not_to_check(d, index):
         return []
     if index.locked is not None:
         index.amcheck = "not checked: it is locked by another session"
@@ -116,20 +113,9 @@ def gin_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, A
     if not isinstance(rows, ServerError):
         return []
     err = rows
-    index.observe(err.observed)
-    if err.sqlstate in ("57014", "55P03"):
-        index.amcheck = "not checked"
-        return [
-            fmod.make(
-                "server.timeout",
-                index.relation,
-                None,
-                None,
-                f"gin_index_check not finished: {err.message}",
-                source=fmod.SOURCE_SERVER,
-                observed_error=err.observed,
-            )
-        ]
+    cut_short = unfinished(index, "gin_index_check", err)
+    if cut_short is not None:
+        return cut_short
     index.amcheck = "corrupt"
     code, block, item = classify_gin(err.message)
     return [
