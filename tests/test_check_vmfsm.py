@@ -257,3 +257,20 @@ def test_pgbench_and_the_regression_files_have_no_map_finding(lab: LabCluster) -
 def sql_in(lab: LabCluster, dbname: str, statement: str) -> None:
     with psycopg.connect(lab.dsn(dbname), autocommit=True) as conn:
         conn.execute(statement)
+
+
+def test_pg_visibility_is_not_asked_about_a_table_with_damaged_pages(lab: LabCluster, tmp_path: Path) -> None:
+    """pg_check_visible reads every tuple through its line pointer and sets hint bits: over a garbled item-ID array
+    that writes into another row's data in the server's buffer (the lab's item-ids scenario lost a row's value that
+    way) or crashes the backend. diagnose leaves such a table to the files' verdict and says so."""
+    build(lab)
+    for ext in ("amcheck", "pg_visibility", "pageinspect"):
+        sql(lab, f"CREATE EXTENSION IF NOT EXISTS {ext}")
+    # the checksum kept valid: the server reads the page (and pg_visibility would read its garbled pointers)
+    corrupt(lab, "item-ids", "--block", "1", "--seed", "7", "--keep-checksum-valid", manifest=tmp_path / "m.json")
+    page = "SELECT encode(get_raw_page('" + TABLE + "', 1), 'hex')"
+    before = sql(lab, page)[0][0]
+    doc = diagnose(lab)
+    assert f"{TABLE}: not asked of pg_visibility, its pages are damaged" in doc["summary"]["visibility"]
+    assert any(f["relation"] == TABLE and f["block"] == 1 and f["severity"] == "error" for f in doc["findings"])
+    assert sql(lab, page)[0][0] == before

@@ -39,6 +39,19 @@ def _reported(d: Diagnosis, rel: Checked, code: str) -> dict[int, int]:
     return out
 
 
+def _sound(d: Diagnosis, rel: Checked) -> bool:
+    """No page of ``rel`` refused or suspect, and no error found in it: safe to read every tuple through SQL."""
+    if rel.refused or rel.suspect:
+        return False
+    with d.findings_lock:
+        return not any(
+            f["relfilenode"] == rel.relation.relfilenode
+            and f["severity"] == "error"
+            and not f["code"].startswith("vm.")
+            for f in d.findings
+        )
+
+
 def visibility_phase(d: Diagnosis, heaps: list[Checked]) -> None:
     """pg_check_visible and pg_check_frozen on every table, against the file scan's findings."""
     schema = _schema(d)
@@ -50,6 +63,12 @@ def visibility_phase(d: Diagnosis, heaps: list[Checked]) -> None:
     notes: list[str] = []
     agreed = 0
     for rel in tables:
+        if not _sound(d, rel):
+            # pg_visibility reads every tuple through its line pointer and sets hint bits as it goes: on a damaged
+            # page that writes into whatever a garbled pointer names (another row's data, in the server's buffer),
+            # or crashes the backend. The files' verdict stands alone there.
+            notes.append(f"{rel.relation.regclass}: not asked of pg_visibility, its pages are damaged")
+            continue
         for fn, code in CHECKS:
             q = db.sql.SQL(
                 "SELECT (t_ctid::text::point)[0]::bigint AS blk, count(*) FROM {}(%(oid)s) GROUP BY 1"
