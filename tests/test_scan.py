@@ -192,7 +192,7 @@ def areas_at(d: Damaged, table: str, block: int = 3) -> set[str]:
 def test_exit_status_and_shape(damaged: Damaged) -> None:
     assert damaged.code == 2
     r = damaged.report
-    assert set(r) == {"pgdata", "control", "summary", "warnings", "findings"}
+    assert set(r) == {"pgdata", "control", "summary", "warnings", "findings", "zero_pages_inside"}
     assert r["warnings"] == []
     assert set(r["summary"]) >= {"files", "blocks", "bytes", "findings", "seconds"}
     for f in r["findings"]:
@@ -427,10 +427,16 @@ def test_junk_files_never_crash(damaged: Damaged, tmp_path: Path, capsys: pytest
 def test_index_entries_reveal_lost_rows(version: str, make_lab: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """With --dsn the scan knows each btree's table and checks every leaf TID against the heap: entries into an
     all-zero page (rows lost, though the server reads the page as empty), past a truncated heap's end, or at an
-    unused line pointer."""
+    unused line pointer. A table with no index keeps no trace but the zero page before its in-use ones: listed
+    by scan and noted by diagnose (concurrent inserts leave such pages in healthy tables, so it is no finding)."""
     cluster = make_lab(version)
     files: dict[str, Path] = {}
     with cluster.connect() as conn:
+        conn.execute("CREATE EXTENSION amcheck")
+        conn.execute("CREATE EXTENSION pageinspect")
+        conn.execute("CREATE TABLE no_index AS SELECT g AS id, repeat('z', 90) AS label FROM generate_series(1, 900) g")
+        (path,) = conn.execute("SELECT pg_relation_filepath('no_index')").fetchone() or ("",)
+        files["no_index"] = cluster.pgdata / str(path)
         for table in ("ix_zero", "ix_trunc", "ix_unused", "ix_healthy"):
             conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, label text)")
             conn.execute(f"INSERT INTO {table} SELECT g, repeat('y', 90) FROM generate_series(1, 3000) g")
@@ -439,6 +445,7 @@ def test_index_entries_reveal_lost_rows(version: str, make_lab: Any, capsys: pyt
         conn.execute("CHECKPOINT")
     cluster.stop()
     write_at(files["ix_zero"], 4 * BLCKSZ, bytes(BLCKSZ))
+    write_at(files["no_index"], 3 * BLCKSZ, bytes(BLCKSZ))
     os.truncate(files["ix_trunc"], files["ix_trunc"].stat().st_size - 3 * BLCKSZ)
     page = read_page(files["ix_unused"], 2)
     page[24 + 4 * 9 : 24 + 4 * 10] = bytes(4)  # line pointer 10 -> LP_UNUSED
@@ -455,6 +462,12 @@ def test_index_entries_reveal_lost_rows(version: str, make_lab: Any, capsys: pyt
     assert ("index.tid_unused", None) not in by_rel.get("public.ix_unused", set())
     assert "index.tid_unused" in {c for c, _ in by_rel["public.ix_unused_pkey"]}
     assert "public.ix_healthy" not in by_rel and "public.ix_healthy_pkey" not in by_rel
+    assert "public.no_index" not in by_rel
+    # the referenced zero page is a finding, not a note; the unreferenced one is listed with its block
+    assert [(z["relation"], z["blocks"]) for z in report["zero_pages_inside"]] == [("public.no_index", [3])]
+    assert main(["diagnose", "-d", cluster.dsn(), "-t", "no_index", "--format", "json"]) == 0
+    (rel,) = [r for r in json.loads(capsys.readouterr().out)["relations"] if r["relation"] == "no_index"]
+    assert any("block(s) 3," in n for n in rel["notes"]), rel["notes"]
     _assert_same_without_dsn(cluster, report, capsys)
 
 

@@ -534,6 +534,19 @@ class ScanResult(TypedDict):
     skipped: NotRequired[list[SkippedRange]]
     after_backup_start: NotRequired[list[PageNote]]
     health: NotRequired[list[RelationHealth]]
+    zero_inside: NotRequired[list[ZeroPagesNote]]
+
+
+class ZeroPagesNote(TypedDict):
+    """crates/core/src/checks/scan/ ``ZeroPagesNote``: a table's all-zero pages before in-use pages that nothing
+    names rows on."""
+
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    path: str
+    count: int
+    blocks: list[int]
 
 
 class RelationFile(TypedDict):

@@ -22,7 +22,7 @@ from pgsurgeon.findings import Finding, from_cluster, from_file, make
 from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
-    from pgsurgeon.boundary import ControlFile, Horizons, RelationHealth, ScannerConfig, ScanOptions
+    from pgsurgeon.boundary import ControlFile, Horizons, RelationHealth, ScannerConfig, ScanOptions, ZeroPagesNote
 
 
 def parse_lsn(text: str) -> int:
@@ -68,6 +68,16 @@ class ScanOutcome:
     """(database, index or TOAST table) -> the table it belongs to, qualified names: next steps act on the table."""
     health: list[RelationHealth] = field(default_factory=list)
     """With ``ScanRequest.health``: each main fork's health figures."""
+    zero_inside: list[ZeroPagesNote] = field(default_factory=list)
+    """Tables with all-zero pages before in-use pages that nothing names rows on (no finding: see the core)."""
+
+    def zero_inside_named(self) -> list[tuple[str, ZeroPagesNote]]:
+        """Each of :attr:`zero_inside` with the table's qualified name (its path where the catalog gave none)."""
+        out = []
+        for z in self.zero_inside:
+            rel = self.names.get((z["tablespace_oid"], z["database_oid"], z["relfilenode"]))
+            out.append((rel.qualified if rel is not None else z["path"], z))
+        return out
 
 
 def _control_options(control: ControlFile, checksums: str, live: bool) -> ScanOptions:
@@ -368,6 +378,7 @@ def _run_scan(
         backup_doc,
         _owners(names, options.get("relations") or []),
         result.get("health", []),
+        result.get("zero_inside", []),
     )
 
 

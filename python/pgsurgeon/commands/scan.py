@@ -126,6 +126,7 @@ def to_json(outcome: ScanOutcome) -> dict[str, Any]:
         "summary": outcome.summary,
         "warnings": outcome.warnings,
         "findings": outcome.findings,
+        "zero_pages_inside": [{"relation": name, **z} for name, z in outcome.zero_inside_named()],
         **({"backup": outcome.backup} if outcome.backup is not None else {}),
     }
 
@@ -142,6 +143,8 @@ def render_text(outcome: ScanOutcome, console: Console, conn: str = "") -> None:
             "table, reported as damage only when the visibility map or an index says rows were there",
             style="dim",
         )
+        for line in findings.zero_pages_lines(outcome.zero_inside_named()):
+            console.print(f"  {line}", style="dim", markup=False)
     if outcome.backup is not None:
         b = outcome.backup
         m = b["manifest"]

@@ -4,7 +4,7 @@ each block it shows damaged compared with the server's copy."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.datadir import read_block
@@ -15,6 +15,9 @@ from pgsurgeon.diagnose.pages import check_batch, raw_phase, refused_findings, s
 from pgsurgeon.diagnose.server import Refused, one, runner
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.session import ServerError
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import ZeroPagesNote
 
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
@@ -90,6 +93,7 @@ def files_phase(d: Diagnosis, rels: list[Checked]) -> bool:
             d.add([finding])
     for rel in rels:
         rel.pages_read = rel.relation.nblocks
+    zero_page_notes(d, by_node, outcome.zero_inside)
     by_oid = {r.relation.oid: r for r in rels}
     for (oid, blk), found in sorted(pending.items()):
         confirm_page(d, by_oid[oid], blk, found)
@@ -153,3 +157,28 @@ def confirm_page(d: Diagnosis, rel: Checked, blk: int, found: list[dict[str, Any
     toast_rows = [f for f in found if str(f["code"]).startswith("toast.") and rel.relation.role == "table"]
     rel.toast_scan.extend(toast_rows)
     d.add(f for f in found if f not in toast_rows)
+
+
+def zero_page_notes(d: Diagnosis, by_node: dict[int, Checked], notes: list[ZeroPagesNote]) -> None:
+    """A note on each table with all-zero pages before in-use pages that no index entry or all-visible bit names
+    rows on: the only trace of rows lost from it. A page the server extended but has not written yet is all-zero in
+    the file too, so only the blocks the server's own copy shows all-zero are named."""
+    for z in notes:
+        rel = by_node.get(z["relfilenode"])
+        if rel is None:
+            continue
+        zero = [b for b in z["blocks"] if _all_zero(server_page(d, rel, b))]
+        if not zero:
+            continue
+        unchecked = z["count"] - len(z["blocks"])
+        more = f" (and {unchecked} more in the file)" if unchecked > 0 else ""
+        rel.notes.append(
+            f"all-zero page(s) before in-use pages at block(s) {', '.join(map(str, zero))}{more}, and no index entry "
+            "or all-visible bit names rows there: normal after concurrent inserts extend a table; where one session "
+            "at a time filled it, rows were probably on them (compare its row count with what the application "
+            "expects)"
+        )
+
+
+def _all_zero(page: bytes | ServerError | None) -> bool:
+    return isinstance(page, bytes) and page.count(0) == len(page)

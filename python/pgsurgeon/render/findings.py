@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from pgsurgeon.boundary import ZeroPagesNote
+
 
 F = TypeVar("F", bound=Mapping[str, Any])
 """A finding: the record of pgsurgeon.findings, or a diagnose finding on its way to it."""
@@ -334,3 +336,25 @@ def offline_steps(
         owner = (owners or {}).get((database, relation))
         out += next_steps(relation, fs, conn, [f for f in everything if f.get("database") == database], owner)
     return out
+
+
+ZERO_LISTED_TABLES = 10
+"""Tables named one by one after the all-zero page count; the rest are counted."""
+
+
+def zero_pages_lines(named: Sequence[tuple[str, ZeroPagesNote]]) -> list[str]:
+    """One line per table with all-zero pages before in-use pages: their blocks, and what they mean for it. Not
+    damage by themselves, but the only trace rows lost from a table with no usable index or all-visible bit leave."""
+    lines = []
+    for name, z in named[:ZERO_LISTED_TABLES]:
+        blocks = ", ".join(str(b) for b in z["blocks"])
+        more = f" and {z['count'] - len(z['blocks'])} more" if z["count"] > len(z["blocks"]) else ""
+        lines.append(f"{name}: block(s) {blocks}{more}")
+    if len(named) > ZERO_LISTED_TABLES:
+        lines.append(f"and {len(named) - ZERO_LISTED_TABLES} more table(s) (--format json lists them)")
+    if named:
+        lines.append(
+            "where one session at a time filled a table (no concurrent inserts), rows were probably on these pages: "
+            "compare its row count with what the application expects"
+        )
+    return lines

@@ -214,7 +214,29 @@ pub struct ScanResult {
     /// With [`ScanOptions::health_major`]: each main fork's storage-health figures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub health: Vec<crate::health::RelationHealth>,
+    /// The tables with all-zero pages before in-use pages and nothing that names rows there (the first
+    /// [`MAX_NOTES`] tables): no finding, since concurrent inserts leave such pages in healthy tables, but the one
+    /// lead to rows lost from a table that has no usable index and no all-visible bit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub zero_inside: Vec<ZeroPagesNote>,
 }
+
+/// The all-zero pages before in-use pages of one table's main fork ([`ScanResult::zero_inside`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ZeroPagesNote {
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    /// The first segment's path, as findings name files.
+    pub path: String,
+    /// How many such pages the table has.
+    pub count: u64,
+    /// The first [`ZERO_BLOCKS_LISTED`] of them.
+    pub blocks: Vec<u64>,
+}
+
+/// Blocks listed per table in a [`ZeroPagesNote`]; `count` says how many there are.
+pub const ZERO_BLOCKS_LISTED: usize = 16;
 
 /// Pages listed one by one in [`ScanResult::after_backup_start`]; the summary counts them all.
 pub const MAX_NOTES: usize = 1000;

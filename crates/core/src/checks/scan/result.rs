@@ -7,8 +7,12 @@ use std::collections::HashMap;
 use super::pool::Plan;
 use super::relation::{fsm_check, relation_checks, zero_ref_checks};
 use super::unit::{ChunkSummary, Ctx};
-use super::{key_of, FileFinding, PageNote, RelKey, ScanResult, ScanSummary, SkippedRange, MAX_NOTES};
+use super::{
+    key_of, FileFinding, PageNote, RelKey, ScanResult, ScanSummary, SkippedRange, ZeroPagesNote, MAX_NOTES,
+    ZERO_BLOCKS_LISTED,
+};
 use crate::finding::{Code, Finding};
+use crate::format::page::PageKind;
 use crate::sources::relfile::{Relation, SegmentProblemKind};
 use crate::sources::relpath::Fork;
 
@@ -30,6 +34,7 @@ struct Assembly {
     skipped: Vec<SkippedRange>,
     after_backup_start: Vec<PageNote>,
     health: Vec<crate::health::RelationHealth>,
+    zero_inside: Vec<ZeroPagesNote>,
 }
 
 pub(super) fn assemble(
@@ -183,7 +188,11 @@ impl Assembly {
             }
             rel_findings.extend(book.findings(&acc));
         }
-        self.summary.zero_pages_inside += inside.len() as u64;
+        // those index entries name rows on are findings already
+        inside.retain(|&b| {
+            !rel_findings.iter().any(|f| f.block == Some(b) && f.code == Code::PageHeaderZeroedReferenced)
+        });
+        self.zero_inside_note(rel, ctx.kinds[ri], &mut inside, opts.relseg_size);
         self.skipped_pages(rel, cs, opts);
         for c in cs.iter_mut() {
             self.summary.zero_pages += c.zero_pages;
@@ -266,7 +275,27 @@ impl Assembly {
             skipped: self.skipped,
             after_backup_start: self.after_backup_start,
             health: self.health,
+            zero_inside: self.zero_inside,
         }
+    }
+
+    /// Counts the all-zero pages `inside` a main fork that nothing names rows on, and lists them per table (a hash
+    /// index allocates bucket pages ahead of use: its zero pages say nothing).
+    fn zero_inside_note(&mut self, rel: &Relation, kind: Option<PageKind>, inside: &mut [u64], relseg_size: u32) {
+        self.summary.zero_pages_inside += inside.len() as u64;
+        let table = rel.fork == Fork::Main && matches!(kind, None | Some(PageKind::Heap));
+        if inside.is_empty() || !table || self.zero_inside.len() >= MAX_NOTES {
+            return;
+        }
+        inside.sort_unstable();
+        self.zero_inside.push(ZeroPagesNote {
+            tablespace_oid: rel.tablespace_oid,
+            database_oid: rel.database_oid,
+            relfilenode: rel.relfilenode,
+            path: segment_path_of(rel, 0, relseg_size),
+            count: inside.len() as u64,
+            blocks: inside.iter().copied().take(ZERO_BLOCKS_LISTED).collect(),
+        });
     }
 }
 
