@@ -183,7 +183,8 @@ class BackupCopySource:
     def _recover(self, target: int | None, what: str, say: Callable[[str], None]) -> int:
         """Restore, recover and stop the throwaway instance; the end of the WAL it replayed (its timeline switch).
         The scratch directory stays for :meth:`fetch` and is removed on any failure."""
-        self.scratch = Path(tempfile.mkdtemp(prefix="pgsurgeon-backup-"))
+        # TMPDIR as it is now (tempfile caches the directory it first found); its parents must let the server user in
+        self.scratch = Path(tempfile.mkdtemp(prefix="pgsurgeon-backup-", dir=os.environ.get("TMPDIR") or None))
         try:
             self.data = self.scratch / "data"
             say(f"  restoring the backup {self.path} into {self.scratch}")

@@ -195,7 +195,7 @@ def fetch_again(
     checkpoint = _shutdown_checkpoint(pgdata)
     # the shutdown checkpoint record changes no page: a standby that has replayed everything before it (up to its
     # start, where pg_control points) holds every page as the primary wrote it last
-    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; waiting for the standby to replay to it")
+    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; bringing the {source.name} up to it")
     try:
         source.wait(checkpoint, "shutdown checkpoint", timeout, say)
     except PgSurgeonError as exc:
