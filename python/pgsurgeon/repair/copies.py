@@ -71,6 +71,10 @@ class PageSource(Protocol):
         """One line for the plan: which copy, where it stands."""
         ...
 
+    def close(self) -> None:
+        """Let go of the source (a session, a scratch directory)."""
+        ...
+
 
 @dataclass
 class PageCopy:

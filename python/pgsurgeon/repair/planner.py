@@ -296,9 +296,7 @@ def open_backup(ctx: Context) -> BackupCopySource:
     sysid: str | None = None
     with contextlib.suppress(OSError, ValueError):
         sysid = str(core.read_control(str(pgdata))["system_identifier"])
-    source = BackupCopySource(
-        req.from_backup, req.wal_archive, pgdata, sysid, req.accept_older, req.recovery_timeout
-    )
+    source = BackupCopySource(req.from_backup, req.wal_archive, pgdata, sysid, req.accept_older, req.recovery_timeout)
     try:
         row = ctx.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
         target = parse_lsn(row[0] if row else None) or 0
@@ -374,7 +372,13 @@ class Planner:
             ctx.progress(f"fetching good copies of the damaged pages from {ctx.source.describe()}")
             heaps = [d for d in (main, tdmg) if d is not None]
             copies, errors, index_findings = restore.offer(
-                self, ctx.source, heaps, errors, index_findings, ctx.source.replayed
+                # the primary's position: a backup whose WAL ends before it is exact to less (short_of says how far)
+                self,
+                ctx.source,
+                heaps,
+                errors,
+                index_findings,
+                ctx.source.short_of or ctx.source.replayed,
             )
         for f in errors:
             if f["code"] == "server.timeout":
