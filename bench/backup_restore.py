@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from fix_archive import wal_archive
 from fix_pg import create_test_cluster
 from pgsurgeon import core
 from pgsurgeon.lab import LabCluster
@@ -40,16 +41,7 @@ FORMS = {"plain": (), "tar-gz": ("-Ft", "-z")}
 
 def build(base: Path, gb: float, update: float) -> tuple[LabCluster, Path, dict[str, Path]]:
     archive = base / "archive"
-    archive.mkdir()
-    user = server_user()
-    shutil.chown(archive, user.uid, user.gid)
-    conf: dict[str, str | int | bool] = {
-        "wal_level": "replica",
-        "max_wal_senders": 4,
-        "archive_mode": "on",
-        "archive_command": f"cp %p {archive}/%f",
-        "max_wal_size": "4GB",
-    }
+    conf = {**wal_archive(archive), "max_wal_size": "4GB"}
     c = create_test_cluster(base, "restore", "15", checksums=False, extra_conf=conf)
     c.start()
     rows = int(gb * 1e9 / 150)  # ~150 bytes a row on disk (tuple, line pointer, primary key entry)

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from fix_archive import wal_archive
 from fix_corrupt import TOASTY, cli, digest, make_table, relation_files, sql
 from fix_pg import create_test_cluster
 from pgsurgeon.lab import LabCluster, run_sql
@@ -59,15 +60,7 @@ class Archived:
 def archived(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Archived]:
     version, checksums = request.param
     archive = lab_base_dir / f"archive{version}"
-    archive.mkdir()
-    user = server_user()
-    os.chown(archive, user.uid, user.gid)
-    conf: dict[str, str | int | bool] = {
-        "wal_level": "replica",
-        "max_wal_senders": 4,
-        "archive_mode": "on",
-        "archive_command": f"cp %p {archive}/%f",
-    }
+    conf = wal_archive(archive)
     primary = create_test_cluster(lab_base_dir, f"bk{version}", version, checksums=checksums, extra_conf=conf)
     primary.start()
     try:

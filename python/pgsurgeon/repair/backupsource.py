@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pgsurgeon import core
 from pgsurgeon.backup import BackupSource
@@ -280,21 +281,11 @@ class BackupCopySource:
         assert self.data is not None
         env = self.install.env({"PGDATA": str(self.data)})
         cmd = [str(self.install.tool("postgres")), "-D", str(self.data)]
+        as_user: dict[str, Any] = {}
+        if self.user.switch:
+            env.update({"USER": self.user.name, "LOGNAME": self.user.name, "HOME": str(self.scratch)})
+            as_user = {"user": self.user.uid, "group": self.user.gid, "extra_groups": []}
         with log.open("ab") as out:
-            if self.user.switch:
-                env.update({"USER": self.user.name, "LOGNAME": self.user.name, "HOME": str(self.scratch)})
-                return subprocess.Popen(
-                    cmd,
-                    env=env,
-                    cwd=self.scratch,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # Ctrl-C reaches repair, which stops the instance itself
-                    user=self.user.uid,
-                    group=self.user.gid,
-                    extra_groups=[],
-                )
             return subprocess.Popen(
                 cmd,
                 env=env,
@@ -302,7 +293,8 @@ class BackupCopySource:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True,  # Ctrl-C reaches repair, which stops the instance itself
+                **as_user,
             )
 
     def _switchpoint(self) -> int:
