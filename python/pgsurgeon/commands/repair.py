@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="allow page writes on a cluster that is not a lab: you stop the server when asked, repair waits",
     )
-    p.add_argument(
+    copies = p.add_mutually_exclusive_group()
+    copies.add_argument(
         "--from-standby",
         metavar="CONNINFO",
         help="restore damaged pages from this streaming standby of the cluster where its copy is good (read-only: "
@@ -71,6 +72,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=300.0,
         metavar="SECONDS",
         help="how long to wait for the standby to replay up to the primary's position before refusing (default 300)",
+    )
+    copies.add_argument(
+        "--from-backup",
+        type=Path,
+        metavar="BACKUP",
+        help="restore damaged pages from this base backup (plain or tar) where its copy is good: it is recovered in a "
+        "scratch directory up to the primary's position by PostgreSQL's own redo, then removed",
+    )
+    p.add_argument(
+        "--wal-archive",
+        type=Path,
+        metavar="DIR",
+        help="with --from-backup: the WAL archive archive_command fills (the primary's pg_wal is read after it)",
+    )
+    p.add_argument(
+        "--accept-older",
+        action="store_true",
+        help="with --from-backup whose WAL ends before the primary's position: restore pages that may have changed "
+        "since all the same (the ledger lists their rows as possibly stale)",
+    )
+    p.add_argument(
+        "--recovery-timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how long the backup's recovery may take before repair refuses (default 3600)",
     )
     p.add_argument(
         "--no-freeze",
@@ -145,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     if args.yes and not args.execute:
         raise UsageError("--yes goes with --execute")
     _can_confirm(args)
+    if (args.wal_archive is not None or args.accept_older) and args.from_backup is None:
+        raise UsageError("--wal-archive and --accept-older go with --from-backup")
     if args.pgdata is not None:
         paths.existing_dir(args.pgdata, "--pgdata")
     for option, path in (("--backup-dir", args.run_dir), ("--salvage-out", args.salvage_out)):
@@ -175,6 +204,10 @@ def run(args: argparse.Namespace) -> int:
         on_progress=progress if args.progress else None,
         from_standby=args.from_standby,
         standby_timeout=args.standby_timeout,
+        from_backup=args.from_backup,
+        wal_archive=args.wal_archive,
+        accept_older=args.accept_older,
+        recovery_timeout=args.recovery_timeout,
     )
     plan, ctx = build_plan(req)
     try:

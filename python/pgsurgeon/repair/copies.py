@@ -10,13 +10,14 @@ plan it would have had without a copy, and the plan says why."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pgsurgeon import core
 from pgsurgeon.catalog.relation import Relation
 
 SOURCE_STANDBY = "standby"
+SOURCE_BACKUP = "backup + WAL"
 SOURCE_NONE = "none"
 
 # what inspect_page calls each access method's pages (crates/core/src/checks/inspect.rs); others are guessed
@@ -50,6 +51,12 @@ class PageSource(Protocol):
     """``standby``, …: what the plan names as the page's source."""
     replayed: int | None
     """The WAL position the source's pages are exact to (None: not known yet)."""
+    short_of: int | None
+    """The primary's position when the source could not reach it (a backup whose WAL ends before), else None."""
+    accept_older: bool
+    follows_primary: bool
+    """It receives the primary's WAL as it is written (a standby), so it must stream before the primary stops."""
+    """Copies of pages that may have changed after ``replayed`` are taken all the same (--accept-older)."""
 
     def wait(self, target: int, what: str, timeout: float, say: Callable[[str], None], streaming: bool = False) -> int:
         """Wait until the source's pages are exact to ``target`` (and it follows the primary live, with
@@ -62,6 +69,10 @@ class PageSource(Protocol):
 
     def describe(self) -> str:
         """One line for the plan: which copy, where it stands."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the source (a session, a scratch directory)."""
         ...
 
 
@@ -85,6 +96,11 @@ class PageCopy:
     data: bytes | None = None
     rows: int | None = None
     """Rows of the table the copy holds (heap pages of the table; counted by the carver)."""
+    row_items: list[int] = field(default_factory=list)
+    """The line pointers of those rows (a possibly stale copy's rows are listed by ctid)."""
+    stale: str = ""
+    """Why the copy may be older than the page was (the WAL ends before the primary's position), taken with
+    --accept-older: its rows are possibly stale."""
     server_read: bool = False
     """The server reads the damaged heap page (all zeroes, or damage its checks let through): index scans that
     found its rows gone may have marked their index entries dead (LP_DEAD, a hint never WAL-logged)."""
@@ -105,6 +121,8 @@ class PageCopy:
             "rejected": self.why or None,
             "read_by": self.read_by or None,
             "rows": self.rows,
+            "row_ctids": [f"({self.block},{lp})" for lp in self.row_items] if self.stale else None,
+            "stale": self.stale or None,
             "server_read": self.server_read,
         }
 
@@ -118,6 +136,42 @@ def damaged_lsn(page: bytes | None, primary_lsn: int | None) -> int | None:
     if primary_lsn is not None and lsn > primary_lsn:
         return None
     return lsn
+
+
+def staleness(source: PageSource, floor: int | None) -> str:
+    """Why a copy may be older than the page was, when the source is exact only to a position before the primary's
+    (empty: it is not): the damaged page changed after it (its LSN is newer), or its LSN cannot be read."""
+    if source.short_of is None or source.replayed is None:
+        return ""
+    exact = lsn_text(source.replayed)
+    if floor is None:
+        return (
+            f"the copy is exact to {exact} only (the WAL ends there, the primary is at {lsn_text(source.short_of)}) "
+            "and the damaged page's LSN cannot be read: it may have changed since"
+        )
+    if floor > source.replayed:
+        return f"the page changed on the primary after {exact}, where the WAL ends (its LSN {lsn_text(floor)})"
+    return ""
+
+
+def judge_copy(
+    source: PageSource,
+    page: bytes | None,
+    rel: Relation,
+    block: int,
+    checksums: bool,
+    floor: int | None,
+    at_least: int | None = None,
+) -> tuple[str, str]:
+    """(why the copy cannot be used, why it may be stale): ``check_copy`` against the damaged page's LSN ``floor``
+    (and ``at_least``, the LSN of the copy planned), and a copy that may be older than the page was only with
+    --accept-older (its LSN is then not held to the damaged page's)."""
+    stale = staleness(source, floor)
+    least = None if stale else max(floor or 0, at_least or 0) or None
+    why = check_copy(page, rel, block, checksums, least, source.replayed)
+    if not why and stale and not source.accept_older:
+        why = f"{stale}; --accept-older restores it all the same"
+    return why, stale
 
 
 def check_copy(

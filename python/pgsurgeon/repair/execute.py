@@ -361,7 +361,7 @@ class Executor:
         the shutdown checkpoint too (WAL written while no WAL receiver is connected reaches it only once the primary
         runs again)."""
         source = self.ctx.source
-        if source is None or not any(w.action == "restore" for w in step.writes):
+        if source is None or not source.follows_primary or not any(w.action == "restore" for w in step.writes):
             return
         from pgsurgeon.repair.copies import parse_lsn
 

@@ -75,6 +75,9 @@ class Ledger:
     restored: int = 0
     """Rows on the pages restored from a good copy, as the carver counts them on the copies."""
     restored_blocks: list[int] = field(default_factory=list)
+    possibly_stale: dict[Tid, str] = field(default_factory=dict)
+    """ctid -> why: rows restored (among ``restored``) from a copy that may be older than the page was, taken with
+    --accept-older (the backup's WAL ends before the primary's position)."""
 
     @property
     def in_place(self) -> int:
@@ -92,7 +95,8 @@ class Ledger:
     def summary(self) -> str:
         return (
             f"{self.total} row(s): {self.in_place} in place ({self.untouched} on blocks left alone, {self.beside} "
-            f"beside the damage, {len(self.frozen)} frozen), {self.restored} restored, {len(self.reinsert)} "
+            f"beside the damage, {len(self.frozen)} frozen), {self.restored} restored"
+            f"{f' ({len(self.possibly_stale)} possibly stale)' if self.possibly_stale else ''}, {len(self.reinsert)} "
             f"reinserted, {len(self.apart)} kept apart, {len(self.lost)} lost"
         )
 
@@ -105,6 +109,7 @@ class Ledger:
             "frozen": [tid_text(t) for t in self.frozen],
             "restored": self.restored,
             "restored_blocks": self.restored_blocks,
+            "possibly_stale": [{"ctid": tid_text(t), "why": w} for t, w in sorted(self.possibly_stale.items())],
             "reinserted": [tid_text(t) for t in sorted(self.reinsert)],
             "kept_apart": [{"ctid": tid_text(t), "why": w} for t, w in sorted(self.apart.items())],
             "lost": [

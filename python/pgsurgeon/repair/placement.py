@@ -182,6 +182,7 @@ def count_in_place(p: Planner, plan: Plan, main: HeapDamage) -> None:
     zeroed = set(main.zero) | main.zero_blocks_present | set(main.restore)
     led.restored_blocks = sorted(main.restore)
     led.restored = sum(c.rows or 0 for c in main.restore.values())
+    led.possibly_stale = {(c.block, lp): c.stale for c in main.restore.values() if c.stale for lp in c.row_items}
     touched = main.touched | {b for b, _ in removed} | {b for b, _ in main.gone_items}
     beside: list[Tid] = []
     skip = removed | set(main.freeze) | main.damaged_items | set(main.gone_items)

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
     from pgsurgeon.lab import LabCluster
-    from pgsurgeon.repair.copies import PageCopy
+    from pgsurgeon.repair.backupsource import BackupCopySource
+    from pgsurgeon.repair.copies import PageCopy, PageSource
     from pgsurgeon.repair.standby import StandbySource
 
 # Finding codes that condemn a whole page (with item None): the header, the checksum, the item-ID array as a whole.
@@ -128,6 +129,15 @@ class RepairRequest:
     """Connection string of a streaming standby: damaged pages are restored from its copies where they are good."""
     standby_timeout: float = 300.0
     """Seconds to wait for the standby to replay up to the primary's position before refusing."""
+    from_backup: Path | None = None
+    """A base backup of the cluster: recovered in a scratch directory up to the primary's position, its pages restore
+    the damaged ones where they are good."""
+    wal_archive: Path | None = None
+    """Where archive_command put the WAL since the backup (the primary's pg_wal is read after it)."""
+    accept_older: bool = False
+    """Restore pages from a backup whose WAL ends before the primary's position even where they may be older."""
+    recovery_timeout: float = 3600.0
+    """Seconds the backup's recovery may take before repair refuses."""
 
 
 @dataclass
@@ -142,8 +152,8 @@ class Context:
     cols: list[Column]
     reader: PageReader
     lab: LabCluster | None
-    source: StandbySource | None = None
-    """Where good copies of damaged pages come from (--from-standby), or None."""
+    source: PageSource | None = None
+    """Where good copies of damaged pages come from (--from-standby, --from-backup), or None."""
 
     def rel(self, role: str) -> Relation | None:
         return next((r for r in self.rels if r.role == role), None)
@@ -235,6 +245,8 @@ def build_plan(req: RepairRequest) -> tuple[Plan, Context]:
         )
         if req.from_standby is not None:
             ctx.source = open_standby(ctx)
+        elif req.from_backup is not None:
+            ctx.source = open_backup(ctx)
         plan = Planner(ctx).plan()
     except BaseException:
         conn.close()
@@ -261,6 +273,35 @@ def open_standby(ctx: Context) -> StandbySource:
         target = parse_lsn(row[0] if row else None) or 0
         ctx.progress(f"waiting for the standby to replay to the primary's position {row[0] if row else '?'}")
         source.wait(target, "current WAL position", ctx.req.standby_timeout, ctx.progress)
+    except BaseException:
+        source.close()
+        raise
+    return source
+
+
+def open_backup(ctx: Context) -> BackupCopySource:
+    """The backup of --from-backup, refused when it is of another cluster, recovered up to the primary's WAL
+    position now (the plan takes its pages from there; the WAL may end before: the copy says where)."""
+    from pgsurgeon.repair.backupsource import BackupCopySource
+    from pgsurgeon.repair.copies import parse_lsn
+
+    req = ctx.req
+    assert req.from_backup is not None
+    pgdata = ctx.server.pgdata
+    if pgdata is None:
+        raise UsageError(
+            "--from-backup needs the primary's data directory (its pg_control and its surviving pg_wal)",
+            hint="run repair on the database server's host, with --pgdata when it is not found by itself",
+        )
+    sysid: str | None = None
+    with contextlib.suppress(OSError, ValueError):
+        sysid = str(core.read_control(str(pgdata))["system_identifier"])
+    source = BackupCopySource(req.from_backup, req.wal_archive, pgdata, sysid, req.accept_older, req.recovery_timeout)
+    try:
+        row = ctx.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        target = parse_lsn(row[0] if row else None) or 0
+        ctx.progress(f"recovering the backup {req.from_backup} to the primary's position {row[0] if row else '?'}")
+        source.wait(target, "current WAL position", req.recovery_timeout, ctx.progress)
     except BaseException:
         source.close()
         raise
@@ -331,7 +372,13 @@ class Planner:
             ctx.progress(f"fetching good copies of the damaged pages from {ctx.source.describe()}")
             heaps = [d for d in (main, tdmg) if d is not None]
             copies, errors, index_findings = restore.offer(
-                self, ctx.source, heaps, errors, index_findings, ctx.source.replayed
+                # the primary's position: a backup whose WAL ends before it is exact to less (short_of says how far)
+                self,
+                ctx.source,
+                heaps,
+                errors,
+                index_findings,
+                ctx.source.short_of or ctx.source.replayed,
             )
         for f in errors:
             if f["code"] == "server.timeout":

@@ -164,8 +164,14 @@ def copy_lines(plan: Plan) -> list[str]:
         out.append(f"  {c.relation} block {c.block}: source {c.source} ({lsns}{rows})")
         if c.accepted:
             out.append(f"    without it: {c.would_lose}")
+            if c.stale:
+                out.append(f"    taken with --accept-older though {c.stale}: its rows are listed as possibly stale")
         else:
             out.append(f"    not used: {c.why}; today's plan for it: {c.would_lose}")
+            if c.stale and c.row_items:
+                ctids = ", ".join(f"({c.block},{lp})" for lp in c.row_items[:20])
+                more = f" and {len(c.row_items) - 20} more" if len(c.row_items) > 20 else ""
+                out.append(f"    the copy holds {len(c.row_items)} row(s) as of the WAL's end: ctid {ctids}{more}")
     if len(plan.copies) > 60:
         out.append(f"  … {len(plan.copies) - 60} more page(s)")
     return out

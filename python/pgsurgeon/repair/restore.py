@@ -22,8 +22,8 @@ from pgsurgeon.repair.copies import (
     SOURCE_NONE,
     PageCopy,
     PageSource,
-    check_copy,
     damaged_lsn,
+    judge_copy,
     lsn_text,
     page_lsn,
     parse_lsn,
@@ -102,7 +102,7 @@ def _offer_page(
         damaged = p.reader.file_page(rel, blk)
     floor = damaged_lsn(damaged, primary_lsn)
     data, read_by = source.fetch(rel, blk)
-    why = check_copy(data, rel, blk, p.server.checksums, floor, source.replayed) if data is not None else read_by
+    why, stale = judge_copy(source, data, rel, blk, p.server.checksums, floor) if data is not None else (read_by, "")
     return PageCopy(
         relation=rel.regclass,
         role=rel.role,
@@ -112,8 +112,10 @@ def _offer_page(
         lsn_damaged=floor,
         lsn_copy=page_lsn(data) if data is not None else None,
         why=why,
+        stale=stale,
         read_by=read_by if data is not None else "",
-        data=None if why else data,
+        # a copy refused only as possibly stale is kept to say what it holds
+        data=data if not why or (stale and why.startswith(stale)) else None,
     )
 
 
@@ -157,7 +159,7 @@ def _take_out(d: HeapDamage, blk: int, copy: PageCopy) -> None:
 def _count_rows(p: Planner, main: HeapDamage, copies: list[PageCopy]) -> None:
     """The table's rows on each accepted copy: the carver reads them (and their visibility) as it reads the rows
     of a damaged page; the ledger expects them after the restore."""
-    mine = [c for c in copies if c.accepted and c.role == "table" and c.data is not None]
+    mine = [c for c in copies if (c.accepted or c.stale) and c.role == "table" and c.data is not None]
     if not mine:
         return
     images = {c.block: c.data for c in mine if c.data is not None}
@@ -168,7 +170,8 @@ def _count_rows(p: Planner, main: HeapDamage, copies: list[PageCopy]) -> None:
         p.notes.append(f"the rows on the restored pages could not be counted beforehand ({exc}): counted after")
         return
     for c in mine:
-        c.rows = sum(1 for t, got in found.items() if t[0] == c.block and any(x.live for x in got))
+        c.row_items = sorted(t[1] for t, got in found.items() if t[0] == c.block and any(x.live for x in got))
+        c.rows = len(c.row_items)
 
 
 # ---------------------------------------------------------------------------------------------- execution
@@ -192,7 +195,7 @@ def fetch_again(
     checkpoint = _shutdown_checkpoint(pgdata)
     # the shutdown checkpoint record changes no page: a standby that has replayed everything before it (up to its
     # start, where pg_control points) holds every page as the primary wrote it last
-    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; waiting for the standby to replay to it")
+    say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; bringing the {source.name} up to it")
     try:
         source.wait(checkpoint, "shutdown checkpoint", timeout, say)
     except PgSurgeonError as exc:
@@ -207,8 +210,10 @@ def fetch_again(
         rel = rels[w.relation]
         data, read_by = source.fetch(rel, w.block)
         disk = _read(pgdata / w.file, w.offset, server.block_size)
-        floor = max(damaged_lsn(disk, checkpoint) or 0, w.copy.lsn_copy or 0)
-        why = check_copy(data, rel, w.block, server.checksums, floor, source.replayed) if data else read_by
+        floor = damaged_lsn(disk, checkpoint)
+        why = read_by
+        if data is not None:
+            why, _stale = judge_copy(source, data, rel, w.block, server.checksums, floor, w.copy.lsn_copy)
         if why:
             raise PgSurgeonError(
                 f"the {source.name}'s copy of {w.relation} block {w.block} fails now: {why}; no page was written",

@@ -44,6 +44,9 @@ class StandbySource:
     """Pages of the damaged cluster's standby, after it has replayed up to the primary's position."""
 
     name = SOURCE_STANDBY
+    short_of: int | None = None  # a standby is waited for until it is exact to the primary's position, else refused
+    accept_older = False
+    follows_primary = True
 
     def __init__(self, conninfo: str, primary: ServerFacts, primary_sysid: str | None) -> None:
         self.conninfo = conninfo

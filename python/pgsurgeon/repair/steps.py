@@ -266,9 +266,9 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage],
             + (
                 [
                     f"{restored} page(s) come from {plan.options.get('from_standby') or 'the standby'}: with the "
-                    "server stopped, repair waits for the standby to replay up to its shutdown checkpoint, fetches "
-                    "each page again and checks it as planned; a page that fails then stops the step before "
-                    "anything is written"
+                    "server stopped, repair brings the copy up to its shutdown checkpoint (the standby replays to it, "
+                    "a backup is recovered to it again), fetches each page again and checks it as planned; a page "
+                    "that fails then stops the step before anything is written"
                 ]
                 if restored
                 else []
