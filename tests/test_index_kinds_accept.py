@@ -69,7 +69,10 @@ class Case:
 
 GIN_DOC = "jsonb_build_object('n', g, 'tag', 't' || g % 40, 'all', 1)"
 GIN_TSV = "to_tsvector('simple', 'word' || g % 300 || ' term' || g % 17 || ' common')"
-RANGE = "tstzrange('2020-01-01'::timestamptz + g * interval '1 day', '2020-01-01'::timestamptz + (g + 1) * interval '1 day')"  # noqa: E501
+RANGE = (
+    "tstzrange('2020-01-01'::timestamptz + g * interval '1 day', '2020-01-01'::timestamptz + (g + 1) * interval "
+    "'1 day')"
+)
 CASES = (
     Case(
         "gin_doc", "id int, doc jsonb", f"g, {GIN_DOC}", "USING gin (doc)", ("gin", "entry-internal"),
@@ -134,8 +137,8 @@ CASES = (
         ),
     ),
     Case(
-        "brin_minmax", "id int", "g", "USING brin (id) WITH (pages_per_range = 2)", ("brin", "metapage", "--value", "3"),
-        frozenset({"index.brin_metapage"}), "id >= 0", block="meta",
+        "brin_minmax", "id int", "g", "USING brin (id) WITH (pages_per_range = 2)",
+        ("brin", "metapage", "--value", "3"), frozenset({"index.brin_metapage"}), "id >= 0", block="meta",
         error="corrupted BRIN index: inconsistent range map", n=3 * ROWS,
     ),
     Case(
@@ -154,7 +157,11 @@ CASES = (
 VM_TABLE = "vm_t"
 FSM_TABLE = "fsm_t"
 ABORTED_ID = 1_000_000
-IOS = ("SET enable_seqscan = off", "SET enable_bitmapscan = off", f"SELECT count(*) FROM {VM_TABLE} WHERE id = {ABORTED_ID}")  # noqa: E501
+IOS = (
+    "SET enable_seqscan = off",
+    "SET enable_bitmapscan = off",
+    f"SELECT count(*) FROM {VM_TABLE} WHERE id = {ABORTED_ID}",
+)
 
 
 @dataclass
@@ -273,7 +280,8 @@ def _missing(m: Matrix, findings: list[dict[str, Any]], qualify: str) -> list[st
         mine = [f for f in findings if f["relation"] == f"{qualify}{c.ix}" and f["code"] in c.codes]
         want = {"damaged": m.damaged[c.ix], "meta": 0, "any": None}[c.block]
         if not mine or (want is not None and not any(f["block"] == want for f in mine)):
-            missing.append(f"{c.ix}: {sorted(c.codes)} at block {want}, got {[(f['code'], f['block']) for f in findings if c.ix in str(f['relation'])]}")  # noqa: E501
+            got = [(f["code"], f["block"]) for f in findings if c.ix in str(f["relation"])]
+            missing.append(f"{c.ix}: {sorted(c.codes)} at block {want}, got {got}")
     vm = {(f["code"], f["block"]) for f in findings if f["relation"] == f"{qualify}{VM_TABLE}"}
     if not {("vm.all_visible_wrong", m.vm_block), ("vm.all_frozen_wrong", m.vm_block)} <= vm:
         missing.append(f"{VM_TABLE}: vm findings at block {m.vm_block}, got {vm}")

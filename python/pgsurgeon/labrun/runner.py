@@ -109,9 +109,7 @@ def _prepare(cluster: LabCluster, table: str, index: str) -> tuple[dict[int, str
         conn.execute(db.sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (id)").format(ident))
         conn.execute(db.sql.SQL("CREATE INDEX {} ON {} (a)").format(db.sql.Identifier(f"{table}_a"), ident))
         if index:  # the scenario's own index (a constant of scenarios.py, never user input)
-            conn.execute(
-                db.sql.SQL("CREATE INDEX {} ON {} " + index).format(db.sql.Identifier(f"{table}_ix"), ident)
-            )
+            conn.execute(db.sql.SQL("CREATE INDEX {} ON {} " + index).format(db.sql.Identifier(f"{table}_ix"), ident))
         conn.execute(db.sql.SQL("VACUUM ANALYZE {}").format(ident))
     truth = _truth(cluster, table)
     with cluster.connect() as conn:

@@ -88,7 +88,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         shows="index",
         index="USING brin (id) WITH (pages_per_range = 2)",
     ),
-    Scenario("vm", "a visibility map's all-frozen bit on a page not frozen", "vm", (("field", "all-frozen"), ("block", 5))),
+    Scenario(
+        "vm", "a visibility map's all-frozen bit on a page not frozen", "vm", (("field", "all-frozen"), ("block", 5))
+    ),
     # an upper node, not a slot past the end: the lab's scan runs beside the server, and a running server's map on
     # disk lags its table (file.fsm_beyond_end is judged on a stopped cluster only)
     Scenario("fsm", "a free space map's upper node made wrong", "fsm", (("field", "upper-node"),)),
