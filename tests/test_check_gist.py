@@ -211,8 +211,9 @@ def test_damage_found_felt_explained_repaired(case: Case, version: str, labs: Co
         assert_explained(felt.message, case.index)
     if case.rebuild_first:
         # no row can be counted before the rebuild: the plan says so, and counts them after its REINDEX
-        code, out, _err = cli("repair", "--dsn", lab.dsn(), "--table", case.table, "--format", "json")
+        code, out, err = cli("repair", "--dsn", lab.dsn(), "--table", case.table, "--format", "json")
         plan = json.loads(out)
+        assert code == Exit.CLEAN, err
         assert plan["blockers"] == [] and any("counted after its REINDEX" in n for n in plan["notes"]), plan
     assert_repaired(lab, case.table, case.index, tmp_path)
 
