@@ -132,3 +132,26 @@ def test_the_matrix_piped_is_one_whole_line_per_result() -> None:
         ln.startswith(f"{s.name} (checksums on): SELECT *: ") for ln, s in zip(lines[1:], SCENARIOS, strict=True)
     )
     assert any(len(ln) > 80 for ln in lines[1:])  # whole, not folded to the console's width
+
+
+def test_index_kinds_and_maps_run_as_lab_scenarios(tmp_path: Path) -> None:
+    """Issue 30's modes are lab scenarios: a GIN index's entry and the visibility map, each on its own copy of the
+    seeds' table, found by scan and diagnose (the right structure, on the scenario's own index or the table) and
+    repaired with every row kept."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["lab", "--modes", "gin,vm", "--seed", "7", "--out", str(tmp_path), "--format", "json"])
+    report = json.loads(buf.getvalue())
+    assert code == 0, [r["error"] for r in report["results"] if r["error"]]
+    want = {"gin": ("index.gin_posting_list", "lab_gin_ix"), "vm": ("vm.all_frozen_wrong", "lab_vm")}
+    for name, (finding, relation) in want.items():
+        for r in results(report, name).values():
+            assert r["error"] is None
+            for step in ("scan", "diagnose"):
+                assert r[step]["found"] and any(b.startswith(f"{relation}:") for b in r[step]["blocks"]), r[step]
+            assert finding in r["scan"]["codes"], r["scan"]
+            assert r["repair"]["clean"] and r["repair"]["lost"] == 0 and r["repair"]["ledger_match"], r["repair"]
+            assert r["block_map"]["relation"] == f"public.{relation}"

@@ -92,9 +92,19 @@ def derive_am(values: dict[str, str]) -> None:
     msg = values.get("msg", "").lower()
     for word, am in (("brin", "brin"), ("spgist", "spgist"), ("gin", "gin"), ("gist", "gist"), ("hash", "hash")):
         if word in msg.replace("-", "").replace(" ", ""):
-            values["am"] = am
+            values["am"] = values["ams"] = am
             return
-    values["am"] = "gist"  # 'failed to re-find parent of a page' without a name: GiST's wording
+    values["am"] = values["ams"] = "gist"  # 'failed to re-find parent of a page' without a name: GiST's wording
+
+
+def derive_gin(values: dict[str, str]) -> None:
+    """GIN's messages name no index (ginentrypage.c, ginget.c, ginfast.c): the candidates are the GIN indexes."""
+    values.setdefault("ams", "gin")
+
+
+def derive_bitmap_tid(values: dict[str, str]) -> None:
+    """tidbitmap.c names no index either: a bitmap scan's TIDs come from a GIN or a btree index."""
+    values.setdefault("ams", "gin,btree")
 
 
 _AMCHECK_FAMILY = {

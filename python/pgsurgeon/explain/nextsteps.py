@@ -209,6 +209,10 @@ def finish(values: dict[str, str], where: Where) -> None:
         values["seq_recreate"] = _SEQ_RECREATE.replace("{seq_lit}", "'" + sql_ident(seq).replace("'", "''") + "'")
     if "index" in values:
         values["index_sh"] = shlex.quote(values["index_sql"])
+    if names.get("candidates"):
+        values["candidates"], values["ams_words"] = names["candidates"], names["ams_words"]
+        words = " ".join(f"-t {shlex.quote(n)}" for n in names["candidate_list"].split("\n"))
+        values["diagnose_candidates"] = f"pgsurgeon diagnose{conn}{values['dbopt']} {words}"
 
 
 def _current_log(conn: db.Connection[tuple[Any, ...]]) -> str | None:
@@ -221,6 +225,24 @@ def _current_log(conn: db.Connection[tuple[Any, ...]]) -> str | None:
     except db.Error:
         return None
     return str(row[0]) if row else None
+
+
+_CANDIDATES_SQL = (
+    "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_am a ON a.oid = c.relam JOIN pg_namespace n ON "
+    "n.oid = c.relnamespace WHERE c.relkind = 'i' AND a.amname = ANY(%s) AND n.nspname NOT IN ('pg_catalog', "
+    "'information_schema', 'pg_toast') ORDER BY 1 LIMIT %s"
+)
+_MAX_CANDIDATES = 20
+"""More than this, the list says so and stops: the command that finds the one is then the scan."""
+
+
+def _candidates(conn: db.Connection[tuple[Any, ...]], ams: list[str]) -> dict[str, str]:
+    """The user indexes of the access methods ``ams``: the ones a message that names no index may be about."""
+    names = [str(r[0]) for r in conn.execute(_CANDIDATES_SQL, (ams, _MAX_CANDIDATES + 1))]
+    if not names:
+        return {}
+    listed = ", ".join(names[:_MAX_CANDIDATES]) + (" and more" if len(names) > _MAX_CANDIDATES else "")
+    return {"candidates": listed, "candidate_list": "\n".join(names[:_MAX_CANDIDATES]), "ams_words": " or ".join(ams)}
 
 
 def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
@@ -251,6 +273,8 @@ def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
                     if owned.is_index:
                         out["index"] = owned.name
                         out["index_system"] = "1" if owned.system else ""
+                if "index" not in out and "index" not in values and values.get("ams"):
+                    out.update(_candidates(conn, values["ams"].split(",")))
                 log = _current_log(conn)
                 if log:
                     out["log"] = log

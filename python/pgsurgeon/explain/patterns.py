@@ -13,8 +13,10 @@ from typing import Any
 from pgsurgeon.explain.derive import (
     derive_am,
     derive_amcheck,
+    derive_bitmap_tid,
     derive_checksum,
     derive_file,
+    derive_gin,
     derive_pg_checksums,
     derive_relpath,
     derive_xid,
@@ -139,6 +141,12 @@ _REINDEX = Step(
     "rebuild the index from the table once the table is known sound (an index holds no data of its own)",
     "REINDEX INDEX CONCURRENTLY {index_sql};",
     "sql",
+)
+# With a connection, explain names the indexes the message may be about (resolver): the server's message names none.
+_CANDIDATES = Step(
+    "the message names no index; the {ams_words} indexes of this database, the damaged one among them: "
+    "{candidates}; check them",
+    "{diagnose_candidates}",
 )
 _GIN_FIND = Step(
     "find the damaged GIN index: gin_index_check on each (amcheck, PostgreSQL 18; run in psql, \\gexec runs each)",
@@ -1491,7 +1499,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "A GIN index entry says it holds {header} heap TIDs but its compressed posting list decodes to {decoded}: "
         "the entry tuple is damaged. Every search that reads this key fails; the table's rows are not affected.",
         (ModeRef("gin", ("entry-leaf",)),),
-        (_GIN_FIND, _GIN_DIAGNOSE, _GIN_REINDEX),
+        (_CANDIDATES, _GIN_FIND, _GIN_DIAGNOSE, _GIN_REINDEX),
+        derive=derive_gin,
         tail="",
     ),
     _p(
@@ -1502,7 +1511,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "its metapage says: its head or a page's right-link leads to a page that is not a pending list page. "
         "Searches on the index fail; the table's rows are not affected.",
         (ModeRef("gin", ("metapage",)),),
-        (_GIN_FIND_SCAN, _GIN_DIAGNOSE, _GIN_REINDEX),
+        (_CANDIDATES, _GIN_FIND_SCAN, _GIN_DIAGNOSE, _GIN_REINDEX),
+        derive=derive_gin,
         tail="",
     ),
     _p(
@@ -1512,7 +1522,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "Moving right along a level of a GIN index, the server reached a page of another kind (entry tree, posting "
         "tree or pending list): a right-link or a page's flags are damaged. The table's rows are not affected.",
         (ModeRef("gin", ("entry-internal",), "when the downlink lands on a page of this index"),),
-        (_GIN_FIND, _GIN_DIAGNOSE, _GIN_REINDEX),
+        (_CANDIDATES, _GIN_FIND, _GIN_DIAGNOSE, _GIN_REINDEX),
+        derive=derive_gin,
         tail="",
     ),
     _p(
@@ -1525,7 +1536,8 @@ PATTERNS: tuple[Pattern, ...] = (
             ModeRef("gin", ("posting-list", "posting-tree", "pending-list")),
             ModeRef("btree", ("item",), "with --value BLOCK,0"),
         ),
-        (_GIN_FIND_SCAN, _GIN_DIAGNOSE, _GIN_REINDEX),
+        (_CANDIDATES, _GIN_FIND_SCAN, _GIN_DIAGNOSE, _GIN_REINDEX),
+        derive=derive_bitmap_tid,
         tail="",
     ),
     _p(
@@ -1545,6 +1557,7 @@ PATTERNS: tuple[Pattern, ...] = (
         (
             _INDEX_TABLE,
             _REINDEX,
+            _CANDIDATES,
             Step(
                 "the message names no index: the {am} indexes of the database, to rebuild (amcheck checks btree only)",
                 "SELECT format('REINDEX INDEX CONCURRENTLY %s;', c.oid::regclass) FROM pg_class c JOIN pg_am a ON "

@@ -101,13 +101,15 @@ def _truth(cluster: LabCluster, table: str) -> tuple[dict[int, str], dict[int, l
         return truth, blocks
 
 
-def _prepare(cluster: LabCluster, table: str) -> tuple[dict[int, str], dict[int, list[int]]]:
+def _prepare(cluster: LabCluster, table: str, index: str) -> tuple[dict[int, str], dict[int, list[int]]]:
     ident = db.sql.Identifier(table)
     with cluster.connect() as conn:
         conn.execute(db.sql.SQL("DROP TABLE IF EXISTS {}").format(ident))
         conn.execute(db.sql.SQL("CREATE TABLE {} AS SELECT * FROM lab_template ORDER BY id").format(ident))
         conn.execute(db.sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (id)").format(ident))
         conn.execute(db.sql.SQL("CREATE INDEX {} ON {} (a)").format(db.sql.Identifier(f"{table}_a"), ident))
+        if index:  # the scenario's own index (a constant of scenarios.py, never user input)
+            conn.execute(db.sql.SQL("CREATE INDEX {} ON {} " + index).format(db.sql.Identifier(f"{table}_ix"), ident))
         conn.execute(db.sql.SQL("VACUUM ANALYZE {}").format(ident))
     truth = _truth(cluster, table)
     with cluster.connect() as conn:
@@ -115,9 +117,9 @@ def _prepare(cluster: LabCluster, table: str) -> tuple[dict[int, str], dict[int,
     return truth
 
 
-def _relation_for_map(cluster: LabCluster, table: str, shows: str) -> tuple[str, str, int]:
-    """(name, relation file path, nblocks) of the relation the scenario damages: the table, its TOAST table or its
-    primary key."""
+def _relation_for_map(cluster: LabCluster, table: str, shows: str, own_index: bool) -> tuple[str, str, int]:
+    """(name, relation file path, nblocks) of the relation the scenario damages: the table, its TOAST table, its
+    primary key or the scenario's own index."""
     with cluster.connect() as conn:
         facts = catalog.server_facts(conn)
         oid, _ = catalog.resolve_relation(conn, f"public.{table}")
@@ -125,7 +127,8 @@ def _relation_for_map(cluster: LabCluster, table: str, shows: str) -> tuple[str,
         if shows == "toast":
             rel = next(r for r in rels if r.role == ROLE_TOAST)
         elif shows == "index":
-            rel = next(r for r in rels if r.role == ROLE_INDEX and r.name == f"{table}_pkey")
+            name = f"{table}_ix" if own_index else f"{table}_pkey"
+            rel = next(r for r in rels if r.role == ROLE_INDEX and r.name == name)
         else:
             rel = next(r for r in rels if r.role == ROLE_TABLE)
         catalog.read_sizes(conn, [rel])
@@ -194,9 +197,9 @@ def run_scenario(cluster: LabCluster, scenario: Scenario, seed: int, say: Progre
     label = f"{cluster.name} {scenario.name}"
     try:
         say(f"{label}: preparing {table}")
-        truth, by_block = _timed(result, "prepare", lambda: _prepare(cluster, table))
+        truth, by_block = _timed(result, "prepare", lambda: _prepare(cluster, table, scenario.index))
         result.rows = len(truth)
-        name, path, nblocks = _relation_for_map(cluster, table, scenario.shows)
+        name, path, nblocks = _relation_for_map(cluster, table, scenario.shows, bool(scenario.index))
         say(f"{label}: corrupting ({scenario.describe()})")
         manifest = _timed(result, "corrupt", lambda: steps.corrupt(cluster, table, scenario, seed))
         obs.wait_ready(cluster)

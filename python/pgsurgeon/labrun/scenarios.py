@@ -17,7 +17,11 @@ class Scenario:
     options: tuple[tuple[str, Any], ...] = ()
     """More :class:`pgsurgeon.simulate.SimulateRequest` fields (the relation, seed and manifest come from the lab)."""
     shows: str = "table"
-    """Which relation the block map shows: table, toast or index."""
+    """Which relation the block map shows: table, toast or index (the primary key, or ``<table>_ix`` when the
+    scenario has its own ``index``)."""
+    index: str = ""
+    """The index the scenario damages, built on the table as ``<table>_ix`` (CREATE INDEX's words after ON the
+    table); empty: the mode damages the table or its primary key."""
 
     def describe(self) -> str:
         """The mode and its options, for the progress lines."""
@@ -43,6 +47,53 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("torn", "a torn page (second half from block 20)", "torn", (("block", 10), ("source_block", 20))),
     Scenario("misdirected", "block 21 written over block 11", "misdirected", (("block", 11), ("source_block", 21))),
     Scenario("truncate", "the table file cut short", "truncate"),
+    # issue 30: the other index kinds and the maps. Each index is the scenario's own (damaged through --index).
+    Scenario(
+        "gin",
+        "a GIN entry's posting list item count (int[] opclass)",
+        "gin",
+        (("field", "entry-leaf"), ("target", "index"), ("index", "lab_gin_ix")),
+        shows="index",
+        index="USING gin ((ARRAY[a, b]))",
+    ),
+    Scenario(
+        "gist",
+        "a GiST inner page's downlink (box opclass)",
+        "gist",
+        (("field", "downlink"), ("target", "index"), ("index", "lab_gist_ix")),
+        shows="index",
+        index="USING gist (box(point(a, b), point(a + 1, b + 1)))",
+    ),
+    Scenario(
+        "spgist",
+        "an SP-GiST leaf chain's nextOffset (text opclass)",
+        "spgist",
+        (("field", "leaf_chain"), ("target", "index"), ("index", "lab_spgist_ix")),
+        shows="index",
+        index="USING spgist (description)",
+    ),
+    Scenario(
+        "hash",
+        "a hash bucket page's page type",
+        "hash",
+        (("field", "bucket"), ("target", "index"), ("index", "lab_hash_ix")),
+        shows="index",
+        index="USING hash (description)",
+    ),
+    Scenario(
+        "brin",
+        "a BRIN revmap entry (minmax opclass)",
+        "brin",
+        (("field", "revmap"), ("target", "index"), ("index", "lab_brin_ix")),
+        shows="index",
+        index="USING brin (id) WITH (pages_per_range = 2)",
+    ),
+    Scenario(
+        "vm", "a visibility map's all-frozen bit on a page not frozen", "vm", (("field", "all-frozen"), ("block", 5))
+    ),
+    # an upper node, not a slot past the end: the lab's scan runs beside the server, and a running server's map on
+    # disk lags its table (file.fsm_beyond_end is judged on a stopped cluster only)
+    Scenario("fsm", "a free space map's upper node made wrong", "fsm", (("field", "upper-node"),)),
 )
 
 CHAOS = Scenario(

@@ -63,6 +63,9 @@ def scan(cluster: LabCluster, table: str) -> list[Finding]:
     from pgsurgeon.scan import ScanRequest, run_scan
 
     names = [table, f"{table}_pkey", f"{table}_a"]
+    with cluster.connect() as conn:
+        oid, _ = catalog.resolve_relation(conn, f"public.{table}")
+        names += [r.name for r in catalog.relatives(conn, [oid]) if r.role == "index" and r.name not in names]
     toast = _toast_name(cluster, table)
     if toast:
         names.append(toast)

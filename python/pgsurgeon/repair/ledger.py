@@ -71,7 +71,10 @@ class Ledger:
     digest: int = 0
     """Sum of the key hashes of the untouched and beside rows (see ``key_hash``)."""
     counted: bool = False
-    """The in-place rows could be counted (else the plan is blocked)."""
+    """The in-place rows could be counted (else the plan is blocked, or the count is ``deferred``)."""
+    deferred: str | None = None
+    """Why the rows are counted only after the plan's REINDEX: every query on the table fails on an index until it
+    is rebuilt, and the plan changes no row of the table (a rebuild neither adds nor removes one)."""
     restored: int = 0
     """Rows on the pages restored from a good copy, as the carver counts them on the copies."""
     restored_blocks: list[int] = field(default_factory=list)

@@ -158,15 +158,15 @@ fn check_tuples(page: &Page<'_>, block: Option<u64>, o: &GISTPageOpaqueData, out
     }
 }
 
-/// Every heap TID of a GiST leaf page's live entries; nothing for inner or deleted pages. LP_DEAD entries may
-/// point at rows vacuum already removed.
+/// Every heap TID of a GiST leaf page's entries, live or marked dead by a scan (see
+/// [`super::index_entry_in_use`]); nothing for inner or deleted pages.
 pub fn for_each_gist_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::format::heap::ItemPointerData)) {
     let Some(o) = GISTPageOpaqueData::from_page(page) else { return };
     if !o.is_leaf() || o.is_deleted() {
         return;
     }
     for (off, id) in page.item_ids() {
-        if id.lp_flags() != LP_NORMAL {
+        if !super::index_entry_in_use(&id) {
             continue;
         }
         let Some(t) = page.item_bytes(id).and_then(IndexTupleData::parse) else { continue };

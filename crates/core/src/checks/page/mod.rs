@@ -723,3 +723,13 @@ pub mod spgist;
 
 #[cfg(test)]
 mod tests;
+
+/// An index entry whose heap TID must lead to a line pointer in use: a normal one, and one a scan marked dead
+/// (`kill_prior_tuple`, gistkillitems/_hash_kill_items: LP_DEAD, its bytes kept). A heap line pointer becomes unused
+/// only after VACUUM removed every index entry pointing to it, dead-marked or not (vacuumlazy.c, lazy_vacuum_heap_page
+/// after the index passes); a dead-marked entry leading to an unused one was damaged before a scan met it, and the
+/// row it stood for is missing from the index.
+pub(crate) fn index_entry_in_use(id: &crate::format::itemid::ItemIdData) -> bool {
+    id.lp_flags() == crate::format::itemid::LP_NORMAL
+        || (id.lp_flags() == crate::format::itemid::LP_DEAD && id.has_storage())
+}

@@ -357,7 +357,7 @@ pub(crate) fn for_each_hash_tid(page: &Page<'_>, mut f: impl FnMut(u16, &ItemPoi
         return;
     }
     for (off, id) in page.item_ids() {
-        if id.lp_flags() != LP_NORMAL {
+        if !crate::checks::page::index_entry_in_use(&id) {
             continue;
         }
         if let Some((tid, _, _)) = page.item_bytes(id).and_then(crate::format::hash::hash_tuple) {
