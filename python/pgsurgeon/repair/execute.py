@@ -389,7 +389,7 @@ class Executor:
         runs = ledger.block_runs(set(led.restored_blocks))
         rows, digest = ledger.count_ranges(self.ctx.conn, self.ctx.table, led.key, runs)
         self.digests["restored"] = digest
-        planned = [c.rows for c in self.plan.copies if c.accepted and c.role == "table"]
+        planned = [c.rows for c in self.plan.copies if c.accepted and c.role == "table" and c.fork == "main"]
         if any(r is None for r in planned):
             led.restored = rows  # not counted on the copies beforehand (the carver could not run)
         self.say(f"  {rows} row(s) on the {len(led.restored_blocks)} restored page(s) of {self.plan.table}")
@@ -447,9 +447,11 @@ class Executor:
         changes: list[Any] = []
         records: list[Any] = []
 
+        # the new image of each page written, by (file, offset): a restored map page may still get bits cleared
+        pending: dict[tuple[str, int], tuple[int, bytes, bytes, str]] = {}
+
         def add(file: str, block: int, offset: int, old: bytes, new: bytes, note: str) -> None:
-            changes.append(FileChange.replace_bytes(file, offset, old, new, block=block, note=note))
-            records.append(PageRecord(file, block, offset, bs, sha256(old), sha256(new), original=old))
+            pending[(file, offset)] = (block, old, new, note)
 
         vm_clear: dict[str, set[int]] = {}
         for w in writes:
@@ -474,8 +476,7 @@ class Executor:
             else:
                 new = clear_line_pointers(old, w.lps, w.block, checksums)
                 note = f"repair: line pointers {w.lps} cleared"
-            if new != old:
-                add(w.file, w.block, w.offset, old, new, note)
+            add(w.file, w.block, w.offset, old, new, note)
         # visibility map bits of zeroed blocks: an all-zero page is not all-visible
         per_vm = (bs - VM_HEADER) * 4
         for filepath, blocks in vm_clear.items():
@@ -485,17 +486,23 @@ class Executor:
             for vm_blk, heap_blocks in sorted(by_vm.items()):
                 segno, in_seg = divmod(vm_blk, self.ctx.server.segment_blocks)
                 vm_file = f"{filepath}_vm" if segno == 0 else f"{filepath}_vm.{segno}"
-                old = _read(pgdata / vm_file, in_seg * bs, bs)
-                if old is None or len(old) != bs or not any(old):
+                restored = pending.get((vm_file, in_seg * bs))
+                old = _read(pgdata / vm_file, in_seg * bs, bs) if restored is None else restored[1]
+                base = old if restored is None else restored[2]
+                if old is None or len(old) != bs or base is None or not any(base):
                     continue
-                page = bytearray(old)
+                page = bytearray(base)
                 for b in heap_blocks:
                     i = VM_HEADER + (b % per_vm) // 4
                     page[i] &= ~(0x3 << ((b % 4) * 2)) & 0xFF
                 if checksums:
                     _set_checksum(page, vm_blk)
-                if bytes(page) != old:
-                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits cleared")
+                note = "repair: visibility map bits cleared"
+                add(vm_file, vm_blk, in_seg * bs, old, bytes(page), note if restored is None else restored[3])
+        for (file, offset), (block, old, new, note) in pending.items():
+            if new != old:
+                changes.append(FileChange.replace_bytes(file, offset, old, new, block=block, note=note))
+                records.append(PageRecord(file, block, offset, bs, sha256(old), sha256(new), original=old))
         return changes, records
 
     # ------------------------------------------------------------------ reinsert and verify

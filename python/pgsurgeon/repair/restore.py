@@ -24,14 +24,33 @@ from pgsurgeon.repair.copies import (
     PageSource,
     check_copy,
     damaged_lsn,
+    fetch_pages,
     lsn_text,
     page_lsn,
     parse_lsn,
 )
+from pgsurgeon.repair.maps import VM_CODES
 
 if TYPE_CHECKING:
     from pgsurgeon.repair.model import PageWrite
     from pgsurgeon.repair.planner import HeapDamage, Planner
+
+REINDEX_WOULD = "REINDEX would rebuild the index (no row lost)"
+# index findings that are about rows of the table (an entry into a missing row, a row with no entry), or about a
+# page no other page leads to (the damage is in the page that should): a copy of their block repairs nothing
+NOT_PAGE_DAMAGE = frozenset(
+    {
+        "index.tid_unused",
+        "index.tid_beyond_heap",
+        "index.missing_entry",
+        "index.hash_unreachable",
+        "index.gist_unreachable",
+        "index.spgist_unreachable",
+        "index.brin_unreferenced",
+    }
+)
+VM_HEADER = 24
+"""MAXALIGN(SizeOfPageHeaderData): where a map page's bits start (visibilitymap.c, MAPSIZE)."""
 
 # findings that say a heap page is all zeroes while rows were there (the planner's EVIDENCE_CODES keeps them
 # out of the damage): a copy brings the rows back
@@ -49,44 +68,115 @@ def offer(
     """The copies offered, and the findings left once the restored pages are taken out (all, then the indexes')."""
     ctx = p.ctx
     copies: list[PageCopy] = []
-    restored: set[tuple[str, int]] = set()
+    restored: set[tuple[str, str, int]] = set()
     for d in heaps:
         zero_found = {
             int(f["block"])
             for f in errors
             if f["relation"] == d.rel.regclass and f["code"] in ZERO_PAGE_CODES and f["block"] is not None
         }
-        for blk in sorted(d.touched | d.zero_blocks_present | zero_found):
-            if blk >= d.rel.nblocks:
-                continue
-            copy = _offer_page(p, source, d.rel, blk, d.images.get(blk), primary_lsn, _heap_plan(d, blk))
+        blocks = [b for b in sorted(d.touched | d.zero_blocks_present | zero_found) if b < d.rel.nblocks]
+        got = fetch_pages(source, d.rel, blocks)
+        for blk in blocks:
+            plan = _heap_plan(d, blk)
+            copy = _offer_page(p, source, d.rel, blk, d.images.get(blk), got[blk], primary_lsn, plan)
             copies.append(copy)
             if copy.accepted:
                 _take_out(d, blk, copy)
-                restored.add((d.rel.regclass, blk))
+                restored.add((d.rel.regclass, "main", blk))
     indexes = {r.regclass: r for r in ctx.rels if r.role in ("index", "toast-index") and r.amname in INDEX_AMS}
-    ix_blocks = sorted(
-        {
-            (str(f["relation"]), int(f["block"]))
-            for f in index_findings
-            if f["relation"] in indexes and f["block"] is not None and not str(f["code"]).startswith("index.")
-        }
-    )
-    for name, blk in ix_blocks:
+    ix_blocks: dict[str, set[int]] = {}
+    for f in index_findings:
+        if f["relation"] in indexes and f["block"] is not None and str(f["code"]) not in NOT_PAGE_DAMAGE:
+            ix_blocks.setdefault(str(f["relation"]), set()).add(int(f["block"]))
+    for name, blks in sorted(ix_blocks.items()):
         rel = indexes[name]
-        if blk >= rel.nblocks:
-            continue
-        damaged = ctx.reader.page(rel, blk)[0]
-        copy = _offer_page(p, source, rel, blk, damaged, primary_lsn, "REINDEX would rebuild the index (no row lost)")
-        copies.append(copy)
-        if copy.accepted:
-            restored.add((name, blk))
+        blocks = [b for b in sorted(blks) if b < rel.nblocks]
+        got = fetch_pages(source, rel, blocks)
+        damaged = _damaged_pages(p, rel, blocks)
+        for blk in blocks:
+            copy = _offer_page(p, source, rel, blk, damaged.get(blk), got[blk], primary_lsn, REINDEX_WOULD)
+            copies.append(copy)
+            if copy.accepted:
+                restored.add((name, "main", blk))
+    table = ctx.table
+    vm_copies = _offer_vm(p, source, table, errors, primary_lsn)
+    copies += vm_copies
+    vm_done = {blk for c in vm_copies if c.accepted for blk in c.must_clear}
     _count_rows(p, heaps[0], copies)
 
     def kept(f: dict[str, Any]) -> bool:
-        return f["block"] is None or (str(f["relation"]), int(f["block"])) not in restored
+        if f["block"] is None:
+            return True
+        if str(f["code"]) in VM_CODES and f["relation"] == table.regclass:
+            return int(f["block"]) not in vm_done
+        return (str(f["relation"]), str(f.get("fork") or "main"), int(f["block"])) not in restored
 
     return copies, [f for f in errors if kept(f)], [f for f in index_findings if kept(f)]
+
+
+def _damaged_pages(p: Planner, rel: Relation, blocks: list[int], fork: str = "main") -> dict[int, bytes]:
+    """The primary's damaged pages as its server returns them (a batch a statement), else from its files."""
+    out: dict[int, bytes] = {}
+    for blk, got in p.reader.blocks_pages(rel, blocks, fork):
+        data = got if isinstance(got, bytes) else p.reader.file_page(rel, blk, fork)
+        if data is not None:
+            out[blk] = data
+    return out
+
+
+def _offer_vm(
+    p: Planner, source: PageSource, table: Relation, errors: list[dict[str, Any]], primary_lsn: int | None
+) -> list[PageCopy]:
+    """The visibility map pages whose bits are wrong (vm.all_visible_wrong, vm.all_frozen_wrong name the heap
+    blocks), offered a copy: accepted when the copy passes the checks and has the wrong bits clear."""
+    must: dict[int, dict[int, int]] = {}
+    per_page = vm_heap_blocks_per_page(p.server.block_size)
+    for f in errors:
+        bit = VM_BITS.get(str(f["code"]))
+        if bit is None or f["relation"] != table.regclass or f["block"] is None:
+            continue
+        heap_blk = int(f["block"])
+        bits = must.setdefault(heap_blk // per_page, {})
+        bits[heap_blk] = bits.get(heap_blk, 0) | bit
+    if not must:
+        return []
+    blocks = sorted(must)
+    got = fetch_pages(source, table, blocks, "vm")
+    damaged = _damaged_pages(p, table, blocks, "vm")
+    out = []
+    for blk in blocks:
+        heap = ", ".join(str(b) for b in sorted(must[blk]))
+        would = f"the visibility map bits of heap block(s) {heap} would be cleared (no row lost; VACUUM sets them)"
+        copy = _offer_page(p, source, table, blk, damaged.get(blk), got[blk], primary_lsn, would, "vm")
+        copy.must_clear = must[blk]
+        if copy.accepted and copy.data is not None:
+            wrong = vm_bits_set(copy.data, must[blk], p.server.block_size)
+            if wrong:
+                copy.why, copy.source, copy.data = wrong, SOURCE_NONE, None
+        out.append(copy)
+    return out
+
+
+# visibilitymap.h: the two bits each heap block has in the map
+VM_BITS = {"vm.all_visible_wrong": 0x01, "vm.all_frozen_wrong": 0x02}
+
+
+def vm_heap_blocks_per_page(block_size: int) -> int:
+    """HEAPBLOCKS_PER_PAGE (visibilitymap.c): MAPSIZE bytes after the MAXALIGNed page header, 4 heap blocks a
+    byte."""
+    return (block_size - VM_HEADER) * 4
+
+
+def vm_bits_set(page: bytes, must_clear: dict[int, int], block_size: int) -> str:
+    """Why the copy of a map page cannot be used (empty: it can): it sets a bit the heap page contradicts."""
+    per_page = vm_heap_blocks_per_page(block_size)
+    for heap_blk, bits in sorted(must_clear.items()):
+        at = heap_blk % per_page
+        have = (page[VM_HEADER + at // 4] >> ((at % 4) * 2)) & 0x3
+        if have & bits:
+            return f"the copy marks heap block {heap_blk} all-visible or all-frozen too (bits {have:#x})"
+    return ""
 
 
 def _offer_page(
@@ -95,14 +185,16 @@ def _offer_page(
     rel: Relation,
     blk: int,
     damaged: bytes | None,
+    fetched: tuple[bytes | None, str],
     primary_lsn: int | None,
     would_lose: str,
+    fork: str = "main",
 ) -> PageCopy:
     if damaged is None:
-        damaged = p.reader.file_page(rel, blk)
+        damaged = p.reader.file_page(rel, blk, fork)
     floor = damaged_lsn(damaged, primary_lsn)
-    data, read_by = source.fetch(rel, blk)
-    why = check_copy(data, rel, blk, p.server.checksums, floor, source.replayed) if data is not None else read_by
+    data, read_by = fetched
+    why = check_copy(data, rel, blk, p.server.checksums, floor, source.replayed, fork) if data is not None else read_by
     return PageCopy(
         relation=rel.regclass,
         role=rel.role,
@@ -114,6 +206,7 @@ def _offer_page(
         why=why,
         read_by=read_by if data is not None else "",
         data=None if why else data,
+        fork=fork,
     )
 
 
@@ -157,7 +250,7 @@ def _take_out(d: HeapDamage, blk: int, copy: PageCopy) -> None:
 def _count_rows(p: Planner, main: HeapDamage, copies: list[PageCopy]) -> None:
     """The table's rows on each accepted copy: the carver reads them (and their visibility) as it reads the rows
     of a damaged page; the ledger expects them after the restore."""
-    mine = [c for c in copies if c.accepted and c.role == "table" and c.data is not None]
+    mine = [c for c in copies if c.accepted and c.role == "table" and c.fork == "main" and c.data is not None]
     if not mine:
         return
     images = {c.block: c.data for c in mine if c.data is not None}
@@ -202,20 +295,29 @@ def fetch_again(
             "again (it is started again now): run repair again once the standby streams (pg_stat_wal_receiver)",
         ) from None
     out: dict[tuple[str, int], bytes] = {}
+    groups: dict[tuple[str, str], list[PageWrite]] = {}
     for w in wanted:
         assert w.copy is not None
-        rel = rels[w.relation]
-        data, read_by = source.fetch(rel, w.block)
-        disk = _read(pgdata / w.file, w.offset, server.block_size)
-        floor = max(damaged_lsn(disk, checkpoint) or 0, w.copy.lsn_copy or 0)
-        why = check_copy(data, rel, w.block, server.checksums, floor, source.replayed) if data else read_by
-        if why:
-            raise PgSurgeonError(
-                f"the {source.name}'s copy of {w.relation} block {w.block} fails now: {why}; no page was written",
-                hint="run repair again: it plans from the pages as they are now (that page falls back to today's plan)",
-            )
-        assert data is not None
-        out[(w.file, w.block)] = data
+        groups.setdefault((w.relation, w.copy.fork), []).append(w)
+    for (name, fork), ws in groups.items():
+        rel = rels[name]
+        got = fetch_pages(source, rel, [w.block for w in ws], fork)
+        for w in ws:
+            assert w.copy is not None
+            data, read_by = got[w.block]
+            disk = _read(pgdata / w.file, w.offset, server.block_size)
+            floor = max(damaged_lsn(disk, checkpoint) or 0, w.copy.lsn_copy or 0)
+            why = check_copy(data, rel, w.block, server.checksums, floor, source.replayed, fork) if data else read_by
+            if not why and data is not None and w.copy.must_clear:
+                why = vm_bits_set(data, w.copy.must_clear, server.block_size)
+            if why:
+                raise PgSurgeonError(
+                    f"the {source.name}'s copy of {w.relation} block {w.block} fails now: {why}; no page was written",
+                    hint="run repair again: it plans from the pages as they are now (that page falls back to today's "
+                    "plan)",
+                )
+            assert data is not None
+            out[(w.file, w.block)] = data
     say(f"  {len(out)} good copy(ies) fetched from the {source.name} again and checked")
     return out
 
