@@ -1,5 +1,5 @@
 """A primary and its streaming standby on localhost, as lab clusters run by the unprivileged server user: the
-primary with ``wal_level = replica``, the standby made with ``pg_basebackup -R`` (it streams from the primary and
+primary with ``wal_level = replica`` (and WAL archiving on, into nowhere), the standby made with ``pg_basebackup -R`` (it streams from the primary and
 replays, a hot standby)."""
 
 from __future__ import annotations
@@ -13,8 +13,17 @@ from pathlib import Path
 from fix_pg import create_test_cluster
 from pgsurgeon.lab import LabCluster, run_sql
 
-REPLICATION: dict[str, str | int | bool] = {"wal_level": "replica", "max_wal_senders": 4, "hot_standby": True}
-EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery")
+# archiving on too (its command keeps nothing): the next steps name --from-backup where the settings show an archive
+REPLICATION: dict[str, str | int | bool] = {
+    "wal_level": "replica",
+    "max_wal_senders": 4,
+    "hot_standby": True,
+    # no replication slot: a standby that lags when the primary restarts (corrupt stops it) finds its WAL kept
+    "wal_keep_size": "512MB",
+    "archive_mode": "on",
+    "archive_command": "true",
+}
+EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery", "pg_visibility")
 
 
 @dataclass
