@@ -42,6 +42,14 @@ class Pair:
             assert time.monotonic() < deadline, "the standby did not catch up"
             time.sleep(0.2)
 
+    def streaming(self, timeout: float = 60) -> None:
+        """Wait until the primary lists the standby in pg_stat_replication (it reconnects a few seconds after the
+        primary restarts)."""
+        deadline = time.monotonic() + timeout
+        while not run_sql(self.primary, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")[0][0]:
+            assert time.monotonic() < deadline, "the standby does not stream"
+            time.sleep(0.2)
+
     def close(self) -> None:
         for lab in (self.standby, self.primary):
             lab.destroy()

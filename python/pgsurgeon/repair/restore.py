@@ -100,9 +100,12 @@ def offer(
             if copy.accepted:
                 restored.add((name, "main", blk))
     table = ctx.table
-    vm_copies = _offer_vm(p, source, table, errors, primary_lsn)
+    # a restored heap page comes with the map bits it had on the source (the map's own copy, or the page's as the
+    # primary's map has it): their findings were the damaged page's; a zeroed page's bits are cleared as it is
+    heap_restored = {blk for name, _fork, blk in restored if name == table.regclass}
+    vm_copies = _offer_vm(p, source, table, errors, primary_lsn, heap_restored | set(heaps[0].zero))
     copies += vm_copies
-    vm_done = {blk for c in vm_copies if c.accepted for blk in c.must_clear}
+    vm_done = heap_restored | {blk for c in vm_copies if c.accepted for blk in c.must_clear}
     _count_rows(p, heaps[0], copies)
 
     def kept(f: dict[str, Any]) -> bool:
@@ -126,15 +129,21 @@ def _damaged_pages(p: Planner, rel: Relation, blocks: list[int], fork: str = "ma
 
 
 def _offer_vm(
-    p: Planner, source: PageSource, table: Relation, errors: list[dict[str, Any]], primary_lsn: int | None
+    p: Planner,
+    source: PageSource,
+    table: Relation,
+    errors: list[dict[str, Any]],
+    primary_lsn: int | None,
+    skip: set[int],
 ) -> list[PageCopy]:
     """The visibility map pages whose bits are wrong (vm.all_visible_wrong, vm.all_frozen_wrong name the heap
-    blocks), offered a copy: accepted when the copy passes the checks and has the wrong bits clear."""
+    blocks, but those in ``skip``), offered a copy: accepted when the copy passes the checks and has the wrong
+    bits clear."""
     must: dict[int, dict[int, int]] = {}
     per_page = vm_heap_blocks_per_page(p.server.block_size)
     for f in errors:
         bit = VM_BITS.get(str(f["code"]))
-        if bit is None or f["relation"] != table.regclass or f["block"] is None:
+        if bit is None or f["relation"] != table.regclass or f["block"] is None or int(f["block"]) in skip:
             continue
         heap_blk = int(f["block"])
         bits = must.setdefault(heap_blk // per_page, {})
