@@ -324,17 +324,26 @@ class Executor:
         assert pgdata is not None
         path = (self.run_dir / "undo-manifest.json").absolute()
 
+        # the page work alone, apart from stopping and starting the server: fetching and checking the good copies,
+        # then the manifest (old pages read, recorded, fsynced) and the writes
+        timings: dict[str, float] = {}
+
         def build() -> Manifest:
-            copies = self.fetch_copies(step, pgdata)
+            copies = self.fetch_copies(step, pgdata, timings)
             changes, records = self.page_changes(step.writes, pgdata, copies)
             return Manifest(path, self.manifest_header(pgdata, step), changes, records)
+
+        def write(manifest: Manifest) -> None:
+            started = time.monotonic()
+            applying.apply(manifest, self.say)
+            timings["write_seconds"] = round(time.monotonic() - started, 3)
 
         self.standby_streaming(step)
         self.ctx.conn.close()
         if self.ctx.lab is not None:
             with server_stopped(pgdata, self.say):
                 manifest = build()
-                applying.apply(manifest, self.say)
+                write(manifest)
         else:
             if postmaster_pid(pgdata) is not None:
                 self.say(f"  stop the server now (pg_ctl stop -D {pgdata}); repair waits for it to be down")
@@ -347,14 +356,14 @@ class Executor:
                         )
                     time.sleep(1)
             manifest = build()
-            applying.apply(manifest, self.say)
+            write(manifest)
             self.say(f"  pages written; start the server again (pg_ctl start -D {pgdata}); repair waits for it")
         self.wait_for_server()
         self.reconnect()
         self.report["manifest"] = str(path)
         self.say(f"  undo manifest: {path} (pgsurgeon undo {path} puts the old pages back)")
         restored = self.count_restored()
-        return {"manifest": str(path), "pages": len(manifest.pages), **restored}
+        return {"manifest": str(path), "pages": len(manifest.pages), **timings, **restored}
 
     def standby_streaming(self, step: Step) -> None:
         """Before the primary stops: the standby streams from it and has replayed all it wrote, so that it receives
@@ -369,7 +378,9 @@ class Executor:
         target = parse_lsn(row[0] if row else None) or 0
         source.wait(target, "current WAL position", self.ctx.req.standby_timeout, self.say, streaming=True)
 
-    def fetch_copies(self, step: Step, pgdata: Path) -> dict[tuple[str, int], bytes]:
+    def fetch_copies(
+        self, step: Step, pgdata: Path, timings: dict[str, float] | None = None
+    ) -> dict[tuple[str, int], bytes]:
         """The good copies for the step's restore writes, fetched again now that the primary is stopped."""
         source = self.ctx.source
         if source is None or not any(w.action == "restore" for w in step.writes):
@@ -378,7 +389,7 @@ class Executor:
 
         rels = {r.regclass: r for r in self.ctx.rels}
         server = self.ctx.server
-        return fetch_again(source, step.writes, rels, pgdata, server, self.ctx.req.standby_timeout, self.say)
+        return fetch_again(source, step.writes, rels, pgdata, server, self.ctx.req.standby_timeout, self.say, timings)
 
     def count_restored(self) -> dict[str, Any]:
         """The rows on the restored pages of the table as the primary reads them now, and their key digest (the

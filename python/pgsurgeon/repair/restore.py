@@ -8,6 +8,7 @@ shutdown checkpoint."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -284,6 +285,7 @@ def fetch_again(
     server: ServerFacts,
     timeout: float,
     say: Callable[[str], None],
+    timings: dict[str, float] | None = None,
 ) -> dict[tuple[str, int], bytes]:
     """With the primary stopped: wait for the standby to replay up to the primary's shutdown checkpoint (pg_control),
     then fetch every planned copy again and check it as planned, against the page on disk now. Any copy that
@@ -295,6 +297,7 @@ def fetch_again(
     # the shutdown checkpoint record changes no page: a standby that has replayed everything before it (up to its
     # start, where pg_control points) holds every page as the primary wrote it last
     say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; waiting for the standby to replay to it")
+    started = time.monotonic()
     try:
         source.wait(checkpoint, "shutdown checkpoint", timeout, say)
     except PgSurgeonError as exc:
@@ -303,6 +306,7 @@ def fetch_again(
             hint="WAL the standby did not receive before the primary stopped reaches it only once the primary runs "
             "again (it is started again now): run repair again once the standby streams (pg_stat_wal_receiver)",
         ) from None
+    waited = time.monotonic()
     out: dict[tuple[str, int], bytes] = {}
     groups: dict[tuple[str, str], list[PageWrite]] = {}
     for w in wanted:
@@ -327,6 +331,9 @@ def fetch_again(
                 )
             assert data is not None
             out[(w.file, w.block)] = data
+    if timings is not None:
+        timings["wait_seconds"] = round(waited - started, 3)
+        timings["fetch_seconds"] = round(time.monotonic() - waited, 3)
     say(f"  {len(out)} good copy(ies) fetched from the {source.name} again and checked")
     return out
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
 POLL_S = 0.5
+"""The longest pause between two looks at the standby's position: the first looks come sooner (a standby a
+moment behind, as after the primary's shutdown checkpoint, is not made to cost half a second)."""
+FIRST_POLL_S = 0.01
 SAY_EVERY_S = 5.0
 
 
@@ -107,6 +110,7 @@ class StandbySource:
         is paused."""
         deadline = time.monotonic() + timeout
         next_say = time.monotonic()
+        pause = FIRST_POLL_S
         while True:
             st = self.state()
             replay = st.replay or 0
@@ -133,7 +137,8 @@ class StandbySource:
                     f"{target - replay} byte(s) behind" + (", replay paused" if paused else "")
                 )
                 next_say = now + SAY_EVERY_S
-            time.sleep(POLL_S)
+            time.sleep(pause)
+            pause = min(pause * 2, POLL_S)
 
     def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
         _blk, data, how = next(self.fetch_batch(rel, [block]))
