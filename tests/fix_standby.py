@@ -1,6 +1,6 @@
 """A primary and its streaming standby on localhost, as lab clusters run by the unprivileged server user: the
-primary with ``wal_level = replica`` (and WAL archiving on, into nowhere), the standby made with ``pg_basebackup -R`` (it streams from the primary and
-replays, a hot standby)."""
+primary with ``wal_level = replica`` (and WAL archiving on, into nowhere), the standby made with
+``pg_basebackup -R`` (it streams from the primary and replays, a hot standby)."""
 
 from __future__ import annotations
 
