@@ -23,7 +23,7 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, KEPT_APART
-from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, fsm_removals
+from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, VM_HEADER, fsm_removals, vm_heap_blocks_per_page
 from pgsurgeon.repair.model import (
     CARVE,
     CHECK,
@@ -51,7 +51,6 @@ from pgsurgeon.repair.steps import write_words
 from pgsurgeon.salvage.engine import SalvageOptions, salvage
 
 Say = Callable[[str], None]
-VM_HEADER = 24
 WAIT_STOP_S = 1800.0
 WAIT_START_S = 1800.0
 
@@ -489,7 +488,7 @@ class Executor:
                 note = f"repair: line pointers {w.lps} cleared"
             add(w.file, w.block, w.offset, old, new, note)
         # visibility map bits of zeroed blocks: an all-zero page is not all-visible
-        per_vm = (bs - VM_HEADER) * 4
+        per_vm = vm_heap_blocks_per_page(bs)
         for filepath, blocks in vm_clear.items():
             by_vm: dict[int, list[int]] = {}
             for b in blocks:

@@ -30,7 +30,7 @@ from pgsurgeon.repair.copies import (
     page_lsn,
     parse_lsn,
 )
-from pgsurgeon.repair.maps import VM_CODES
+from pgsurgeon.repair.maps import VM_BITS, VM_CODES, vm_bits_set, vm_heap_blocks_per_page
 
 if TYPE_CHECKING:
     from pgsurgeon.repair.model import PageWrite
@@ -50,8 +50,6 @@ NOT_PAGE_DAMAGE = frozenset(
         "index.brin_unreferenced",
     }
 )
-VM_HEADER = 24
-"""MAXALIGN(SizeOfPageHeaderData): where a map page's bits start (visibilitymap.c, MAPSIZE)."""
 
 # findings that say a heap page is all zeroes while rows were there (the planner's EVIDENCE_CODES keeps them
 # out of the damage): a copy brings the rows back
@@ -166,27 +164,6 @@ def _offer_vm(
                 copy.why, copy.source, copy.data = wrong, SOURCE_NONE, None
         out.append(copy)
     return out
-
-
-# visibilitymap.h: the two bits each heap block has in the map
-VM_BITS = {"vm.all_visible_wrong": 0x01, "vm.all_frozen_wrong": 0x02}
-
-
-def vm_heap_blocks_per_page(block_size: int) -> int:
-    """HEAPBLOCKS_PER_PAGE (visibilitymap.c): MAPSIZE bytes after the MAXALIGNed page header, 4 heap blocks a
-    byte."""
-    return (block_size - VM_HEADER) * 4
-
-
-def vm_bits_set(page: bytes, must_clear: dict[int, int], block_size: int) -> str:
-    """Why the copy of a map page cannot be used (empty: it can): it sets a bit the heap page contradicts."""
-    per_page = vm_heap_blocks_per_page(block_size)
-    for heap_blk, bits in sorted(must_clear.items()):
-        at = heap_blk % per_page
-        have = (page[VM_HEADER + at // 4] >> ((at % 4) * 2)) & 0x3
-        if have & bits:
-            return f"the copy marks heap block {heap_blk} all-visible or all-frozen too (bits {have:#x})"
-    return ""
 
 
 def _offer_page(
