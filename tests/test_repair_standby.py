@@ -337,18 +337,18 @@ DRIVER = """
 import hashlib, json, os, signal, sys
 from pgsurgeon.journal import apply
 from pgsurgeon.cli import main
-real = apply._write_at
+real = apply._write_unsynced
 calls = [0]
-def write_at(path, offset, data):
+def write_at(files, path, offset, data):
     calls[0] += 1
     if calls[0] == 1:  # the primary is stopped, the manifest on disk: its files as repair found them
         paths = json.loads(os.environ["PGS_PATHS"])
         found = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths}
         open(os.environ["PGS_FOUND"], "w").write(json.dumps(found))
-    if calls[0] == 2:  # one page written: die before the next
+    if calls[0] == 2:  # one page written (in the kernel's cache, not yet fsynced): die before the next
         os.kill(os.getpid(), signal.SIGKILL)
-    real(path, offset, data)
-apply._write_at = write_at
+    real(files, path, offset, data)
+apply._write_unsynced = write_at
 sys.exit(main(sys.argv[1:]))
 """
 
