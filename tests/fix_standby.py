@@ -1,6 +1,6 @@
 """A primary and its streaming standby on localhost, as lab clusters run by the unprivileged server user: the
-primary with ``wal_level = replica``, the standby made with ``pg_basebackup -R`` (it streams from the primary and
-replays, a hot standby)."""
+primary with ``wal_level = replica`` (and WAL archiving on, into nowhere), the standby made with
+``pg_basebackup -R`` (it streams from the primary and replays, a hot standby)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,17 @@ from pathlib import Path
 from fix_pg import create_test_cluster
 from pgsurgeon.lab import LabCluster, run_sql
 
-REPLICATION: dict[str, str | int | bool] = {"wal_level": "replica", "max_wal_senders": 4, "hot_standby": True}
-EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery")
+# archiving on too (its command keeps nothing): the next steps name --from-backup where the settings show an archive
+REPLICATION: dict[str, str | int | bool] = {
+    "wal_level": "replica",
+    "max_wal_senders": 4,
+    "hot_standby": True,
+    # no replication slot: a standby that lags when the primary restarts (corrupt stops it) finds its WAL kept
+    "wal_keep_size": "512MB",
+    "archive_mode": "on",
+    "archive_command": "true",
+}
+EXTENSIONS = ("amcheck", "pageinspect", "pg_surgery", "pg_visibility")
 
 
 @dataclass
@@ -31,6 +40,14 @@ class Pair:
             if ok:
                 return
             assert time.monotonic() < deadline, "the standby did not catch up"
+            time.sleep(0.2)
+
+    def streaming(self, timeout: float = 60) -> None:
+        """Wait until the primary lists the standby in pg_stat_replication (it reconnects a few seconds after the
+        primary restarts)."""
+        deadline = time.monotonic() + timeout
+        while not run_sql(self.primary, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")[0][0]:
+            assert time.monotonic() < deadline, "the standby does not stream"
             time.sleep(0.2)
 
     def close(self) -> None:

@@ -272,6 +272,10 @@ class ServerFacts:
     pg_surgery_available: bool
     pgdata: Path | None = None
     """The data directory as readable on this host, once :func:`local_pgdata` found it (None: not here)."""
+    standbys: int = 0
+    """Rows of pg_stat_replication: standbys streaming from this server now (repair --from-standby)."""
+    archiving: bool = False
+    """archive_mode is on with an archive_command or archive_library (repair --from-backup)."""
 
     @property
     def segment_bytes(self) -> int:
@@ -288,6 +292,8 @@ class ServerFacts:
             "data_directory": self.data_directory,
             "data_directory_here": self.pgdata is not None,
             "superuser": self.superuser,
+            "standbys": self.standbys,
+            "archiving": self.archiving,
         }
 
 
@@ -332,6 +338,8 @@ def server_facts_from_row(row: tuple[Any, ...]) -> ServerFacts:
         pageinspect,
         pg_surgery,
         surgery_available,
+        standbys,
+        archiving,
     ) = row
     return ServerFacts(
         version_num=int(version_num),
@@ -351,6 +359,8 @@ def server_facts_from_row(row: tuple[Any, ...]) -> ServerFacts:
         next_xid=int(next_xid or 0),
         schemas={"amcheck": amcheck, "pageinspect": pageinspect, "pg_surgery": pg_surgery},
         pg_surgery_available=bool(surgery_available),
+        standbys=int(standbys or 0),
+        archiving=bool(archiving),
     )
 
 

@@ -124,7 +124,7 @@ def render_text(outcome: DiagnoseOutcome, console: Console, conn: str = "") -> N
         findings.group_by(outcome.findings, "relation"),
         title=title,
         note=observed,
-        steps=lambda rel, fs: findings.next_steps(rel, fs, conn, outcome.findings, owners.get(rel)),
+        steps=lambda rel, fs: findings.next_steps(rel, fs, conn, outcome.findings, owners.get(rel), outcome.server),
     )
     findings.print_code_summary(console, outcome.findings, s["errors"], s["warnings"])
 

@@ -164,9 +164,25 @@ def run(args: argparse.Namespace) -> int:
         args.report.write_text(doc)
     print(doc if args.format == "json" else text, end="" if args.format == "text" else "\n")
     if args.format == "text":
-        for line in announce(report, args):
+        for line in announce(report, args) + copy_commands(report, args):
             print(line)
     return Exit.CLEAN if report.get("complete") else Exit.DAMAGE
+
+
+def copy_commands(report: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """The repair that restores the pages salvage could only carve from a good copy, when the server shows one."""
+    import shlex
+
+    from pgsurgeon.render.findings import copy_steps
+
+    copies = report.get("good_copies")
+    if not copies:
+        return []
+    conn = f" {args.conn_words}" if getattr(args, "conn_words", "") else ""
+    table = shlex.quote(str(report.get("table") or args.table))
+    return ["restore the damaged pages whole instead (repair, a dry run first):"] + [
+        f"  {line}" for line in copy_steps(conn, table, copies)
+    ]
 
 
 def announce(report: dict[str, Any], args: argparse.Namespace) -> list[str]:

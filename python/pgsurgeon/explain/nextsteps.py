@@ -28,6 +28,17 @@ TAILS: dict[str, tuple[Step, ...]] = {
             "pgsurgeon repair{conn}{dbopt} -t {rel}",
         ),
         Step(
+            "or restore the damaged pages from a standby instead of losing their rows: this server streams to "
+            "{standbys} standby(s) (pg_stat_replication); STANDBY is a standby's connection string, e.g. "
+            "'host=standby1 dbname={dbname}' (a dry run)",
+            'pgsurgeon repair{conn}{dbopt} -t {rel} --from-standby "$STANDBY"',
+        ),
+        Step(
+            "or restore them from a base backup brought forward with the archived WAL: WAL archiving is on "
+            "({archiving}); BACKUP is the backup, WALARCHIVE the archive (a dry run)",
+            'pgsurgeon repair{conn}{dbopt} -t {rel} --from-backup "$BACKUP" --wal-archive "$WALARCHIVE"',
+        ),
+        Step(
             "or, for this one tuple, when only its visibility fields are damaged: freeze it (" + _SURGERY_NOTE + ")",
             "{surgery_freeze}",
         ),
@@ -149,6 +160,10 @@ def finish(values: dict[str, str], where: Where) -> None:
     log = where.log or names.get("log")
     values["pglog"] = shlex.quote(log) if log else '"$PGLOG"'
     values["dbopt"] = ""
+    # where good copies of the damaged pages may be (the server's settings, through the resolver's connection)
+    for key in ("standbys", "archiving", "dbname"):
+        if names.get(key):
+            values[key] = names[key]
     if names.get("index"):
         # REINDEX CONCURRENTLY refuses system catalogs' indexes (indexcmds.c)
         how = "REINDEX INDEX " if names.get("index_system") else "REINDEX INDEX CONCURRENTLY "
@@ -245,6 +260,18 @@ def _candidates(conn: db.Connection[tuple[Any, ...]], ams: list[str]) -> dict[st
     return {"candidates": listed, "candidate_list": "\n".join(names[:_MAX_CANDIDATES]), "ams_words": " or ".join(ams)}
 
 
+def _copies(conn: db.Connection[tuple[Any, ...]]) -> dict[str, str]:
+    """Where good copies of damaged pages may be, as the server's facts show: standbys streaming from it, WAL
+    archiving (empty values are left out, and the steps that need them with them)."""
+    facts = catalog.server_facts(conn)
+    out = {"dbname": facts.database}
+    if facts.standbys:
+        out["standbys"] = str(facts.standbys)
+    if facts.archiving:
+        out["archiving"] = "archive_mode on, an archive_command or archive_library set"
+    return out
+
+
 def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
     """Name lookups through a connection: the database of a relation path and the relation of a filenode, the
     table owning a TOAST table. Failures leave the names unknown (the answer then shows the commands to find
@@ -278,6 +305,7 @@ def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
                 log = _current_log(conn)
                 if log:
                     out["log"] = log
+                out.update(_copies(conn))
         except (db.Error, PgSurgeonError):
             return out
         return out

@@ -197,11 +197,13 @@ def next_steps(
     conn: str = "",
     everything: Iterable[Mapping[str, Any]] = (),
     owner: str | None = None,
+    server: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Runnable commands for one damaged relation, with its real name, ctids and the connection options given
     (``conn``, e.g. '-h db1 -p 5432 -d shop'; empty: the PG* variables). ``everything``: all findings of the
     run, to know whether the TOAST table's pages can still be read (setting a value to NULL deletes its chunks).
-    ``owner``: the table a TOAST table belongs to, when the run knows it."""
+    ``owner``: the table a TOAST table belongs to, when the run knows it. ``server``: the server's facts (its
+    ``standbys`` and ``archiving`` say where good copies of the damaged pages may be)."""
     import shlex
 
     if not relation or not fs:
@@ -219,6 +221,7 @@ def next_steps(
                 "its first bad page; repairing the table rebuilds its indexes once the table is sound",
                 f"pgsurgeon salvage{c} -t {table} --out salvage-{_slug(owner)}",
                 f"pgsurgeon repair{c} -t {table}    # a dry run: prints the plan, changes nothing",
+                *copy_steps(c, table, server),
             ]
         return [
             "# an index holds no data of its own: rebuild it once its table is known sound",
@@ -230,6 +233,7 @@ def next_steps(
             f"# {relation} is the TOAST table of {owner}: save and repair that table",
             f"pgsurgeon salvage{c} -t {table} --out salvage-{_slug(owner)}",
             f"pgsurgeon repair{c} -t {table}    # a dry run: prints the plan, changes nothing",
+            *copy_steps(c, table, server),
         ]
     if relation.startswith("pg_toast."):
         return [
@@ -237,10 +241,12 @@ def next_steps(
             f"REL=$(psql{c} -XAtc \"SELECT oid::regclass FROM pg_class WHERE reltoastrelid = '{lit}'::regclass\")",
             f'pgsurgeon salvage{c} -t "$REL" --out salvage-{relation.split(".")[-1]}',
             f'pgsurgeon repair{c} -t "$REL"',
+            *copy_steps(c, '"$REL"', server),
         ]
     out = [
         f"pgsurgeon salvage{c} -t {rel} --out salvage-{_slug(relation)}",
         f"pgsurgeon repair{c} -t {rel}    # a dry run: prints the plan, changes nothing",
+        *copy_steps(c, rel, server),
     ]
     freeze: list[str] = []
     kill: list[str] = []
@@ -294,6 +300,31 @@ def next_steps(
         out.append(f"# or per tuple with pg_surgery ({why})")
         array = ", ".join(f"'{t}'" for t in shown)
         out.append(f"psql{c} -c \"SELECT heap_force_{fn}('{lit}'::regclass, ARRAY[{array}]::tid[])\"{more}")
+    return out
+
+
+def copy_steps(c: str, table: str, server: Mapping[str, Any] | None) -> list[str]:
+    """The repair that restores damaged pages from a good copy instead of losing their rows, when the server shows
+    one may exist: a standby streaming from it (pg_stat_replication), a WAL archive (archive_mode). ``c``: the
+    connection options with a leading space; ``table``: the table as a shell word."""
+    if not server:
+        return []
+    out = []
+    standbys = int(server.get("standbys") or 0)
+    database = str(server.get("database") or "postgres")
+    if standbys:
+        out += [
+            f"# this server streams to {standbys} standby(s) (pg_stat_replication): their copies of the damaged pages "
+            f"can replace them instead of losing their rows; STANDBY is a standby's connection string, e.g. "
+            f"STANDBY='host=standby1 dbname={database}'",
+            f'pgsurgeon repair{c} -t {table} --from-standby "$STANDBY"    # a dry run',
+        ]
+    if server.get("archiving"):
+        out += [
+            "# WAL archiving is on (archive_mode, archive_command): a base backup of this cluster, brought forward "
+            "with the archived WAL, can replace the damaged pages; BACKUP is the backup, WALARCHIVE the archive",
+            f'pgsurgeon repair{c} -t {table} --from-backup "$BACKUP" --wal-archive "$WALARCHIVE"    # a dry run',
+        ]
     return out
 
 

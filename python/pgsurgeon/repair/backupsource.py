@@ -143,12 +143,22 @@ class BackupCopySource:
         return exact
 
     def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
+        return self._page(rel, block, "main")
+
+    def fetch_batch(
+        self, rel: Relation, blocks: list[int], fork: str = "main"
+    ) -> Iterator[tuple[int, bytes | None, str]]:
+        """The recovered files' pages of ``blocks`` of a fork (the visibility map's too): a file read each."""
+        for blk in blocks:
+            yield (blk, *self._page(rel, blk, fork))
+
+    def _page(self, rel: Relation, block: int, fork: str) -> tuple[bytes | None, str]:
         if self.data is None:
             return None, "the backup is not recovered"
         if rel.filepath is None:
             return None, "the relation has no storage"
         segno, offset = self.geometry.locate(block)
-        name = segment_name(rel.filepath, segno)
+        name = segment_name(rel.filepath, segno, fork)
         try:
             with (self.data / name).open("rb") as fh:
                 fh.seek(offset)

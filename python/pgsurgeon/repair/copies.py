@@ -2,16 +2,17 @@
 damaged page, and what the plan says of it.
 
 A page source hands out one page of a relation fork, read-only; the standby (standby.py) is one. Other sources (a
-backup recovered up to the damaged cluster's position) and other page kinds (GIN, GiST, …) plug in here: a source
-implements ``fetch``, a page kind is a name ``core.inspect_page`` knows. A copy replaces a page only after the
+backup recovered up to the damaged cluster's position) plug in here: a source implements ``fetch`` (main-fork pages
+one at a time), and may implement ``fetch_batch`` (many pages of any fork a call, see :class:`BatchSource`). A page
+kind is a name ``core.inspect_page`` knows. A copy replaces a page only after the
 core's page checks, its checksum and its LSN say it is at least as new as the damaged page; else the page keeps the
 plan it would have had without a copy, and the plan says why."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pgsurgeon import core
 from pgsurgeon.catalog.relation import Relation
@@ -20,10 +21,12 @@ SOURCE_STANDBY = "standby"
 SOURCE_BACKUP = "backup + WAL"
 SOURCE_NONE = "none"
 
-# what inspect_page calls each access method's pages (crates/core/src/checks/inspect.rs); others are guessed
-PAGE_KINDS = {"heap": "heap", "btree": "btree"}
-# index access methods whose damaged pages are offered a copy: a kind whose pages the core checks joins here
-INDEX_AMS = frozenset({"btree"})
+# index access methods whose damaged pages are offered a copy: every kind whose pages the core checks
+INDEX_AMS = frozenset({"btree", "gin", "gist", "spgist", "hash", "brin"})
+# the visibility map's pages: their header and checksum are checked (the bits against the heap by restore.py). The
+# free space map is not copied: it is not WAL-logged (a standby keeps its own approximation, pages carry no LSN to
+# order them by), and removing the fork loses nothing (VACUUM rebuilds it from the pages)
+MAP_FORKS = {"vm": "map"}
 
 
 def parse_lsn(text: str | None) -> int | None:
@@ -76,6 +79,29 @@ class PageSource(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchSource(Protocol):
+    """A page source that also hands out many pages of any fork a call (one round trip per batch, bounded memory):
+    the planner and the execution use it when the source has it, else ``fetch`` page by page (main fork only)."""
+
+    def fetch_batch(
+        self, rel: Relation, blocks: list[int], fork: str = "main"
+    ) -> Iterator[tuple[int, bytes | None, str]]:
+        """Each block: the page (or None) and how it was read, or why it could not be."""
+        ...
+
+
+def fetch_pages(
+    source: PageSource, rel: Relation, blocks: list[int], fork: str = "main"
+) -> dict[int, tuple[bytes | None, str]]:
+    """The pages of ``blocks`` from ``source``: batched where it can, else one by one."""
+    if isinstance(source, BatchSource):
+        return {blk: (data, how) for blk, data, how in source.fetch_batch(rel, blocks, fork)}
+    if fork != "main":
+        return {blk: (None, f"the {source.name} hands out main-fork pages only") for blk in blocks}
+    return {blk: source.fetch(rel, blk) for blk in blocks}
+
+
 @dataclass
 class PageCopy:
     """One damaged page and the copy offered for it."""
@@ -101,6 +127,10 @@ class PageCopy:
     stale: str = ""
     """Why the copy may be older than the page was (the WAL ends before the primary's position), taken with
     --accept-older: its rows are possibly stale."""
+    fork: str = "main"
+    """``main``, or ``vm`` for a visibility map page."""
+    must_clear: dict[int, int] = field(default_factory=dict)
+    """A visibility map page: heap block -> the bits the copy must not set (the heap page contradicts them)."""
     server_read: bool = False
     """The server reads the damaged heap page (all zeroes, or damage its checks let through): index scans that
     found its rows gone may have marked their index entries dead (LP_DEAD, a hint never WAL-logged)."""
@@ -113,6 +143,7 @@ class PageCopy:
         return {
             "relation": self.relation,
             "role": self.role,
+            "fork": self.fork,
             "block": self.block,
             "source": self.source,
             "lsn_damaged": lsn_text(self.lsn_damaged) if self.lsn_damaged is not None else None,
@@ -162,20 +193,27 @@ def judge_copy(
     checksums: bool,
     floor: int | None,
     at_least: int | None = None,
+    fork: str = "main",
 ) -> tuple[str, str]:
     """(why the copy cannot be used, why it may be stale): ``check_copy`` against the damaged page's LSN ``floor``
     (and ``at_least``, the LSN of the copy planned), and a copy that may be older than the page was only with
     --accept-older (its LSN is then not held to the damaged page's)."""
     stale = staleness(source, floor)
     least = None if stale else max(floor or 0, at_least or 0) or None
-    why = check_copy(page, rel, block, checksums, least, source.replayed)
+    why = check_copy(page, rel, block, checksums, least, source.replayed, fork)
     if not why and stale and not source.accept_older:
         why = f"{stale}; --accept-older restores it all the same"
     return why, stale
 
 
 def check_copy(
-    page: bytes | None, rel: Relation, block: int, checksums: bool, lsn_floor: int | None, lsn_ceiling: int | None
+    page: bytes | None,
+    rel: Relation,
+    block: int,
+    checksums: bool,
+    lsn_floor: int | None,
+    lsn_ceiling: int | None,
+    fork: str = "main",
 ) -> str:
     """Why ``page`` cannot replace block ``block`` of ``rel`` (empty: it can): the core's checks of the page (its
     header, item-ID array and tuples or index items), its checksum, and its LSN between the damaged page's and the
@@ -184,16 +222,17 @@ def check_copy(
         return "no copy could be read"
     if not any(page):
         return "the copy is all zeroes too"
+    # the core's checks of the page alone (findings only, no decoded items: a thousand copies in milliseconds);
+    # with checksums on, a mismatch is one of them, as PageIsVerified's header checks are
+    kind = MAP_FORKS.get(fork) or rel.kind
     try:
-        report = core.inspect_page(page, block, checksums=checksums, kind=PAGE_KINDS.get(rel.amname or ""))
+        batch = core.check_pages(page, block, kind=kind, checksums=checksums, blcksz=len(page))
     except ValueError as exc:
         return f"the copy cannot be decoded: {exc}"
-    if checksums and not report["checksum"]["matches"]:
-        sums = report["checksum"]
-        return f"the copy fails its checksum (stored {sums['stored']}, computed {sums['computed']})"
-    if report["verification"]["result"] != "valid":
-        return "the copy fails PageIsVerified's header checks"
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    errors = [f for f in batch.findings if f["severity"] == "error"]
+    sums = [f for f in errors if f["code"] == "checksum.mismatch"]
+    if sums:
+        return f"the copy fails its checksum ({sums[0]['message']})"
     if errors:
         return f"the copy is damaged itself: {errors[0]['code']}: {errors[0]['message']}"
     lsn = page_lsn(page)

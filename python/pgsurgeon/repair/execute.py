@@ -23,7 +23,7 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.marker import is_lab_cluster, read_lab_marker, utc_now
 from pgsurgeon.repair import facts, ledger, pages
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE, KEPT_APART
-from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, fsm_removals
+from pgsurgeon.repair.maps import FSM_REMOVE, VM_CLEAR, VM_HEADER, fsm_removals, vm_heap_blocks_per_page
 from pgsurgeon.repair.model import (
     CARVE,
     CHECK,
@@ -51,7 +51,6 @@ from pgsurgeon.repair.steps import write_words
 from pgsurgeon.salvage.engine import SalvageOptions, salvage
 
 Say = Callable[[str], None]
-VM_HEADER = 24
 WAIT_STOP_S = 1800.0
 WAIT_START_S = 1800.0
 
@@ -324,17 +323,26 @@ class Executor:
         assert pgdata is not None
         path = (self.run_dir / "undo-manifest.json").absolute()
 
+        # the page work alone, apart from stopping and starting the server: fetching and checking the good copies,
+        # then the manifest (old pages read, recorded, fsynced) and the writes
+        timings: dict[str, float] = {}
+
         def build() -> Manifest:
-            copies = self.fetch_copies(step, pgdata)
+            copies = self.fetch_copies(step, pgdata, timings)
             changes, records = self.page_changes(step.writes, pgdata, copies)
             return Manifest(path, self.manifest_header(pgdata, step), changes, records)
+
+        def write(manifest: Manifest) -> None:
+            started = time.monotonic()
+            applying.apply(manifest, self.say)
+            timings["write_seconds"] = round(time.monotonic() - started, 3)
 
         self.standby_streaming(step)
         self.ctx.conn.close()
         if self.ctx.lab is not None:
             with server_stopped(pgdata, self.say):
                 manifest = build()
-                applying.apply(manifest, self.say)
+                write(manifest)
         else:
             if postmaster_pid(pgdata) is not None:
                 self.say(f"  stop the server now (pg_ctl stop -D {pgdata}); repair waits for it to be down")
@@ -347,14 +355,14 @@ class Executor:
                         )
                     time.sleep(1)
             manifest = build()
-            applying.apply(manifest, self.say)
+            write(manifest)
             self.say(f"  pages written; start the server again (pg_ctl start -D {pgdata}); repair waits for it")
         self.wait_for_server()
         self.reconnect()
         self.report["manifest"] = str(path)
         self.say(f"  undo manifest: {path} (pgsurgeon undo {path} puts the old pages back)")
         restored = self.count_restored()
-        return {"manifest": str(path), "pages": len(manifest.pages), **restored}
+        return {"manifest": str(path), "pages": len(manifest.pages), **timings, **restored}
 
     def standby_streaming(self, step: Step) -> None:
         """Before the primary stops: the standby streams from it and has replayed all it wrote, so that it receives
@@ -369,7 +377,9 @@ class Executor:
         target = parse_lsn(row[0] if row else None) or 0
         source.wait(target, "current WAL position", self.ctx.req.standby_timeout, self.say, streaming=True)
 
-    def fetch_copies(self, step: Step, pgdata: Path) -> dict[tuple[str, int], bytes]:
+    def fetch_copies(
+        self, step: Step, pgdata: Path, timings: dict[str, float] | None = None
+    ) -> dict[tuple[str, int], bytes]:
         """The good copies for the step's restore writes, fetched again now that the primary is stopped."""
         source = self.ctx.source
         if source is None or not any(w.action == "restore" for w in step.writes):
@@ -378,7 +388,7 @@ class Executor:
 
         rels = {r.regclass: r for r in self.ctx.rels}
         server = self.ctx.server
-        return fetch_again(source, step.writes, rels, pgdata, server, self.ctx.req.standby_timeout, self.say)
+        return fetch_again(source, step.writes, rels, pgdata, server, self.ctx.req.standby_timeout, self.say, timings)
 
     def count_restored(self) -> dict[str, Any]:
         """The rows on the restored pages of the table as the primary reads them now, and their key digest (the
@@ -389,7 +399,7 @@ class Executor:
         runs = ledger.block_runs(set(led.restored_blocks))
         rows, digest = ledger.count_ranges(self.ctx.conn, self.ctx.table, led.key, runs)
         self.digests["restored"] = digest
-        planned = [c.rows for c in self.plan.copies if c.accepted and c.role == "table"]
+        planned = [c.rows for c in self.plan.copies if c.accepted and c.role == "table" and c.fork == "main"]
         if any(r is None for r in planned):
             led.restored = rows  # not counted on the copies beforehand (the carver could not run)
         self.say(f"  {rows} row(s) on the {len(led.restored_blocks)} restored page(s) of {self.plan.table}")
@@ -447,9 +457,11 @@ class Executor:
         changes: list[Any] = []
         records: list[Any] = []
 
+        # the new image of each page written, by (file, offset): a restored map page may still get bits cleared
+        pending: dict[tuple[str, int], tuple[int, bytes, bytes, str]] = {}
+
         def add(file: str, block: int, offset: int, old: bytes, new: bytes, note: str) -> None:
-            changes.append(FileChange.replace_bytes(file, offset, old, new, block=block, note=note))
-            records.append(PageRecord(file, block, offset, bs, sha256(old), sha256(new), original=old))
+            pending[(file, offset)] = (block, old, new, note)
 
         vm_clear: dict[str, set[int]] = {}
         for w in writes:
@@ -474,10 +486,9 @@ class Executor:
             else:
                 new = clear_line_pointers(old, w.lps, w.block, checksums)
                 note = f"repair: line pointers {w.lps} cleared"
-            if new != old:
-                add(w.file, w.block, w.offset, old, new, note)
+            add(w.file, w.block, w.offset, old, new, note)
         # visibility map bits of zeroed blocks: an all-zero page is not all-visible
-        per_vm = (bs - VM_HEADER) * 4
+        per_vm = vm_heap_blocks_per_page(bs)
         for filepath, blocks in vm_clear.items():
             by_vm: dict[int, list[int]] = {}
             for b in blocks:
@@ -485,17 +496,23 @@ class Executor:
             for vm_blk, heap_blocks in sorted(by_vm.items()):
                 segno, in_seg = divmod(vm_blk, self.ctx.server.segment_blocks)
                 vm_file = f"{filepath}_vm" if segno == 0 else f"{filepath}_vm.{segno}"
-                old = _read(pgdata / vm_file, in_seg * bs, bs)
-                if old is None or len(old) != bs or not any(old):
+                restored = pending.get((vm_file, in_seg * bs))
+                old = _read(pgdata / vm_file, in_seg * bs, bs) if restored is None else restored[1]
+                base = old if restored is None else restored[2]
+                if old is None or len(old) != bs or base is None or not any(base):
                     continue
-                page = bytearray(old)
+                page = bytearray(base)
                 for b in heap_blocks:
                     i = VM_HEADER + (b % per_vm) // 4
                     page[i] &= ~(0x3 << ((b % 4) * 2)) & 0xFF
                 if checksums:
                     _set_checksum(page, vm_blk)
-                if bytes(page) != old:
-                    add(vm_file, vm_blk, in_seg * bs, old, bytes(page), "repair: visibility map bits cleared")
+                note = "repair: visibility map bits cleared"
+                add(vm_file, vm_blk, in_seg * bs, old, bytes(page), note if restored is None else restored[3])
+        for (file, offset), (block, old, new, note) in pending.items():
+            if new != old:
+                changes.append(FileChange.replace_bytes(file, offset, old, new, block=block, note=note))
+                records.append(PageRecord(file, block, offset, bs, sha256(old), sha256(new), original=old))
         return changes, records
 
     # ------------------------------------------------------------------ reinsert and verify

@@ -15,6 +15,30 @@ if TYPE_CHECKING:
     from pgsurgeon.repair.planner import Planner
 
 VM_CODES = frozenset({"vm.all_visible_wrong", "vm.all_frozen_wrong"})
+VM_HEADER = 24
+"""MAXALIGN(SizeOfPageHeaderData): where a map page's bits start (visibilitymap.c, MAPSIZE)."""
+# VISIBILITYMAP_ALL_VISIBLE, VISIBILITYMAP_ALL_FROZEN (src/include/access/visibilitymapdefs.h): the two bits each
+# heap block has in the map, by the finding that says the bit is wrong
+VM_BITS = {"vm.all_visible_wrong": 0x01, "vm.all_frozen_wrong": 0x02}
+
+
+def vm_heap_blocks_per_page(block_size: int) -> int:
+    """HEAPBLOCKS_PER_PAGE (visibilitymap.c): MAPSIZE bytes after the MAXALIGNed page header, 4 heap blocks a
+    byte."""
+    return (block_size - VM_HEADER) * 4
+
+
+def vm_bits_set(page: bytes, must_clear: dict[int, int], block_size: int) -> str:
+    """Why the copy of a map page cannot be used (empty: it can): it sets a bit the heap page contradicts."""
+    per_page = vm_heap_blocks_per_page(block_size)
+    for heap_blk, bits in sorted(must_clear.items()):
+        at = heap_blk % per_page
+        have = (page[VM_HEADER + at // 4] >> ((at % 4) * 2)) & 0x3
+        if have & bits:
+            return f"the copy marks heap block {heap_blk} all-visible or all-frozen too (bits {have:#x})"
+    return ""
+
+
 VM_CLEAR = "vm-clear"
 """A :class:`PageWrite` action: the map bits of heap block ``block`` cleared in the ``_vm`` fork of ``file``."""
 

@@ -54,15 +54,17 @@ class PageReader:
         self.conn = conn
         self.server = server
         self.bs = server.block_size
-        self._query = db.sql.SQL(db.load_sql("repair_raw_pages")).format(
-            fn=ext_fn(server, "pageinspect", "get_raw_page")
-        )
+        fn = ext_fn(server, "pageinspect", "get_raw_page")
+        self._query = db.sql.SQL(db.load_sql("repair_raw_pages")).format(fn=fn)
+        self._blocks_query = db.sql.SQL(db.load_sql("repair_raw_blocks")).format(fn=fn)
 
     def _batch(self, rel: Relation, a: int, b: int, fork: str) -> list[tuple[int, bytes]] | str:
+        return self._run(rel, self._query, {"rel": rel.oid, "fork": fork, "a": a, "b": b})
+
+    def _run(self, rel: Relation, query: Any, params: dict[str, Any]) -> list[tuple[int, bytes]] | str:
         try:
             # binary: the pages come as they are (a text bytea is twice the size, in hex)
-            params = {"rel": rel.oid, "fork": fork, "a": a, "b": b}
-            rows = self.conn.execute(self._query, params, binary=True).fetchall()
+            rows = self.conn.execute(query, params, binary=True).fetchall()
         except (db.OperationalError, db.InterfaceError) as exc:
             if self.conn.closed or self.conn.broken:
                 raise PgSurgeonError(
@@ -100,15 +102,42 @@ class PageReader:
                 mid = a + (b - a) // 2
                 stack.extend([(mid + 1, b), (a, mid)])
 
+    def blocks_pages(
+        self, rel: Relation, blocks: list[int], fork: str = "main", step: int = RUN
+    ) -> Iterator[tuple[int, bytes | str]]:
+        """Each of ``blocks`` (any order, any gaps) as the buffer manager returns it, or the error it raises for it:
+        ``step`` blocks a statement (memory stays bounded), a statement that fails split until the refused block is
+        alone."""
+        wanted = sorted(set(blocks))
+        stack = [wanted[i : i + step] for i in range(0, len(wanted), step)][::-1]
+        while stack:
+            part = stack.pop()
+            if not part:
+                continue
+            got = self._run(rel, self._blocks_query, {"rel": rel.oid, "fork": fork, "blocks": part})
+            if not isinstance(got, str):
+                yield from got
+                continue
+            m = _NAMED_BLOCK.search(got)
+            named = int(m.group(1)) if m else None
+            if named is not None and named in part:
+                yield named, got
+                stack.append([b for b in part if b != named])
+            elif len(part) == 1:
+                yield part[0], got
+            else:
+                mid = len(part) // 2
+                stack.extend([part[mid:], part[:mid]])
+
     def all_pages(self, rel: Relation, fork: str = "main") -> Iterator[tuple[int, bytes | str]]:
         yield from self.server_pages(rel, 0, rel.nblocks - 1, fork, BATCH)
 
-    def file_page(self, rel: Relation, block: int) -> bytes | None:
-        """Block ``block`` from the relation's files (None when it cannot be read from here)."""
+    def file_page(self, rel: Relation, block: int, fork: str = "main") -> bytes | None:
+        """Block ``block`` of a fork from the relation's files (None when it cannot be read from here)."""
         if rel.filepath is None:
             return None
         segno, offset = Geometry(self.bs, self.server.segment_blocks).locate(block)
-        name = segment_name(rel.filepath, segno)
+        name = segment_name(rel.filepath, segno, fork)
         if self.server.pgdata is not None:
             try:
                 with (self.server.pgdata / name).open("rb") as fh:
@@ -126,12 +155,12 @@ class PageReader:
         data = bytes(row[0]) if row and row[0] is not None else b""
         return data if len(data) == self.bs else None
 
-    def page(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
+    def page(self, rel: Relation, block: int, fork: str = "main") -> tuple[bytes | None, str]:
         """The page as the server has it, else from the files: (bytes or None, ``server``/``file``/error text)."""
-        for _blk, got in self.server_pages(rel, block, block):
+        for _blk, got in self.server_pages(rel, block, block, fork):
             if isinstance(got, bytes):
                 return got, "server"
-            data = self.file_page(rel, block)
+            data = self.file_page(rel, block, fork)
             return (data, "file") if data is not None else (None, got)
         return None, "not read"
 

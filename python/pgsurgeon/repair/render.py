@@ -161,7 +161,8 @@ def copy_lines(plan: Plan) -> list[str]:
         j = c.to_json()
         lsns = f"LSN damaged {j['lsn_damaged'] or 'unreadable'}, copy {j['lsn_copy'] or '-'}"
         rows = f"; {c.rows} row(s) on the copy" if c.rows is not None else ""
-        out.append(f"  {c.relation} block {c.block}: source {c.source} ({lsns}{rows})")
+        fork = "" if c.fork == "main" else f" ({c.fork} fork)"
+        out.append(f"  {c.relation}{fork} block {c.block}: source {c.source} ({lsns}{rows})")
         if c.accepted:
             out.append(f"    without it: {c.would_lose}")
             if c.stale:

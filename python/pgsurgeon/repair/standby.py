@@ -8,7 +8,7 @@ standby's files), no function that changes anything, no file written on its host
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
 POLL_S = 0.5
+"""The longest pause between two looks at the standby's position: the first looks come sooner (a standby a
+moment behind, as after the primary's shutdown checkpoint, is not made to cost half a second)."""
+FIRST_POLL_S = 0.01
 SAY_EVERY_S = 5.0
 
 
@@ -110,6 +113,7 @@ class StandbySource:
         is paused."""
         deadline = time.monotonic() + timeout
         next_say = time.monotonic()
+        pause = FIRST_POLL_S
         while True:
             st = self.state()
             replay = st.replay or 0
@@ -136,17 +140,28 @@ class StandbySource:
                     f"{target - replay} byte(s) behind" + (", replay paused" if paused else "")
                 )
                 next_say = now + SAY_EVERY_S
-            time.sleep(POLL_S)
+            time.sleep(pause)
+            pause = min(pause * 2, POLL_S)
 
     def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
-        got = next(iter(self.reader.server_pages(rel, block, block)), None)
-        if got is not None and isinstance(got[1], bytes):
-            return with_checksum(got[1], block, self.facts.checksums), "get_raw_page"
-        refused = str(got[1]) if got is not None else "not read"
-        data = self.reader.file_page(rel, block)
-        if data is not None:
-            return data, f"pg_read_binary_file (get_raw_page: {refused[:120]})"
-        return None, f"the standby cannot read it either: {refused[:160]}"
+        _blk, data, how = next(self.fetch_batch(rel, [block]))
+        return data, how
+
+    def fetch_batch(
+        self, rel: Relation, blocks: list[int], fork: str = "main"
+    ) -> Iterator[tuple[int, bytes | None, str]]:
+        """The standby's pages of ``blocks``: get_raw_page over a batch of blocks a statement (its buffers: what it
+        replayed, even pages not yet written out by its next restartpoint); a page its buffer manager refuses from
+        its relation file with pg_read_binary_file."""
+        for blk, got in self.reader.blocks_pages(rel, blocks, fork):
+            if isinstance(got, bytes):
+                yield blk, with_checksum(got, blk, self.facts.checksums), "get_raw_page"
+                continue
+            data = self.reader.file_page(rel, blk, fork)
+            if data is not None:
+                yield blk, data, f"pg_read_binary_file (get_raw_page: {got[:120]})"
+            else:
+                yield blk, None, f"the standby cannot read it either: {got[:160]}"
 
     def describe(self) -> str:
         where = f" (replayed to {lsn_text(self.replayed)})" if self.replayed is not None else ""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.datadir import segment_name
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.repair import facts
 from pgsurgeon.repair.ledger import APART_FILE, CARVED_FILE
@@ -78,6 +79,7 @@ def plan_steps(
             "entries of their rows dead (LP_DEAD), so the indexes are rebuilt"
         )
     reindex = bool(zeroing or any(d.kill for d in heaps) or gone or index_findings or dead_hints)
+    _restored_index_notes(p, plan, index_findings, reindex)
     wrong_vm = vm_blocks(plan.findings, plan.table)
     wrong_fsm = fsm_damaged(plan.findings, plan.table)
     if not (pagework or tuplework or reindex or wrong_vm or wrong_fsm):
@@ -116,6 +118,24 @@ def plan_steps(
     _reinsert_step(p, add, plan)
     _check_steps(add, plan)
     plan.steps = steps
+
+
+def _restored_index_notes(p: Planner, plan: Plan, index_findings: list[dict[str, Any]], reindex: bool) -> None:
+    """Say of each index whose damaged pages all come back from a good copy that it needs no REINDEX (or that it
+    is rebuilt all the same, for the table's sake)."""
+    still = {str(f["relation"]) for f in index_findings}
+    whole: dict[str, int] = {}
+    for c in plan.copies:
+        if c.role in ("index", "toast-index"):
+            whole[c.relation] = whole.get(c.relation, 0) + 1 if c.accepted else -(10**9)
+    for name, n in sorted(whole.items()):
+        if n <= 0 or name in still:
+            continue
+        src = next(c.source for c in plan.copies if c.relation == name and c.accepted)
+        p.notes.append(
+            f"index {name}: its {n} damaged page(s) are restored from the {src}: no REINDEX is needed for it"
+            + (" (the table's indexes are rebuilt all the same, for the other damage)" if reindex else "")
+        )
 
 
 def _salvage_step(add: _Add, plan: Plan, req: RepairRequest) -> None:
@@ -232,7 +252,7 @@ def _file_write_step(p: Planner, add: _Add, plan: Plan, heaps: list[HeapDamage],
     by_name = {r.regclass: r for r in p.ctx.rels}
     for c in plan.copies:
         if c.accepted:
-            writes.append(page_write(p, by_name[c.relation], c.block, "restore", copy=c))
+            writes.append(page_write(p, by_name[c.relation], c.block, "restore", copy=c, fork=c.fork))
     lost_pages = [loss.tid for loss in plan.lost if loss.cause in (CAUSE_ZEROED, CAUSE_CLEARED)]
     kinds = {w.action for w in writes}
     kind = (
@@ -471,15 +491,21 @@ def surgery_sql(p: Planner, fn: Any, rel: Relation, tids: list[Tid]) -> list[str
 
 
 def page_write(
-    p: Planner, rel: Relation, blk: int, action: str, lps: list[int] | None = None, copy: PageCopy | None = None
+    p: Planner,
+    rel: Relation,
+    blk: int,
+    action: str,
+    lps: list[int] | None = None,
+    copy: PageCopy | None = None,
+    fork: str = "main",
 ) -> PageWrite:
     from pgsurgeon.journal.manifest import sha256
 
     bs = p.server.block_size
     segno, in_seg = divmod(blk, p.server.segment_blocks)
     assert rel.filepath is not None
-    file = rel.filepath if segno == 0 else f"{rel.filepath}.{segno}"
-    disk = p.reader.file_page(rel, blk)
+    file = segment_name(rel.filepath, segno, fork)
+    disk = p.reader.file_page(rel, blk, fork)
     return PageWrite(
         relation=rel.regclass,
         file=file,

@@ -78,8 +78,23 @@ def report(s: Salvage, started: float, already: bool = False) -> dict[str, Any]:
     }
     if s.deleted is not None:
         out["deleted"] = s.deleted
+    copies = good_copies(s, out)
+    if copies:
+        out["good_copies"] = copies
     # an all-zero page's rows possibly gone leave the salvage incomplete too: nothing says they were dead (on a
     # page whose line pointers are gone, the rows carving found account for the live ones as far as anyone knows)
     possibly = any(x.get("account") and x.get("zero") for x in maybe)
     out["complete"] = not lost and not possibly and s.carved.get("uncertain", 0) == 0
     return out
+
+
+def good_copies(s: Salvage, out: dict[str, Any]) -> dict[str, Any] | None:
+    """Where whole copies of the pages salvage could only carve (or found all zeroes) may be, when the server shows
+    any: a standby streaming from it, WAL archiving (repair --from-standby, --from-backup bring them back whole)."""
+    facts = getattr(s, "facts", None)
+    b = out["blocks"]
+    if facts is None or not (b["carved"] or b["zero"] or b["damaged"] or b["missing"]):
+        return None
+    if not (facts.standbys or facts.archiving):
+        return None
+    return {"standbys": facts.standbys, "archiving": facts.archiving, "database": facts.database}

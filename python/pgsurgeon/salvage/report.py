@@ -63,6 +63,14 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(f"    {where}: {f['error']} -> {f['action']}")
         if len(fails) > 6:
             lines.append(f"    … {len(fails) - 6} more in the JSON report")
+    copies = report.get("good_copies")
+    if copies:
+        where = [f"{copies['standbys']} standby(s) stream from this server"] if copies["standbys"] else []
+        where += ["WAL archiving is on"] if copies["archiving"] else []
+        lines.append(
+            f"  good copies: {' and '.join(where)}: repair can restore the damaged pages whole from them instead of "
+            "carving (commands below)"
+        )
     for n in report["notes"]:
         lines.append(f"  note: {n}")
     lines.append(

@@ -24,4 +24,10 @@ SELECT current_setting('server_version_num')::int AS version_num,
          WHERE e.extname = 'pageinspect') AS pageinspect_schema,
        (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
          WHERE e.extname = 'pg_surgery') AS pg_surgery_schema,
-       EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pg_surgery') AS pg_surgery_available
+       EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pg_surgery') AS pg_surgery_available,
+       -- where good copies of damaged pages may be (repair --from-standby, --from-backup): standbys streaming from
+       -- this server, and WAL archiving (archive_library is 15+: missing_ok reads NULL on 14)
+       (SELECT count(*) FROM pg_stat_replication)::int AS standbys,
+       current_setting('archive_mode') <> 'off'
+         AND (coalesce(current_setting('archive_command'), '') NOT IN ('', '(disabled)')
+              OR coalesce(current_setting('archive_library', true), '') <> '') AS archiving
