@@ -17,6 +17,7 @@ use super::carve::Carver;
 use super::find::PageInfo;
 use super::output::{Batch, CarveCounts, LostItem};
 use crate::error::{io_reason, CoreError, Result};
+use crate::profile;
 use crate::sources::blocks::BlockReader;
 use crate::visibility::xact::XidStatus;
 
@@ -142,7 +143,10 @@ fn carve_unit(
     prov: bool,
 ) -> Result<(Batch, u64)> {
     let mut data = pool.get();
+    let read = profile::timer("worker.read");
     source.read_into(first, count, &mut data)?;
+    drop(read);
+    let _carving = profile::timer("worker.carve");
     let blcksz = carver.cfg.blcksz as usize;
     let mut out = Batch::streaming(prov);
     out.main = pool.get();
@@ -191,6 +195,7 @@ pub fn unload(
         let (tx, rx) = sync_channel::<Vec<Batch>>(1);
         let writer = scope.spawn(move || -> Result<()> {
             for outs in rx {
+                let _writing = profile::timer("writer");
                 for b in outs {
                     sink.write(&b.main, &b.apart, &b.prov)?;
                     pool.put(b.main);
@@ -211,8 +216,10 @@ pub fn unload(
                     break;
                 }
             };
+            let accounting = profile::timer("engine.account");
             carver.clear_chunks();
             let batches = account(outs, chunk, carver.cfg.blcksz, &mut summary, progress);
+            drop(accounting);
             if tx.send(batches).is_err() {
                 break; // the writer failed: its error is returned below
             }
@@ -264,7 +271,9 @@ fn carve_wave(
         if !outs.iter().any(|(b, _)| b.needs()) {
             break;
         }
+        let asking = profile::timer("oracle");
         ask_oracle(o, carver, &outs, summary)?;
+        drop(asking);
         let again: Vec<usize> = (0..outs.len()).filter(|&i| outs[i].0.needs()).collect();
         let redo_units: Vec<(u64, u64)> = again.iter().map(|&i| chunk[i]).collect();
         let last = round == 1;
