@@ -154,7 +154,9 @@ def main() -> int:
     ap.add_argument("--scale", type=int, default=100)
     ap.add_argument("--jobs", default="1,2,8,16")
     ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
+    ap.add_argument("--only", default="carve,diagnose,scan,unload", help="the commands to run (comma-separated)")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     jobs = [int(j) for j in args.jobs.split(",")]
     cluster = pgbench_cluster(args.lab_dir, args.scale)
     empty = bench_cluster("empty18", args.lab_dir)
@@ -176,43 +178,86 @@ def main() -> int:
             size = conn.execute("SELECT pg_database_size('postgres')").fetchone()[0]  # type: ignore[index]
         server_copy(cluster, tables, work)  # warm the page cache
         # fixed start-up, on the empty cluster
-        fixed["carve"] = measure("salvage --carve-all (empty)", 2, [
-            pgsurgeon, "salvage", "--dsn", empty.dsn(), "-t", "t", "--carve-all", "--out", str(work / "e"),
-            "-j", "2", "--report-format", "json"])  # fmt: skip
-        fixed["diagnose"] = measure("diagnose (empty)", 2, [
-            pgsurgeon, "diagnose", "--dsn", empty.dsn(), "-j", "2", "--format", "json"])  # fmt: skip
-        for j in jobs:
+        fixed["carve"] = measure(
+            "salvage --carve-all (empty)",
+            2,
+            [
+                pgsurgeon,
+                "salvage",
+                "--dsn",
+                empty.dsn(),
+                "-t",
+                "t",
+                "--carve-all",
+                "--out",
+                str(work / "e"),
+                "-j",
+                "2",
+                "--report-format",
+                "json",
+            ],
+        )
+        fixed["diagnose"] = measure(
+            "diagnose (empty)", 2, [pgsurgeon, "diagnose", "--dsn", empty.dsn(), "-j", "2", "--format", "json"]
+        )
+        for j in jobs if "carve" in only else []:
             runs["carve"].append(server_copy(cluster, [TABLE], work))
             out = work / f"carve-{j}"
-            r = measure("salvage --carve-all --out", j, [
-                pgsurgeon, "salvage", "--dsn", cluster.dsn(), "-t", TABLE, "--carve-all", "--out", str(out),
-                "-j", str(j), "--report-format", "json"])  # fmt: skip
+            r = measure(
+                "salvage --carve-all --out",
+                j,
+                [
+                    pgsurgeon,
+                    "salvage",
+                    "--dsn",
+                    cluster.dsn(),
+                    "-t",
+                    TABLE,
+                    "--carve-all",
+                    "--out",
+                    str(out),
+                    "-j",
+                    str(j),
+                    "--report-format",
+                    "json",
+                ],
+            )
             r.sha = sha_of([Path(json.loads(r.out)["outputs"]["rows_file"])])
             shutil.rmtree(out)
             runs["carve"].append(r)
-        for j in jobs:
+        for j in jobs if "diagnose" in only else []:
             runs["diagnose"].append(measure("pg_amcheck", j, [*amcheck, "-j", str(j)], as_server=cluster))
-            r = measure("diagnose", j, [pgsurgeon, "diagnose", "--dsn", cluster.dsn(), "-j", str(j), "--format", "json"])
+            r = measure(
+                "diagnose", j, [pgsurgeon, "diagnose", "--dsn", cluster.dsn(), "-j", str(j), "--format", "json"]
+            )
             r.sha = findings_sha(json.loads(r.out)["findings"])
             runs["diagnose"].append(r)
         copy_all = server_copy(cluster, tables, work)
         cluster.stop()
         empty.stop()
         try:
-            fixed["scan"] = measure("scan (empty)", 2, [pgsurgeon, "scan", str(empty.pgdata), "-j", "2", "--format", "json"])
-            fixed["unload"] = measure("unload (empty)", 2, [
-                pgsurgeon, "unload", str(empty.pgdata), "--out", str(work / "ue"), "-j", "2", "--schema", "files"])  # fmt: skip
+            fixed["scan"] = measure(
+                "scan (empty)", 2, [pgsurgeon, "scan", str(empty.pgdata), "-j", "2", "--format", "json"]
+            )
+            fixed["unload"] = measure(
+                "unload (empty)",
+                2,
+                [pgsurgeon, "unload", str(empty.pgdata), "--out", str(work / "ue"), "-j", "2", "--schema", "files"],
+            )
             checksums = [str(cluster.install.tool("pg_checksums")), "--check", "-D", str(cluster.pgdata)]
-            for j in jobs:
+            for j in jobs if "scan" in only else []:
                 runs["scan"].append(measure("pg_checksums --check", 1, checksums, as_server=cluster))
                 r = measure("scan", j, [pgsurgeon, "scan", str(cluster.pgdata), "-j", str(j), "--format", "json"])
                 r.sha = findings_sha(json.loads(r.out)["findings"])
                 runs["scan"].append(r)
-            for j in jobs:
+            for j in jobs if "unload" in only else []:
                 runs["unload"].append(copy_all)
                 out = work / f"unload-{j}"
-                r = measure("unload --schema files", j, [
-                    pgsurgeon, "unload", str(cluster.pgdata), "--out", str(out), "-j", str(j), "--schema", "files"])  # fmt: skip
+                r = measure(
+                    "unload --schema files",
+                    j,
+                    [pgsurgeon, "unload", str(cluster.pgdata), "--out", str(out), "-j", str(j), "--schema", "files"],
+                )
                 report = json.loads((out / "report.json").read_text())
                 r.sha = sha_of([out / t["file"] for t in sorted(report["tables"], key=lambda t: t["file"])])
                 shutil.rmtree(out)
@@ -227,7 +272,7 @@ def main() -> int:
         f" on, {os.cpu_count()} cores, warm page cache; busy = each thread's CPU clock"
     )
     print("fixed start-up on an empty cluster (wall s, CPU s, the Python layer's CPU s):")
-    for name, r in fixed.items():
+    for r in fixed.values():
         print(f"  {r.label:<30} {r.wall:6.2f} {r.cpu:6.2f} {r.profile.get('python_s', 0.0):6.2f}")
     print(HEADER)
     ok = True
@@ -236,12 +281,18 @@ def main() -> int:
         for r in rs:
             print(line(r, base_fixed))
         ours = [r for r in rs if r.profile]
+        if not ours:
+            continue
         shas = {r.sha for r in ours}
         by_j = {r.jobs: r for r in ours}
         notes = [f"same output at every -j: {len(shas) == 1}"]
         if 2 in by_j:
             two = by_j[2]
-            over = [f"-j {j}: {by_j[j].cpu / two.cpu:.2f}x CPU, {by_j[j].wall / two.wall:.2f}x wall" for j in (8, 16) if j in by_j]
+            over = [
+                f"-j {j}: {by_j[j].cpu / two.cpu:.2f}x CPU, {by_j[j].wall / two.wall:.2f}x wall"
+                for j in (8, 16)
+                if j in by_j
+            ]
             notes += [f"vs -j 2: {'; '.join(over)}"] if over else []
         notes.append(f"peak RSS max {max(r.rss for r in ours):.0f} MB")
         print(f"  {name}: " + "; ".join(notes))

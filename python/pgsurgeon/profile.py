@@ -14,9 +14,7 @@ import os
 import resource
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 
@@ -72,8 +70,9 @@ def summarize(spans: list[Span]) -> dict[str, Any]:
     last = max((sp["end_ns"] for sp in spans if sp["role"].startswith("worker.")), default=0)
     parallel_wall = (last - first) * s
     parallel_cpu = sum(
-        sp["cpu_ns"] * s for sp in spans if not sp["role"].startswith("call.") and sp["start_ns"] >= first
-        and sp["end_ns"] <= last
+        sp["cpu_ns"] * s
+        for sp in spans
+        if not sp["role"].startswith("call.") and sp["start_ns"] >= first and sp["end_ns"] <= last
     )
     return {
         "command_wall_s": windows.get("call.command", 0.0),
