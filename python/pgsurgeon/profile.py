@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 ENV = "PGSURGEON_PROFILE"
 
 #: Roles run by the thread that called the core while every worker waits: serial, whatever the number of cores.
-SERIAL_ROLES = ("oracle", "engine.account", "scan.prepare", "scan.heapmap", "scan.assemble")
+#: ``call.evidence`` is a whole call of one thread (salvage's btree leaf entries into the blocks it carved).
+SERIAL_ROLES = ("oracle", "engine.account", "scan.prepare", "scan.heapmap", "scan.assemble", "call.evidence")
 
 
 def enabled() -> bool:
@@ -59,7 +60,8 @@ def summarize(spans: list[Span]) -> dict[str, Any]:
             busy[sp["thread"]] += sp["cpu_ns"] * s
             thread_roles[sp["thread"]].add(sp["role"])
     # the Python layer: the command's thread outside the core's calls (catalog, connections, between tables)
-    python = max(0.0, roles.get("call.command", 0.0) - roles.get("call.scan", 0.0) - roles.get("call.carve", 0.0))
+    calls = sum(d for r, d in roles.items() if r.startswith("call.") and r != "call.command")
+    python = max(0.0, roles.get("call.command", 0.0) - calls)
     workers = sum(d for r, d in roles.items() if r.startswith("worker."))
     serial_steps = sum(roles.get(r, 0.0) for r in SERIAL_ROLES)
     # a thread beside the workers (the writer) holds them back once it is busier than they are, core for core
@@ -77,6 +79,7 @@ def summarize(spans: list[Span]) -> dict[str, Any]:
     return {
         "command_wall_s": windows.get("call.command", 0.0),
         "engine_wall_s": windows.get("call.scan", 0.0) + windows.get("call.carve", 0.0),
+        "evidence_wall_s": windows.get("call.evidence", 0.0),
         "busy_by_thread": {str(t): busy[t] for t in sorted(busy)},
         "roles_by_thread": {str(t): sorted(thread_roles[t]) for t in sorted(thread_roles)},
         "cpu_by_role": dict(sorted(roles.items())),

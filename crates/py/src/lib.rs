@@ -533,7 +533,12 @@ fn toast_by_index(
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let cfg: pgsurgeon_core::rows::evidence::IndexEvidenceConfig = from_py(config, "index configuration")?;
-    let res = py.detach(|| pgsurgeon_core::rows::evidence::index_evidence(&cfg)).map_err(to_pyerr)?;
+    let res = py
+        .detach(|| {
+            let _call = pgsurgeon_core::profile::timer("call.evidence");
+            pgsurgeon_core::rows::evidence::index_evidence(&cfg)
+        })
+        .map_err(to_pyerr)?;
     to_py(py, &res)
 }
 
