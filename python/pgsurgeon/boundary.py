@@ -1069,3 +1069,16 @@ class ManifestReport(TypedDict):
     wal_ranges: list[WalRange]
     wal_segments_checked: int
     problems: list[ManifestProblem]
+
+
+# ---------------------------------------------------------------------------------------------- profile
+
+
+class ProfileSpan(TypedDict):
+    """crates/core/src/profile.rs ``Span``: one stretch of work on one thread (nanoseconds on the profile's clock)."""
+
+    role: str
+    thread: int
+    start_ns: int
+    end_ns: int
+    cpu_ns: int

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from pgsurgeon import __version__, core
+from pgsurgeon import __version__, core, profile
 from pgsurgeon.commands import modules, options
 from pgsurgeon.errors import PgSurgeonError, UsageError, from_os_error
 from pgsurgeon.exitcodes import Exit
@@ -70,6 +70,14 @@ def _stdout_gone() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
+    timed = profile.Command()
+    try:
+        return _main(words)
+    finally:
+        timed.close()
+
+
+def _main(words: Sequence[str]) -> int:
     parser = get_parser(words)
     args = parser.parse_args(words)
     try:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         MultiEvidence,
         PageEvidence,
         PageReport,
+        ProfileSpan,
         RelationFork,
         TypeDesc,
         UnloadSummary,
@@ -70,6 +71,26 @@ def page_checksum(data: bytes, block: int) -> int | None:
 def crc32c(data: bytes, append_to: int | None = None) -> int:
     """PostgreSQL's CRC-32C of ``data``, or continued over it from the finished value ``append_to``."""
     return _ext.crc32c(data, append_to)
+
+
+def profile_now() -> int:
+    """Nanoseconds on the core's profile clock (0 unless ``PGSURGEON_PROFILE`` is set)."""
+    return _ext.profile_now()
+
+
+def profile_thread_cpu() -> int:
+    """CPU nanoseconds the calling thread has used."""
+    return _ext.profile_thread_cpu()
+
+
+def profile_record(role: str, start_ns: int, end_ns: int, cpu_ns: int) -> None:
+    """Record a span of the Python layer beside the core's own (nothing unless ``PGSURGEON_PROFILE`` is set)."""
+    _ext.profile_record(role, start_ns, end_ns, cpu_ns)
+
+
+def profile_take() -> list[ProfileSpan]:
+    """Every span recorded so far, taken out of the profile."""
+    return _ext.profile_take()
 
 
 def control_crc_offset(data: bytes) -> int:

@@ -9,6 +9,9 @@
 /// Errors of every layer.
 pub mod error;
 
+/// Per-thread busy time, recorded when `PGSURGEON_PROFILE` is set.
+pub mod profile;
+
 /// The vocabulary of damage (codes, severities, findings) shared by every layer.
 pub mod finding;
 

@@ -5,8 +5,20 @@
 use std::path::{Path, PathBuf};
 
 /// lib.rs's order: each layer may use those before it.
-const LAYERS: &[&str] =
-    &["error", "finding", "format", "sources", "visibility", "health", "checks", "datum", "rows", "catalog", "inject"];
+const LAYERS: &[&str] = &[
+    "error",
+    "profile",
+    "finding",
+    "format",
+    "sources",
+    "visibility",
+    "health",
+    "checks",
+    "datum",
+    "rows",
+    "catalog",
+    "inject",
+];
 
 /// Uses forbidden inside a layer, where one file sits below another: (file or directory under src/, path it must
 /// not use).

@@ -232,7 +232,10 @@ impl Scanner {
     /// Run the scan with the GIL released.
     fn run(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let result = py
-            .detach(|| pgsurgeon_core::checks::scan::scan(&self.root, &self.relations, &self.options, &self.progress))
+            .detach(|| {
+                let _call = pgsurgeon_core::profile::timer("call.scan");
+                pgsurgeon_core::checks::scan::scan(&self.root, &self.relations, &self.options, &self.progress)
+            })
             .map_err(to_pyerr)?;
         to_py(py, &result)
     }
@@ -470,6 +473,7 @@ impl RowCarver {
         let py_pages = read.map(|read| PyPages { read, raised: &raised });
         let mut py_oracle = oracle.map(|oracle| PyOracle { oracle, raised: &raised });
         let result = py.detach(|| -> pgsurgeon_core::Result<pgsurgeon_core::rows::engine::UnloadSummary> {
+            let _call = pgsurgeon_core::profile::timer("call.carve");
             let mut carver = self.carver.lock().unwrap_or_else(|p| p.into_inner());
             let files = carver.heap_reader();
             let source: &dyn PageSource = match (&py_pages, &files) {
@@ -529,7 +533,12 @@ fn toast_by_index(
 #[pyfunction]
 fn index_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let cfg: pgsurgeon_core::rows::evidence::IndexEvidenceConfig = from_py(config, "index configuration")?;
-    let res = py.detach(|| pgsurgeon_core::rows::evidence::index_evidence(&cfg)).map_err(to_pyerr)?;
+    let res = py
+        .detach(|| {
+            let _call = pgsurgeon_core::profile::timer("call.evidence");
+            pgsurgeon_core::rows::evidence::index_evidence(&cfg)
+        })
+        .map_err(to_pyerr)?;
     to_py(py, &res)
 }
 
@@ -539,6 +548,31 @@ fn loss_evidence(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny
     let cfg: pgsurgeon_core::rows::loss::LossConfig = from_py(config, "loss configuration")?;
     let res = py.detach(|| pgsurgeon_core::rows::loss::loss_evidence(&cfg)).map_err(to_pyerr)?;
     to_py(py, &res)
+}
+
+/// Nanoseconds on the profile's clock (0 when `PGSURGEON_PROFILE` is not set).
+#[pyfunction]
+fn profile_now() -> u64 {
+    pgsurgeon_core::profile::now_ns()
+}
+
+/// The calling thread's CPU nanoseconds.
+#[pyfunction]
+fn profile_thread_cpu() -> u64 {
+    pgsurgeon_core::profile::thread_cpu_ns()
+}
+
+/// Record a span of the Python layer (`role`, start and end on [`profile_now`]'s clock, the thread's CPU time in
+/// it) on the calling thread.
+#[pyfunction]
+fn profile_record(role: String, start_ns: u64, end_ns: u64, cpu_ns: u64) {
+    pgsurgeon_core::profile::record(role.into(), start_ns, end_ns, cpu_ns);
+}
+
+/// Every span recorded so far (taken out of the profile).
+#[pyfunction]
+fn profile_take(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    to_py(py, &pgsurgeon_core::profile::take())
 }
 
 #[pymodule]
@@ -572,6 +606,10 @@ fn _pgsurgeon(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(loss_evidence, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::config_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_now, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_record, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_thread_cpu, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_take, m)?)?;
     diagnose::register(m)?;
     repair::register(m)?;
     Ok(())

@@ -17,6 +17,7 @@ use super::carve::Carver;
 use super::find::PageInfo;
 use super::output::{Batch, CarveCounts, LostItem};
 use crate::error::{io_reason, CoreError, Result};
+use crate::profile;
 use crate::sources::blocks::BlockReader;
 use crate::visibility::xact::XidStatus;
 
@@ -131,6 +132,19 @@ fn units(ranges: &[(u64, u64)], unit: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// Pages a wave may read (32 MB). Three waves' rows are in memory at once (one carved, one waiting for the writer,
+/// one written), so past 8 workers the wave is held to this instead of growing with the workers: peak RSS stays
+/// under 200 MB at -j 16 (issue 35).
+const WAVE_BYTES: u64 = 32 << 20;
+
+/// Units per wave: four per worker, so a slow unit is waited for by few others, within [`WAVE_BYTES`], and at least
+/// one per worker.
+fn wave_units(jobs: usize, unit_bytes: u64) -> usize {
+    let jobs = jobs.max(1);
+    let budget = usize::try_from(WAVE_BYTES / unit_bytes.max(1)).unwrap_or(usize::MAX);
+    (jobs * 4).min(budget).max(jobs)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn carve_unit(
     carver: &Carver,
@@ -142,7 +156,10 @@ fn carve_unit(
     prov: bool,
 ) -> Result<(Batch, u64)> {
     let mut data = pool.get();
+    let read = profile::timer("worker.read");
     source.read_into(first, count, &mut data)?;
+    drop(read);
+    let _carving = profile::timer("worker.carve");
     let blcksz = carver.cfg.blcksz as usize;
     let mut out = Batch::streaming(prov);
     out.main = pool.get();
@@ -178,7 +195,7 @@ pub fn unload(
         .build()
         .map_err(|e| CoreError::Invalid(format!("cannot start worker threads: {e}")))?;
     let all = units(ranges, opts.unit_blocks);
-    let wave = opts.jobs.max(1) * 4;
+    let wave = wave_units(opts.jobs, opts.unit_blocks * u64::from(carver.cfg.blcksz));
     let mut summary = UnloadSummary::default();
     // cfg.can_ask is for transaction statuses (carve_page's ask_status); an oracle without the server (offline
     // undelete) still answers for WAL
@@ -191,6 +208,7 @@ pub fn unload(
         let (tx, rx) = sync_channel::<Vec<Batch>>(1);
         let writer = scope.spawn(move || -> Result<()> {
             for outs in rx {
+                let _writing = profile::timer("writer");
                 for b in outs {
                     sink.write(&b.main, &b.apart, &b.prov)?;
                     pool.put(b.main);
@@ -211,8 +229,10 @@ pub fn unload(
                     break;
                 }
             };
+            let accounting = profile::timer("engine.account");
             carver.clear_chunks();
             let batches = account(outs, chunk, carver.cfg.blcksz, &mut summary, progress);
+            drop(accounting);
             if tx.send(batches).is_err() {
                 break; // the writer failed: its error is returned below
             }
@@ -264,7 +284,9 @@ fn carve_wave(
         if !outs.iter().any(|(b, _)| b.needs()) {
             break;
         }
+        let asking = profile::timer("oracle");
         ask_oracle(o, carver, &outs, summary)?;
+        drop(asking);
         let again: Vec<usize> = (0..outs.len()).filter(|&i| outs[i].0.needs()).collect();
         let redo_units: Vec<(u64, u64)> = again.iter().map(|&i| chunk[i]).collect();
         let last = round == 1;
@@ -350,6 +372,9 @@ fn account(
     batches
 }
 
+/// Writes smaller than this are gathered before they reach the file; larger ones are written as they are.
+const WRITE_GATHER: usize = 64 << 10;
+
 /// Rows into files: the main output and the rows kept apart appended to, provenance optional.
 pub struct FileSink {
     main: std::io::BufWriter<std::fs::File>,
@@ -360,7 +385,10 @@ pub struct FileSink {
 impl FileSink {
     fn open(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
         let f = std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(|e| CoreError::io(path, e))?;
-        Ok(std::io::BufWriter::with_capacity(1 << 20, f))
+        // A unit's rows (most of a megabyte) go straight to write(2), not through the buffer: the single writer
+        // thread is the serial part of an unload, and a copy into the buffer first doubled its work (issue 35).
+        // Only small pieces (rows kept apart, a unit of few rows) are gathered.
+        Ok(std::io::BufWriter::with_capacity(WRITE_GATHER, f))
     }
 
     /// Open (create or append to) the files.
@@ -397,6 +425,16 @@ impl RowSink for FileSink {
 #[cfg(test)]
 mod tests {
     use super::units;
+
+    #[test]
+    fn waves_are_held_to_their_budget() {
+        let mb = 1 << 20;
+        assert_eq!(super::wave_units(2, mb), 8);
+        assert_eq!(super::wave_units(8, mb), 32);
+        assert_eq!(super::wave_units(16, mb), 32);
+        assert_eq!(super::wave_units(64, mb), 64);
+        assert_eq!(super::wave_units(0, 0), 4);
+    }
 
     #[test]
     fn units_cover_ranges() {

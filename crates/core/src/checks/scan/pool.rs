@@ -185,6 +185,7 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
         (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None))
     });
+    let gathering = crate::profile::timer("scan.heapmap");
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
         if plan.collect_lp[*ri] {
@@ -192,6 +193,7 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
             map.absorb(&mut c.lp);
         }
     }
+    drop(gathering);
     let second: Vec<(usize, ChunkSummary)> = in_read_order(&phase2, unit_order, |(ri, u)| {
         let heap = plan.heap_of[*ri].and_then(|hi| heaps.get(&hi));
         (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], false, heap))
@@ -212,6 +214,7 @@ pub(super) fn scan_on_pool(
             opts.blcksz, opts.relseg_size
         )));
     }
+    let preparing = crate::profile::timer("scan.prepare");
     refuse_unreadable(root, relations)?;
     let meta: HashMap<RelKey, &RelMeta> = opts.relations.iter().map(|(k, m)| (*k, m)).collect();
     // Health figures judge each heap tuple live or dead, and the visibility map check the tuples of the pages it
@@ -224,9 +227,11 @@ pub(super) fn scan_on_pool(
         if opts.bookkeeping && opts.checks { super::bookkeeping::Bookkeeping::open(root, opts.blcksz) } else { None };
     let ctx = context(root, relations, opts, progress, &meta, vis.as_ref(), book.as_ref());
     let plan = Plan::new(relations, opts, &meta, &ctx);
+    drop(preparing);
     let chunks = run_units(&ctx, relations, &plan);
     if progress.cancelled.load(Ordering::Relaxed) {
         return Err(CoreError::Invalid("scan cancelled".to_string()));
     }
+    let _assembling = crate::profile::timer("scan.assemble");
     Ok(super::result::assemble(&ctx, relations, &plan, chunks))
 }

@@ -170,7 +170,11 @@ pub(super) fn scan_unit(
     let offset = unit.first_block_in_file * blcksz as u64;
     let want = unit.nblocks as usize * blcksz;
     let base_block = u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file;
-    let got = match read_chunk(&path, offset, want, buf) {
+    let reading = crate::profile::timer("worker.read");
+    let read = read_chunk(&path, offset, want, buf);
+    drop(reading);
+    let _checking = crate::profile::timer("worker.check");
+    let got = match read {
         Ok(n) => n,
         Err(e) => {
             out.findings.push(Finding::new(
