@@ -52,7 +52,7 @@ def test_every_index_kind_of_the_regression_databases_has_no_finding(
                     "WHERE c.relkind = 'i' GROUP BY 1"
                 ):
                     kinds[am] = kinds.get(am, 0) + int(n)
-        assert all(kinds.get(k, 0) >= 2 for k in KINDS), kinds  # every kind is there, more than once
+        assert all(kinds.get(k, 0) >= 1 for k in KINDS), kinds  # every kind the files leave behind
         sql(lab, "CHECKPOINT")
         for name in names:
             for extra in ((), ("--no-files",)):
