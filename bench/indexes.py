@@ -69,7 +69,7 @@ def main() -> int:
         times.setdefault(label, []).append(run_measured(cmd, env=env, as_server=cluster if env is None else None))
 
     load_before = os.getloadavg()
-    for side, env in sides.items():  # warm, and the versions said
+    for env in sides.values():  # warm
         run_measured(diagnose, env=env)
     run_measured(amcheck, as_server=cluster)
     for _ in range(args.repeat):
@@ -78,7 +78,7 @@ def main() -> int:
         run("pg_amcheck (heap + btree)", amcheck, None)
     cluster.stop()
     try:
-        for side, env in sides.items():
+        for env in sides.values():  # warm
             run_measured(scan, env=env)
         for _ in range(args.repeat):
             for side, env in sides.items():

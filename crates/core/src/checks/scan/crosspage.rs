@@ -52,3 +52,53 @@ impl CrossPages {
         relation_checks(&mut inside, Fork::Main, &[], nblocks, Some(self.kind), &mut self.chunks, None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Code;
+    use crate::format::gist::{F_LEAF, GIST_SPECIAL_SIZE, INVALID_BLOCK_NUMBER, TUPLE_IS_VALID};
+    use crate::format::heap::ItemPointerData;
+    use crate::format::page::GIST_PAGE_ID;
+    use crate::health::tests::index_page_bytes;
+
+    /// A GiST page of `flags` with 16-byte tuples whose TIDs are `tids` (on an inner page: downlinks).
+    fn gist_page(flags: u16, tids: &[(u32, u16)]) -> Vec<u8> {
+        let mut special = [0u8; GIST_SPECIAL_SIZE];
+        special[8..12].copy_from_slice(&INVALID_BLOCK_NUMBER.to_le_bytes());
+        special[12..14].copy_from_slice(&flags.to_le_bytes());
+        special[14..16].copy_from_slice(&GIST_PAGE_ID.to_le_bytes());
+        let mut p = index_page_bytes(&special, &vec![16; tids.len()], &[]);
+        let ids: Vec<_> = Page::new(&p).unwrap().item_ids().map(|(_, id)| usize::from(id.lp_off())).collect();
+        for (at, &(block, offset)) in ids.into_iter().zip(tids) {
+            ItemPointerData { block, offset }.write(&mut p, at);
+            p[at + 6..at + 8].copy_from_slice(&16u16.to_le_bytes());
+        }
+        p
+    }
+
+    /// A root (block 0) with downlinks to `children`, and leaves at blocks 1 and 2, added as the server hands
+    /// them over: in batches, out of order.
+    fn two_level(children: &[u32]) -> Vec<Finding> {
+        let downlinks: Vec<(u32, u16)> = children.iter().map(|&c| (c, TUPLE_IS_VALID)).collect();
+        let mut acc = CrossPages::new(PageKind::Gist, 8192).expect("gist has checks across pages");
+        acc.add(&gist_page(F_LEAF, &[(5, 1)]), 2);
+        let mut first = gist_page(0, &downlinks);
+        first.extend(gist_page(F_LEAF, &[(5, 2)]));
+        acc.add(&first, 0);
+        acc.finish(3)
+    }
+
+    #[test]
+    fn pages_in_batches_out_of_order_are_judged_as_the_scan_judges_them() {
+        assert!(two_level(&[1, 2]).is_empty(), "{:?}", two_level(&[1, 2]));
+        let codes: Vec<(Code, Option<u64>)> = two_level(&[1, 1]).iter().map(|f| (f.code, f.block)).collect();
+        assert_eq!(codes, [(Code::IndexGistDownlink, Some(0)), (Code::IndexGistUnreachable, Some(2))]);
+    }
+
+    #[test]
+    fn btrees_and_heaps_have_none_here() {
+        assert!(CrossPages::new(PageKind::Btree, 8192).is_none());
+        assert!(CrossPages::new(PageKind::Heap, 8192).is_none());
+    }
+}
