@@ -8,19 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.relation import PAGE_KIND, Relation
 from pgsurgeon.session import Limits, ServerError
 
 MAX_CROSS_FINDINGS = 50
-_AM_KIND = {
-    "heap": "heap",
-    "btree": "btree",
-    "hash": "hash",
-    "gist": "gist",
-    "spgist": "spgist",
-    "gin": "gin",
-    "brin": "brin",
-}
 # The index kinds whose checks across pages (scan's relation-wide ones) run on pages read through the server too;
 # a btree's links are bt_index_check's.
 CROSS_PAGE_KINDS = frozenset({"gin", "gist", "spgist", "hash", "brin"})
@@ -88,7 +79,7 @@ class Checked:
     @property
     def kind(self) -> str | None:
         """The page kind the core checks its pages as (other access methods' pages get the generic checks)."""
-        return _AM_KIND.get(self.relation.amname or "")
+        return PAGE_KIND.get(self.relation.amname or "")
 
     def observe(self, text: str) -> None:
         if text not in self.observed and len(self.observed) < 10:

@@ -56,26 +56,9 @@ impl CrossPages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::page::gist::tests::page as gist_page;
     use crate::finding::Code;
-    use crate::format::gist::{F_LEAF, GIST_SPECIAL_SIZE, INVALID_BLOCK_NUMBER, TUPLE_IS_VALID};
-    use crate::format::heap::ItemPointerData;
-    use crate::format::page::GIST_PAGE_ID;
-    use crate::health::tests::index_page_bytes;
-
-    /// A GiST page of `flags` with 16-byte tuples whose TIDs are `tids` (on an inner page: downlinks).
-    fn gist_page(flags: u16, tids: &[(u32, u16)]) -> Vec<u8> {
-        let mut special = [0u8; GIST_SPECIAL_SIZE];
-        special[8..12].copy_from_slice(&INVALID_BLOCK_NUMBER.to_le_bytes());
-        special[12..14].copy_from_slice(&flags.to_le_bytes());
-        special[14..16].copy_from_slice(&GIST_PAGE_ID.to_le_bytes());
-        let mut p = index_page_bytes(&special, &vec![16; tids.len()], &[]);
-        let ids: Vec<_> = Page::new(&p).unwrap().item_ids().map(|(_, id)| usize::from(id.lp_off())).collect();
-        for (at, &(block, offset)) in ids.into_iter().zip(tids) {
-            ItemPointerData { block, offset }.write(&mut p, at);
-            p[at + 6..at + 8].copy_from_slice(&16u16.to_le_bytes());
-        }
-        p
-    }
+    use crate::format::gist::{F_LEAF, TUPLE_IS_VALID};
 
     /// A root (block 0) with downlinks to `children`, and leaves at blocks 1 and 2, added as the server hands
     /// them over: in batches, out of order.
