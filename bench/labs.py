@@ -14,15 +14,20 @@ from pgsurgeon.pgbin import server_user
 
 
 def run_measured(
-    cmd: list[str], *, as_server: LabCluster | None = None, ok: tuple[int, ...] = (0, 2)
+    cmd: list[str],
+    *,
+    as_server: LabCluster | None = None,
+    ok: tuple[int, ...] = (0, 2),
+    env: dict[str, str] | None = None,
 ) -> tuple[float, float, int, str]:
-    """Run ``cmd`` (as the server's OS user with ``as_server``): seconds, its peak RSS in MB (wait4), exit code and
-    stdout; an exit code not in ``ok`` ends the benchmark with the command's stderr."""
+    """Run ``cmd`` (as the server's OS user with ``as_server``; else in ``env``, by default this process's):
+    seconds, its peak RSS in MB (wait4), exit code and stdout; an exit code not in ``ok`` ends the benchmark with the
+    command's stderr."""
     kwargs: dict[str, object] = {}
     # pip install compiles the package's bytecode; a development install (maturin develop) under
     # PYTHONDONTWRITEBYTECODE compiles every module again on each run (~0.06 s): let the warm-up run leave the
     # bytecode an installed pgsurgeon has.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONDONTWRITEBYTECODE"}
     if as_server is not None:
         env = as_server.tool_env()
         user = server_user()

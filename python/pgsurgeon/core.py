@@ -278,6 +278,9 @@ def format_datum(raw: bytes, type_desc: TypeDesc, server_version_num: int) -> st
 
 
 LineMap = _ext.LineMap
+CrossPages = _ext.CrossPages
+"""One index's pages read through the server, for the checks across its pages a scan runs on its files: give it to
+``add(data, first)`` batch by batch, then ``finish(nblocks)`` for the findings."""
 EntryScan = _ext.EntryScan
 """Repair planning's pass over a table's btree entries (crates/core/src/rows/entryscan.rs): feed ``heap`` the table's
 pages and ``index`` each index's, then read ``named``, ``gone`` and ``keys_kept``."""
@@ -306,11 +309,21 @@ def check_pages(
     relnatts: int | None = None,
     record: LineMap | None = None,
     against: LineMap | None = None,
+    nblocks: int | None = None,
 ) -> PageBatch:
     """Check the pages of ``data`` (block ``first`` onwards) in the core, with the GIL released. Heap batches fill
-    ``record`` with their line pointers; btree batches compare their leaf entries with ``against``."""
+    ``record`` with their line pointers; index batches compare their heap TIDs with ``against``. ``nblocks``: the
+    relation's length, for the block numbers an index page names (not judged without it)."""
     findings, suspect, zero, candidates, pages = _ext.check_pages(
-        data, first, kind=kind, checksums=checksums, blcksz=blcksz, relnatts=relnatts, record=record, against=against
+        data,
+        first,
+        kind=kind,
+        checksums=checksums,
+        blcksz=blcksz,
+        relnatts=relnatts,
+        record=record,
+        against=against,
+        nblocks=nblocks,
     )
     return PageBatch(findings, suspect, zero, candidates, pages)
 

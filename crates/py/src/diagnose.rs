@@ -25,6 +25,34 @@ impl LineMap {
     }
 }
 
+/// One index's pages, batch by batch as they are read through the server, for the relation-wide checks a scan runs on its files:
+/// GIN right-links and posting trees, GiST and SP-GiST downlinks and chains, hash chains and bitmaps, the BRIN range
+/// map. Shared by threads.
+#[pyclass(frozen)]
+pub struct CrossPages(std::sync::Mutex<pgsurgeon_core::checks::scan::CrossPages>);
+
+#[pymethods]
+impl CrossPages {
+    #[new]
+    fn new(kind: &str, blcksz: usize) -> PyResult<Self> {
+        let k = PageKind::parse(kind).ok_or_else(|| PyValueError::new_err(format!("unknown page kind: {kind}")))?;
+        let acc = pgsurgeon_core::checks::scan::CrossPages::new(k, blcksz)
+            .ok_or_else(|| PyValueError::new_err(format!("no checks across {kind} pages")))?;
+        Ok(CrossPages(std::sync::Mutex::new(acc)))
+    }
+
+    /// The pages of `data` (whole pages, block `first` onwards), the GIL released.
+    fn add(&self, py: Python<'_>, data: &[u8], first: u64) {
+        py.detach(|| self.0.lock().unwrap_or_else(|p| p.into_inner()).add(data, first));
+    }
+
+    /// The findings across the pages added, for an index of `nblocks` blocks (every one of them added).
+    fn finish(&self, py: Python<'_>, nblocks: u64) -> PyResult<Py<PyAny>> {
+        let found = py.detach(|| self.0.lock().unwrap_or_else(|p| p.into_inner()).finish(nblocks));
+        crate::to_py(py, &found)
+    }
+}
+
 type Candidates = Vec<(u64, u16, u32, u16, bool)>;
 /// (findings, suspect blocks, all-zero blocks, candidates, pages checked).
 type BatchAnswer = (Py<PyAny>, Vec<u64>, Vec<u64>, Candidates, u64);
@@ -32,7 +60,7 @@ type BatchAnswer = (Py<PyAny>, Vec<u64>, Vec<u64>, Candidates, u64);
 /// Check consecutive pages (block `first` onwards) with the GIL released. Returns (findings, suspect
 /// blocks, all-zero blocks, candidates (index block, index item, heap block, heap item, past end), pages).
 #[pyfunction]
-#[pyo3(signature = (data, first, *, kind, checksums, blcksz, relnatts=None, record=None, against=None))]
+#[pyo3(signature = (data, first, *, kind, checksums, blcksz, relnatts=None, record=None, against=None, nblocks=None))]
 #[allow(clippy::too_many_arguments)]
 fn check_pages(
     py: Python<'_>,
@@ -44,6 +72,7 @@ fn check_pages(
     relnatts: Option<u16>,
     record: Option<Py<LineMap>>,
     against: Option<Py<LineMap>>,
+    nblocks: Option<u64>,
 ) -> PyResult<BatchAnswer> {
     let kind = match kind {
         None => None,
@@ -52,7 +81,7 @@ fn check_pages(
     if blcksz == 0 || !data.len().is_multiple_of(blcksz) {
         return Err(PyValueError::new_err(format!("{} bytes are not whole pages of {blcksz}", data.len())));
     }
-    let cfg = core_diag::BatchConfig { kind, checksums, blcksz, relnatts, collect_lp: record.is_some() };
+    let cfg = core_diag::BatchConfig { kind, checksums, blcksz, relnatts, collect_lp: record.is_some(), nblocks };
     let against_ref = against.as_ref().map(|m| m.get());
     let record_ref = record.as_ref().map(|m| m.get());
     let mut rep = py.detach(|| {
@@ -101,6 +130,7 @@ fn all_indexed(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>>
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CrossPages>()?;
     m.add_class::<LineMap>()?;
     m.add_function(wrap_pyfunction!(all_indexed, m)?)?;
     m.add_function(wrap_pyfunction!(check_pages, m)?)?;

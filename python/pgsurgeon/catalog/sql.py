@@ -235,6 +235,17 @@ def exclusion_constraints(src: Source, table_oid: int) -> list[tuple[Any, ...]]:
     return rows_of(src, "catalog_exclusion_constraints", {"table": table_oid})
 
 
+def index_probe(src: Source, index_oid: int) -> tuple[str, str | None, str | None, bool] | None:
+    """How to use an index from SQL: (its first key column's text, its predicate or None, an operator that holds
+    between a key and itself or None, whether the key is a tsvector) (catalog_index_probe.sql); None when it is
+    gone."""
+    rows = rows_of(src, "catalog_index_probe", {"index": index_oid})
+    if not rows:
+        return None
+    key, predicate, op, tsvector = rows[0]
+    return str(key), predicate, op, bool(tsvector)
+
+
 def read_sizes(conn: Source, rels: list[Relation]) -> None:
     """Fill the main fork and visibility map sizes of ``rels`` (this takes AccessShareLock on each)."""
     by_oid = {r.oid: r for r in rels}

@@ -6,12 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from pgsurgeon import core, db
-from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Checked, Crossref, NotChecked
-from pgsurgeon.diagnose.pages import one_page, raw_ranges
-from pgsurgeon.diagnose.server import Refused, runner
+from pgsurgeon.diagnose.pages import fresh_nblocks, one_page, raw_ranges
 from pgsurgeon.session import BackendLost, ServerError
 
 _VM_HEADER = 24  # MAXALIGN(SizeOfPageHeaderData)
@@ -78,7 +76,7 @@ def file_checks(d: Diagnosis, rel: Checked, vm_beyond: list[int] | None = None) 
             return
         # The table grows while the map is read (a new block's bits can be set right away): what counts is
         # its length after the map was read.
-        fresh = _fresh_nblocks(d, rel)
+        fresh = fresh_nblocks(d, rel)
         if fresh is None:
             break
         beyond = [b for b in beyond if b >= fresh]
@@ -143,14 +141,6 @@ def _vm_marked(rel: Checked, nblocks: int, vm_block: int, page: bytes) -> list[i
         for bit in range(4)
         if (byte >> (bit * 2)) & 0x3
     ]
-
-
-def _fresh_nblocks(d: Diagnosis, rel: Checked) -> int | None:
-    try:
-        size = catalog.relation_size(runner(d.main), rel.relation.oid)
-    except Refused:
-        return None
-    return None if size is None else size // rel.relation.block_size
 
 
 def index_refs(d: Diagnosis, index: Checked) -> None:
@@ -223,7 +213,7 @@ def index_refs(d: Diagnosis, index: Checked) -> None:
 
 
 def recheck(d: Diagnosis, index: Checked, heap: Checked, candidates: list[Crossref]) -> list[Crossref]:
-    nblocks = _fresh_nblocks(d, heap)
+    nblocks = fresh_nblocks(d, heap)
     if nblocks is None:
         nblocks = heap.relation.nblocks
     fresh: dict[int, bytes | None] = {}

@@ -17,9 +17,10 @@ The order is what keeps a damaged server up:
    index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
    every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
-   with the executor). On 18, ``gin_index_check`` on every GIN index. With the files here, the core does it
-   first, beside amcheck (crates/core/src/diagnose/
-   allindexed.rs): what it proves is not asked of the server; what it doubts is.
+   with the executor); with the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
+   allindexed.rs): what it proves is not asked of the server; what it doubts is. On 18, ``gin_index_check`` on
+   every GIN index. A damaged index of a kind amcheck has no checker for is used through SQL, its table's rows
+   looked up by their keys: what the server then says is its findings' ``observed_error`` (diagnose/probe.py).
 4. The visibility map: the files' verdict on every marked page (the live scan) against pg_visibility's
    ``pg_check_visible``/``pg_check_frozen`` where that extension is installed (diagnose/visibility.py).
 
@@ -40,6 +41,7 @@ from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase
 from pgsurgeon.diagnose.model import Checked, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked
 from pgsurgeon.diagnose.outcome import fold_amcheck, outcome
 from pgsurgeon.diagnose.pages import raw_phase
+from pgsurgeon.diagnose.probe import PROBED_AMS, probe_phase
 from pgsurgeon.diagnose.relations import load_relations
 from pgsurgeon.diagnose.toast import locate_toast_chunks
 from pgsurgeon.diagnose.visibility import visibility_phase
@@ -80,6 +82,7 @@ def diagnose(d: Diagnosis) -> DiagnoseOutcome:
         )
         btree_phase(d, [r for r in d.rels if r.relation.is_btree and r.relation.role == "toast-index"])
         gin_phase(d, [r for r in d.rels if r.relation.amname == "gin" and r.relation.relkind == "i"])
+        probe_phase(d, [r for r in d.rels if r.relation.amname in PROBED_AMS and r.relation.relkind == "i"])
         locate_toast_chunks(d)
         for r in d.rels:
             if r.relation.relkind == "i" and not r.relation.is_btree and r.relation.amname != "gin":

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pgsurgeon import core
-from pgsurgeon.catalog.relation import Relation
+from pgsurgeon.catalog.relation import PAGE_KIND, Relation
 from pgsurgeon.session import Limits, ServerError
 
 MAX_CROSS_FINDINGS = 50
-_AM_KIND = {"heap": "heap", "btree": "btree", "hash": "hash", "gist": "gist", "spgist": "spgist", "gin": "gin"}
+# The index kinds whose checks across pages (scan's relation-wide ones) run on pages read through the server too;
+# a btree's links are bt_index_check's.
+CROSS_PAGE_KINDS = frozenset({"gin", "gist", "spgist", "hash", "brin"})
 
 
 @dataclass
@@ -54,6 +56,8 @@ class Checked:
     """The lock_timeout error, once another session's lock kept diagnose out of this relation."""
     lines: core.LineMap | None = None
     """A heap's line pointers, for the index batches (pages read through the server)."""
+    cross: core.CrossPages | None = None
+    """An index's pages read through the server, for the checks across them (GIN, GiST, SP-GiST, hash, BRIN)."""
     zero: set[int] = field(default_factory=set)
     candidates: list[Crossref] = field(default_factory=list)
     """An index's entries whose row seemed missing, to re-read through the server."""
@@ -75,7 +79,7 @@ class Checked:
     @property
     def kind(self) -> str | None:
         """The page kind the core checks its pages as (other access methods' pages get the generic checks)."""
-        return _AM_KIND.get(self.relation.amname or "")
+        return PAGE_KIND.get(self.relation.amname or "")
 
     def observe(self, text: str) -> None:
         if text not in self.observed and len(self.observed) < 10:

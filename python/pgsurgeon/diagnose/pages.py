@@ -8,13 +8,15 @@ from functools import partial
 from typing import Any
 
 from pgsurgeon import core, db
+from pgsurgeon.boundary import Finding
+from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import TID_CHECKED_AMS
 from pgsurgeon.datadir import read_block
 from pgsurgeon.diagnose import amcheck
 from pgsurgeon.diagnose import findings as fmod
 from pgsurgeon.diagnose.context import Diagnosis
-from pgsurgeon.diagnose.model import MAX_CROSS_FINDINGS, Checked, Crossref, NotChecked
-from pgsurgeon.diagnose.server import run_locked
+from pgsurgeon.diagnose.model import CROSS_PAGE_KINDS, MAX_CROSS_FINDINGS, Checked, Crossref, NotChecked
+from pgsurgeon.diagnose.server import Refused, run_locked, runner
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.session import ServerError, Session
 
@@ -82,8 +84,9 @@ def one_page(d: Diagnosis, rel: Checked, blk: int) -> bytes | None:
     return got if isinstance(got, bytes) else None
 
 
-def check_batch(d: Diagnosis, rel: Checked, data: bytes, first: int) -> core.PageBatch:
-    """The core's checks of pages the server handed over (no checksum check: the server verified them)."""
+def check_batch(d: Diagnosis, rel: Checked, data: bytes, first: int, nblocks: int | None = None) -> core.PageBatch:
+    """The core's checks of pages the server handed over (no checksum check: the server verified them);
+    ``nblocks``: the relation's length, for the block numbers an index page names."""
     # the index kinds whose entries carry heap TIDs the core walks (btree, GiST and SP-GiST leaves, hash bucket and
     # overflow pages, GIN postings and pending tuples) are checked against their table's line pointers
     heap = d.heap_of(rel) if rel.relation.amname in TID_CHECKED_AMS else None
@@ -95,7 +98,38 @@ def check_batch(d: Diagnosis, rel: Checked, data: bytes, first: int) -> core.Pag
         blcksz=rel.relation.block_size,
         record=rel.lines if rel.relation.is_heap else None,
         against=heap.lines if heap is not None else None,
+        nblocks=nblocks,
     )
+
+
+def _key(f: Finding) -> tuple[str, int | None, int | None]:
+    return str(f["code"]), f["block"], f["item"]
+
+
+def past_the_end(d: Diagnosis, rel: Checked, data: bytes, first: int, seen: list[Finding]) -> list[Finding]:
+    """The findings of an index's pages that only their length makes: a block named past its end (a link, a
+    downlink, a posting tree root), those of ``seen`` (the same pages judged without it) aside."""
+    bounded = check_batch(d, rel, data, first, rel.relation.nblocks)
+    known = {_key(f) for f in seen}
+    return [f for f in bounded.findings if _key(f) not in known]
+
+
+def confirm_past_the_end(d: Diagnosis, rel: Checked, found: list[Finding]) -> list[dict[str, Any]]:
+    """Of ``found``, those a fresh copy of their page shows again against the index's length now (it grows while
+    it is read: a page read late may name a block added after its length was taken)."""
+    nblocks = fresh_nblocks(d, rel)
+    kept: list[dict[str, Any]] = []
+    for blk in sorted({int(f["block"]) for f in found if f["block"] is not None}):
+        page = one_page(d, rel, blk)
+        if page is None or nblocks is None:
+            continue
+        again = {_key(f) for f in check_batch(d, rel, page, blk, nblocks).findings}
+        kept.extend(
+            fmod.from_core(f, rel.relation, source=fmod.SOURCE_PAGE)
+            for f in found
+            if f["block"] == blk and _key(f) in again
+        )
+    return kept
 
 
 def raw_task(d: Diagnosis, session: Session, task: tuple[Checked, int, int]) -> dict[str, Any]:
@@ -105,6 +139,7 @@ def raw_task(d: Diagnosis, session: Session, task: tuple[Checked, int, int]) -> 
     suspect: set[int] = set()
     zero: set[int] = set()
     candidates: list[Crossref] = []
+    bounded: list[Finding] = []
     pages = 0
     try:
         for start, got in raw_ranges(d, session, rel, a, b):
@@ -114,6 +149,9 @@ def raw_task(d: Diagnosis, session: Session, task: tuple[Checked, int, int]) -> 
                 suspect.add(start)
                 continue
             batch = check_batch(d, rel, got, start)
+            if rel.cross is not None:
+                rel.cross.add(got, start)
+                bounded.extend(past_the_end(d, rel, got, start, batch.findings))
             pages += batch.pages
             out.extend(fmod.from_core(f, rel.relation, source=fmod.SOURCE_PAGE) for f in batch.findings)
             suspect.update(batch.suspect)
@@ -140,6 +178,7 @@ def raw_task(d: Diagnosis, session: Session, task: tuple[Checked, int, int]) -> 
         "zero": zero,
         "pages": pages,
         "candidates": candidates,
+        "bounded": bounded,
     }
 
 
@@ -194,16 +233,58 @@ def raw_phase(d: Diagnosis, rels: list[Checked], spans: dict[int, list[tuple[int
     for rel in rels:
         if rel.relation.is_heap and rel.lines is None:
             rel.lines = core.LineMap(rel.relation.nblocks)
+        if spans is None and rel.kind in CROSS_PAGE_KINDS and rel.relation.nblocks > 0:
+            rel.cross = core.CrossPages(rel.kind, rel.relation.block_size)
         for first, last in [(0, rel.relation.nblocks - 1)] if spans is None else spans.get(rel.relation.oid, []):
             tasks.extend((rel, a, min(a + step, last + 1) - 1) for a in range(first, last + 1, step))
     # heaps first: their line pointers are what the index batches compare their entries with
     heap_tasks = [t for t in tasks if t[0].relation.is_heap]
     other_tasks = [t for t in tasks if not t[0].relation.is_heap]
+    tasks = heap_tasks + other_tasks
     results = d.parallel(partial(raw_task, d), heap_tasks) + d.parallel(partial(raw_task, d), other_tasks)
-    for (rel, _a, _b), res in zip(heap_tasks + other_tasks, results, strict=True):
+    for (rel, _a, _b), res in zip(tasks, results, strict=True):
         d.add(res["findings"])
         rel.refused.update(res["refused"])
         rel.suspect.update(res["suspect"])
         rel.zero.update(res["zero"])
         rel.pages_read += res["pages"]
         rel.candidates.extend(res["candidates"])
+    for rel in rels:
+        if rel.cross is not None:
+            found = [f for (r, _a, _b), res in zip(tasks, results, strict=True) if r is rel for f in res["bounded"]]
+            d.add(confirm_past_the_end(d, rel, found))
+            d.add(cross_findings(d, rel, rel.cross))
+            rel.cross = None
+
+
+def cross_findings(d: Diagnosis, rel: Checked, cross: core.CrossPages) -> list[dict[str, Any]]:
+    """The checks across an index's pages, read through the server. Its pages were copied at different moments
+    while sessions may split, add or delete them: a finding is kept only when a second read of the whole index, at
+    its length then, finds it again (same code, same block). An index with refused or unread blocks is not judged
+    (the links into those blocks were not seen)."""
+    if rel.refused or rel.unchecked or rel.locked is not None:
+        return []
+    first = cross.finish(rel.relation.nblocks)
+    if not first:
+        return []
+    nblocks = fresh_nblocks(d, rel)
+    nblocks = rel.relation.nblocks if nblocks is None else nblocks
+    again = core.CrossPages(str(rel.kind), rel.relation.block_size)
+    try:
+        for start, got in raw_ranges(d, d.main, rel, 0, nblocks - 1):
+            if isinstance(got, ServerError):
+                return []
+            again.add(got, start)
+    except NotChecked:
+        return []
+    seen = {(f["code"], f["block"]) for f in again.finish(nblocks)}
+    return [fmod.from_core(f, rel.relation, source=fmod.SOURCE_CROSS) for f in first if (f["code"], f["block"]) in seen]
+
+
+def fresh_nblocks(d: Diagnosis, rel: Checked) -> int | None:
+    """The relation's length now (it grows and shrinks while it is read); None when the server gives none."""
+    try:
+        size = catalog.relation_size(runner(d.main), rel.relation.oid)
+    except Refused:
+        return None
+    return None if size is None else size // rel.relation.block_size

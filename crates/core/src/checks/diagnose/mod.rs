@@ -47,6 +47,9 @@ pub struct BatchConfig {
     pub relnatts: Option<u16>,
     /// Whether heap pages' line pointers are collected (an index of this heap will be checked).
     pub collect_lp: bool,
+    /// The relation's length, for the block numbers an index page names (links, downlinks, posting tree roots);
+    /// None: not judged (the relation may grow while it is read).
+    pub nblocks: Option<u64>,
 }
 
 /// An index entry whose heap row seems to be missing.
@@ -88,7 +91,7 @@ pub fn check_batch(data: &[u8], first: u64, cfg: &BatchConfig, heap: Option<&Lin
     if cfg.blcksz == 0 {
         return out;
     }
-    let ctx = HeapContext { nblocks: None, horizons: None, relnatts: cfg.relnatts, gin_key: None };
+    let ctx = HeapContext { nblocks: cfg.nblocks, horizons: None, relnatts: cfg.relnatts, gin_key: None };
     for (i, bytes) in data.chunks_exact(cfg.blcksz).enumerate() {
         let block = first + i as u64;
         let Some(page) = Page::new(bytes) else { continue };
@@ -209,6 +212,7 @@ mod tests {
             blcksz: 8192,
             relnatts: None,
             collect_lp: true,
+            nblocks: None,
         };
         let mut data = heap_page(3);
         data.extend(vec![0u8; 8192]);
@@ -235,6 +239,7 @@ mod tests {
             blcksz: 8192,
             relnatts: None,
             collect_lp: true,
+            nblocks: None,
         };
         let mut data = heap_page(3);
         data[28..32].copy_from_slice(&0u32.to_le_bytes()); // item 2 unused: its tuple is left unreferenced
@@ -256,6 +261,7 @@ mod tests {
             blcksz: 8192,
             relnatts: None,
             collect_lp: true,
+            nblocks: None,
         };
         let mut data = heap_page(2);
         data[12..14].copy_from_slice(&9000u16.to_le_bytes()); // pd_lower past the page

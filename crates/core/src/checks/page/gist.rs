@@ -175,14 +175,14 @@ pub fn for_each_gist_leaf_tid(page: &Page<'_>, mut f: impl FnMut(u16, &crate::fo
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::gist::{F_LEAF, GIST_SPECIAL_SIZE};
     use crate::format::heap::ItemPointerData;
     use crate::health::tests::index_page_bytes;
 
-    /// A GiST page of `flags` with 16-byte tuples whose TIDs are `tids`.
-    fn page(flags: u16, tids: &[(u32, u16)]) -> Vec<u8> {
+    /// A GiST page of `flags` with 16-byte tuples whose TIDs are `tids` (on an inner page: downlinks).
+    pub(crate) fn page(flags: u16, tids: &[(u32, u16)]) -> Vec<u8> {
         let mut special = [0u8; GIST_SPECIAL_SIZE];
         special[8..12].copy_from_slice(&INVALID_BLOCK_NUMBER.to_le_bytes());
         special[12..14].copy_from_slice(&flags.to_le_bytes());

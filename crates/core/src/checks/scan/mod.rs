@@ -22,6 +22,7 @@ use crate::sources::relpath::Fork;
 use crate::visibility::transam::Horizons;
 
 mod bookkeeping;
+mod crosspage;
 mod fsm;
 mod gin;
 mod gist;
@@ -33,6 +34,7 @@ mod relation;
 mod result;
 mod unit;
 
+pub use crosspage::CrossPages;
 pub use fsm::{fsm_beyond_end, fsm_blocks_beyond_end, fsm_leaf_beyond_end};
 pub(crate) use heapmap::{for_each_index_tid, for_each_leaf_tid, HeapMap, LpRun, TidTarget};
 use pool::scan_on_pool;

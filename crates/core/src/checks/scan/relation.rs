@@ -16,7 +16,7 @@ use crate::sources::relpath::Fork;
 /// Relation-wide checks once every chunk of the relation is in.
 pub(super) fn relation_checks(
     inside: &mut Vec<u64>,
-    rel: &Relation,
+    fork: Fork,
     skipped: &[u64],
     rel_nblocks: u64,
     kind: Option<PageKind>,
@@ -24,7 +24,7 @@ pub(super) fn relation_checks(
     vm_all_visible: Option<&[u64]>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    if rel.fork == Fork::Main {
+    if fork == Fork::Main {
         zero_page_checks(&mut out, inside, kind, chunks, vm_all_visible);
         // The visibility map marks blocks past the end of the fork: the file lost its tail.
         if let Some(vm) = vm_all_visible {
@@ -37,7 +37,7 @@ pub(super) fn relation_checks(
         links.sort_unstable_by_key(|l| l.0);
         btree_checks(&mut out, &links, skipped);
     }
-    if matches!(kind, Some(PageKind::Hash | PageKind::Brin)) && rel.fork == Fork::Main {
+    if matches!(kind, Some(PageKind::Hash | PageKind::Brin)) && fork == Fork::Main {
         let mut zero: Vec<u64> = chunks.iter().flat_map(|c| c.zero_blocks.iter().copied()).collect();
         zero.sort_unstable();
         out.extend(super::hashbrin::checks(
@@ -53,7 +53,7 @@ pub(super) fn relation_checks(
         let meta = chunks.iter().find_map(|c| c.gin_meta);
         super::gin::gin_checks(&mut out, &gin, meta.as_ref(), skipped);
     }
-    if matches!(kind, Some(PageKind::Gist | PageKind::SpGist)) && rel.fork == Fork::Main {
+    if matches!(kind, Some(PageKind::Gist | PageKind::SpGist)) && fork == Fork::Main {
         super::gist::relation_checks(&mut out, chunks, rel_nblocks, skipped);
     }
     out

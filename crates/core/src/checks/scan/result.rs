@@ -165,7 +165,7 @@ impl Assembly {
         let skipped = skipped_blocks(cs);
         let mut rel_findings: Vec<Finding> = relation_checks(
             &mut inside,
-            rel,
+            rel.fork,
             &skipped,
             plan.nblocks[ri],
             ctx.kinds[ri],

@@ -315,9 +315,7 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     {
         check_leaf_tids(page, page_kind, block, h, out);
     }
-    if sane && s.fork == Fork::Main {
-        out.am.page(page_kind, block, page);
-    }
+    index_links(page_kind, block, bytes, page, sane, s.fork == Fork::Main, out);
     if let (Some(b), PageKind::Heap, true) = (s.book, page_kind, sane) {
         b.tally(page, &mut out.book);
     }
@@ -332,20 +330,6 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
     match page_kind {
         PageKind::Map if s.fork == Fork::Vm && sane => record_all_visible(bytes, block, opts.blcksz, out),
         PageKind::Map if s.fork == Fork::Fsm && sane => super::maps::fsm_page(bytes, block, opts, out),
-        PageKind::Btree | PageKind::BtreeMeta => {
-            if let Some(o) = BTPageOpaqueData::from_page(page) {
-                out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
-            }
-        }
-        PageKind::Gin if sane => {
-            if let Some(o) = crate::format::gin::GinPageOpaqueData::from_page(page) {
-                out.gin_links.push((block, o.rightlink, o.flags, o.maxoff));
-                if o.has(crate::format::gin::GIN_META) {
-                    out.gin_meta = crate::format::gin::GinMetaPageData::parse(bytes);
-                }
-            }
-        }
-        PageKind::Gist | PageKind::SpGist if sane => out.gist.page(page_kind, block, page),
         _ => {}
     }
     if let Some(lsn) = opts.clean_shutdown_lsn {
@@ -363,9 +347,47 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
             ));
         }
     }
-    // In use: a heap page with items, or any initialised page of another kind.
-    if !page.header().is_new() && (page.header().max_offset_number() > 0 || page_kind != PageKind::Heap) {
+    if in_use(page, page_kind) {
         out.last_nonempty = Some(block);
+    }
+}
+
+/// In use: a heap page with items, or any initialised page of another kind.
+pub(super) fn in_use(page: &Page<'_>, kind: PageKind) -> bool {
+    !page.header().is_new() && (page.header().max_offset_number() > 0 || kind != PageKind::Heap)
+}
+
+/// What the relation-wide checks of an index need from one of its pages: btree and GIN links, GiST and SP-GiST
+/// downlinks and chains, hash and BRIN pages (of a main fork). `sane`: the page header is; only btree links are
+/// taken from a page whose header is not (the sibling check reports what the page check cannot).
+pub(super) fn index_links(
+    kind: PageKind,
+    block: u64,
+    bytes: &[u8],
+    page: &Page<'_>,
+    sane: bool,
+    main: bool,
+    out: &mut ChunkSummary,
+) {
+    if sane && main {
+        out.am.page(kind, block, page);
+    }
+    match kind {
+        PageKind::Btree | PageKind::BtreeMeta => {
+            if let Some(o) = BTPageOpaqueData::from_page(page) {
+                out.btree_links.push((block, o.btpo_prev, o.btpo_next, o.btpo_level, o.btpo_flags));
+            }
+        }
+        PageKind::Gin if sane => {
+            if let Some(o) = crate::format::gin::GinPageOpaqueData::from_page(page) {
+                out.gin_links.push((block, o.rightlink, o.flags, o.maxoff));
+                if o.has(crate::format::gin::GIN_META) {
+                    out.gin_meta = crate::format::gin::GinMetaPageData::parse(bytes);
+                }
+            }
+        }
+        PageKind::Gist | PageKind::SpGist if sane => out.gist.page(kind, block, page),
+        _ => {}
     }
 }
 
