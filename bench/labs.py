@@ -4,6 +4,7 @@ settings for bulk loading (minimal WAL, no autovacuum)."""
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -23,6 +24,18 @@ def run_measured(
     """Run ``cmd`` (as the server's OS user with ``as_server``; else in ``env``, by default this process's):
     seconds, its peak RSS in MB (wait4), exit code and stdout; an exit code not in ``ok`` ends the benchmark with the
     command's stderr."""
+    elapsed, usage, code, text = run_usage(cmd, as_server=as_server, ok=ok, env=env)
+    return elapsed, usage.ru_maxrss / 1024, code, text
+
+
+def run_usage(
+    cmd: list[str],
+    *,
+    as_server: LabCluster | None = None,
+    ok: tuple[int, ...] = (0, 2),
+    env: dict[str, str] | None = None,
+) -> tuple[float, resource.struct_rusage, int, str]:
+    """:func:`run_measured` with the child's whole resource usage (CPU time too) from wait4."""
     kwargs: dict[str, object] = {}
     # pip install compiles the package's bytecode; a development install (maturin develop) under
     # PYTHONDONTWRITEBYTECODE compiles every module again on each run (~0.06 s): let the warm-up run leave the
@@ -44,7 +57,7 @@ def run_measured(
         text = out.read().decode()
     if code not in ok:
         raise SystemExit(f"{Path(cmd[0]).name} failed ({code}): {err[-2000:]}{text[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, code, text
+    return elapsed, usage, code, text
 
 
 def bench_cluster(name: str, lab_dir: Path) -> LabCluster:

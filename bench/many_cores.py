@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,11 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from carve import digest
-from labs import bench_cluster, pgbench_cluster
+from labs import bench_cluster, pgbench_cluster, run_usage
 from unload import TABLES_SQL
 
 from pgsurgeon.lab import LabCluster
-from pgsurgeon.pgbin import server_user
 from pgsurgeon.profile import amdahl
 
 TABLE = "pgbench_accounts"
@@ -59,27 +57,9 @@ class Run:
 def measure(label: str, jobs: int, cmd: list[str], *, as_server: LabCluster | None = None) -> Run:
     """Run ``cmd`` (as the server's OS user with ``as_server``; else with a profile): wall, CPU and peak RSS from
     wait4, stdout, and the profile's summary."""
-    kwargs: dict[str, object] = {}
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     prof = Path(tempfile.mktemp(prefix="pgsurgeon-profile-", suffix=".json"))
-    if as_server is not None:
-        env = as_server.tool_env()
-        user = server_user()
-        if user.switch:
-            kwargs = {"user": user.uid, "group": user.gid, "cwd": "/"}
-    else:
-        env["PGSURGEON_PROFILE"] = str(prof)
-    with tempfile.TemporaryFile() as out:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, **kwargs)  # type: ignore[call-overload]
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        code = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        out.seek(0)
-        text = out.read().decode()
-    if code not in (0, 2):
-        raise SystemExit(f"{label} failed ({code}): {err[-2000:]}{text[-2000:]}")
+    env = None if as_server is not None else {**os.environ, "PGSURGEON_PROFILE": str(prof)}
+    wall, usage, _code, text = run_usage(cmd, as_server=as_server, env=env)
     summary: dict[str, Any] = {}
     if prof.exists():
         summary = json.loads(prof.read_text())["summary"]
