@@ -111,6 +111,18 @@ def cli(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def aborted_insert(lab: LabCluster, table: str, row_id: int) -> int:
+    """Insert row ``row_id`` (an int key and one text column) into ``table`` and roll it back: the block it went to
+    (a page holding an aborted insert, what a wrongly set visibility map bit hides)."""
+    with psycopg.connect(lab.dsn()) as conn:
+        row = conn.execute(
+            f"INSERT INTO {table} VALUES ({row_id}, 'aborted') RETURNING (ctid::text::point)[0]::int"
+        ).fetchone()
+        assert row is not None
+        conn.rollback()
+    return int(row[0])
+
+
 def sql(lab: LabCluster, *statements: str) -> list[tuple[Any, ...]]:
     """Each statement on its own (own transaction), the last one's rows."""
     rows: list[tuple[Any, ...]] = []

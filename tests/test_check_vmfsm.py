@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from fix_corrupt import cli, sql
+from fix_corrupt import aborted_insert, cli, sql
 from pgsurgeon.lab import LabCluster
 
 TABLE = "vm_t"
@@ -43,14 +43,9 @@ def build(lab: LabCluster) -> int:
         f"UPDATE {TABLE} SET pad = 'y' WHERE id % 10 = 0",
         f"VACUUM (FREEZE) {TABLE}",
     )
-    with psycopg.connect(lab.dsn()) as conn:
-        row = conn.execute(
-            f"INSERT INTO {TABLE} VALUES ({ABORTED_ID}, 'aborted') RETURNING (ctid::text::point)[0]::int"
-        ).fetchone()
-        assert row is not None
-        conn.rollback()
+    block = aborted_insert(lab, TABLE, ABORTED_ID)
     sql(lab, "CHECKPOINT")
-    return int(row[0])
+    return block
 
 
 def ios_count(lab: LabCluster) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from fix_corrupt import Outcome, cli, observe, sql, stopped, wait_ready
+from fix_corrupt import Outcome, aborted_insert, cli, observe, sql, stopped, wait_ready
 from fix_pg import create_test_cluster
 from pgsurgeon.diagnose.gincheck import GIN_GENERIC, classify_gin
 from pgsurgeon.exitcodes import Exit
@@ -214,13 +214,7 @@ def _vm_fsm_schema(lab: LabCluster) -> int:
             )
         ),
     )
-    with psycopg.connect(lab.dsn()) as conn:
-        row = conn.execute(
-            f"INSERT INTO {VM_TABLE} VALUES ({ABORTED_ID}, 'aborted') RETURNING (ctid::text::point)[0]::int"
-        ).fetchone()
-        assert row is not None
-        conn.rollback()
-    return int(row[0])
+    return aborted_insert(lab, VM_TABLE, ABORTED_ID)
 
 
 def through(lab: LabCluster, c: Case, query: str | None = None, path: tuple[str, ...] | None = None) -> Outcome:
