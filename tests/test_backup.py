@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from fix_pg import create_test_cluster
+from fix_pg import create_test_cluster, parametrize_versions
 from pgsurgeon import core
 from pgsurgeon.cli import main
 from pgsurgeon.exitcodes import Exit
@@ -143,7 +143,11 @@ def _tablespace_dir(cluster: LabCluster) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize_versions(metafunc, "lab", scope="module")
+
+
+@pytest.fixture(scope="module")
 def lab(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Lab]:
     version = request.param
     conf: dict[str, str | int | bool] = {"wal_level": "replica", "max_wal_senders": 4}
@@ -344,9 +348,8 @@ def test_pages_written_during_the_backup_are_information(lab: Lab) -> None:
         target.write_bytes(original)
 
 
+@pytest.mark.pg("18")  # incremental backups exist from PostgreSQL 17
 def test_incremental_backup_is_refused(lab: Lab, capsys: pytest.CaptureFixture[str]) -> None:
-    if lab.cluster.version < 17:
-        pytest.skip("incremental backups exist from PostgreSQL 17")
     inc = _backup(lab.cluster, "bk-incremental", "-Fp", "--incremental", str(lab.backups["plain"] / "backup_manifest"))
     assert any(p.name.startswith("INCREMENTAL.") for p in inc.rglob("*"))
     for cmd in (["scan", str(inc)], ["unload", str(inc), "--out", str(inc.parent / "inc-out")]):
