@@ -163,6 +163,23 @@ def owner_of(src: Source, *, filenode: int | None = None, toast: str | None = No
     return Owned(str(rel), str(relkind), str(table), bool(system))
 
 
+def database_name(src: Source, oid: int) -> str | None:
+    """The name of the database with OID ``oid``, or None when none has it."""
+    rows = rows_of(src, "catalog_database_name", {"oid": oid})
+    return str(rows[0][0]) if rows else None
+
+
+def index_candidates(src: Source, ams: list[str], limit: int) -> list[str]:
+    """Up to ``limit`` user indexes of the access methods ``ams``, by name."""
+    return [str(r[0]) for r in rows_of(src, "catalog_index_candidates", {"ams": ams, "limit": limit})]
+
+
+def current_logfile(src: Source) -> str | None:
+    """The absolute path of the log file the server's logging collector writes, or None."""
+    rows = rows_of(src, "server_current_logfile")
+    return str(rows[0][0]) if rows else None
+
+
 def user_tables(conn: Source) -> list[tuple[str, str, str, int]]:
     """(schema, name, relkind, total size) of every table and materialized view that holds user data, biggest
     first (catalog_tables.sql)."""

@@ -231,29 +231,20 @@ def finish(values: dict[str, str], where: Where) -> None:
 
 
 def _current_log(conn: db.Connection[tuple[Any, ...]]) -> str | None:
-    """The server's log file when its logging collector writes one (pg_current_logfile), as an absolute path."""
+    """The server's log file when its logging collector writes one, as an absolute path."""
     try:
-        row = conn.execute(
-            "SELECT CASE WHEN f LIKE '/%%' THEN f ELSE current_setting('data_directory') || '/' || f END "
-            "FROM pg_current_logfile() f WHERE f IS NOT NULL"
-        ).fetchone()
+        return catalog.current_logfile(conn)
     except db.Error:
         return None
-    return str(row[0]) if row else None
 
 
-_CANDIDATES_SQL = (
-    "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_am a ON a.oid = c.relam JOIN pg_namespace n ON "
-    "n.oid = c.relnamespace WHERE c.relkind = 'i' AND a.amname = ANY(%s) AND n.nspname NOT IN ('pg_catalog', "
-    "'information_schema', 'pg_toast') ORDER BY 1 LIMIT %s"
-)
 _MAX_CANDIDATES = 20
 """More than this, the list says so and stops: the command that finds the one is then the scan."""
 
 
 def _candidates(conn: db.Connection[tuple[Any, ...]], ams: list[str]) -> dict[str, str]:
     """The user indexes of the access methods ``ams``: the ones a message that names no index may be about."""
-    names = [str(r[0]) for r in conn.execute(_CANDIDATES_SQL, (ams, _MAX_CANDIDATES + 1))]
+    names = catalog.index_candidates(conn, ams, _MAX_CANDIDATES + 1)
     if not names:
         return {}
     listed = ", ".join(names[:_MAX_CANDIDATES]) + (" and more" if len(names) > _MAX_CANDIDATES else "")
@@ -284,10 +275,10 @@ def resolver(dsn: str) -> Callable[[dict[str, str]], dict[str, str]]:
                 dbname = conn.info.dbname
                 dboid = values.get("dboid")
                 if dboid and dboid != "0":
-                    row = conn.execute("SELECT datname FROM pg_database WHERE oid = %s::oid", (dboid,)).fetchone()
-                    if row is None:
+                    name = catalog.database_name(conn, int(dboid))
+                    if name is None:
                         return out
-                    out["db"] = str(row[0])
+                    out["db"] = name
                 target = dsn if out.get("db", dbname) == dbname else db.dsn_for_database(dsn, out["db"])
             with db.connect(target) as conn:
                 owned = None
