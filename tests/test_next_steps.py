@@ -132,6 +132,11 @@ def test_explain_names_the_relation_through_the_connection_given(pg: object) -> 
     assert "$REL" not in out and "$DB" not in out
     code, out, _ = cli("explain", message)
     assert code == 0 and '-t "$REL"' in out and "pg_relation_filenode(oid) =" in out
+    # a file no relation has (dropped since): the database is still named, as the server named it
+    gone = f'ERROR:  invalid page in block 7 of relation "{path.rsplit("/", 1)[0]}/999999"'
+    code, out, err = cli("explain", *conn, gone)
+    assert code == 0, err
+    assert "name the relation (in database postgres)" in out and "OID" not in out, out
 
 
 def test_explain_on_an_index_or_toast_file_acts_on_the_index_and_the_owning_table(pg: object, tmp_path: object) -> None:

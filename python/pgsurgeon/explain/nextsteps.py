@@ -152,6 +152,7 @@ def finish(values: dict[str, str], where: Where) -> None:
     needs_db = values.get("dboid", "0") != "0" and "table" not in values and "toast" not in values
     if names.get("db"):
         conn_words = _with_db(conn_words, names["db"])
+        values["where_db"] = f"in database {names['db']}"  # the server named it: no query left for the reader
     elif needs_db and "filenode" in values:
         conn_words = _with_db(conn_words, None)  # the database comes from $DB, set by the command before
     conn = f" {conn_words}" if conn_words else ""
