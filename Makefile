@@ -41,11 +41,14 @@ test-rust: ## cargo tests of the core (includes the 200,000-page randomized test
 
 .PHONY: test-python
 # After the README's `pip install .` the test tools (pyproject's `test` extra) are not installed yet: add them.
+# The tests spend most of their time waiting for servers (start, fsync, recovery): one pytest worker per core, each
+# taking whole files so a module's clusters are built once (PYTEST_JOBS= runs them in one process).
+PYTEST_JOBS ?= -n auto --dist loadfile
 test-python: ## pytest against real PostgreSQL 15 (Debian) and 18 (embedded wheel)
-	@$(PYTHON) -c 'import pytest, pytest_timeout' 2>/dev/null || { \
-		echo "make: installing the test tools for $(PYTHON): pip install 'pytest>=8' 'pytest-timeout>=2'"; \
-		$(PYTHON) -m pip install -q 'pytest>=8' 'pytest-timeout>=2'; }
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+	@$(PYTHON) -c 'import pytest, pytest_timeout, xdist' 2>/dev/null || { \
+		echo "make: installing the test tools for $(PYTHON): pip install 'pytest>=8' 'pytest-timeout>=2' 'pytest-xdist>=3'"; \
+		$(PYTHON) -m pip install -q 'pytest>=8' 'pytest-timeout>=2' 'pytest-xdist>=3'; }
+	$(PYTHON) -m pytest $(PYTEST_JOBS) $(PYTEST_ARGS)
 
 .PHONY: fuzz
 fuzz: ## longer fuzzing with cargo-fuzz (needs nightly and cargo-fuzz)

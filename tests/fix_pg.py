@@ -25,6 +25,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn, Protocol
@@ -112,8 +113,40 @@ class MakeLab(Protocol):
 # ------------------------------------------------------------------------------------------ hooks
 
 
+def _children() -> list[int]:
+    """The processes this one started: pytest-xdist's workers in the controller, a test's commands in a worker."""
+    me, pids = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == me:
+                pids.append(int(stat.parent.name))
+    return pids
+
+
+_TERMINATED: list[int] = []
+
+
 def _terminate(signum: int, _frame: object) -> None:
+    # the workers of a parallel run hold the servers: each tears its fixtures down on the signal and then exits
+    # (pytest_unconfigure), and the controller waits for that before it ends: it would otherwise kill them in the
+    # middle of their teardown
+    _TERMINATED.append(signum)
+    children = _children()
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and any(running(pid) for pid in children):
+        time.sleep(0.1)
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def running(pid: int) -> bool:
+    """Whether the process exists and is not a zombie (gone, but not yet reaped by its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -121,6 +154,20 @@ def pytest_configure(config: pytest.Config) -> None:
     removes their directories: Python's default would exit at once and leave them all behind."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    """No test starts after SIGTERM, also when the test it interrupted caught the KeyboardInterrupt."""
+    if _TERMINATED:
+        raise KeyboardInterrupt(f"signal {_TERMINATED[0]}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A pytest-xdist worker ended by SIGTERM exits once its fixtures are torn down: its controller is waiting."""
+    if _TERMINATED and os.environ.get("PYTEST_XDIST_WORKER"):
+        os._exit(128 + _TERMINATED[0])
 
 
 def _marked_versions(metafunc: pytest.Metafunc) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fix_pg import running
 from pgsurgeon.exitcodes import Exit
 
 TESTS = Path(__file__).resolve().parent
@@ -27,15 +28,6 @@ def test_hold(make_lab, pg18):
     mark.write_text(str(lab.lab_dir.parent) + "\\n" + " ".join(pids))
     time.sleep(300)
 """
-
-
-def running(pid: int) -> bool:
-    """Whether the process exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def still_running(pids: list[int]) -> list[int]:
@@ -55,7 +47,8 @@ def wait_for(predicate: object, what: str, seconds: float = 120) -> None:
         time.sleep(0.2)
 
 
-def test_sigterm_to_the_suite_stops_its_servers_and_removes_their_directories(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "xdist"])
+def test_sigterm_to_the_suite_stops_its_servers_and_removes_their_directories(tmp_path: Path, jobs: list[str]) -> None:
     (tmp_path / "conftest.py").write_text(
         f"import sys\nsys.path.insert(0, {str(TESTS)!r})\npytest_plugins = ['fix_pg']\n"
     )
@@ -63,7 +56,7 @@ def test_sigterm_to_the_suite_stops_its_servers_and_removes_their_directories(tm
     mark = tmp_path / "mark"
     env = {**os.environ, "PGSURGEON_TEST_MARK": str(mark)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_hold.py")],
+        [sys.executable, "-m", "pytest", *jobs, "-q", "-p", "no:cacheprovider", str(tmp_path / "test_hold.py")],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
