@@ -416,7 +416,7 @@ def undo(manifest: Manifest, *, force: bool) -> UndoReport:
                 continue
             key = (change.file, change.block)
             image = images.pop(key, None)
-            if image is not None:  # the page's first change met (last first): the whole original image
+            if image is not None:  # at the page's last change (met first, going backwards): its whole image
                 _write_unsynced(files, path, records[key].offset, image)
             report.restored += key not in rewritten
         _sync_close(files)
