@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,12 @@ def corrupt(lab: LabCluster, table: str, *args: str) -> tuple[int, str, str]:
     return cli("corrupt", *args, "--dsn", lab.dsn(), "--table", table)
 
 
-def changes(manifest: Path) -> list[tuple[Any, ...]]:
-    doc = json.loads(manifest.read_text())
-    return [(c["file"], c["offset"], c.get("old"), c.get("new")) for c in doc["changes"]]
+def changes(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What a manifest (or a dry run's plan) writes: where each change goes, and each page's digests before and
+    after (the manifest keeps no bytes inline: the digests say which bytes were written)."""
+    return [(c["file"], c["offset"], c["length"]) for c in doc["changes"]] + [
+        (p["file"], p["block"], p["sha256_before"], p["sha256_after"]) for p in doc["pages"]
+    ]
 
 
 # ------------------------------------------------------------------------------------------ arguments
@@ -115,7 +119,7 @@ def test_same_seed_same_bytes(version: str, labs: CorruptLabs, tmp_path: Path) -
             manifest = tmp_path / f"{args[0]}-{n}.json"
             code, _, err = corrupt(lab, table, *args, "--seed", seed, "--manifest", str(manifest))
             assert code == 0, err
-            runs[n] = changes(manifest)
+            runs[n] = changes(json.loads(manifest.read_text()))
             code, _, err = cli("undo", str(manifest))
             assert code == 0, err
             assert digest(files) == before
@@ -128,9 +132,11 @@ def test_same_seed_same_bytes(version: str, labs: CorruptLabs, tmp_path: Path) -
     assert code == 0, err
     planned = json.loads(out)
     assert planned["state"] == "planned"
-    assert [(c["file"], c["offset"], c["old"], c["new"]) for c in planned["changes"]] == changes(
-        tmp_path / "tuple-header-0.json"
-    )
+    assert changes(planned) == changes(json.loads((tmp_path / "tuple-header-0.json").read_text()))
+    # a dry run has no side file: its plan shows each change's bytes inline
+    for page in planned["pages"]:
+        page_runs = [c for c in planned["changes"] if c["block"] == page["block"]]
+        assert page_runs and all(len(c["old"]) == len(c["new"]) == 2 * c["length"] for c in page_runs)
     assert "nothing written" in err
     assert digest(files) == before
     sql(lab, f"DROP TABLE {table}")
@@ -297,10 +303,15 @@ def test_manifest_records_everything(lab15: LabCluster, tmp_path: Path) -> None:
     assert (doc["mode"], doc["seed"], doc["count"], doc["lab"]["name"]) == ("zero", 9, 2, lab15.name)
     assert doc["relation"]["file"] == filepath(lab15, table)
     assert len(doc["pages"]) == 2 and len({p["block"] for p in doc["pages"]}) == 2
-    for c in doc["changes"]:
-        assert set(bytes.fromhex(c["new"])) == {0} and len(c["old"]) == len(c["new"]) == 2 * c["length"]
-    saved = path.with_name(path.name + ".data") / "pages.bin"
-    assert saved.stat().st_size == 2 * 8192
+    # no bytes in the manifest: the original pages are in pages.bin, the zeroed ones in the file, both as digested
+    assert all("old" not in c and "new" not in c for c in doc["changes"])
+    saved = (path.with_name(path.name + ".data") / "pages.bin").read_bytes()
+    assert len(saved) == 2 * 8192
+    data = (lab15.pgdata / doc["pages"][0]["file"]).read_bytes()
+    for p in doc["pages"]:
+        original, now = saved[p["saved_at"] :][: p["length"]], data[p["offset"] :][: p["length"]]
+        assert set(now) == {0} and original != now
+        assert (sha256(original).hexdigest(), sha256(now).hexdigest()) == (p["sha256_before"], p["sha256_after"])
     code, _, err = cli("undo", str(path))
     assert code == 0, err
     assert digest(files) == before

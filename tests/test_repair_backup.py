@@ -257,7 +257,12 @@ def test_kill_9_in_the_middle_of_the_writes_then_undo(archived: Archived, tmp_pa
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PGS_PATHS": json.dumps(paths), "PGS_FOUND": str(tmp_path / "found.json")},
+        env={
+            **os.environ,
+            "PGS_KILL": "write:2",  # one page written
+            "PGS_PATHS": json.dumps(paths),
+            "PGS_FOUND": str(tmp_path / "found.json"),
+        },
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not p.is_running()

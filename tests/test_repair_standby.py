@@ -8,8 +8,9 @@ REINDEX. Every row comes back with its exact
 values (compared with the rows read before the damage), the ledger loses none, amcheck, pg_dump and diagnose are
 clean, and the standby's files are the same before and after (hashed once the repair is done with it, the standby
 made to write out its buffers). Refusals: a paused standby is waited for, then refused; a standby of another
-cluster is refused; a damaged copy is rejected for its page only. A repair killed with SIGKILL in the middle of
-its page writes is undone byte for byte."""
+cluster is refused; a damaged copy is rejected for its page only. A repair killed with SIGKILL at each point of
+its page writes (before the manifest, before the first page, after one, before the manifest says applied) is undone
+byte for byte."""
 
 from __future__ import annotations
 
@@ -336,24 +337,40 @@ def test_a_standby_of_another_cluster_is_refused(pair: Pair, lab_base_dir: Path)
 DRIVER = """
 import hashlib, json, os, signal, sys
 from pgsurgeon.journal import apply
+from pgsurgeon.journal.manifest import Manifest
 from pgsurgeon.cli import main
-real = apply._write_unsynced
-calls = [0]
+where, _, at = os.environ["PGS_KILL"].partition(":")
+def found():  # the primary is stopped, nothing written yet: its files as repair found them
+    if not os.path.exists(os.environ["PGS_FOUND"]):
+        paths = json.loads(os.environ["PGS_PATHS"])
+        digests = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths}
+        open(os.environ["PGS_FOUND"], "w").write(json.dumps(digests))
+real_write, real_state, calls = apply._write_unsynced, Manifest.write, [0]
 def write_at(files, path, offset, data):
     calls[0] += 1
-    if calls[0] == 1:  # the primary is stopped, the manifest on disk: its files as repair found them
-        paths = json.loads(os.environ["PGS_PATHS"])
-        found = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths}
-        open(os.environ["PGS_FOUND"], "w").write(json.dumps(found))
-    if calls[0] == 2:  # one page written (in the kernel's cache, not yet fsynced): die before the next
+    found()
+    if where == "write" and calls[0] == int(at):  # the pages before it written, in the kernel's cache, not fsynced
         os.kill(os.getpid(), signal.SIGKILL)
-    real(files, path, offset, data)
-apply._write_unsynced = write_at
+    real_write(files, path, offset, data)
+def write_state(self, state, **extra):
+    found()
+    if where == "state" and state == at:  # before the manifest is written in that state
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_state(self, state, **extra)
+apply._write_unsynced, Manifest.write = write_at, write_state
 sys.exit(main(sys.argv[1:]))
 """
 
+KILL_POINTS = {
+    "state:applying": "the old pages saved, no manifest yet: nothing was written",
+    "write:1": "the manifest on disk, no page written",
+    "write:2": "one page written",
+    "state:applied": "every page written and fsynced, the manifest still says applying",
+}
 
-def test_kill_9_in_the_middle_of_the_writes_then_undo(pair: Pair, tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("kill", list(KILL_POINTS), ids=list(KILL_POINTS.values()))
+def test_kill_9_during_the_writes_then_undo(pair: Pair, tmp_path: Path, kill: str) -> None:
     p = pair.primary
     table = make_table(p, TOASTY)
     damage(pair, table, ("zero", "--block", "1"), ("item-ids", "--block", "3", "--seed", "1"))
@@ -366,13 +383,22 @@ def test_kill_9_in_the_middle_of_the_writes_then_undo(pair: Pair, tmp_path: Path
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PGS_PATHS": json.dumps(paths), "PGS_FOUND": str(tmp_path / "found.json")},
+        env={
+            **os.environ,
+            "PGS_KILL": kill,
+            "PGS_PATHS": json.dumps(paths),
+            "PGS_FOUND": str(tmp_path / "found.json"),
+        },
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not p.is_running()  # killed while the primary was stopped for the writes
     found = json.loads((tmp_path / "found.json").read_text())
-    assert digest([Path(x) for x in paths]) != found  # a page was written
-    code, _, err = cli("undo", str(run / "undo-manifest.json"))
-    assert code == 0, err
-    assert digest([Path(x) for x in paths]) == found
+    manifest = run / "undo-manifest.json"
+    if kill == "state:applying":
+        assert not manifest.exists() and digest([Path(x) for x in paths]) == found
+    else:
+        assert (digest([Path(x) for x in paths]) == found) == (kill == "write:1")
+        code, _, err = cli("undo", str(manifest))
+        assert code == 0, err
+        assert digest([Path(x) for x in paths]) == found
     p.start()

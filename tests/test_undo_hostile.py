@@ -5,6 +5,7 @@ while checking the whole manifest, so nothing is half restored and no file outsi
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -145,7 +146,8 @@ def test_negative_offset_is_refused_before_any_write(damaged: Damaged, tmp_path:
         (lambda doc: doc["changes"][0].pop("kind"), "kind"),
         (lambda doc: doc["changes"][0].update(offset="12"), "offset"),
         (lambda doc: doc["changes"][0].update(length=True), "length"),
-        (lambda doc: doc["changes"][0].update(old="zz"), "hexadecimal"),
+        (lambda doc: doc["changes"][0].update(old="00"), "unknown key(s) old"),  # version 2 keeps no bytes inline
+        (lambda doc: (doc.update(version=1), doc["changes"][0].update(old="zz", new="00")), "hexadecimal"),
         (lambda doc: doc["changes"][-1].update(surprise=1), "surprise"),
         (lambda doc: doc["pages"][0].update(block=-3), "negative"),
         (lambda doc: doc["pages"][0].pop("sha256_after"), "sha256_after"),
@@ -158,3 +160,56 @@ def test_malformed_manifest_is_refused(damaged: Damaged, tmp_path: Path, edit: A
     edit(doc)
     err = _refused(damaged, _edited(damaged, tmp_path, "malformed.json", doc))
     assert "malformed" in err and said in err and "Traceback" not in err
+
+
+def _as_version_1(doc: dict[str, Any], manifest: Path, pgdata: Path) -> dict[str, Any]:
+    """The manifest as pgsurgeon wrote it before version 2: each byte change's old and new bytes inline as hex
+    (old from the saved page images, new from the damaged file), beside the same pages.bin."""
+    doc = copy.deepcopy(doc)
+    saved = manifest.with_name(manifest.name + ".data").joinpath("pages.bin").read_bytes()
+    pages = {(p["file"], p["block"]): p for p in doc["pages"]}
+    for c in doc["changes"]:
+        page = pages[(c["file"], c["block"])]
+        at = page["saved_at"] + c["offset"] - page["offset"]
+        old = saved[at : at + c["length"]]
+        new = (pgdata / c["file"]).read_bytes()[c["offset"] : c["offset"] + c["length"]]
+        assert len(old) == len(new) == c["length"] and old != new
+        c.update(old=old.hex(), new=new.hex(), old_sha256=hashlib.sha256(old).hexdigest())
+    doc["version"] = 1
+    return doc
+
+
+@pytest.mark.parametrize("version", ["15", "18"])
+def test_a_version_1_manifest_is_undone_and_a_later_one_refused(
+    version: str, labs: CorruptLabs, tmp_path: Path
+) -> None:
+    """Manifests written before the page images moved out of the JSON are still undone, byte-exact; a version
+    this pgsurgeon does not know is refused in one line with a hint, before the server is stopped."""
+    lab = labs.get(version)
+    table = make_table(lab, PLAIN)
+    files = relation_files(lab, table)
+    before = digest(files)
+    manifest = tmp_path / "bitflips.json"
+    code, _, err = cli(
+        "corrupt", "bitflips", "--dsn", lab.dsn(), "--table", table, "--count", "5", "--seed", "2",
+        "--manifest", str(manifest),
+    )  # fmt: skip
+    assert code == Exit.CLEAN, err
+    wait_ready(lab)
+    damaged = digest(files)
+    assert damaged != before
+    doc = json.loads(manifest.read_text())
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps({**doc, "version": 3}))
+    pid = lab.status()["pid"]
+    code, _, err = cli("undo", str(later))
+    assert code == Exit.FAILED and "has version 3, this pgsurgeon reads 1, 2" in err and "hint:" in err, err
+    assert digest(files) == damaged and lab.status()["pid"] == pid
+    old = tmp_path / "v1.json"
+    old.write_text(json.dumps(_as_version_1(doc, manifest, lab.pgdata), indent=2))
+    shutil.copytree(manifest.with_name(manifest.name + ".data"), old.with_name(old.name + ".data"))
+    code, _, err = cli("undo", str(old))
+    assert code == Exit.CLEAN, err
+    wait_ready(lab)
+    assert digest(files) == before
+    assert json.loads(old.read_text())["state"] == "undone"

@@ -162,5 +162,6 @@ def run(args: argparse.Namespace) -> int:
         say(f"manifest: {result.manifest.path}")
         say(f"undo with: pgsurgeon undo {result.manifest.path}")
     if args.format == "json":
-        print(json.dumps(result.manifest.to_json(), indent=2))
+        # a dry run has no side file for the bytes it would write: its plan shows them inline
+        print(json.dumps(result.manifest.to_json(with_bytes=req.dry_run), indent=2))
     return Exit.CLEAN

@@ -1,9 +1,10 @@
 """Writing a planned corruption to disk, and undoing it from its manifest.
 
-Order when corrupting: side files (old bytes of cut tails and removed segments) are written and fsynced,
-then the manifest (state ``applying``), then the data files (each checked to still hold the old bytes,
-written, fsynced), then the manifest again (state ``applied``). The server must be down meanwhile
-(:func:`pgsurgeon.journal.server.server_stopped`).
+Order when corrupting: side files (the original images of the pages written, old bytes of cut tails and removed
+segments) are written and fsynced, then the manifest (state ``applying``), then the data files (each checked to still
+hold the old bytes, written, fsynced once per file), then the manifest again (state ``applied``). The server must be
+down meanwhile (:func:`pgsurgeon.journal.server.server_stopped`). Undo writes whole pages back from their saved
+images, each file fsynced once.
 """
 
 from __future__ import annotations
@@ -44,23 +45,42 @@ def _read_at(path: Path, offset: int, length: int) -> bytes | None:
         return None
 
 
-def _write_at(path: Path, offset: int, data: bytes) -> None:
-    with path.open("r+b") as fh:
-        fh.seek(offset)
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _write_unsynced(files: dict[Path, BinaryIO], path: Path, offset: int, data: bytes) -> None:
-    """Write ``data`` at ``offset`` of ``path`` through the handle kept open in ``files`` (flushed to the kernel,
-    fsynced once per file by the caller: a thousand pages of one file cost one fsync, not a thousand)."""
+def _handle(files: dict[Path, BinaryIO], path: Path) -> BinaryIO:
+    """The handle of ``path`` kept open in ``files`` (opened on first use): a thousand pages of one file cost one
+    open and one fsync (:func:`_sync_close`), not a thousand."""
     fh = files.get(path)
     if fh is None:
         fh = files[path] = path.open("r+b")
+    return fh
+
+
+def _read_through(files: dict[Path, BinaryIO], path: Path, offset: int, length: int) -> bytes | None:
+    """``length`` bytes at ``offset`` through the kept handle, or None when the file is missing."""
+    try:
+        fh = _handle(files, path)
+    except FileNotFoundError:
+        return None
+    fh.seek(offset)
+    return fh.read(length)
+
+
+def _write_unsynced(files: dict[Path, BinaryIO], path: Path, offset: int, data: bytes) -> None:
+    """Write ``data`` at ``offset`` of ``path`` (flushed to the kernel, fsynced by :func:`_sync_close`)."""
+    fh = _handle(files, path)
     fh.seek(offset)
     fh.write(data)
     fh.flush()
+
+
+def _sync_close(files: dict[Path, BinaryIO], only: Path | None = None) -> None:
+    """fsync and close the handles in ``files`` (``only`` that of one path: before the file is cut or removed)."""
+    for path in [only] if only is not None else list(files):
+        fh = files.pop(path, None)
+        if fh is not None:
+            try:
+                os.fsync(fh.fileno())
+            finally:
+                fh.close()
 
 
 def _copy_range(src: Path, offset: int, length: int, dst: Path) -> str:
@@ -131,12 +151,11 @@ def apply(manifest: Manifest, say: Callable[[str], None]) -> None:
             offset += len(page.original)
         write_durably(manifest.pages_file, b"".join(p.original for p in manifest.pages))
     manifest.write("applying")
-    # the old bytes are durable in the manifest from here: a crash at any point below is undone from it
+    # the old bytes are durable beside the manifest from here: a crash at any point below is undone from them
     files: dict[Path, BinaryIO] = {}
     try:
         _apply_changes(manifest, files)
-        for fh in files.values():
-            os.fsync(fh.fileno())
+        _sync_close(files)
     finally:
         for fh in files.values():
             fh.close()
@@ -149,17 +168,18 @@ def _apply_changes(manifest: Manifest, files: dict[Path, BinaryIO]) -> None:
     for change in manifest.changes:
         path = pgdata / change.file
         if change.kind == KIND_BYTES:
-            current = _read_at(path, change.offset, len(change.old))
-            if current != change.old:
+            if _read_through(files, path, change.offset, len(change.old)) != change.old:
                 raise PgSurgeonError(
                     f"{change.file} changed while pgsurgeon was planning (offset {change.offset})",
                     hint=f"nothing after this change was written; undo the rest with: pgsurgeon undo {manifest.path}",
                 )
             _write_unsynced(files, path, change.offset, change.new)
-        elif change.kind == KIND_TRUNCATE:
+            continue
+        _sync_close(files, path)
+        if change.kind == KIND_TRUNCATE:
             os.truncate(path, change.offset)
-            with path.open("rb+") as fh:
-                os.fsync(fh.fileno())
+            with path.open("rb+") as cut:
+                os.fsync(cut.fileno())
         elif change.kind == KIND_REMOVE:
             path.unlink()
             fsync_dir(path.parent)
@@ -187,6 +207,7 @@ class Check:
     other: list[str] = field(default_factory=list)
     """Descriptions of the pages and files changed since corrupt wrote them."""
     rewritten_pages: list[PageRecord] = field(default_factory=list)
+    """The pages among ``other``: a forced undo writes their original image back."""
 
 
 def _page_state(page: PageRecord, pgdata: Path) -> str:
@@ -325,12 +346,9 @@ def _check_target(path: Path, kind: str) -> None:
         )
 
 
-def _restore(manifest: Manifest, change: FileChange, saved: Path | None) -> None:
+def _restore(manifest: Manifest, change: FileChange, saved: Path) -> None:
+    """Put back a cut tail, a removed file, or remove a created one (page images are written by :func:`undo`)."""
     path = manifest.pgdata / change.file
-    if change.kind == KIND_BYTES:
-        _write_at(path, change.offset, change.old)
-        return
-    assert saved is not None  # undo() checked every side file before the first write
     if change.kind == KIND_CREATE:
         path.unlink()
         fsync_dir(path.parent)
@@ -358,9 +376,10 @@ def _restore(manifest: Manifest, change: FileChange, saved: Path | None) -> None
 
 
 def undo(manifest: Manifest, *, force: bool) -> UndoReport:
-    """Restore every change, last first. Refuses (unless ``force``) when a page or file is not what corrupt
-    left; forced, a rewritten page gets its whole original image back (the server's later changes to it are
-    lost), so every file ends byte-identical to before corrupt."""
+    """Restore every change, last first: a byte change by writing its page's original image back whole (once a
+    page), the others from their side files. Refuses (unless ``force``) when a page or file is not what corrupt
+    left; forced, a rewritten page gets its original image back all the same (the server's later changes to it
+    are lost), so every file ends byte-identical to before corrupt."""
     report = UndoReport()
     state = check(manifest)
     report.already = len(state.already)
@@ -372,27 +391,41 @@ def undo(manifest: Manifest, *, force: bool) -> UndoReport:
             hint="the server rewrote it since (hint bits or pruning through the damage), or a later corrupt run "
             "changed it (undo that first); --force puts the saved original back anyway",
         )
-    rewritten = {(p.file, p.block) for p in state.rewritten_pages}
     todo_ids = {id(c) for c in state.todo}
-    todo = [
-        c
-        for c in reversed(manifest.changes)
-        if id(c) in todo_ids and not (c.kind == KIND_BYTES and (c.file, c.block) in rewritten)
-    ]
+    todo = [c for c in reversed(manifest.changes) if id(c) in todo_ids]
     # Everything a restore needs is checked before the first write, so a failure never leaves it half done.
     saved = {id(c): _saved_path(manifest, c) for c in todo if c.kind != KIND_BYTES}
-    originals = [(page, _original_page(manifest, page)) for page in state.rewritten_pages]
+    records: dict[tuple[str, int | None], PageRecord] = {}
+    for page in manifest.pages:  # a page written twice in one manifest: its first record has the original
+        records.setdefault((page.file, page.block), page)
+    images: dict[tuple[str, int | None], bytes] = {}
     for change in todo:
+        key = (change.file, change.block)
+        if change.kind == KIND_BYTES and key not in images:
+            images[key] = _original_page(manifest, records[key])
         _check_target(manifest.pgdata / change.file, change.kind)
-    for page, _ in originals:
-        _check_target(manifest.pgdata / page.file, KIND_BYTES)
-    for change in todo:
-        _restore(manifest, change, saved.get(id(change)))
-        report.restored += 1
-    for page, image in originals:
-        _write_at(manifest.pgdata / page.file, page.offset, image)
-        report.notes.append(
-            f"{page.file} block {page.block}: rewritten by the server since corrupt; its original image is back"
-        )
+    rewritten = {(p.file, p.block) for p in state.rewritten_pages}
+    files: dict[Path, BinaryIO] = {}
+    try:
+        for change in todo:
+            path = manifest.pgdata / change.file
+            if change.kind != KIND_BYTES:
+                _sync_close(files, path)
+                _restore(manifest, change, saved[id(change)])
+                report.restored += 1
+                continue
+            key = (change.file, change.block)
+            image = images.pop(key, None)
+            if image is not None:  # at the page's last change (met first, going backwards): its whole image
+                _write_unsynced(files, path, records[key].offset, image)
+            report.restored += key not in rewritten
+        _sync_close(files)
+    finally:
+        for fh in files.values():
+            fh.close()
+    report.notes.extend(
+        f"{page.file} block {page.block}: rewritten by the server since corrupt; its original image is back"
+        for page in state.rewritten_pages
+    )
     manifest.write("undone", undone_at=utc_now(), undo_forced=bool(state.other))
     return report

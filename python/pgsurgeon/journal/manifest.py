@@ -1,11 +1,18 @@
 """The corruption manifest: every byte ``corrupt`` changed, so ``undo`` can put it back.
 
-A manifest is a JSON document written (and fsynced) *before* any data file is touched. Byte changes keep
-their old and new bytes inline as hex; the bytes of a truncated tail or a removed segment go to side
-files in ``<manifest>.data/`` with their sha256, also written before the data file is touched. A file the
-simulator adds (an orphan relation file) is a ``create`` change: its content is kept the same way, and undo removes
-the file while it still holds exactly that content.
+A manifest is a small JSON document written (and fsynced) *before* any data file is touched. It holds no page
+bytes: a byte change names its file, offset and length inside a page record, and the record names the page's
+original image in the side file ``<manifest>.data/pages.bin`` (offset ``saved_at``) with the sha256 of the page
+before and after. The new bytes are not kept: undo needs only to know a page is still as written (its digest after)
+and its original image. So a thousand restored pages cost one 8 MB binary file, not 32 MB of hex JSON written twice,
+and the state change rewrites only the small manifest. The bytes of a truncated tail or a removed segment go to side
+files in the same directory with their sha256, also written before the data file is touched. A file the simulator adds
+(an orphan relation file) is a ``create`` change: its content is kept the same way, and undo removes the file while
+it still holds exactly that content.
 States: ``applying`` (written, data being changed), ``applied``, ``undone``.
+
+Version 1 manifests also kept each byte change's old and new bytes inline as hex; their ``pages.bin`` holds the same
+original images, so undo reads them the same way and ignores the hex.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from pgsurgeon import __version__
 from pgsurgeon.errors import PgSurgeonError
 
 FORMAT = "pgsurgeon-corruption-manifest"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""Versions undo reads: 1 differs only by the inline hex of byte changes, which is not used."""
 KIND_BYTES = "bytes"
 KIND_TRUNCATE = "truncate"
 KIND_REMOVE = "remove"
@@ -55,7 +64,8 @@ def write_durably(path: Path, data: bytes) -> None:
 class FileChange:
     """One change to one file; ``offset`` is from the file start.
 
-    ``bytes``: ``old`` -> ``new`` at ``offset`` (same length, kept inline). ``truncate``: the file was cut
+    ``bytes``: ``old`` -> ``new`` at ``offset`` (same length) inside a page record; both are held in memory to write
+    them, neither is kept in the manifest (the old bytes are in the page's saved image). ``truncate``: the file was cut
     from ``old_size`` to ``offset`` bytes and the removed tail saved in a side file. ``remove``: the file
     was deleted and its content saved in a side file, with its ``mode``/``uid``/``gid``. ``create``: the file did
     not exist; ``new`` is the content written (kept in a side file, ``old_sha256`` is its hash), undo removes it.
@@ -70,6 +80,7 @@ class FileChange:
     length: int = 0
     """Bytes of old data (for side files: the side file's size)."""
     old_sha256: str = ""
+    """Of a side file's content (empty for byte changes: their page record's digests cover them)."""
     block: int | None = None
     item: int | None = None
     note: str = ""
@@ -82,7 +93,7 @@ class FileChange:
 
     @classmethod
     def replace_bytes(cls, file: str, offset: int, old: bytes, new: bytes, **kw: Any) -> FileChange:
-        return cls(KIND_BYTES, file, offset, old=old, new=new, length=len(old), old_sha256=sha256(old), **kw)
+        return cls(KIND_BYTES, file, offset, old=old, new=new, length=len(old), **kw)
 
     @classmethod
     def removal(cls, file: str, path: Path, note: str, block: int = 0) -> FileChange:
@@ -101,14 +112,17 @@ class FileChange:
             note=note,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, with_bytes: bool = False) -> dict[str, Any]:
+        """The change as the manifest keeps it; ``with_bytes`` adds a byte change's old and new bytes as hex (for a
+        dry run's plan, which has no side file to hold them; a manifest never has them)."""
         doc: dict[str, Any] = {"kind": self.kind, "file": self.file, "offset": self.offset, "length": self.length}
         for key in ("block", "item", "old_size", "mode", "uid", "gid", "saved"):
             value = getattr(self, key)
             if value is not None:
                 doc[key] = value
-        doc["old_sha256"] = self.old_sha256
-        if self.kind == KIND_BYTES:
+        if self.kind != KIND_BYTES:
+            doc["old_sha256"] = self.old_sha256
+        elif with_bytes:
             doc["old"] = self.old.hex()
             doc["new"] = self.new.hex()
         if self.note:
@@ -116,9 +130,11 @@ class FileChange:
         return doc
 
     @classmethod
-    def from_json(cls, doc: Any, where: str) -> FileChange:
-        """A change as the manifest holds it, every key and type checked (``where`` names it in errors)."""
-        _keys(doc, where, required=_CHANGE_REQUIRED, optional=_CHANGE_OPTIONAL)
+    def from_json(cls, doc: Any, where: str, version: int = VERSION) -> FileChange:
+        """A change as the manifest holds it, every key and type checked (``where`` names it in errors). Version 1's
+        inline hex of a byte change is checked for its type and dropped: undo restores the page's saved image."""
+        optional = _CHANGE_OPTIONAL | (_CHANGE_V1_HEX if version == 1 else frozenset())
+        _keys(doc, where, required=_CHANGE_REQUIRED, optional=optional)
         kind = _field(doc, "kind", str, where)
         if kind not in (KIND_BYTES, KIND_TRUNCATE, KIND_REMOVE, KIND_CREATE):
             raise _malformed(f"{where} has unknown kind {kind!r}")
@@ -126,8 +142,6 @@ class FileChange:
             kind=kind,
             file=_relpath(doc, "file", where),
             offset=_count(doc, "offset", where),
-            old=_hex(doc, "old", where),
-            new=_hex(doc, "new", where),
             length=_count(doc, "length", where),
             old_sha256=_field(doc, "old_sha256", str, where, default=""),
             block=_count(doc, "block", where, optional=True),
@@ -141,10 +155,12 @@ class FileChange:
         )
         at = f"the {kind} change to {change.file} at offset {change.offset}"
         if kind == KIND_BYTES:
-            if not change.old or len(change.old) != len(change.new) or len(change.old) != change.length:
-                raise _malformed(f"{at}: old and new bytes differ in length or from 'length'")
-            if sha256(change.old) != change.old_sha256:
-                raise _malformed(f"{at}: the old bytes do not match their sha256")
+            if version == 1:
+                old, new = _hex(doc, "old", where), _hex(doc, "new", where)
+                if len(old) != len(new) or len(old) != change.length:
+                    raise _malformed(f"{at}: old and new bytes differ in length or from 'length'")
+            if change.length == 0:
+                raise _malformed(f"{at} has length 0")
             if change.block is None:
                 raise _malformed(f"{at} names no block")
         elif kind == KIND_CREATE:
@@ -164,9 +180,8 @@ class FileChange:
 
 _HINT_EDITED = "the manifest was edited or damaged; restore the cluster from a backup instead"
 _CHANGE_REQUIRED = frozenset({"kind", "file", "offset", "length"})
-_CHANGE_OPTIONAL = frozenset(
-    {"old", "new", "old_sha256", "block", "item", "note", "old_size", "mode", "uid", "gid", "saved"}
-)
+_CHANGE_OPTIONAL = frozenset({"old_sha256", "block", "item", "note", "old_size", "mode", "uid", "gid", "saved"})
+_CHANGE_V1_HEX = frozenset({"old", "new"})
 _PAGE_REQUIRED = frozenset({"file", "block", "offset", "length", "sha256_before", "sha256_after"})
 _PAGE_OPTIONAL = frozenset({"saved_at"})
 
@@ -225,8 +240,8 @@ def _relpath(doc: dict[str, Any], key: str, where: str, *, optional: bool = Fals
 @dataclass
 class PageRecord:
     """A whole page touched by byte changes, with its hashes before and after. Its original image is saved
-    in the side file ``pages.bin`` at ``saved_at``, so a forced undo can restore a page the server rewrote
-    since (hint bits, pruning through damaged line pointers) as it was before corrupt."""
+    in the side file ``pages.bin`` at ``saved_at``: undo writes it back whole, onto a page still as written (its
+    digest after) or, forced, onto one the server rewrote since (hint bits, pruning through damaged line pointers)."""
 
     file: str
     block: int
@@ -257,6 +272,19 @@ class PageRecord:
         return page
 
 
+def render(doc: dict[str, Any]) -> str:
+    """The manifest's text: the header indented, then one page record or change a line. (``indent=2`` over the
+    whole document goes through json's pure-Python encoder: 0.12 s a write for a thousand pages; the C encoder writes
+    each line here.)"""
+    lists = {key: doc[key] for key in ("pages", "changes") if key in doc}
+    head = json.dumps({k: v for k, v in doc.items() if k not in lists}, indent=2)
+    parts = [head.removesuffix("\n}").removesuffix("}")]
+    for key, items in lists.items():
+        lines = ",\n".join(f"    {json.dumps(item)}" for item in items)
+        parts.append(f',\n  "{key}": [\n{lines}\n  ]' if items else f',\n  "{key}": []')
+    return "".join(parts) + "\n}\n"
+
+
 @dataclass
 class Manifest:
     path: Path
@@ -281,21 +309,21 @@ class Manifest:
     def state(self) -> str:
         return str(self.header.get("state", ""))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, with_bytes: bool = False) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "version": VERSION,
             "pgsurgeon_version": __version__,
             **self.header,
             "pages": [p.to_json() for p in self.pages],
-            "changes": [c.to_json() for c in self.changes],
+            "changes": [c.to_json(with_bytes=with_bytes) for c in self.changes],
         }
 
     def write(self, state: str, **extra: Any) -> None:
         self.header["state"] = state
         self.header.update(extra)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_durably(self.path, (json.dumps(self.to_json(), indent=2) + "\n").encode())
+        write_durably(self.path, render(self.to_json()).encode())
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -314,15 +342,19 @@ class Manifest:
             raise PgSurgeonError(
                 f"{path} is not a pgsurgeon corruption manifest", hint="pass the .json file 'corrupt' printed"
             )
-        if doc.get("version") != VERSION:
-            raise PgSurgeonError(f"manifest {path} has version {doc.get('version')}, this pgsurgeon reads {VERSION}")
+        version = doc.get("version")
+        if version not in READS:
+            raise PgSurgeonError(
+                f"manifest {path} has version {version}, this pgsurgeon reads {', '.join(map(str, READS))}",
+                hint="undo it with the pgsurgeon release that wrote it",
+            )
         _check_header(doc)
         changes_doc, pages_doc = doc.pop("changes", None), doc.pop("pages", [])
         if not isinstance(changes_doc, list):
             raise _malformed("'changes' is not a list")
         if not isinstance(pages_doc, list):
             raise _malformed("'pages' is not a list")
-        changes = [FileChange.from_json(c, f"change {n + 1}") for n, c in enumerate(changes_doc)]
+        changes = [FileChange.from_json(c, f"change {n + 1}", version) for n, c in enumerate(changes_doc)]
         pages = [PageRecord.from_json(p, f"page record {n + 1}") for n, p in enumerate(pages_doc)]
         by_page = {(p.file, p.block): p for p in pages}
         for n, c in enumerate(changes):
