@@ -184,7 +184,10 @@ class DbCatalog:
 
     def load(self) -> DbCatalog:
         """Reads the catalogs the row engine and restore.sql need, each from its own heap file."""
-        self.load_relations()
+        return self.load_relations().load_rest()
+
+    def load_rest(self) -> DbCatalog:
+        """What :meth:`load_relations` leaves unread: columns, types, constraints, defaults and the rest."""
         self._load_attributes()
         self._load_types()
         self._load_constraints()
@@ -518,6 +521,8 @@ class FilesCatalog:
             raise catalog_unreadable(pgdata, exc) from None
         self.facts: ClusterFacts = self.handle.facts()
         self._dbs: dict[int, DbCatalog] = {}
+        self._named: dict[int, DbCatalog] = {}
+        """Databases read only as far as :meth:`relations_of` goes; :meth:`database` reads the rest of them."""
 
     @property
     def server_version_num(self) -> int:
@@ -560,14 +565,19 @@ class FilesCatalog:
 
     def database(self, db: Database) -> DbCatalog:
         if db.oid not in self._dbs:
-            self._dbs[db.oid] = DbCatalog(self, db).load()
+            named = self._named.pop(db.oid, None)
+            self._dbs[db.oid] = named.load_rest() if named is not None else DbCatalog(self, db).load()
         return self._dbs[db.oid]
 
     def relations_of(self, db: Database) -> DbCatalog:
         """``db``'s catalog as far as naming and describing its relation files goes: the whole of it when
-        :meth:`database` read it already, else only pg_namespace, pg_am and pg_class (not cached: a later
-        :meth:`database` reads the rest)."""
-        return self._dbs.get(db.oid) or DbCatalog(self, db).load_relations()
+        :meth:`database` read it already, else only pg_namespace, pg_am and pg_class (a scan, or unload deciding
+        which databases hold tables, reads no more)."""
+        if db.oid in self._dbs:
+            return self._dbs[db.oid]
+        if db.oid not in self._named:
+            self._named[db.oid] = DbCatalog(self, db).load_relations()
+        return self._named[db.oid]
 
 
 PG_INDEX = 2610
