@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from fix_pg import MakeLab
 
 # Runs the command line as the console script does, then lists the modules the run imported.
