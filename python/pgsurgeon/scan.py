@@ -283,10 +283,8 @@ def _run_scan(
     if req.metadata is not None:
         options["relations"] = req.metadata
     elif req.dsn:
-        names, metas = catalog_names.scan_catalog(req.dsn, req.databases)
+        names, metas, databases_by_name = catalog_names.scan_catalog(req.dsn, req.databases)
         options["relations"] = metas
-        with db.connect(req.dsn) as conn:
-            databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
     else:
         names, metas, databases_by_name, why = _files_catalog(req.pgdata, backup is not None, descs=req.checks)
         options["relations"] = metas
