@@ -1,4 +1,5 @@
-"""The fixed start-up of a command (issue 35): what a command that never connects leaves unimported.
+"""The fixed start-up of a command (issue 35): what a command that never connects leaves unimported, and the
+quoting that lets it (psycopg's own, without a connection).
 
 The driver alone takes ~0.1 s to import, rich ~0.03 s and the resetwal planner ~0.01 s, against a budget of
 0.15 s for the interpreter, imports, catalog and connection of a command on an empty cluster. Each command runs in
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fix_pg import MakeLab
+from pgsurgeon.lab import LabCluster
 
 # Runs the command line as the console script does, then lists the modules the run imported.
 PROBE = """
@@ -55,3 +57,62 @@ def test_offline_scan_and_health_import_neither_the_driver_nor_rich(
         assert "pgsurgeon.rescue.plan" not in mods, argv
     # the text output draws with rich, and still never connects
     assert "psycopg" not in imported(["scan", pgdata], tmp_path / "modules.json")
+    # restore.sql's names and paths are quoted without the driver
+    unload = imported(["unload", pgdata, "--out", str(tmp_path / "out"), "--schema", "files"], tmp_path / "m.json")
+    assert "pgsurgeon.unload.restore_sql" in unload
+    assert "psycopg" not in unload
+    restore = (tmp_path / "out" / "restore.sql").read_text()
+    assert f"\\set dir '{tmp_path / 'out'}'" in restore
+    assert '\\copy "public"."t" ("a", "b") FROM \'' in restore
+
+
+# Names and strings that need quoting: quotes, backslashes (E'' strings), non-ASCII, a dot, a space, control bytes.
+AWKWARD = [
+    "",
+    "a",
+    "it's",
+    "C:\\x\\y",
+    "b\\'s",
+    "\\",
+    "'",
+    '"q"',
+    "schéma 日本",
+    "a.b",
+    "tab\tnew\nline",
+    "/tmp/o d/t.copy",
+]
+
+# What quote_ident and quote_literal give against psycopg's own quoting without a connection, in this interpreter.
+COMPARE = """
+import json, sys
+from psycopg import sql
+from pgsurgeon import db
+values = json.loads(sys.argv[1])
+bad = [v for v in values if db.quote_literal(v) != sql.Literal(v).as_string(None)]
+bad += [v for v in values if v and db.quote_ident(v, "s") != sql.Identifier(v, "s").as_string(None)]
+print(json.dumps(bad))
+"""
+
+
+@pytest.mark.pg(18)
+def test_quoting_without_the_driver_is_the_drivers(pg: LabCluster) -> None:
+    """quote_ident and quote_literal stand in for psycopg.sql's quoting where no connection formats the text (so
+    offline commands need not import it). Fails when they differ from psycopg's Identifier/Literal.as_string(None)
+    for any awkward value: in a fresh interpreter, and in one that connected to a server first (libpq then knows
+    standard_conforming_strings, which changes how it escapes backslashes)."""
+    fresh = subprocess.run(
+        [sys.executable, "-c", COMPARE, json.dumps(AWKWARD)], capture_output=True, text=True, check=True
+    )
+    assert json.loads(fresh.stdout) == []
+    connected = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import psycopg; psycopg.connect({pg.dsn()!r}).close()\n{COMPARE}",
+            json.dumps(AWKWARD),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(connected.stdout) == []
