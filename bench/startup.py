@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from labs import bench_cluster, run_usage
+from labs import empty_cluster, run_usage
 
 _IMPORT = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( +)(\S+)")
 
@@ -89,12 +89,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--lab-dir", type=Path, default=Path("/var/tmp/pgsurgeon-bench"))
     args = ap.parse_args()
-    empty = bench_cluster("empty18", args.lab_dir)
-    with empty.connect() as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS t (a int)")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-        conn.execute("CHECKPOINT")
+    empty = empty_cluster(args.lab_dir)
     pgs = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
     work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-startup-"))
     d, dsn = str(empty.pgdata), empty.dsn()
