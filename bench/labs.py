@@ -85,6 +85,18 @@ def bench_cluster(name: str, lab_dir: Path) -> LabCluster:
     return cluster
 
 
+def empty_cluster(lab_dir: Path) -> LabCluster:
+    """The started empty cluster the fixed start-up is measured on (bench/startup.py, bench/many_cores.py): one
+    empty table to name, amcheck and pageinspect for diagnose."""
+    empty = bench_cluster("empty18", lab_dir)
+    with empty.connect() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS t (a int)")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        conn.execute("CHECKPOINT")
+    return empty
+
+
 def pgbench_cluster(lab_dir: Path, scale: int) -> LabCluster:
     """The started cluster holding pgbench tables at ``scale`` (100: 1.3 GB, 800: >= 10 GB), built once and shared
     by every benchmark, with amcheck and pageinspect for diagnose."""

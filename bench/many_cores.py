@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from carve import digest
-from labs import bench_cluster, pgbench_cluster, run_usage
+from labs import empty_cluster, pgbench_cluster, run_usage
 from unload import TABLES_SQL
 
 from pgsurgeon.lab import LabCluster
@@ -139,12 +139,7 @@ def main() -> int:
     only = set(args.only.split(","))
     jobs = [int(j) for j in args.jobs.split(",")]
     cluster = pgbench_cluster(args.lab_dir, args.scale)
-    empty = bench_cluster("empty18", args.lab_dir)
-    with empty.connect() as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS t (a int)")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-        conn.execute("CHECKPOINT")
+    empty = empty_cluster(args.lab_dir)
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
     amcheck = [str(cluster.install.tool("pg_amcheck")), "-h", str(cluster.run_dir), "-p", str(cluster.port)]
     amcheck += ["-U", "postgres", "-d", "postgres"]

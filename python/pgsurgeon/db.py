@@ -66,10 +66,22 @@ else:
 
 def quote_ident(*parts: str) -> str:
     """``parts`` as one (qualified) SQL identifier, always quoted, for text no connection formats: pg_dump
-    patterns, commands printed for the user. psycopg.sql quotes every identifier in pgsurgeon, here too."""
-    from psycopg import sql as _sql
+    patterns, commands printed for the user, the DDL unload writes. Exactly ``sql.Identifier(*parts)
+    .as_string(None)``: psycopg/sql.py ``Identifier._escape_identifier``, its quoting without a connection
+    (tests/test_startup.py holds the two equal), without importing the driver (~0.1 s) into commands that never
+    connect. SQL sent to a server composes its identifiers with ``sql.Identifier``."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
 
-    return _sql.Identifier(*parts).as_string(None)
+
+def quote_literal(value: str) -> str:
+    """``value`` as an SQL string literal for text no connection formats (restore.sql): exactly
+    ``sql.Literal(value).as_string(None)``, psycopg/adapt.py ``Dumper.quote`` without a connection (quotes
+    doubled; with a backslash, `` E'…'`` and backslashes doubled, whatever standard_conforming_strings libpq last
+    saw), held equal to it by tests/test_startup.py, without importing the driver."""
+    body = value.replace("'", "''")
+    if "\\" not in value:
+        return "'" + body + "'"
+    return " E'" + body.replace("\\", "\\\\") + "'"
 
 
 __all__ = [
@@ -95,6 +107,7 @@ __all__ = [
     "make_dsn",
     "parse_dsn",
     "quote_ident",
+    "quote_literal",
     "sql",
 ]
 

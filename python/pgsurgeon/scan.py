@@ -283,10 +283,8 @@ def _run_scan(
     if req.metadata is not None:
         options["relations"] = req.metadata
     elif req.dsn:
-        names, metas = catalog_names.scan_catalog(req.dsn, req.databases)
+        names, metas, databases_by_name = catalog_names.scan_catalog(req.dsn, req.databases)
         options["relations"] = metas
-        with db.connect(req.dsn) as conn:
-            databases_by_name = {n: int(o) for n, o in conn.execute(db.load_sql("databases")).fetchall()}
     else:
         names, metas, databases_by_name, why = _files_catalog(req.pgdata, backup is not None, descs=req.checks)
         options["relations"] = metas
@@ -307,6 +305,10 @@ def _run_scan(
             "created it under wal_level minimal) are judged against the last checkpoint's next XID: rows written "
             "since may be reported as from the future (connect with -d/-h to judge them against the server's)"
         )
+    whole = not req.files and not req.relations
+    # pg_waldump runs beside the scan (~30 ms of a process start and its own binary's probe, on the critical path
+    # of every scan of a stopped cluster otherwise); its answer is used only when the checkpoint itself reads
+    wal = _WalRead(req.pgdata, control) if backup is None and pid is None and whole else None
     started = time.monotonic()
     next_xid = req.next_xid or (lambda: _server_next_xid(str(req.dsn)))
     for _attempt in range(LIVE_ATTEMPTS):
@@ -340,9 +342,9 @@ def _run_scan(
             # while it copies leaves a catalog row naming a file created after the directory was listed), replay
             # makes them agree, and the manifest says which files pg_basebackup really sent
             extra += storage_findings(req.pgdata, names)
-        if backup is None and pid is None and not any(f["code"] in _CHECKPOINT_WAL for f in extra):
+        if wal is not None and not any(f["code"] in _CHECKPOINT_WAL for f in extra):
             # the records before the checkpoint, once the checkpoint itself reads (else that finding says it all)
-            extra += _wal_records(req.pgdata, control, warnings)
+            extra += wal.findings(warnings)
         findings.extend(extra)
         summary["findings"] += len(extra)
         summary["errors"] += sum(1 for f in extra if f["severity"] == "error")
@@ -421,20 +423,47 @@ def _unneeded_status_files(cluster: list[Finding], rows: list[Finding]) -> None:
             f["message"] += "; no row of any table depends on them (as after pg_resetwal moved the next id past them)"
 
 
-def _wal_records(pgdata: Path, control: ControlFile, warnings: list[str]) -> list[Finding]:
-    """The WAL records from the oldest segment left up to the checkpoint, read with the cluster's pg_waldump: a
-    record that does not read there stops any restore or standby replaying these segments."""
-    from pgsurgeon.rescue.walstatus import WalBreak, first_break
+class _WalRead:
+    """The WAL records from the oldest segment left up to the checkpoint, read with the cluster's pg_waldump in a
+    thread started now: a record that does not read there stops any restore or standby replaying these segments."""
 
-    if not control.get("crc_ok") or not (pgdata / "pg_wal").is_dir():
-        return []
-    got = first_break(
-        pgdata,
-        int(control["major_version"]),
-        int(control["this_timeline_id"]),
-        int(control["xlog_seg_size"]),
-        str(control["checkpoint"]),
-    )
+    def __init__(self, pgdata: Path, control: ControlFile) -> None:
+        self.pgdata, self.control = pgdata, control
+        self.got: object = None
+        self.failure: BaseException | None = None
+        self.thread: threading.Thread | None = None
+        if control.get("crc_ok") and (pgdata / "pg_wal").is_dir():
+            self.thread = threading.Thread(target=self._read, name="pgsurgeon-waldump", daemon=True)
+            self.thread.start()
+
+    def _read(self) -> None:
+        from pgsurgeon.rescue.walstatus import first_break
+
+        c = self.control
+        try:
+            self.got = first_break(
+                self.pgdata,
+                int(c["major_version"]),
+                int(c["this_timeline_id"]),
+                int(c["xlog_seg_size"]),
+                str(c["checkpoint"]),
+            )
+        except BaseException as exc:  # handed to the scan's thread
+            self.failure = exc
+
+    def findings(self, warnings: list[str]) -> list[Finding]:
+        if self.thread is None:
+            return []
+        self.thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return _wal_records(self.got, self.control, warnings)
+
+
+def _wal_records(got: object, control: ControlFile, warnings: list[str]) -> list[Finding]:
+    """What pg_waldump's first break (``got``, of :func:`pgsurgeon.rescue.walstatus.first_break`) means."""
+    from pgsurgeon.rescue.walstatus import WalBreak
+
     if isinstance(got, str):
         warnings.append(got)
     if not isinstance(got, WalBreak):

@@ -6,19 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from psycopg import sql
-
 from pgsurgeon import core
 from pgsurgeon.catalog import nodetree
 from pgsurgeon.catalog.files import FIRST_NORMAL_OID, Attribute, DbCatalog
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import type_desc
-from pgsurgeon.db import quote_ident
-
-
-def literal(value: str) -> str:
-    return sql.Literal(value).as_string(None)
-
+from pgsurgeon.db import quote_ident, quote_literal
 
 # format_type's names for built-in types (src/backend/utils/adt/format_type.c).
 _SQL_NAMES = {
@@ -111,7 +104,7 @@ class Expr:
             return None
         if typid == 2205:  # regclass: the relation's name, as the server prints it
             text = self.cat.names_for(2205).get(text, text)
-        return f"{literal(text)}::{format_type(self.cat, typid, typmod)}"
+        return f"{quote_literal(text)}::{format_type(self.cat, typid, typmod)}"
 
     def sql(self, v: nodetree.Value) -> str | None:
         if not isinstance(v, nodetree.Node):
@@ -213,7 +206,7 @@ def _create_type(cat: DbCatalog, typid: int, ddl: Ddl) -> None:
     t = cat.types[typid]
     name = quote_ident(cat.namespaces.get(t.nspoid, ""), t.name)
     if t.typtype == "e":
-        labels = ", ".join(literal(label) for _, _, label in cat.enums.get(typid, []))
+        labels = ", ".join(quote_literal(label) for _, _, label in cat.enums.get(typid, []))
         ddl.statements.append(f"CREATE TYPE {name} AS ENUM ({labels});")
     elif t.typtype == "c":
         cols = ", ".join(
@@ -295,7 +288,7 @@ def schema_sql(cat: DbCatalog, tables: list[Relation]) -> Ddl:
         rows, _absent, _doubt = cat.files.handle.read(cat.db.oid, oid, ["last_value", "is_called"])
         if rows and rows[0][0] is not None:
             called = "true" if rows[0][1] == "t" else "false"
-            ddl.statements.append(f"SELECT pg_catalog.setval({literal(name)}, {rows[0][0]}, {called});")
+            ddl.statements.append(f"SELECT pg_catalog.setval({quote_literal(name)}, {rows[0][0]}, {called});")
         else:
             ddl.notes.append(f"sequence {name}: its current value could not be read; it restarts at its start")
     attach: list[str] = []

@@ -16,7 +16,7 @@ from pgsurgeon.render import term
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import ControlFile
-    from pgsurgeon.rescue import ResetPlan
+    from pgsurgeon.rescue.plan import ResetPlan
 
 FIRST_NORMAL_XID = 3
 """0 invalid, 1 bootstrap, 2 frozen (transam.h)."""
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace, pgdata: Path) -> int:
-    from pgsurgeon.rescue import PlanRequest, plan_resetwal
+    from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
 
     plan = plan_resetwal(PlanRequest(pgdata, copy=args.copy, pg_bin=args.pg_bin))
     if args.format == "json":

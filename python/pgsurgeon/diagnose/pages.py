@@ -6,10 +6,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core, db
-from pgsurgeon.boundary import Finding
 from pgsurgeon.catalog import sql as catalog
 from pgsurgeon.catalog.relation import TID_CHECKED_AMS
 from pgsurgeon.datadir import read_block
@@ -20,6 +19,9 @@ from pgsurgeon.diagnose.model import CROSS_PAGE_KINDS, MAX_CROSS_FINDINGS, Check
 from pgsurgeon.diagnose.server import Refused, run_locked, runner
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.session import ServerError, Session
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import Finding  # ~14 ms of TypedDicts to import, for annotations only
 
 
 def raw_ranges(

@@ -67,12 +67,21 @@ def readiness(outcome: HealthOutcome) -> Readiness:
 
 def cluster_bytes(pgdata: Path) -> int:
     """The relation files' bytes (tablespaces followed through their links); 0 for a tar backup."""
+    return sum(_tree_bytes(str(pgdata / sub)) for sub in RELATION_DIRS)
+
+
+def _tree_bytes(path: str) -> int:
+    """Bytes of the files under ``path``, links followed. Through scandir's entries, not a Path per file: an
+    empty cluster has ~3,000 files, and os.walk with a Path each took ~20 ms of every health run."""
     total = 0
-    for sub in RELATION_DIRS:
-        for root, _dirs, files in os.walk(pgdata / sub, followlinks=True):
-            for f in files:
-                try:
-                    total += (Path(root) / f).stat().st_size
-                except OSError:
-                    continue
+    try:
+        entries = os.scandir(path)
+    except OSError:
+        return 0
+    with entries:
+        for entry in entries:
+            try:
+                total += _tree_bytes(entry.path) if entry.is_dir() else entry.stat().st_size
+            except OSError:
+                continue
     return total

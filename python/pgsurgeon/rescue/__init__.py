@@ -3,9 +3,7 @@
 :mod:`.plan` and :mod:`.alternatives`: the pg_resetwal values derived from the files and checked against pg_control,
 and the ways out in order of what they risk, planned without running anything. :mod:`.xact`: a lost pg_xact segment
 rebuilt from evidence (hint bits, surviving WAL), written only on request through an undo manifest.
+
+Nothing is imported here: scan reads the WAL through :mod:`.walstatus` and should not load the planner with it
+(~10 ms of each scan).
 """
-
-from pgsurgeon.rescue.alternatives import Alternative, Step
-from pgsurgeon.rescue.plan import PlanRequest, ResetPlan, Setting, plan_resetwal
-
-__all__ = ["Alternative", "PlanRequest", "ResetPlan", "Setting", "Step", "plan_resetwal"]

@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon.catalog.ddl import literal, schema_sql, table_name
-from pgsurgeon.db import quote_ident
+from pgsurgeon.catalog.ddl import schema_sql, table_name
+from pgsurgeon.db import quote_ident, quote_literal
 from pgsurgeon.unload.schema import BUILT_IN_DATABASES, SchemaDump, SchemaUnavailable, foreign_keys_not_valid
 from pgsurgeon.unload.schema_step import missing_objects
 
@@ -33,7 +33,7 @@ def dbdir(out: Path, d: Database) -> Path:
 def copy_line(rel: Relation, cols: list[str], path: str, fmt: str) -> str:
     collist = f" ({', '.join(quote_ident(c) for c in cols)})" if cols else ""  # a table of no columns takes none
     opts = " WITH (FORMAT csv)" if fmt == "csv" else ""
-    return f"\\copy {table_name(rel)}{collist} FROM {literal(path)}{opts}"
+    return f"\\copy {table_name(rel)}{collist} FROM {quote_literal(path)}{opts}"
 
 
 @dataclass
@@ -52,7 +52,7 @@ class RestoreWriter:
             "-- (if this directory has moved, add -v dir=<its new path>)",
             "\\if :{?dir}",
             "\\else",
-            f"\\set dir {literal(str(self.out.resolve()))}",
+            f"\\set dir {quote_literal(str(self.out.resolve()))}",
             "\\endif",
             "\\cd :dir",
         ]
