@@ -247,6 +247,7 @@ class ScanOptions(TypedDict):
     health_major: NotRequired[int | None]
     checks: NotRequired[bool]
     bookkeeping: NotRequired[bool]
+    map_files: NotRequired[bool]
 
 
 class ScannerConfig(TypedDict):

@@ -273,6 +273,9 @@ def _run_scan(
     if req.health:
         options["health_major"] = int(control["major_version"])
     options["checks"] = req.checks
+    # no server writes the files (a stopped cluster, a backup): mapped, not copied; a running server's truncation of
+    # a mapped file would fault (SIGBUS), where a read comes back short
+    options["map_files"] = pid is None
     # tuples against pg_xact and pg_multixact: only for a whole stopped cluster of this pg_control (a backup's status
     # files are completed by WAL replay, a running server's change under the scan)
     options["bookkeeping"] = backup is None and foreign is None and not req.live and not req.files and not req.relations
@@ -330,8 +333,9 @@ def _run_scan(
     ]
     if backup is None or backup.form == "plain":  # a tar backup's members are no files the index reader can open
         reword_zero_pages(findings, req.pgdata)
-    if not req.files and not req.relations and (backup is None or backup.form == "plain"):
-        # the whole cluster: its bookkeeping too (a backup's WAL comes apart from it, so not pg_wal there)
+    if req.checks and not req.files and not req.relations and (backup is None or backup.form == "plain"):
+        # the whole cluster: its bookkeeping too (a backup's WAL comes apart from it, so not pg_wal there). Not for
+        # the figures alone (health without --check): reading the WAL with pg_waldump took a tenth of that run
         extra = [from_cluster(f) for f in core.cluster_checks(req.pgdata, wal=backup is None)]
         if backup is None and pid is None:
             _unneeded_status_files(extra, findings)

@@ -175,15 +175,16 @@ def render_text(outcome: HealthOutcome, console: Console) -> None:
     )
     # an empty TOAST table and its index say nothing (the JSON keeps them)
     no_toast = {(f.database, f.name) for f in outcome.relations if not f.owner and not f.toast_bytes}
-    database = None
+    # one print per database: a print per relation was most of the report's time with hundreds of relations
+    by_database: dict[str, list[str]] = {}
     for f in outcome.relations:
         if f.pgstattuple() is None or (f.name.startswith("pg_toast.") and (f.database, f.owner) in no_toast):
             continue
-        if f.database != database:
-            database = f.database
-            console.print(f"\ndatabase {database or '(shared catalogs)'}", markup=False, style="bold")
-            console.print(header, markup=False, style="dim", soft_wrap=True)
-        console.print(_line(f, width), markup=False, soft_wrap=True)
+        by_database.setdefault(f.database, []).append(_line(f, width))
+    for database, lines in by_database.items():
+        console.print(f"\ndatabase {database or '(shared catalogs)'}", markup=False, style="bold")
+        console.print(header, markup=False, style="dim", soft_wrap=True)
+        console.print("\n".join(lines), markup=False, soft_wrap=True)
     if s["findings"]:
         console.print(
             f"\n{s['findings']} damage finding(s) in the same pages: their figures count only what the pages still "

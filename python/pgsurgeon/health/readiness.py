@@ -26,6 +26,7 @@ class Readiness:
     """on, safe, repair-first, unknown (the pages were not checked)"""
     damaged_pages: int
     cluster_bytes: int
+    """The relation files' bytes, for the estimate (0 with checksums on: nothing to estimate)."""
     seconds_estimate: float | None
     """pg_checksums --enable: reading and rewriting every relation file, at this run's read rate."""
 
@@ -52,7 +53,8 @@ def readiness(outcome: HealthOutcome) -> Readiness:
     scan = outcome.scan
     enabled = int(scan.control["data_checksum_version"]) > 0
     damaged = len({(f.get("path"), f.get("block")) for f in scan.findings if f["severity"] == "error"})
-    total = cluster_bytes(scan.pgdata)
+    # the estimate is only said with checksums off: walking every relation file for it took a twentieth of the run
+    total = 0 if enabled else cluster_bytes(scan.pgdata)
     read, secs = scan.summary["bytes"], scan.summary["seconds"]
     # --enable reads each page and writes it back: twice the bytes of a read at the measured rate
     estimate = 2 * total / (read / secs) if read and secs > 0 and total else None

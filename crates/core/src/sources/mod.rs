@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod blocks;
+pub mod mapped;
 pub mod pgdata;
 pub mod relfile;
 pub mod relpath;

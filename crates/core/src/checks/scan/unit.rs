@@ -16,6 +16,7 @@ use crate::finding::{Code, Finding};
 use crate::format::btree::BTPageOpaqueData;
 use crate::format::page::{Page, PageKind};
 use crate::sources::backup::vfs::VFile;
+use crate::sources::mapped::Mapped;
 use crate::sources::relfile::Relation;
 use crate::sources::relpath::Fork;
 
@@ -125,6 +126,38 @@ impl Drop for ChunkBuf {
     }
 }
 
+/// A unit's bytes: mapped where they lie (files nothing writes: [`ScanOptions::map_files`]), else read into this
+/// thread's buffer.
+enum UnitBytes {
+    Read(ChunkBuf, usize),
+    Mapped(Mapped),
+}
+
+impl UnitBytes {
+    fn read(path: &Path, offset: u64, len: usize, map: bool) -> std::io::Result<UnitBytes> {
+        if map {
+            // a file that cannot be mapped (a tar member, an empty range, mmap refused) is read as before
+            if let Ok(Some(m)) = Mapped::open(path, offset, len) {
+                return Ok(UnitBytes::Mapped(m));
+            }
+        }
+        let mut chunk = ChunkBuf::take();
+        let got = read_chunk(path, offset, len, &mut chunk.0)?;
+        Ok(UnitBytes::Read(chunk, got))
+    }
+}
+
+impl std::ops::Deref for UnitBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            UnitBytes::Read(chunk, got) => &chunk.0[..*got],
+            UnitBytes::Mapped(m) => m,
+        }
+    }
+}
+
 pub(super) fn reread_page(path: &Path, offset: u64, blcksz: usize) -> Option<Vec<u8>> {
     let mut buf = Vec::new();
     match read_chunk(path, offset, blcksz, &mut buf) {
@@ -160,8 +193,6 @@ pub(super) fn scan_unit(
     collect_lp: bool,
     heap: Option<&HeapMap>,
 ) -> ChunkSummary {
-    let mut chunk = ChunkBuf::take();
-    let buf = &mut chunk.0;
     let opts = ctx.opts;
     let blcksz = opts.blcksz as usize;
     let seg = &unit.rel.segments[unit.seg_index];
@@ -171,11 +202,11 @@ pub(super) fn scan_unit(
     let want = unit.nblocks as usize * blcksz;
     let base_block = u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file;
     let reading = crate::profile::timer("worker.read");
-    let read = read_chunk(&path, offset, want, buf);
+    let read = UnitBytes::read(&path, offset, want, opts.map_files);
     drop(reading);
     let _checking = crate::profile::timer("worker.check");
-    let got = match read {
-        Ok(n) => n,
+    let bytes = match read {
+        Ok(b) => b,
         Err(e) => {
             out.findings.push(Finding::new(
                 Code::FileUnreadable,
@@ -212,7 +243,9 @@ pub(super) fn scan_unit(
         .then(|| super::maps::MapWindow::read(ctx.root, ctx.maps[rel_index], base_block, unit.nblocks, opts)),
         vis: ctx.vis,
     };
-    for (i, bytes) in buf[..got - got % blcksz].chunks_exact(blcksz).enumerate() {
+    let got = bytes.len();
+    let all = &bytes[..got - got % blcksz];
+    for (i, bytes) in all.chunks_exact(blcksz).enumerate() {
         if ctx.progress.cancelled.load(Ordering::Relaxed) {
             break;
         }
