@@ -579,7 +579,6 @@ def relation_index(fc: FilesCatalog, descs: bool = True) -> tuple[dict[RelKey, R
             k = key(oid)
             if k is None:
                 continue
-            amname = r.amname
             names[k] = replace(r, database="" if k[1] == 0 else d.name, relfilenode=k[2])
             # every index names its table: the core checks the TIDs of the kinds that carry them, scan -t picks a
             # table's indexes (BRIN's too) by it
