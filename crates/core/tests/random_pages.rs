@@ -2,7 +2,7 @@
 //! and check, for every page kind. Any panic fails the test. Stable Rust, deterministic seed.
 
 use pgsurgeon_core::checks::inspect::inspect_page;
-use pgsurgeon_core::checks::page::check_page;
+use pgsurgeon_core::checks::page::{check_page, check_page_tids, HeapContext};
 use pgsurgeon_core::checks::scan::fsm_leaf_beyond_end;
 use pgsurgeon_core::format::btree::{BTPageOpaqueData, BTP_LEAF};
 use pgsurgeon_core::format::heap::HeapTupleHeaderData;
@@ -137,7 +137,10 @@ fn exercise(p: &[u8], rng: &mut Rng) -> usize {
     }
     // every page is also read as a free space map leaf (file.fsm_beyond_end), with the heap's end on it
     let _ = fsm_leaf_beyond_end(p, block, block % 4, block % 8192, p.len(), checksums);
-    check_page(&page, guessed, Some(block), checksums).len()
+    // read as a GIN page, handing its heap TIDs over as a scan has them (decoded once, by the page check)
+    let gin =
+        check_page_tids(&page, PageKind::Gin, Some(block), checksums, &HeapContext::default(), Some(&mut |_, _| {}));
+    check_page(&page, guessed, Some(block), checksums).len() + gin.len()
 }
 
 #[test]

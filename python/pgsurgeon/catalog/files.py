@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.catalog.names import RelKey
-from pgsurgeon.catalog.relation import TID_CHECKED_AMS, Relation
+from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.catalog.types import NAMED_TYPES, Types, type_desc
 from pgsurgeon.errors import PgSurgeonError
 
@@ -612,11 +612,12 @@ def relation_index(fc: FilesCatalog, descs: bool = True) -> tuple[dict[RelKey, R
             k = key(oid)
             if k is None:
                 continue
-            amname = r.amname
             named = copy.copy(r)  # dataclasses.replace runs __init__ again: a third of this loop
             named.database, named.relfilenode = ("" if k[1] == 0 else d.name), k[2]
             names[k] = named
-            heap = key(heap_of[oid]) if amname in TID_CHECKED_AMS and oid in heap_of else None
+            # every index names its table: the core checks the TIDs of the kinds that carry them, scan -t picks a
+            # table's indexes (BRIN's too) by it
+            heap = key(heap_of[oid]) if oid in heap_of else None
             toast = key(r.toast_oid) if r.toast_oid else None
             desc = cat.rel_desc(r) if descs and r.relkind in ("r", "m") else None
             meta = {

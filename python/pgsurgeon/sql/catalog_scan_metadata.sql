@@ -1,10 +1,10 @@
--- What a scan needs to know about each relation with storage in the connected database: its file key, access
--- method (page kind) and attribute count; for btree, hash, GIN, GiST and SP-GiST indexes (whose entries carry heap
--- TIDs the scan checks) the file key of their table; for tables their column descriptors and the file key of their
--- TOAST table; for TOAST tables their name (as errors print it); for a single-column GIN index whose keys compare as
--- a plain type, how ("int4": btint4cmp; "bytes": memcmp then length, which gin_compare_jsonb, gin_cmp_tslexeme and
--- C-collation text do). Without a support function 1 the key type's default btree comparator is used (ginutil.c,
--- initGinState): the index column's type says which.
+-- What a scan needs to know about each relation with storage in the connected database: its file key, access method
+-- (page kind) and attribute count; for every index the file key of its table (btree, hash, GIN, GiST and SP-GiST
+-- entries carry heap TIDs the scan checks against it; `scan -t TABLE` picks the table's indexes by it, BRIN's too);
+-- for tables their column descriptors and the file key of their TOAST table; for TOAST tables their name (as errors
+-- print it); for a single-column GIN index whose keys compare as a plain type, how ("int4": btint4cmp; "bytes":
+-- memcmp then length, which gin_compare_jsonb, gin_cmp_tslexeme and C-collation text do). Without a support function
+-- 1 the key type's default btree comparator is used (ginutil.c, initGinState): the index column's type says which.
 SELECT CASE WHEN c.reltablespace = 0 THEN d.dattablespace ELSE c.reltablespace END::bigint AS tablespace_oid,
        CASE WHEN c.relisshared THEN 0 ELSE d.oid END::bigint AS database_oid,
        pg_relation_filenode(c.oid)::bigint AS relfilenode,
@@ -47,7 +47,7 @@ SELECT CASE WHEN c.reltablespace = 0 THEN d.dattablespace ELSE c.reltablespace E
 FROM pg_class c
 JOIN pg_database d ON d.datname = current_database()
 LEFT JOIN pg_am am ON am.oid = c.relam
-LEFT JOIN pg_index i ON i.indexrelid = c.oid AND am.amname IN ('btree', 'hash', 'gin', 'gist', 'spgist')
+LEFT JOIN pg_index i ON i.indexrelid = c.oid
 LEFT JOIN pg_class h ON h.oid = i.indrelid
 LEFT JOIN pg_class tc ON tc.oid = c.reltoastrelid AND c.reltoastrelid <> 0
 WHERE pg_relation_filenode(c.oid) IS NOT NULL

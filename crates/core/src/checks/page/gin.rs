@@ -49,12 +49,29 @@ impl Out {
     }
 }
 
+/// Where a GIN page check hands the heap TIDs it decodes, with the line pointer of the tuple holding each (0 on a
+/// posting tree leaf, whose items have none): a scan checks them against the heap without decoding the posting
+/// lists a second time.
+pub type TidSink<'s> = Option<&'s mut dyn FnMut(u16, &ItemPointerData)>;
+
 /// The page checks of one GIN page. `nblocks`: the index's length, for block numbers the page names.
 pub fn check_gin_page(
     page: &Page<'_>,
     block: Option<u64>,
     nblocks: Option<u64>,
     key: Option<GinKeyKind>,
+) -> Vec<Finding> {
+    check_gin_page_tids(page, block, nblocks, key, None)
+}
+
+/// [`check_gin_page`], each heap TID the checks decode given to `tids` (entry tree leaves' posting lists, posting
+/// tree leaves, pending list tuples; up to where a posting list is damaged).
+pub fn check_gin_page_tids(
+    page: &Page<'_>,
+    block: Option<u64>,
+    nblocks: Option<u64>,
+    key: Option<GinKeyKind>,
+    mut tids: TidSink<'_>,
 ) -> Vec<Finding> {
     let mut out = Out { block, v: Vec::new() };
     if page.header().is_new() || page.is_all_zero() {
@@ -77,15 +94,15 @@ pub fn check_gin_page(
         // a deleted posting tree page keeps its old bytes until reused: nothing on it is read
     } else if o.has(GIN_LIST) {
         out.v.extend(super::check_line_pointers(page, PageKind::Gin, block));
-        check_list_page(&mut out, page, &o);
+        check_list_page(&mut out, page, &o, &mut tids);
     } else if o.has(GIN_DATA) && o.has(GIN_LEAF) {
-        check_data_leaf(&mut out, page, &o);
+        check_data_leaf(&mut out, page, &o, &mut tids);
     } else if o.has(GIN_DATA) {
         check_data_internal(&mut out, page, &o, &in_range);
     } else {
         out.v.extend(super::check_line_pointers(page, PageKind::Gin, block));
         if out.v.is_empty() {
-            check_entry_page(&mut out, page, &o, &in_range, key);
+            check_entry_page(&mut out, page, &o, &in_range, key, &mut tids);
         }
     }
     if !o.is_rightmost() && !o.has(GIN_META) && !in_range(o.rightlink) {
@@ -170,7 +187,7 @@ fn show(b: u32) -> String {
 
 /// A pending list page: its heap tuple count (the special space's maxoff) against its tuples, and each tuple's
 /// heap TID a possible one (tidbitmap.c refuses others: "tuple offset out of range").
-fn check_list_page(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
+fn check_list_page(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData, tids: &mut TidSink<'_>) {
     let items = page.header().max_offset_number();
     if o.maxoff > items {
         out.push(Code::IndexGinPendingList, None, || {
@@ -182,6 +199,9 @@ fn check_list_page(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
             continue;
         };
         let tid = e.itup.t_tid;
+        if let Some(f) = tids {
+            f(off, &tid);
+        }
         if tid.offset == 0 || tid.offset > super::MAX_HEAP_TUPLES_PER_PAGE {
             out.push(Code::IndexGinPendingList, Some(off), || format!("tuple {off}'s heap TID {tid} is impossible"));
         }
@@ -189,7 +209,7 @@ fn check_list_page(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
 }
 
 /// A posting tree leaf: its compressed segments decode, ascend, and stay at or below the page's right bound.
-fn check_data_leaf(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
+fn check_data_leaf(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData, tids: &mut TidSink<'_>) {
     let b = page.bytes();
     let bound = (!o.is_rightmost()).then(|| data_page_right_bound(b)).flatten();
     let mut last = None;
@@ -201,7 +221,12 @@ fn check_data_leaf(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
             });
             return;
         }
-        decode_segments(b, GIN_DATA_START, lower, None, |t| last = Some(*t))
+        decode_segments(b, GIN_DATA_START, lower, None, |t| {
+            last = Some(*t);
+            if let Some(f) = tids {
+                f(0, t);
+            }
+        })
     } else {
         // pre-9.4 leaves: maxoff plain item pointers
         let n = usize::from(o.maxoff);
@@ -209,7 +234,11 @@ fn check_data_leaf(out: &mut Out, page: &Page<'_>, o: &GinPageOpaqueData) {
             out.push(Code::IndexGinPostingList, None, || format!("{n} item pointers do not fit the page"));
             return;
         }
-        plain_items(b, GIN_DATA_START, n, &mut last)
+        plain_items(b, GIN_DATA_START, n, &mut last, &mut |t| {
+            if let Some(f) = tids {
+                f(0, t);
+            }
+        })
     };
     if let Err(p) = result {
         out.push(Code::IndexGinPostingList, None, || format!("posting tree leaf: {p}"));
@@ -230,6 +259,7 @@ fn plain_items(
     at: usize,
     n: usize,
     last: &mut Option<ItemPointerData>,
+    each: &mut dyn FnMut(&ItemPointerData),
 ) -> Result<usize, crate::format::gin::PostingProblem> {
     use crate::format::gin::PostingProblem;
     for i in 0..n {
@@ -243,6 +273,7 @@ fn plain_items(
             }
         }
         *last = Some(item);
+        each(&item);
     }
     Ok(n)
 }
@@ -297,6 +328,7 @@ fn check_entry_page(
     o: &GinPageOpaqueData,
     in_range: &dyn Fn(u32) -> bool,
     key: Option<GinKeyKind>,
+    tids: &mut TidSink<'_>,
 ) {
     let leaf = o.has(GIN_LEAF);
     let maxoff = page.header().max_offset_number();
@@ -315,7 +347,7 @@ fn check_entry_page(
             continue;
         }
         if leaf {
-            check_entry_posting(out, off, t, &e, in_range);
+            check_entry_posting(out, off, t, &e, in_range, tids);
         } else if !in_range(e.block()) {
             out.push(Code::IndexGinEntryTuple, Some(off), || {
                 format!("downlink to block {}, not a page of this index", e.block())
@@ -337,7 +369,14 @@ fn check_entry_page(
 
 /// A leaf entry tuple's postings: a posting tree root that exists, or a posting list inside the tuple whose item
 /// count is the one the tuple header gives.
-fn check_entry_posting(out: &mut Out, off: u16, t: &[u8], e: &GinEntryTuple, in_range: &dyn Fn(u32) -> bool) {
+fn check_entry_posting(
+    out: &mut Out,
+    off: u16,
+    t: &[u8],
+    e: &GinEntryTuple,
+    in_range: &dyn Fn(u32) -> bool,
+    tids: &mut TidSink<'_>,
+) {
     if e.is_posting_tree() {
         if !in_range(e.block()) {
             out.push(Code::IndexGinEntryTuple, Some(off), || {
@@ -356,11 +395,16 @@ fn check_entry_posting(out: &mut Out, off: u16, t: &[u8], e: &GinEntryTuple, in_
         return;
     }
     let mut last = None;
+    let mut each = |tid: &ItemPointerData| {
+        if let Some(f) = tids {
+            f(off, tid);
+        }
+    };
     let result = if !e.is_compressed() {
         if start + n * 6 > size {
             Err(crate::format::gin::PostingProblem::Truncated { at: start })
         } else {
-            plain_items(t, start, n, &mut last)
+            plain_items(t, start, n, &mut last, &mut each)
         }
     } else if n == 0 {
         Ok(0)
@@ -368,7 +412,7 @@ fn check_entry_posting(out: &mut Out, off: u16, t: &[u8], e: &GinEntryTuple, in_
         // ginReadTuple decodes one segment (SizeOfGinPostingList)
         let seg_end = u16_at(t, start + 6).map(|nb| start + GIN_POSTING_LIST_HEADER + usize::from(nb));
         match seg_end.filter(|end| *end <= size) {
-            Some(end) => decode_segments(t, start, end, None, |_| {}),
+            Some(end) => decode_segments(t, start, end, None, &mut each),
             None => Err(crate::format::gin::PostingProblem::Truncated { at: start }),
         }
     };

@@ -676,6 +676,18 @@ pub fn check_page_in(
     checksums: bool,
     ctx: &HeapContext<'_>,
 ) -> Vec<Finding> {
+    check_page_tids(page, kind, block, checksums, ctx, None)
+}
+
+/// [`check_page_in`], the heap TIDs a GIN page's checks decode given to `tids` (see [`gin::TidSink`]).
+pub fn check_page_tids(
+    page: &Page<'_>,
+    kind: PageKind,
+    block: Option<u64>,
+    checksums: bool,
+    ctx: &HeapContext<'_>,
+    tids: gin::TidSink<'_>,
+) -> Vec<Finding> {
     let mut out = check_header(page, block, checksums);
     let header_sane = page.header_is_sane(page.len());
     match kind {
@@ -710,7 +722,9 @@ pub fn check_page_in(
         PageKind::SpGist => out.extend(spgist::check_spgist_page(page, block)),
         PageKind::Hash if header_sane => out.extend(hash::check_hash_page(page, block)),
         PageKind::Brin if header_sane => out.extend(brin::check_brin_page(page, block)),
-        PageKind::Gin if header_sane => out.extend(gin::check_gin_page(page, block, ctx.nblocks, ctx.gin_key)),
+        PageKind::Gin if header_sane => {
+            out.extend(gin::check_gin_page_tids(page, block, ctx.nblocks, ctx.gin_key, tids))
+        }
         _ => {}
     }
     out

@@ -129,23 +129,62 @@ impl HeapMap {
     }
 
     pub(crate) fn target(&self, tid: &crate::format::heap::ItemPointerData) -> TidTarget {
-        let hb = u64::from(tid.block);
-        if hb >= self.nblocks {
-            return TidTarget::PastEnd;
+        self.block(tid.block).target(tid.offset)
+    }
+
+    /// Heap block `hb`'s line pointer count when every one of them is in use; 0 otherwise (past the end, not read,
+    /// all-zero, or with unused ones among them): the TID check's common case, inlined into its loop.
+    #[inline(always)]
+    pub(crate) fn all_used(&self, hb: u32) -> u16 {
+        let i = hb as usize;
+        match self.counts.get(i) {
+            Some(&n) if n < LP_ZERO && self.has_holes.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) == 0) => n,
+            _ => 0,
         }
-        let n = self.counts.get(hb as usize).copied().unwrap_or(LP_UNKNOWN);
-        match n {
-            LP_UNKNOWN => TidTarget::Unknown,
-            LP_ZERO => TidTarget::Zero,
-            _ if tid.offset == 0 || tid.offset > n => TidTarget::Unused,
-            _ if self.has_holes.get((hb / 64) as usize).is_none_or(|w| w & (1 << (hb % 64)) == 0) => TidTarget::Used,
-            _ => {
-                let i = usize::from(tid.offset - 1);
-                let in_use = self.holes.get(&hb).map(|used| used.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0));
-                if in_use == Some(false) {
-                    TidTarget::Unused
-                } else {
+    }
+
+    /// What heap block `hb`'s line pointers say about the TIDs into it.
+    pub(crate) fn block(&self, hb: u32) -> BlockLps<'_> {
+        let hb = u64::from(hb);
+        if hb >= self.nblocks {
+            return BlockLps::PastEnd;
+        }
+        match self.counts.get(hb as usize).copied().unwrap_or(LP_UNKNOWN) {
+            LP_UNKNOWN => BlockLps::Unknown,
+            LP_ZERO => BlockLps::Zero,
+            n if self.has_holes.get((hb / 64) as usize).is_none_or(|w| w & (1 << (hb % 64)) == 0) => BlockLps::Count(n),
+            n => BlockLps::Holes(n, self.holes.get(&hb).map_or(&[][..], |u| &u[..])),
+        }
+    }
+}
+
+/// One heap block's line pointers as index entries see them: looked up once for a run of TIDs into that block (an
+/// index page's TIDs mostly come in such runs: posting lists and leaves in key order of a correlated column).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum BlockLps<'a> {
+    PastEnd,
+    Unknown,
+    Zero,
+    /// Items 1..=n, all in use.
+    Count(u16),
+    /// Items 1..=n, bit i of the bitmap set when item i+1 is in use.
+    Holes(u16, &'a [u8]),
+}
+
+impl BlockLps<'_> {
+    pub(crate) fn target(self, offset: u16) -> TidTarget {
+        match self {
+            BlockLps::PastEnd => TidTarget::PastEnd,
+            BlockLps::Unknown => TidTarget::Unknown,
+            BlockLps::Zero => TidTarget::Zero,
+            BlockLps::Count(n) | BlockLps::Holes(n, _) if offset == 0 || offset > n => TidTarget::Unused,
+            BlockLps::Count(_) => TidTarget::Used,
+            BlockLps::Holes(_, used) => {
+                let i = usize::from(offset - 1);
+                if used.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
                     TidTarget::Used
+                } else {
+                    TidTarget::Unused
                 }
             }
         }

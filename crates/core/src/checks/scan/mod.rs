@@ -50,7 +50,8 @@ pub struct RelMeta {
     pub kind: Option<String>,
     /// Attribute count of the relation (pg_class.relnatts), for heaps.
     pub natts: Option<u16>,
-    /// For a btree or GIN index: its table's file key, so its heap TIDs can be checked against the heap.
+    /// For an index: its table's file key. The heap TIDs of the kinds that carry them (not BRIN) are checked against
+    /// that heap's line pointers.
     #[serde(default)]
     pub heap: Option<RelKey>,
     /// For a single-column GIN index whose opclass compares a plain type: "int4" or "bytes"

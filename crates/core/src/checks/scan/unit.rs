@@ -11,9 +11,10 @@ use std::sync::atomic::Ordering;
 use super::heapmap::{for_each_index_tid, HeapMap, LpRun, TidTarget};
 use super::{Progress, RelMeta, ScanOptions};
 use crate::checks::page::gin::GinKeyKind;
-use crate::checks::page::{check_page_in, HeapContext};
+use crate::checks::page::{check_page_in, check_page_tids, HeapContext};
 use crate::finding::{Code, Finding};
 use crate::format::btree::BTPageOpaqueData;
+use crate::format::heap::ItemPointerData;
 use crate::format::page::{Page, PageKind};
 use crate::sources::backup::vfs::VFile;
 use crate::sources::mapped::Mapped;
@@ -332,20 +333,36 @@ fn scan_page(s: &UnitPages<'_>, block: u64, bytes: &[u8], page: &Page<'_>, verif
         None => PageKind::guess(page),
     };
     let page_kind = if page.header().is_new() { PageKind::Uninitialized } else { page_kind };
-    out.findings.extend(check_page_in(page, page_kind, Some(block), verify, &s.heap_ctx));
+    let sane = page.header_is_sane(blcksz);
+    let tid_heap = s.heap.filter(|_| sane);
+    match (page_kind, tid_heap) {
+        // a GIN page's TIDs are checked as its page check decodes its posting lists, not decoded a second time
+        (PageKind::Gin, Some(h)) => {
+            let at = out.findings.len();
+            let mut check = TidCheck::new(h, block);
+            let found = check_page_tids(
+                page,
+                page_kind,
+                Some(block),
+                verify,
+                &s.heap_ctx,
+                Some(&mut |off, tid| check.tid(out, off, tid)),
+            );
+            check.finish(out);
+            out.findings.splice(at..at, found);
+        }
+        _ => out.findings.extend(check_page_in(page, page_kind, Some(block), verify, &s.heap_ctx)),
+    }
     if let Some(c) = s.health {
         match page_kind {
             PageKind::Uninitialized if s.fork == Fork::Main => out.health.new_page(c, s.kind, block, page),
             k => out.health.page(c, s.fork, k, block, page),
         }
     }
-    let sane = page.header_is_sane(blcksz);
     if s.collect_lp && sane && page_kind == PageKind::Heap {
         out.lp.page(block, page);
     }
-    if let (Some(h), PageKind::Btree | PageKind::Hash | PageKind::Gin | PageKind::Gist | PageKind::SpGist, true) =
-        (s.heap, page_kind, sane)
-    {
+    if let (Some(h), PageKind::Btree | PageKind::Hash | PageKind::Gist | PageKind::SpGist) = (tid_heap, page_kind) {
         check_leaf_tids(page, page_kind, block, h, out);
     }
     index_links(page_kind, block, bytes, page, sane, s.fork == Fork::Main, out);
@@ -458,47 +475,87 @@ fn record_all_visible(bytes: &[u8], block: u64, blcksz: u32, out: &mut ChunkSumm
 }
 
 /// Every heap TID on an index page (btree, GiST, SP-GiST leaf; hash bucket or overflow; GIN) against the heap's line
-/// pointers: past the heap's end
-/// ("could not read block" on an index scan), at an unused or missing item (the row is gone but
-/// the index still finds it), or into an all-zero page (counted: evidence that rows were there).
+/// pointers: past the heap's end ("could not read block" on an index scan), at an unused or missing item (the row is
+/// gone but the index still finds it), or into an all-zero page (counted: evidence that rows were there).
 fn check_leaf_tids(page: &Page<'_>, kind: PageKind, block: u64, heap: &HeapMap, out: &mut ChunkSummary) {
-    let mut reported = 0usize;
-    let mut summary_code = Code::IndexTidUnused;
-    // a posting tree leaf's items have no line pointer: item 0
-    let mut report = |out: &mut ChunkSummary, code: Code, item: u16, msg: String| {
-        if reported < 16 {
-            out.findings.push(Finding::new(code, Some(block), (item != 0).then_some(item), msg));
-        } else {
-            summary_code = code;
+    let mut check = TidCheck::new(heap, block);
+    for_each_index_tid(page, kind, |off, tid| check.tid(out, off, tid));
+    check.finish(out);
+}
+
+/// The TID check of one index page, fed a TID at a time: at most 16 findings, then one that counts the rest. An index
+/// page's TIDs mostly come in runs into one heap block (posting lists, and leaves in the order of a correlated key):
+/// the last block looked up is kept. A TID into a block whose line pointers are all in use is judged inline; the
+/// rest (rare on a sound index) take the full look-up.
+struct TidCheck<'h> {
+    heap: &'h HeapMap,
+    block: u64,
+    reported: usize,
+    summary_code: Code,
+    /// The last heap block looked up, and its line pointer count when all of them are in use (else 0).
+    last: (u32, u16),
+}
+
+impl<'h> TidCheck<'h> {
+    fn new(heap: &'h HeapMap, block: u64) -> Self {
+        // InvalidBlockNumber is no heap block: the first TID looks its block up
+        TidCheck { heap, block, reported: 0, summary_code: Code::IndexTidUnused, last: (u32::MAX, 0) }
+    }
+
+    /// `off`: the index entry's line pointer, 0 on a GIN posting tree leaf (whose items have none).
+    #[inline(always)]
+    fn tid(&mut self, out: &mut ChunkSummary, off: u16, tid: &ItemPointerData) {
+        if tid.block != self.last.0 {
+            self.last = (tid.block, self.heap.all_used(tid.block));
         }
-        reported += 1;
-    };
-    for_each_index_tid(page, kind, |off, tid| match heap.target(tid) {
-        TidTarget::PastEnd => report(
-            out,
-            Code::IndexTidBeyondHeap,
-            off,
-            format!("points to heap {tid}, past the heap's {} blocks", heap.nblocks),
-        ),
-        TidTarget::Zero => {
-            let hb = u64::from(tid.block);
-            match out.zero_refs.last_mut() {
-                Some((b, n)) if *b == hb => *n += 1,
-                _ => out.zero_refs.push((hb, 1)),
+        if tid.offset != 0 && tid.offset <= self.last.1 {
+            return;
+        }
+        self.look_up(out, off, tid);
+    }
+
+    #[inline(never)]
+    fn look_up(&mut self, out: &mut ChunkSummary, off: u16, tid: &ItemPointerData) {
+        match self.heap.block(tid.block).target(tid.offset) {
+            TidTarget::PastEnd => self.report(out, Code::IndexTidBeyondHeap, off, || {
+                format!("points to heap {tid}, past the heap's {} blocks", self.heap.nblocks)
+            }),
+            TidTarget::Zero => {
+                let hb = u64::from(tid.block);
+                match out.zero_refs.last_mut() {
+                    Some((b, n)) if *b == hb => *n += 1,
+                    _ => out.zero_refs.push((hb, 1)),
+                }
             }
+            TidTarget::Unused => self.report(out, Code::IndexTidUnused, off, || {
+                format!("points to heap {tid}, an unused or missing line pointer")
+            }),
+            TidTarget::Unknown | TidTarget::Used => {}
         }
-        TidTarget::Unused => {
-            report(out, Code::IndexTidUnused, off, format!("points to heap {tid}, an unused or missing line pointer"))
+    }
+
+    fn report(&mut self, out: &mut ChunkSummary, code: Code, item: u16, msg: impl FnOnce() -> String) {
+        if self.reported < 16 {
+            out.findings.push(Finding::new(code, Some(self.block), (item != 0).then_some(item), msg()));
+        } else {
+            self.summary_code = code;
         }
-        TidTarget::Unknown | TidTarget::Used => {}
-    });
-    if reported > 16 {
-        out.findings.push(Finding::new(
-            summary_code,
-            Some(block),
-            None,
-            format!("{reported} index entries on this page point to missing heap rows ({} not listed)", reported - 16),
-        ));
+        self.reported += 1;
+    }
+
+    fn finish(self, out: &mut ChunkSummary) {
+        if self.reported > 16 {
+            out.findings.push(Finding::new(
+                self.summary_code,
+                Some(self.block),
+                None,
+                format!(
+                    "{} index entries on this page point to missing heap rows ({} not listed)",
+                    self.reported,
+                    self.reported - 16
+                ),
+            ));
+        }
     }
 }
 

@@ -85,3 +85,23 @@ fn entry_keys_out_of_order_are_found_when_the_key_type_is_known() {
     // without the key type: structure only
     assert!(check_gin_page(&page, Some(1), Some(4), None).is_empty());
 }
+
+/// The TIDs the page check hands a scan (so it decodes each posting list once) are those an index scan finds.
+#[test]
+fn the_page_check_hands_over_every_heap_tid_it_decodes() {
+    let leaf = data_leaf(&[segment(&[(1, 1), (1, 2), (3, 4)]), segment(&[(4, 1)])], INVALID_BLOCK_NUMBER, (0, 0));
+    let entries = int4_entry_leaf(&[-3, 5, 70]);
+    for (p, want) in
+        [(&leaf, vec![(0, 1, 1), (0, 1, 2), (0, 3, 4), (0, 4, 1)]), (&entries, vec![(1, 0, 1), (2, 0, 2), (3, 0, 3)])]
+    {
+        let page = Page::new(p).unwrap();
+        let mut got = Vec::new();
+        let found =
+            check_gin_page_tids(&page, Some(1), Some(4), None, Some(&mut |off, t| got.push((off, t.block, t.offset))));
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(got, want);
+        let mut scan = Vec::new();
+        crate::checks::scan::for_each_index_tid(&page, PageKind::Gin, |off, t| scan.push((off, t.block, t.offset)));
+        assert_eq!(got, scan);
+    }
+}
