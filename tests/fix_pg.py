@@ -154,6 +154,11 @@ def pytest_configure(config: pytest.Config) -> None:
     removes their directories: Python's default would exit at once and leave them all behind."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # a pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment: the commands would wrap
+        # their tables at 80 columns there and nowhere else (a test that wants a width sets COLUMNS itself)
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
 
 
 @pytest.hookimpl(tryfirst=True)
