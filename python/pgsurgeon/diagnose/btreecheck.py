@@ -4,7 +4,7 @@ when nothing it needs is still being read."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.diagnose import amcheck
@@ -13,6 +13,9 @@ from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.model import Checked
 from pgsurgeon.diagnose.server import run_locked
 from pgsurgeon.session import BackendLost, ServerError, Session
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 def start_btree_early(d: Diagnosis, indexes: list[Checked]) -> None:
@@ -71,9 +74,25 @@ def unfinished(index: Checked, fn: str, err: ServerError) -> list[dict[str, Any]
     ]
 
 
-def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, Any]]:
-    if not_to_check(d, index):
+def _lost_early(d: Diagnosis, index: Checked, early: Future[Any] | None) -> list[dict[str, Any]]:
+    """The check started early on an index amcheck is no longer asked about: when its backend was lost, it is
+    recorded all the same. Another session may have counted the same restart first (a crash ends every backend),
+    and stopped amcheck: the index whose check crashed the server is still named."""
+    if early is None:
         return []
+    try:
+        early.result()
+    except BackendLost as lost:
+        return [d.crashed(index, 0, max(index.relation.nblocks - 1, 0), lost.message, "bt_index_check")]
+    except Exception:  # an answer about an index no longer asked about is not reported
+        return []
+    return []
+
+
+def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, Any]]:
+    early = d.early_btree.pop(index.relation.oid, None)
+    if not_to_check(d, index):
+        return _lost_early(d, index, early)
     heap = d.heap_of(index)
     if index.locked is not None or (heap is not None and heap.locked is not None):
         index.amcheck = "not checked: its table is locked by another session"
@@ -91,7 +110,6 @@ def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str,
         index.notes.append("heapallindexed skipped: the table has damaged pages (it is read with the executor)")
     query = _btree_query(d)
     in_core = d.allindexed.get(index.relation.oid) if heapallindexed else None
-    early = d.early_btree.pop(index.relation.oid, None)
     try:
         if early is not None and not heapallindexed:
             rows = early.result()
@@ -106,7 +124,7 @@ def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str,
             if not proven:
                 rows = run_locked(session, query, {"rel": index.relation.oid, "all": True})
     except BackendLost as lost:
-        return [d.crashed(index, 0, max(index.relation.nblocks - 1, 0), lost.message)]
+        return [d.crashed(index, 0, max(index.relation.nblocks - 1, 0), lost.message, "bt_index_check")]
     index.amcheck = "ok (heapallindexed)" if heapallindexed else "ok"
     if not isinstance(rows, ServerError):
         return []

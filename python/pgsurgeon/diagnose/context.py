@@ -139,9 +139,9 @@ class Diagnosis:
     def toast_of(self, table: Checked) -> Checked | None:
         return self._index()[1].get(table.relation.oid)
 
-    def crashed(self, rel: Checked, a: int, b: int, message: str) -> dict[str, Any]:
-        """A backend lost under amcheck (verify_heapam or bt_index_check): counted, and amcheck stops after
-        ``max_crashes``."""
+    def crashed(self, rel: Checked, a: int, b: int, message: str, check: str = "verify_heapam") -> dict[str, Any]:
+        """A backend lost under amcheck's ``check`` (verify_heapam, bt_index_check, gin_index_check): counted, and
+        amcheck stops after ``max_crashes``."""
         with self.findings_lock:
             self.crashes += 1
             if self.crashes >= self.req.max_crashes:
@@ -153,7 +153,7 @@ class Diagnosis:
             rel.relation,
             a,
             None,
-            f"the backend running verify_heapam on blocks {a}..{b} was lost ({message}); those blocks were not "
+            f"the backend running {check} on blocks {a}..{b} was lost ({message}); those blocks were not "
             "checked by amcheck, the page decoder's findings for them stand",
             source=fmod.SOURCE_SERVER,
             observed_error=message,

@@ -108,7 +108,7 @@ def gin_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str, A
     try:
         rows = run_locked(session, query, {"rel": index.relation.oid})
     except BackendLost as lost:
-        return [d.crashed(index, 0, max(index.relation.nblocks - 1, 0), lost.message)]
+        return [d.crashed(index, 0, max(index.relation.nblocks - 1, 0), lost.message, "gin_index_check")]
     index.amcheck = "ok (gin_index_check)"
     if not isinstance(rows, ServerError):
         return []
