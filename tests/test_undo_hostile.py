@@ -43,24 +43,28 @@ def labs(lab_base_dir: Path) -> Iterator[CorruptLabs]:
     labs.close()
 
 
+def _corrupted(
+    lab: LabCluster, manifest: Path, mode: str, *args: str
+) -> tuple[str, list[Path], dict[str, str | None], dict[str, Any]]:
+    """A new table damaged by ``corrupt MODE ARGS`` with its manifest at ``manifest``: the table, its files, their
+    digests before the damage, and the manifest."""
+    table = make_table(lab, PLAIN)
+    files = relation_files(lab, table)
+    before = digest(files)
+    code, _, err = cli("corrupt", mode, "--dsn", lab.dsn(), "--table", table, *args, "--manifest", str(manifest))
+    assert code == Exit.CLEAN, err
+    wait_ready(lab)
+    return table, files, before, json.loads(manifest.read_text())
+
+
 @pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
 def damaged(
     request: pytest.FixtureRequest, labs: CorruptLabs, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Damaged]:
     """One damaged table per version for the module; every test only tries edited copies of its manifest."""
     lab = labs.get(request.param)
-    tmp_path = tmp_path_factory.mktemp("manifest")
-    table = make_table(lab, PLAIN)
-    files = relation_files(lab, table)
-    before = digest(files)
-    manifest = tmp_path / "zero.json"
-    code, _, err = cli(
-        "corrupt", "zero", "--dsn", lab.dsn(), "--table", table, "--block", "1", "--seed", "3",
-        "--manifest", str(manifest),
-    )  # fmt: skip
-    assert code == Exit.CLEAN, err
-    wait_ready(lab)
-    doc = json.loads(manifest.read_text())
+    manifest = tmp_path_factory.mktemp("manifest") / "zero.json"
+    table, files, before, doc = _corrupted(lab, manifest, "zero", "--block", "1", "--seed", "3")
     assert len(doc["changes"]) > 1  # zeroing a full page changes several runs of bytes
     yield Damaged(lab, table, manifest, doc, before, digest(files))
     # the real manifest, never edited, still undoes everything
@@ -186,19 +190,10 @@ def test_a_version_1_manifest_is_undone_and_a_later_one_refused(
     """Manifests written before the page images moved out of the JSON are still undone, byte-exact; a version
     this pgsurgeon does not know is refused in one line with a hint, before the server is stopped."""
     lab = labs.get(version)
-    table = make_table(lab, PLAIN)
-    files = relation_files(lab, table)
-    before = digest(files)
     manifest = tmp_path / "bitflips.json"
-    code, _, err = cli(
-        "corrupt", "bitflips", "--dsn", lab.dsn(), "--table", table, "--count", "5", "--seed", "2",
-        "--manifest", str(manifest),
-    )  # fmt: skip
-    assert code == Exit.CLEAN, err
-    wait_ready(lab)
+    _, files, before, doc = _corrupted(lab, manifest, "bitflips", "--count", "5", "--seed", "2")
     damaged = digest(files)
     assert damaged != before
-    doc = json.loads(manifest.read_text())
     later = tmp_path / "later.json"
     later.write_text(json.dumps({**doc, "version": 3}))
     pid = lab.status()["pid"]
