@@ -9,7 +9,6 @@ data directory is only read."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,31 +88,63 @@ def make_copy(
     if read_order is not None:
         order = read_order
         plan.copy.sort(key=lambda rel: -1 if (at := order(rel)) is None else at)
-    for parent in {os.path.dirname(rel) for rel in plan.copy}:
+    for parent in {os.path.dirname(rel) for rel in plan.copy} | {os.path.dirname(rel) for rel in plan.empty}:
         os.makedirs(os.path.join(dest, parent), exist_ok=True)
+    uid, gid = (owner.uid, owner.gid) if owner.switch else (-1, -1)
+    root = str(dest)
 
     def one(rel: str) -> int:
-        target = os.path.join(dest, rel)
+        target = os.path.join(root, rel)
         today = os.path.join(data_root, rel) if data_root is not None and rel in plan.sequences else None
         origin = today if today is not None and os.path.isfile(today) else os.path.join(src, rel)
-        if read_order is not None:
-            return core.vfs_copy(origin, target)
-        shutil.copyfile(origin, target)
-        return os.path.getsize(target)
+        if read_order is None:
+            return _copy_file(origin, target, uid, gid)
+        size = core.vfs_copy(origin, target)
+        os.chown(target, uid, gid)
+        return size
 
     sizes = [one(rel) for rel in plan.copy]  # one at a time: threads were slower (2 cores, the carving beside)
     out.bytes += sum(sizes)
     out.files += len(sizes)
     for rel in plan.empty:
-        target = os.path.join(dest, rel)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+        _write(os.path.join(root, rel), b"", uid, gid, os.O_WRONLY | os.O_CREAT)
         out.empty += 1
-    (dest / "postgresql.conf").write_text(CONF, encoding="utf-8")
-    (dest / "pg_hba.conf").write_text(HBA, encoding="utf-8")
-    (dest / "pg_ident.conf").write_text("", encoding="utf-8")
-    _chown_tree(dest, owner)
+    for name, text in (("postgresql.conf", CONF), ("pg_hba.conf", HBA), ("pg_ident.conf", "")):
+        _write(os.path.join(root, name), text.encode(), uid, gid, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    _chown_dirs(dest, owner)
     return out
+
+
+def _copy_file(origin: str, target: str, uid: int, gid: int) -> int:
+    """``origin`` copied by the kernel to ``target``, created owned by uid:gid; its size. Few system calls: a
+    catalog file is a page or a few, so a copy costs its calls and the interpreter's work around them, not its
+    bytes (shutil.copyfile, os.path.getsize and a walk chowning each file took 0.45-0.6 s for 2,817 files, this
+    0.19-0.29 s; docs/benchmarks.md)."""
+    src = os.open(origin, os.O_RDONLY)
+    try:
+        dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchown(dst, uid, gid)
+            size, done = os.fstat(src).st_size, 0
+            while done < size:
+                sent = os.sendfile(dst, src, None, size - done)
+                if sent == 0:  # shrunk while copied
+                    break
+                done += sent
+            return done
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def _write(target: str, data: bytes, uid: int, gid: int, flags: int) -> None:
+    fd = os.open(target, flags, 0o600)
+    try:
+        os.fchown(fd, uid, gid)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 class _Plan:
@@ -220,11 +251,12 @@ def _text(path: Path) -> str:
         return ""
 
 
-def _chown_tree(top: Path, owner: OsUser) -> None:
+def _chown_dirs(top: Path, owner: OsUser) -> None:
+    """The copy's directories and links given to ``owner`` (its files were created owned by it)."""
     top.chmod(0o700)
     if not owner.switch:
         return
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in [*dirnames, *filenames]:
-            os.chown(Path(dirpath) / name, owner.uid, owner.gid, follow_symlinks=False)
-    os.chown(top, owner.uid, owner.gid)
+    for dirpath, dirnames, _files in os.walk(top):
+        os.chown(dirpath, owner.uid, owner.gid)
+        for name in dirnames:  # a tablespace's link is listed here, and not walked into
+            os.chown(os.path.join(dirpath, name), owner.uid, owner.gid, follow_symlinks=False)
