@@ -5,17 +5,28 @@ the catalog."""
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from pgsurgeon.journal.server import last_complaint
 from pgsurgeon.lab.cluster import pick_free_port
-from pgsurgeon.pgbin import PgInstall, run_as, user_owning
+from pgsurgeon.pgbin import PgInstall, user_owning
 from pgsurgeon.rescue.plan import superuser_of
 
 START_TIMEOUT = 300
+POLL = 0.005
+"""Seconds between looks at postmaster.pid while the server starts (pg_ctl's 0.1 s was a tenth of the schema step)."""
+# postmaster.pid's status line and its values (src/include/utils/pidfile.h)
+LOCK_FILE_LINE_PM_STATUS = 8
+PM_STATUS_READY = "ready"
+PM_STATUS_STANDBY = "standby"
+STOP_SIGNALS = {"smart": signal.SIGTERM, "fast": signal.SIGINT, "immediate": signal.SIGQUIT}
+"""pg_ctl stop -m's signals (src/bin/pg_ctl/pg_ctl.c, set_mode)."""
 
 
 class PrivateServer:
@@ -39,6 +50,7 @@ class PrivateServer:
         self.stop_mode = stop_mode
         """``immediate`` for a throwaway copy: no shutdown checkpoint for a directory about to be removed."""
         self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
         self.started = False
         self.start_error = ""
 
@@ -65,32 +77,78 @@ class PrivateServer:
             "autovacuum": "off",
             **self.settings,
         }
-        opts = " ".join(f"-c {k}={v}" for k, v in settings.items())
-        done = run_as(
-            self.owner,
-            [self.install.tool("pg_ctl"), "-D", self.pgdata, "-l", self.log, "-w", "-t", str(START_TIMEOUT), "-o",
-             opts, "start"],
-            env=self.install.env(),
-            timeout=START_TIMEOUT + 30,
-        )  # fmt: skip
-        if done.returncode != 0:
-            complaint = last_complaint(self.log) if self.log.exists() else ""
-            self.start_error = complaint or done.stderr.strip() or "pg_ctl start failed"
+        # postgres itself, not pg_ctl start -w: pg_ctl looks at postmaster.pid every 100 ms and its stop as often,
+        # 0.1-0.2 s of a schema step of about a second (docs/benchmarks.md); its own session, as pg_ctl gives it,
+        # so a Ctrl-C reaches us and not the server
+        argv = [str(self.install.tool("postgres")), "-D", str(self.pgdata)]
+        for k, v in settings.items():
+            argv += ["-c", f"{k}={v}"]
+        env = self.install.env()
+        if self.owner.switch:
+            env.update({"USER": self.owner.name, "LOGNAME": self.owner.name, "HOME": "/"})
+        with self.log.open("ab") as log:
+            try:
+                self._proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, cwd="/",
+                    start_new_session=True,
+                    user=self.owner.uid if self.owner.switch else None,
+                    group=self.owner.gid if self.owner.switch else None,
+                    extra_groups=[] if self.owner.switch else None,
+                )  # fmt: skip
+            except OSError as exc:
+                self.start_error = f"cannot run postgres: {exc.strerror or exc}"
+                return
+        self.start_error = self._wait_ready(self._proc)
+        if self.start_error:
+            self._end(signal.SIGQUIT)
             return
         self.started = True
         if self.user is None:
             self.user = superuser_of(self.pgdata)
 
+    def _wait_ready(self, proc: subprocess.Popen[bytes]) -> str:
+        """Why the server did not start, or nothing once postmaster.pid says it accepts connections (its status
+        line, as pg_ctl reads it: src/bin/pg_ctl/pg_ctl.c, wait_for_postmaster_start)."""
+        deadline = time.monotonic() + START_TIMEOUT
+        pidfile = self.pgdata / "postmaster.pid"
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                complaint = last_complaint(self.log)
+                return complaint if complaint.startswith(("PANIC", "FATAL")) else f"postgres exited ({proc.returncode})"
+            try:
+                lines = pidfile.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = []
+            if (
+                len(lines) >= LOCK_FILE_LINE_PM_STATUS
+                and lines[0].strip() == str(proc.pid)
+                and lines[LOCK_FILE_LINE_PM_STATUS - 1].strip() in (PM_STATUS_READY, PM_STATUS_STANDBY)
+            ):
+                return ""
+            time.sleep(POLL)
+        complaint = last_complaint(self.log)
+        return complaint if complaint.startswith(("PANIC", "FATAL")) else f"not ready after {START_TIMEOUT} s"
+
     def stop(self) -> None:
-        if self.started:
-            run_as(
-                self.owner,
-                [self.install.tool("pg_ctl"), "-D", self.pgdata, "-m", self.stop_mode, "-w", "stop"],
-                env=self.install.env(),
-                timeout=START_TIMEOUT,
-            )
-            self.started = False
+        if self._proc is not None:
+            self._end(STOP_SIGNALS[self.stop_mode])
+        self.started = False
         shutil.rmtree(self.sock, ignore_errors=True)
+
+    def _end(self, sig: signal.Signals) -> None:
+        """Signal the postmaster as pg_ctl stop -m does, and wait until it has exited (it removes its
+        postmaster.pid before); stopped ``immediate`` when it will not, then killed."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for signum, wait in ((sig, START_TIMEOUT), (signal.SIGQUIT, 60), (signal.SIGKILL, None)):
+            if proc.poll() is not None:
+                return
+            proc.send_signal(signum)
+            try:
+                proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
 
     def dsn(self, database: str = "postgres") -> str:
         return f"host={self.sock} port={self.port} user={self.user} dbname={database}"
