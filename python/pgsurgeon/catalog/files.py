@@ -585,10 +585,13 @@ PG_INDEX = 2610
 _STORAGE_KINDS = ("r", "i", "S", "t", "m")
 
 
-def relation_index(fc: FilesCatalog, descs: bool = True) -> tuple[dict[RelKey, Relation], list[list[Any]]]:
+def relation_index(
+    fc: FilesCatalog, descs: bool = True, system_only: bool = False
+) -> tuple[dict[RelKey, Relation], list[list[Any]]]:
     """Names of every relation file, and what a scan needs to check each (the files source of what
     relation_names.sql and scan_metadata.sql ask a server). ``descs``: with each table's columns, for the checks of
-    its tuples' attributes (without them, pg_attribute is not read)."""
+    its tuples' attributes (without them, pg_attribute is not read). ``system_only``: the system catalogs' files
+    alone (unload's catalog copy checks no other)."""
     names: dict[RelKey, Relation] = {}
     metas: list[list[Any]] = []
     for d in fc.databases():
@@ -607,7 +610,7 @@ def relation_index(fc: FilesCatalog, descs: bool = True) -> tuple[dict[RelKey, R
             return keys[oid]
 
         for oid, r in sorted(cat.relations.items()):
-            if r.relkind not in _STORAGE_KINDS or r.persistence == "t":
+            if r.relkind not in _STORAGE_KINDS or r.persistence == "t" or (system_only and oid >= FIRST_NORMAL_OID):
                 continue
             k = key(oid)
             if k is None:

@@ -64,8 +64,9 @@ def check_copy(
     it points to; replay would make them agree, but the copy's server reads them as they are: acted on all the
     same, and said for what it is."""
     out = CatalogDamage()
-    # the copy's files are the original's: the original's catalog, already read, names them and describes them
-    names, metas = relation_index(original)
+    # the copy's files are the original's: the original's catalog, already read, names them and describes them (its
+    # catalogs alone: a finding elsewhere is not acted on, and the other relations were a third of this step)
+    names, metas = relation_index(original, system_only=True)
     outcome = run_scan(ScanRequest(pgdata=copy_root, metadata=metas))
     blcksz = int(outcome.control["blcksz"])
     segment_blocks = int(outcome.control["relseg_size"])
