@@ -197,7 +197,7 @@ class _Plan:
         return self._by_node[parent].get(node, [])
 
     def database(self, files: FilesCatalog, db: Database) -> None:
-        cat = files.database(db)
+        cat = files.relations_of(db)  # pg_class is all it reads: a database not read whole yet is not read whole
         located = cat.locate(PG_CLASS)
         if located is None:
             return

@@ -141,25 +141,18 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
         scratch.chmod(0o755)  # the server's unprivileged user reaches its data directory inside
         pgdata, copy, superuser, damage = _prepare(req, server, pgdata=scratch / "data", phases=phases)
         req.archives.mkdir(parents=True, exist_ok=True)
-        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, superuser, damage, cancelled)
-        phases.done("start, pg_dump, pg_dumpall, stop")
+        dumps, globals_sql, notes = _dump_all(pgdata, server, client, req, superuser, damage, cancelled, scratch)
+        phases.done("start, pg_dump and pg_restore, pg_dumpall, stop")
         out = SchemaDump(
             server=f"PostgreSQL {server.short_version}"
             + ("" if client is server else f" (pg_dump {client.short_version})"),
             globals_sql=_restorable_globals(globals_sql, copy.tablespaces),
-            databases=dict(
-                zip(
-                    [db.oid for db in req.databases],
-                    _each(req.databases, lambda db: _split(client, db, dumps[db.oid], scratch)),
-                    strict=True,
-                )
-            ),
+            databases=dumps,
             copy_bytes=copy.bytes,
             seconds=0.0,
             notes=notes,
             damage=damage,
         )
-        phases.done("pg_restore into sections")
         out.seconds = round(time.monotonic() - started, 3)
         out.phases = phases.seconds
         return out
@@ -232,9 +225,11 @@ def _dump_all(
     superuser: str,
     damage: CatalogDamage,
     cancelled: threading.Event,
-) -> tuple[dict[int, Path], str, list[str]]:
-    """Start the copy and dump it; once more with ignore_system_indexes when a catalog index is what fails (at once
-    when the copy's check found one damaged)."""
+    scratch: Path,
+) -> tuple[dict[int, DbDump], str, list[str]]:
+    """Start the copy and dump it, each archive split into its sections as soon as it is written (while the other
+    databases are dumped); once more with ignore_system_indexes when a catalog index is what fails (at once when
+    the copy's check found one damaged)."""
     notes: list[str] = []
     failure = "a catalog index failed its checks" if damage.index_damaged else ""
     attempts: list[dict[str, str]] = [{}, {"ignore_system_indexes": "on"}]
@@ -246,8 +241,11 @@ def _dump_all(
                     hint="the catalog itself may be damaged: pgsurgeon scan PGDATA names what",
                 )
             try:
-                archives = _each(req.databases, lambda db: _pg_dump(client, srv, db, req.archives, cancelled))
-                dumps = {db.oid: path for db, path in zip(req.databases, archives, strict=True)}
+                split = _each(
+                    req.databases,
+                    lambda db: _split(client, db, _pg_dump(client, srv, db, req.archives, cancelled), scratch),
+                )
+                dumps = {db.oid: one for db, one in zip(req.databases, split, strict=True)}
                 globals_sql = _run(client, "pg_dumpall", [*srv.client_args(), "--globals-only"])
                 if req.handoff is not None:
                     _print_raw(srv, req, req.handoff, cancelled)
