@@ -114,7 +114,7 @@ def _installs(major: int, pg_bin: Path | None) -> tuple[PgInstall, PgInstall]:
     server = install_of_major(major, pg_bin, program="pg_resetwal")
     if server is None:
         raise SchemaUnavailable(
-            f"no postgresql {major} installation found (postgres, pg_ctl and pg_resetwal of major {major})",
+            f"no postgresql {major} installation found (postgres and pg_resetwal of major {major})",
             hint=f"install postgresql-{major} (e.g. apt install postgresql-{major}) or pass its bin directory "
             "with --pg-bin",
         )
