@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -51,6 +52,7 @@ def main() -> int:
     pgsurgeon = shutil.which("pgsurgeon") or str(Path(sys.executable).with_name("pgsurgeon"))
     work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-schema-", dir="/var/tmp"))
     try:
+        load_before = os.getloadavg()[0]
         started = time.perf_counter()
         # to files, as unload writes its own (pg_dumpall fsyncs what it writes, and /dev/null cannot be)
         pg_dumpall, pg_dump = str(cluster.install.tool("pg_dumpall")), str(cluster.install.tool("pg_dump"))
@@ -64,6 +66,7 @@ def main() -> int:
         finally:
             cluster.start()
         schema = json.loads((work / "out" / "report.json").read_text())["schema"]
+        cpu = schema.get("phases_cpu", {})
         step_s = float(schema["seconds"])
         ratio = step_s / dump_s
         lines = [
@@ -73,7 +76,9 @@ def main() -> int:
             f"server   pg_dumpall --globals-only + pg_dump --schema-only per database   {dump_s:6.2f} s",
             f"unload   its schema step (copy, pg_resetwal, check, start, pg_dump -Fc, split) {step_s:6.2f} s  "
             f"({ratio:.2f}x), the whole unload {unload_s:.2f} s, peak RSS {rss:.0f} MB",
-            "  phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in schema.get("phases", {}).items()),
+            "  phases (wall, CPU of the step's thread and its programs): "
+            + ", ".join(f"{k} {v:.2f} s ({cpu.get(k, 0.0):.2f})" for k, v in schema.get("phases", {}).items()),
+            f"  load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after (two cores, shared)",
         ]
         print("\n".join(lines))
         if args.record:

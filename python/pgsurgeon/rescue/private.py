@@ -80,7 +80,7 @@ class PrivateServer:
         # postgres itself, not pg_ctl start -w: pg_ctl looks at postmaster.pid every 100 ms and its stop as often,
         # 0.1-0.2 s of a schema step of about a second (docs/benchmarks.md); its own session, as pg_ctl gives it,
         # so a Ctrl-C reaches us and not the server
-        argv = [str(self.install.tool("postgres")), "-D", str(self.pgdata)]
+        argv = [str(self.install.tool("postgres")), "-D", str(self.pgdata.absolute())]  # it runs in /
         for k, v in settings.items():
             argv += ["-c", f"{k}={v}"]
         env = self.install.env()

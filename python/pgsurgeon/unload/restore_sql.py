@@ -70,7 +70,7 @@ class RestoreWriter:
         schema: dict[str, Any] = {"method": "files"}
         if isinstance(outcome, SchemaDump):
             schema = {"method": "pg_dump", "server": outcome.server, "seconds": outcome.seconds, "objects": {}}
-            schema.update(catalog_copy_bytes=outcome.copy_bytes, phases=outcome.phases)
+            schema.update(catalog_copy_bytes=outcome.copy_bytes, phases=outcome.phases, phases_cpu=outcome.phases_cpu)
             (self.out / "globals.sql").write_text(outcome.globals_sql, encoding="utf-8")
             restore.append("\\ir globals.sql")
             self.notes.extend(outcome.notes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -106,6 +107,8 @@ class SchemaDump:
     """Catalog pages that failed their checks (zeroed in the copy) and the objects lost with them."""
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase."""
+    phases_cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per phase (:class:`_Phases`)."""
 
 
 def _installs(major: int, pg_bin: Path | None) -> tuple[PgInstall, PgInstall]:
@@ -154,7 +157,7 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
             damage=damage,
         )
         out.seconds = round(time.monotonic() - started, 3)
-        out.phases = phases.seconds
+        out.phases, out.phases_cpu = phases.seconds, phases.cpu
         return out
     finally:
         req.copied.set()
@@ -162,18 +165,27 @@ def dump_schema(req: SchemaRequest, cancelled: threading.Event | None = None) ->
 
 
 class _Phases:
-    """Seconds per phase of the schema step (report.json shows them), and a cancellation check between them."""
+    """Seconds per phase of the schema step, wall and CPU (report.json shows them), and a cancellation check
+    between them. CPU is this thread's and its programs' (pg_resetwal, the server with its backends once stopped,
+    pg_dump, pg_restore: unload's only child processes); not the page check's worker threads."""
 
     def __init__(self, cancelled: threading.Event) -> None:
         self.cancelled = cancelled
         self.seconds: dict[str, float] = {}
-        self._since = time.monotonic()
+        self.cpu: dict[str, float] = {}
+        self._since, self._cpu_since = time.monotonic(), _cpu()
 
     def done(self, name: str) -> None:
-        now = time.monotonic()
+        now, cpu = time.monotonic(), _cpu()
         self.seconds[name] = round(now - self._since, 3)
-        self._since = now
+        self.cpu[name] = round(cpu - self._cpu_since, 3)
+        self._since, self._cpu_since = now, cpu
         _check(self.cancelled)
+
+
+def _cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.thread_time() + children.ru_utime + children.ru_stime
 
 
 def _prepare(
