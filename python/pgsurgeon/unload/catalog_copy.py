@@ -205,6 +205,8 @@ class _Plan:
         # PG_VERSION, pg_filenode.map
         self.copy += [f"{dbdir}/{n}" for n in self.files_in(dbdir) if not n[0].isdigit() and n not in SKIPPED_FILES]
         for rel in cat.relations.values():
+            if rel.oid >= FIRST_NORMAL_OID and rel.relkind not in ("S", "r"):
+                continue  # an index, TOAST table, view… of the user's: neither copied nor created
             loc = cat.locate(rel.oid)
             if loc is None or loc[0].startswith("global/"):
                 continue  # no storage, or a shared catalog (global/ is copied whole)
