@@ -18,6 +18,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from labs import bench_cluster, run_measured  # noqa: E402
+from labs import bench_cluster, run_measured, run_usage  # noqa: E402
 
 from fix_schema import REGRESS_ERRORS, load_every_object, regress_load  # noqa: E402
 from pgsurgeon.lab import LabCluster  # noqa: E402
@@ -75,6 +76,20 @@ def main() -> int:
     return 1 if args.check and missed else 0
 
 
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def _server_cpu(cluster: LabCluster) -> float:
+    """CPU seconds of the running server's postmaster and the backends it has reaped (/proc/PID/stat: utime, stime,
+    cutime, cstime in clock ticks)."""
+    pid = cluster.postmaster_pid()
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class _Run:
     lines: list[str]
@@ -88,13 +103,15 @@ def _one_run(cluster: LabCluster, dbnames: list[str], pgsurgeon: str) -> _Run:
     work = Path(tempfile.mkdtemp(prefix="pgsurgeon-bench-schema-", dir="/var/tmp"))
     try:
         load_before = os.getloadavg()[0]
+        server_cpu = _server_cpu(cluster)
         started = time.perf_counter()
         # to files, as unload writes its own (pg_dumpall fsyncs what it writes, and /dev/null cannot be)
         pg_dumpall, pg_dump = str(cluster.install.tool("pg_dumpall")), str(cluster.install.tool("pg_dump"))
-        run_measured([pg_dumpall, "-d", cluster.dsn(), "--globals-only", "-f", str(work / "globals.sql")])
-        for dbname in dbnames:
-            run_measured([pg_dump, "-d", cluster.dsn(dbname), "--schema-only", "-f", str(work / f"{dbname}.sql")])
+        cmds = [[pg_dumpall, "-d", cluster.dsn(), "--globals-only", "-f", str(work / "globals.sql")]]
+        cmds += [[pg_dump, "-d", cluster.dsn(db), "--schema-only", "-f", str(work / f"{db}.sql")] for db in dbnames]
+        dump_cpu = sum(_cpu(run_usage(cmd)[1]) for cmd in cmds)
         dump_s = time.perf_counter() - started
+        dump_cpu += _server_cpu(cluster) - server_cpu
         cluster.stop()
         try:
             unload_s, rss, _, _ = run_measured([pgsurgeon, "unload", str(cluster.pgdata), "--out", str(work / "out")])
@@ -102,15 +119,17 @@ def _one_run(cluster: LabCluster, dbnames: list[str], pgsurgeon: str) -> _Run:
             cluster.start()
         schema = json.loads((work / "out" / "report.json").read_text())["schema"]
         cpu = schema.get("phases_cpu", {})
-        step_s = float(schema["seconds"])
+        step_s, step_cpu = float(schema["seconds"]), sum(cpu.values())
         ratio = step_s / dump_s
         lines = [
             f"{len(dbnames)} databases, {sum(sum(k.values()) for k in schema['objects'].values())} objects in "
             f"pg_dump's archives; PostgreSQL "
             f"{cluster.install.short_version}, checksums on, warm page cache",
-            f"server   pg_dumpall --globals-only + pg_dump --schema-only per database   {dump_s:6.2f} s",
+            f"server   pg_dumpall --globals-only + pg_dump --schema-only per database   {dump_s:6.2f} s  "
+            f"(CPU {dump_cpu:.2f} s, its backends' included)",
             f"unload   its schema step (copy, pg_resetwal, check, start, pg_dump -Fc, split) {step_s:6.2f} s  "
-            f"({ratio:.2f}x), the whole unload {unload_s:.2f} s, peak RSS {rss:.0f} MB",
+            f"({ratio:.2f}x; CPU {step_cpu:.2f} s, {step_cpu / dump_cpu:.2f}x), the whole unload {unload_s:.2f} s, "
+            f"peak RSS {rss:.0f} MB",
             "  phases (wall, CPU of the step's thread and its programs): "
             + ", ".join(f"{k} {v:.2f} s ({cpu.get(k, 0.0):.2f})" for k, v in schema.get("phases", {}).items()),
             f"  load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after (two cores, shared)",
