@@ -150,6 +150,11 @@ class PrivateServer:
             except subprocess.TimeoutExpired:
                 continue
 
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process ID while it runs."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
     def dsn(self, database: str = "postgres") -> str:
         return f"host={self.sock} port={self.port} user={self.user} dbname={database}"
 
