@@ -119,7 +119,7 @@ def _copy_file(origin: str, target: str, uid: int, gid: int) -> int:
     """``origin`` copied by the kernel to ``target``, created owned by uid:gid; its size. Few system calls: a
     catalog file is a page or a few, so a copy costs its calls and the interpreter's work around them, not its
     bytes (shutil.copyfile, os.path.getsize and a walk chowning each file took 0.45-0.6 s for 2,817 files, this
-    0.19-0.29 s; docs/benchmarks.md)."""
+    0.18-0.29 s; docs/benchmarks.md)."""
     src = os.open(origin, os.O_RDONLY)
     try:
         dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
