@@ -445,6 +445,57 @@ def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: 
     assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings)
 
 
+def test_verify_heapam_starts_while_the_indexes_are_read_never_on_a_block_not_vouched_for(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With -j 2, verify_heapam on a table without TOAST data starts once the scan has checked the table's pages,
+    before the file phase returns (while the indexes are still read), and only on blocks whose page the files showed
+    sound: the damaged block is read by the server only after the file phase, as before. Fails when the early start
+    is gone (no verify_heapam before the file phase returns) or when it reaches the block the files found damaged;
+    the damage is still reported at its block."""
+    from pgsurgeon.diagnose import engine
+
+    table = "early_heap"
+    with db.connect(lab.dsn) as conn:
+        conn.execute(f"CREATE TABLE {table} (a int PRIMARY KEY, b int)")
+        conn.execute(f"INSERT INTO {table} SELECT g, g FROM generate_series(1, 20000) g")
+        conn.execute("CHECKPOINT")
+        oid = int(conn.execute("SELECT %s::regclass::oid", [table]).fetchone()[0])
+    files_done = threading.Event()
+    original_files = engine.files_phase
+    original_rows = Session.rows
+    early: list[tuple[int, int, int]] = []
+    later: list[tuple[int, int, int]] = []
+
+    def files_phase(*args: Any, **kw: Any) -> Any:
+        try:
+            return original_files(*args, **kw)
+        finally:
+            files_done.set()
+
+    def rows(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
+        text = query if isinstance(query, str) else query.as_string(None)
+        if "verify_heapam" in text and params and "a" in params:
+            (later if files_done.is_set() else early).append((int(params["rel"]), int(params["a"]), int(params["b"])))
+        return original_rows(self, query, params, **kw)
+
+    try:
+        spots = corrupt(lab.cluster, ("--dsn", lab.dsn, "--table", table), ("item-ids", "--block", "5"), seed=7)
+        assert {b for b, _i in spots} == {5}, spots
+        monkeypatch.setattr(engine, "files_phase", files_phase)
+        monkeypatch.setattr(Session, "rows", rows)
+        out = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=[table], jobs=2))
+    finally:
+        monkeypatch.undo()
+        with db.connect(lab.dsn) as conn:
+            conn.execute(f"DROP TABLE {table}")
+    assert any(rel == oid for rel, _a, _b in early), (early, later)
+    assert not [(a, b) for rel, a, b in early if a <= 5 <= b], early
+    # block 5 itself: after the file phase, unless the server refuses it (a checksum failure on 18), as before
+    assert any(a <= 5 <= b for _r, a, b in later) or out.summary["pages_refused"] == 1, (early, later, out.summary)
+    assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings), out.findings
+
+
 def test_a_locked_table_is_skipped_not_waited_for(lab: Lab) -> None:
     """Another session holds ACCESS EXCLUSIVE (ALTER TABLE, VACUUM FULL): diagnose gives up on that table after
     lock_timeout instead of queueing behind it (and making everyone else queue behind diagnose)."""

@@ -538,6 +538,18 @@ class ScanResult(TypedDict):
     zero_inside: NotRequired[list[ZeroPagesNote]]
 
 
+class FirstPhaseFork(TypedDict):
+    """crates/core/src/checks/scan/ ``FirstPhaseFork``: a main fork whose pages were all checked in the scan's first
+    phase (the indexes still being read): its blocks with a finding and the blocks a live scan skipped."""
+
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    nblocks: int
+    blocks_found: list[int]
+    blocks_skipped: list[int]
+
+
 class ZeroPagesNote(TypedDict):
     """crates/core/src/checks/scan/ ``ZeroPagesNote``: a table's all-zero pages before in-use pages that nothing
     names rows on."""

@@ -224,6 +224,12 @@ impl Scanner {
         (self.progress.bytes_done.load(Relaxed), self.progress.pages_done.load(Relaxed))
     }
 
+    /// The first phase's main forks once every page of it is checked (the indexes still being read), else None.
+    fn first_phase(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let got = self.progress.first_phase.lock().ok().and_then(|g| g.clone());
+        got.map(|forks| to_py(py, &forks)).transpose()
+    }
+
     /// Ask a running scan to stop at the next page.
     fn cancel(&self) {
         self.progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -16,7 +16,11 @@ The order is what keeps a damaged server up:
    then the tables, following them only when the TOAST table is sound), and ``bt_index_check`` on every btree
    index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
-   every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
+   every session of the server). With -j 2 or more and the files here, two of these start during step 1 on the
+   -j sessions: bt_index_check (it reads only its index, built to meet damage), and verify_heapam on a table
+   without TOAST data as soon as the scan has checked every page of it, while the indexes are still read, on the
+   blocks its files vouched for (diagnose/heapcheck.py ``start_heap_early``); the blocks held back are checked
+   here. ``heapallindexed`` only over tables with no damage at all (it reads the table
    with the executor); with the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is. On 18, ``gin_index_check`` on
    every GIN index. A damaged index of a kind amcheck has no checker for is used through SQL, its table's rows
@@ -37,7 +41,7 @@ from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.crosscheck import file_checks, index_refs, vm_tails
 from pgsurgeon.diagnose.files import files_phase
 from pgsurgeon.diagnose.gincheck import gin_phase
-from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase
+from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase, start_heap_early
 from pgsurgeon.diagnose.model import Checked, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked
 from pgsurgeon.diagnose.outcome import fold_amcheck, outcome
 from pgsurgeon.diagnose.pages import raw_phase
@@ -61,7 +65,7 @@ def diagnose(d: Diagnosis) -> DiagnoseOutcome:
         others = [r for r in d.rels if not r.relation.is_heap and r.relation.relkind == "i"]
         start_btree_early(d, [r for r in d.rels if r.relation.is_btree and r.relation.role == "index"])
         d.progress(f"reading {sum(r.relation.nblocks for r in d.rels)} pages of {len(d.rels)} relation(s)")
-        if d.pgdata is None or not files_phase(d, heaps + others):
+        if d.pgdata is None or not files_phase(d, heaps + others, start_heap_early(d, heaps)):
             d.pgdata = None
             raw_phase(d, heaps + others)
         tails = vm_tails(d, heaps)

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::heapmap::HeapMap;
 use super::unit::{read_chunk, scan_unit, ChunkSummary, Ctx, Unit};
-use super::{key_of, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
+use super::{key_of, FirstPhaseFork, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
 use crate::error::{CoreError, Result};
 use crate::format::page::{Page, PageKind};
 use crate::sources::backup::vfs::VFile;
@@ -185,6 +185,7 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
         (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None))
     });
+    publish_first_phase(ctx.progress, relations, plan, &chunks);
     let gathering = crate::profile::timer("scan.heapmap");
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
@@ -200,6 +201,36 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     });
     chunks.extend(second);
     chunks
+}
+
+/// The first phase's main forks, their blocks with a finding and the blocks skipped, for [`Progress::first_phase`].
+fn publish_first_phase(progress: &Progress, relations: &[Relation], plan: &Plan, chunks: &[(usize, ChunkSummary)]) {
+    let mut forks: HashMap<usize, FirstPhaseFork> = HashMap::new();
+    for (ri, c) in chunks {
+        let rel = &relations[*ri];
+        if rel.fork != Fork::Main {
+            continue;
+        }
+        let f = forks.entry(*ri).or_insert_with(|| FirstPhaseFork {
+            tablespace_oid: rel.tablespace_oid,
+            database_oid: rel.database_oid,
+            relfilenode: rel.relfilenode,
+            nblocks: plan.nblocks[*ri],
+            blocks_found: Vec::new(),
+            blocks_skipped: Vec::new(),
+        });
+        f.blocks_found.extend(c.findings.iter().filter_map(|x| x.block));
+        f.blocks_skipped.extend(c.skipped.iter().map(|(b, _)| *b));
+    }
+    let mut out: Vec<FirstPhaseFork> = forks.into_values().collect();
+    for f in &mut out {
+        f.blocks_found.sort_unstable();
+        f.blocks_found.dedup();
+        f.blocks_skipped.sort_unstable();
+    }
+    if let Ok(mut slot) = progress.first_phase.lock() {
+        *slot = Some(out);
+    }
 }
 
 pub(super) fn scan_on_pool(
