@@ -11,6 +11,7 @@ from pgsurgeon.boundary import (
     CarveConfig,
     CarveResult,
     CatAttr,
+    CheckedChunk,
     ClassifyConfig,
     ClassifyResult,
     ClusterFacts,
@@ -19,7 +20,6 @@ from pgsurgeon.boundary import (
     ControlFile,
     DamageSpec,
     Finding,
-    FirstPhaseFork,
     IndexEvidenceConfig,
     IndexTid,
     Injection,
@@ -48,7 +48,7 @@ class Scanner:
     def total_bytes(self) -> int: ...
     def relations(self) -> list[RelationFork]: ...
     def progress(self) -> tuple[int, int]: ...
-    def first_phase(self) -> list[FirstPhaseFork] | None: ...
+    def checked_chunks(self) -> list[CheckedChunk]: ...
     def cancel(self) -> None: ...
     def run(self) -> ScanResult: ...
 

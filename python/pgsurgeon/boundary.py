@@ -538,14 +538,15 @@ class ScanResult(TypedDict):
     zero_inside: NotRequired[list[ZeroPagesNote]]
 
 
-class FirstPhaseFork(TypedDict):
-    """crates/core/src/checks/scan/ ``FirstPhaseFork``: a main fork whose pages were all checked in the scan's first
-    phase (the indexes still being read): its blocks with a finding and the blocks a live scan skipped."""
+class CheckedChunk(TypedDict):
+    """crates/core/src/checks/scan/ ``CheckedChunk``: blocks ``first .. first + count`` of a table's main fork, every
+    page checked: its blocks with a finding and the blocks a live scan skipped."""
 
     tablespace_oid: int
     database_oid: int
     relfilenode: int
-    nblocks: int
+    first: int
+    count: int
     blocks_found: list[int]
     blocks_skipped: list[int]
 

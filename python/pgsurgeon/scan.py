@@ -23,8 +23,8 @@ from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
     from pgsurgeon.boundary import (
+        CheckedChunk,
         ControlFile,
-        FirstPhaseFork,
         Horizons,
         RelationHealth,
         ScannerConfig,
@@ -57,9 +57,9 @@ class ScanRequest:
     """Count the storage-health figures too (:mod:`pgsurgeon.health`), in the same pass over the pages."""
     checks: bool = True
     """Check the pages for damage; off (with ``health``), only the figures are counted."""
-    on_first_phase: Callable[[list[FirstPhaseFork]], None] | None = None
-    """Called once, from the calling thread, when every table's pages are checked and the indexes are still being
-    read (diagnose starts the server's checks of the tables then)."""
+    on_checked: Callable[[list[CheckedChunk]], None] | None = None
+    """Called from the calling thread with the tables' chunks checked since the last call, while the scan goes on
+    (diagnose starts the server's checks of those blocks then)."""
 
 
 @dataclass
@@ -149,15 +149,14 @@ def _scan_once(
 
     worker = threading.Thread(target=work, name="pgsurgeon-scan", daemon=True)
     worker.start()
-    first_phase = req.on_first_phase
+    on_checked = req.on_checked
     shown = time.monotonic()
     try:
         while worker.is_alive():
-            # a caller waiting for the first phase is told within 20 ms (~1 % of the bench cluster's scan)
-            worker.join(0.2 if first_phase is None else 0.02)
-            if first_phase is not None and (forks := scanner.first_phase()) is not None:
-                first_phase(forks)
-                first_phase = None
+            # a caller waiting for checked chunks is told within 20 ms (~1 % of the bench cluster's scan)
+            worker.join(0.2 if on_checked is None else 0.02)
+            if on_checked is not None and (chunks := scanner.checked_chunks()):
+                on_checked(chunks)
             if on_progress is not None and time.monotonic() - shown >= 0.2:
                 shown = time.monotonic()
                 done, pages = scanner.progress()
@@ -166,8 +165,8 @@ def _scan_once(
         scanner.cancel()
         worker.join()
         raise
-    if first_phase is not None and not failure and (forks := scanner.first_phase()) is not None:
-        first_phase(forks)  # a scan shorter than the polling interval: still before the caller's own steps
+    if on_checked is not None and not failure and (chunks := scanner.checked_chunks()):
+        on_checked(chunks)  # the last ones (or a scan shorter than the polling interval)
     if failure:
         if isinstance(failure[0], PermissionError):
             raise _not_allowed(failure[0])

@@ -224,10 +224,10 @@ impl Scanner {
         (self.progress.bytes_done.load(Relaxed), self.progress.pages_done.load(Relaxed))
     }
 
-    /// The first phase's main forks once every page of it is checked (the indexes still being read), else None.
-    fn first_phase(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let got = self.progress.first_phase.lock().ok().and_then(|g| g.clone());
-        got.map(|forks| to_py(py, &forks)).transpose()
+    /// The tables' chunks checked since the last call (taken: each is handed out once).
+    fn checked_chunks(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let taken = self.progress.checked.lock().map(|mut g| std::mem::take(&mut *g)).unwrap_or_default();
+        to_py(py, &taken)
     }
 
     /// Ask a running scan to stop at the next page.

@@ -18,9 +18,9 @@ The order is what keeps a damaged server up:
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
    every session of the server). With -j 2 or more and the files here, two of these start during step 1 on the
    -j sessions: bt_index_check (it reads only its index, built to meet damage), and verify_heapam on a table
-   without TOAST data as soon as the scan has checked every page of it, while the indexes are still read, on the
-   blocks its files vouched for (diagnose/heapcheck.py ``start_heap_early``); the blocks held back are checked
-   here. ``heapallindexed`` only over tables with no damage at all (it reads the table
+   without TOAST data, on each chunk of blocks as soon as the scan has checked it, over the blocks its files
+   vouched for (diagnose/heapcheck.py ``start_heap_early``); the blocks held back are checked here.
+   ``heapallindexed`` only over tables with no damage at all (it reads the table
    with the executor); with the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is. On 18, ``gin_index_check`` on
    every GIN index. A damaged index of a kind amcheck has no checker for is used through SQL, its table's rows

@@ -19,7 +19,7 @@ from pgsurgeon.session import ServerError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pgsurgeon.boundary import FirstPhaseFork, ZeroPagesNote
+    from pgsurgeon.boundary import CheckedChunk, ZeroPagesNote
 
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
@@ -30,7 +30,7 @@ _TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* m
 
 
 def files_phase(
-    d: Diagnosis, rels: list[Checked], on_first_phase: Callable[[list[FirstPhaseFork]], None] | None = None
+    d: Diagnosis, rels: list[Checked], on_checked: Callable[[list[CheckedChunk]], None] | None = None
 ) -> bool:
     """Check the relation files on this host in the core (the live scan: pages written after the last
     checkpoint are skipped there and read through the server instead). A page the files show damaged is
@@ -58,7 +58,7 @@ def files_phase(
                 jobs=d.req.jobs,
                 metadata=scan_metas(runner(d.main)),
                 next_xid=next_xid,
-                on_first_phase=on_first_phase,
+                on_checked=on_checked,
             )
         )
     except PgSurgeonError as exc:

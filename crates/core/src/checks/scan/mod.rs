@@ -181,20 +181,21 @@ pub struct Progress {
     pub bytes_done: AtomicU64,
     pub pages_done: AtomicU64,
     pub cancelled: AtomicBool,
-    /// Set once every page of the first phase (the tables, everything but the indexes checked against a table's
-    /// line pointers) has been checked, while the indexes are still read: diagnose starts the server's checks of a
-    /// table then, on the blocks its files vouched for (the server never reads a page before the core has).
-    pub first_phase: std::sync::Mutex<Option<Vec<FirstPhaseFork>>>,
+    /// The chunks of main forks of the first phase (the tables: everything but the indexes checked against a
+    /// table's line pointers) checked so far and not yet taken: diagnose starts the server's checks of a table's
+    /// blocks as the scan goes, on those its files vouched for (the server never reads a page before the core has).
+    pub checked: std::sync::Mutex<Vec<CheckedChunk>>,
 }
 
-/// A main fork whose every page went through the page checks in the scan's first phase: the blocks with a finding
-/// on their page and the blocks a live scan skipped (written since its redo point: not checked yet).
+/// Blocks `first..first + count` of a main fork, every page through the page checks: the blocks with a finding on
+/// their page and those a live scan skipped (written since its redo point: not checked yet).
 #[derive(Debug, Clone, Serialize)]
-pub struct FirstPhaseFork {
+pub struct CheckedChunk {
     pub tablespace_oid: u32,
     pub database_oid: u32,
     pub relfilenode: u32,
-    pub nblocks: u64,
+    pub first: u64,
+    pub count: u64,
     pub blocks_found: Vec<u64>,
     pub blocks_skipped: Vec<u64>,
 }

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::heapmap::HeapMap;
 use super::unit::{read_chunk, scan_unit, ChunkSummary, Ctx, Unit};
-use super::{key_of, FirstPhaseFork, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
+use super::{key_of, CheckedChunk, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
 use crate::error::{CoreError, Result};
 use crate::format::page::{Page, PageKind};
 use crate::sources::backup::vfs::VFile;
@@ -183,9 +183,10 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     let unit_order =
         |(_, u): &&(usize, Unit<'_>)| seg_order(ctx.root, &u.rel.segments[u.seg_index].path, u.first_block_in_file);
     let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
-        (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None))
+        let summary = scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None);
+        publish_checked(ctx, u, &summary);
+        (*ri, summary)
     });
-    publish_first_phase(ctx.progress, relations, plan, &chunks);
     let gathering = crate::profile::timer("scan.heapmap");
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
     for (ri, c) in chunks.iter_mut() {
@@ -203,33 +204,28 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     chunks
 }
 
-/// The first phase's main forks, their blocks with a finding and the blocks skipped, for [`Progress::first_phase`].
-fn publish_first_phase(progress: &Progress, relations: &[Relation], plan: &Plan, chunks: &[(usize, ChunkSummary)]) {
-    let mut forks: HashMap<usize, FirstPhaseFork> = HashMap::new();
-    for (ri, c) in chunks {
-        let rel = &relations[*ri];
-        if rel.fork != Fork::Main {
-            continue;
-        }
-        let f = forks.entry(*ri).or_insert_with(|| FirstPhaseFork {
-            tablespace_oid: rel.tablespace_oid,
-            database_oid: rel.database_oid,
-            relfilenode: rel.relfilenode,
-            nblocks: plan.nblocks[*ri],
-            blocks_found: Vec::new(),
-            blocks_skipped: Vec::new(),
-        });
-        f.blocks_found.extend(c.findings.iter().filter_map(|x| x.block));
-        f.blocks_skipped.extend(c.skipped.iter().map(|(b, _)| *b));
+/// A first-phase chunk of a main fork, checked: its blocks with a finding and those skipped, for
+/// [`Progress::checked`].
+fn publish_checked(ctx: &Ctx<'_>, u: &Unit<'_>, c: &ChunkSummary) {
+    if u.rel.fork != Fork::Main {
+        return;
     }
-    let mut out: Vec<FirstPhaseFork> = forks.into_values().collect();
-    for f in &mut out {
-        f.blocks_found.sort_unstable();
-        f.blocks_found.dedup();
-        f.blocks_skipped.sort_unstable();
-    }
-    if let Ok(mut slot) = progress.first_phase.lock() {
-        *slot = Some(out);
+    let seg = &u.rel.segments[u.seg_index];
+    let first = u64::from(seg.segno) * u64::from(ctx.opts.relseg_size) + u.first_block_in_file;
+    let mut blocks_found: Vec<u64> = c.findings.iter().filter_map(|x| x.block).collect();
+    blocks_found.sort_unstable();
+    blocks_found.dedup();
+    let chunk = CheckedChunk {
+        tablespace_oid: u.rel.tablespace_oid,
+        database_oid: u.rel.database_oid,
+        relfilenode: u.rel.relfilenode,
+        first,
+        count: u.nblocks,
+        blocks_found,
+        blocks_skipped: c.skipped.iter().map(|(b, _)| *b).collect(),
+    };
+    if let Ok(mut taken) = ctx.progress.checked.lock() {
+        taken.push(chunk);
     }
 }
 
