@@ -539,8 +539,8 @@ class ScanResult(TypedDict):
 
 
 class CheckedChunk(TypedDict):
-    """crates/core/src/checks/scan/ ``CheckedChunk``: blocks ``first .. first + count`` of a table's main fork, every
-    page checked: its blocks with a finding and the blocks a live scan skipped."""
+    """crates/core/src/checks/scan/ ``CheckedChunk``: blocks ``first .. first + count`` of a main fork (a table's or an
+    index's), every page checked: its blocks with a finding and the blocks a live scan skipped."""
 
     tablespace_oid: int
     database_oid: int

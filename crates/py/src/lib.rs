@@ -224,7 +224,7 @@ impl Scanner {
         (self.progress.bytes_done.load(Relaxed), self.progress.pages_done.load(Relaxed))
     }
 
-    /// The tables' chunks checked since the last call (taken: each is handed out once).
+    /// The main forks' chunks checked since the last call, tables' and indexes' (taken: each is handed out once).
     fn checked_chunks(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let taken = self.progress.checked.lock().map(|mut g| std::mem::take(&mut *g)).unwrap_or_default();
         to_py(py, &taken)

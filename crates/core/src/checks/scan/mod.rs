@@ -181,9 +181,10 @@ pub struct Progress {
     pub bytes_done: AtomicU64,
     pub pages_done: AtomicU64,
     pub cancelled: AtomicBool,
-    /// The chunks of main forks of the first phase (the tables: everything but the indexes checked against a
-    /// table's line pointers) checked so far and not yet taken: diagnose starts the server's checks of a table's
-    /// blocks as the scan goes, on those its files vouched for (the server never reads a page before the core has).
+    /// The chunks of main forks checked so far and not yet taken (the tables' in the first phase, the indexes checked
+    /// against a table's line pointers in the second): diagnose starts the server's checks of a table's blocks, and of
+    /// a GIN index whose every page is checked, as the scan goes, on what its files vouched for (the server never
+    /// reads a page before the core has).
     pub checked: std::sync::Mutex<Vec<CheckedChunk>>,
 }
 

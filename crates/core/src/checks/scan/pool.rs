@@ -198,14 +198,16 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     drop(gathering);
     let second: Vec<(usize, ChunkSummary)> = in_read_order(&phase2, unit_order, |(ri, u)| {
         let heap = plan.heap_of[*ri].and_then(|hi| heaps.get(&hi));
-        (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], false, heap))
+        let summary = scan_unit(ctx, *ri, u, plan.nblocks[*ri], false, heap);
+        publish_checked(ctx, u, &summary);
+        (*ri, summary)
     });
     chunks.extend(second);
     chunks
 }
 
-/// A first-phase chunk of a main fork, checked: its blocks with a finding and those skipped, for
-/// [`Progress::checked`].
+/// A chunk of a main fork, checked (a table's in the first phase, an index's in the second): its blocks with a
+/// finding and those skipped, for [`Progress::checked`].
 fn publish_checked(ctx: &Ctx<'_>, u: &Unit<'_>, c: &ChunkSummary) {
     if u.rel.fork != Fork::Main {
         return;
