@@ -147,9 +147,11 @@ def _scan_once(
         except BaseException as exc:  # handed to the calling thread
             failure.append(exc)
 
+    on_checked = req.on_checked
+    if on_checked is not None:
+        scanner.want_checked()
     worker = threading.Thread(target=work, name="pgsurgeon-scan", daemon=True)
     worker.start()
-    on_checked = req.on_checked
     shown = time.monotonic()
     try:
         while worker.is_alive():

@@ -186,6 +186,8 @@ pub struct Progress {
     /// a GIN index whose every page is checked, as the scan goes, on what its files vouched for (the server never
     /// reads a page before the core has).
     pub checked: std::sync::Mutex<Vec<CheckedChunk>>,
+    /// Someone takes [`Progress::checked`]: only then are chunks kept there (a scan nobody asks grows no list).
+    pub checked_wanted: AtomicBool,
 }
 
 /// Blocks `first..first + count` of a main fork, every page through the page checks: the blocks with a finding on

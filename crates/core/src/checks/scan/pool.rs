@@ -209,7 +209,7 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
 /// A chunk of a main fork, checked (a table's in the first phase, an index's in the second): its blocks with a
 /// finding and those skipped, for [`Progress::checked`].
 fn publish_checked(ctx: &Ctx<'_>, u: &Unit<'_>, c: &ChunkSummary) {
-    if u.rel.fork != Fork::Main {
+    if u.rel.fork != Fork::Main || !ctx.progress.checked_wanted.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
     let seg = &u.rel.segments[u.seg_index];
