@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from fix_pg import create_test_cluster
+from fix_pg import create_test_cluster, parametrize_versions
 from pgsurgeon import db
 from pgsurgeon.cli import main
 from pgsurgeon.diagnose import DiagnoseRequest, run_diagnose
@@ -186,7 +186,11 @@ def build(cluster: LabCluster) -> tuple[dict[str, dict[str, tuple[str, str]]], d
     return paths, names
 
 
-@pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize_versions(metafunc, "lab", scope="module")
+
+
+@pytest.fixture(scope="module")
 def lab(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Lab]:
     version = request.param
     cluster = create_test_cluster(lab_base_dir, f"diag{version}", version)
@@ -443,6 +447,121 @@ def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: 
     # of their own, on the tables checked, their TOAST tables and their indexes, never anywhere else.
     assert {f["relation"] for f in crash} <= ours, (crash, ours)
     assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings)
+
+
+def test_verify_heapam_starts_while_the_indexes_are_read_never_on_a_block_not_vouched_for(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With -j 2, verify_heapam on a table without TOAST data starts once the scan has checked the table's pages,
+    before the file phase returns (while the indexes are still read), and only on blocks whose page the files showed
+    sound: the damaged block is read by the server only after the file phase, as before. Fails when the early start
+    is gone (no verify_heapam before the file phase returns) or when it reaches the block the files found damaged;
+    the damage is still reported at its block."""
+    from pgsurgeon.diagnose import engine
+
+    table = "early_heap"
+    with db.connect(lab.dsn) as conn:
+        conn.execute(f"CREATE TABLE {table} (a int PRIMARY KEY, b int)")
+        conn.execute(f"INSERT INTO {table} SELECT g, g FROM generate_series(1, 20000) g")
+        conn.execute("CHECKPOINT")
+        oid = int(conn.execute("SELECT %s::regclass::oid", [table]).fetchone()[0])
+    files_done = threading.Event()
+    original_files = engine.files_phase
+    original_rows = Session.rows
+    early: list[tuple[int, int, int]] = []
+    later: list[tuple[int, int, int]] = []
+
+    def files_phase(*args: Any, **kw: Any) -> Any:
+        try:
+            return original_files(*args, **kw)
+        finally:
+            files_done.set()
+
+    def rows(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
+        text = query if isinstance(query, str) else query.as_string(None)
+        if "verify_heapam" in text and params and "a" in params:
+            (later if files_done.is_set() else early).append((int(params["rel"]), int(params["a"]), int(params["b"])))
+        return original_rows(self, query, params, **kw)
+
+    try:
+        spots = corrupt(lab.cluster, ("--dsn", lab.dsn, "--table", table), ("item-ids", "--block", "5"), seed=7)
+        assert {b for b, _i in spots} == {5}, spots
+        monkeypatch.setattr(engine, "files_phase", files_phase)
+        monkeypatch.setattr(Session, "rows", rows)
+        out = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=[table], jobs=2))
+    finally:
+        monkeypatch.undo()
+        with db.connect(lab.dsn) as conn:
+            conn.execute(f"DROP TABLE {table}")
+    assert any(rel == oid for rel, _a, _b in early), (early, later)
+    assert not [(a, b) for rel, a, b in early if a <= 5 <= b], early
+    # block 5 itself: after the file phase, unless the server refuses it (a checksum failure on 18), as before
+    assert any(a <= 5 <= b for _r, a, b in later) or out.summary["pages_refused"] == 1, (early, later, out.summary)
+    assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings), out.findings
+
+
+@pytest.mark.pg("18")
+def test_gin_index_check_starts_during_the_scan_only_on_an_index_found_sound(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With -j 2 on 18, gin_index_check on a GIN index starts while the files are still being checked, once the scan
+    has checked every page of that index and found nothing; an index with a damaged page waits for the GIN phase
+    after the scan, as before. Fails when the early start is gone, or reaches the damaged index; both indexes still
+    get their check and the damage is reported on its index."""
+    from pgsurgeon.diagnose import engine
+
+    table = "early_gin"
+    with db.connect(lab.dsn) as conn:
+        conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, tags int[], words tsvector)")
+        conn.execute(
+            f"INSERT INTO {table} SELECT g, ARRAY[g % 50, g % 7], to_tsvector('simple', 'w' || (g % 300) || ' x') "
+            "FROM generate_series(1, 20000) g"
+        )
+        conn.execute(f"CREATE INDEX early_gin_tags ON {table} USING gin (tags)")
+        conn.execute(f"CREATE INDEX early_gin_words ON {table} USING gin (words)")
+        conn.execute("CHECKPOINT")
+        oids = dict(conn.execute("SELECT relname, oid::int FROM pg_class WHERE relname LIKE 'early_gin_%'").fetchall())
+    files_done = threading.Event()
+    original_files = engine.files_phase
+    original_start = engine.start_gin_early
+    started_early: set[int] = set()
+
+    def files_phase(*args: Any, **kw: Any) -> Any:
+        try:
+            return original_files(*args, **kw)
+        finally:
+            files_done.set()
+
+    def start_gin_early(d: Any, indexes: Any) -> Any:
+        handed = original_start(d, indexes)
+        assert handed is not None
+
+        def spy(chunks: Any) -> None:
+            handed(chunks)
+            if not files_done.is_set():
+                started_early.update(d.early_gin)
+
+        return spy
+
+    try:
+        code, out = cli(
+            "corrupt", "gin", "--field", "posting-list", "--dsn", lab.dsn, "-t", table, "--target", "index",
+            "--index", "early_gin_words", "--seed", "7", "--keep-checksum-valid",
+        )  # fmt: skip
+        assert code == 0, out
+        monkeypatch.setattr(engine, "files_phase", files_phase)
+        monkeypatch.setattr(engine, "start_gin_early", start_gin_early)
+        result = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=[table], jobs=2))
+    finally:
+        monkeypatch.undo()
+        with db.connect(lab.dsn) as conn:
+            conn.execute(f"DROP TABLE {table}")
+    assert started_early == {oids["early_gin_tags"]}, (started_early, oids)
+    accounts = {r["relation"]: r for r in result.relations}
+    assert accounts["early_gin_tags"]["amcheck"] == "ok (gin_index_check)", accounts["early_gin_tags"]
+    assert accounts["early_gin_words"]["amcheck"] in ("corrupt", "ok (gin_index_check)"), accounts["early_gin_words"]
+    assert any(f["relation"] == "early_gin_words" for f in result.findings), result.findings
+    assert not [f for f in result.findings if f["relation"] == "early_gin_tags"], result.findings
 
 
 def test_a_locked_table_is_skipped_not_waited_for(lab: Lab) -> None:

@@ -538,6 +538,19 @@ class ScanResult(TypedDict):
     zero_inside: NotRequired[list[ZeroPagesNote]]
 
 
+class CheckedChunk(TypedDict):
+    """crates/core/src/checks/scan/ ``CheckedChunk``: blocks ``first .. first + count`` of a main fork (a table's or an
+    index's), every page checked: its blocks with a finding and the blocks a live scan skipped."""
+
+    tablespace_oid: int
+    database_oid: int
+    relfilenode: int
+    first: int
+    count: int
+    blocks_found: list[int]
+    blocks_skipped: list[int]
+
+
 class ZeroPagesNote(TypedDict):
     """crates/core/src/checks/scan/ ``ZeroPagesNote``: a table's all-zero pages before in-use pages that nothing
     names rows on."""

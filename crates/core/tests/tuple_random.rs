@@ -12,7 +12,9 @@ use pgsurgeon_core::format::heap::HeapTupleHeaderData;
 use pgsurgeon_core::format::itemid::LP_NORMAL;
 use pgsurgeon_core::format::page::Page;
 use pgsurgeon_core::format::toast::{ChunkInventory, TOAST_MAX_CHUNK_SIZE_8K};
-use pgsurgeon_core::format::tuple::{toast_pointers, walk_attributes, AttrDesc, RelDesc};
+use pgsurgeon_core::format::tuple::{
+    toast_pointers, walk_attributes, walk_attributes_with, AttrDesc, RelDesc, WalkOptions,
+};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pages/");
 
@@ -153,6 +155,13 @@ fn check_walk(t: &[u8], rel: &RelDesc, inv: &ChunkInventory, stats: &mut BTreeMa
         let _ = p.to_finding(Some(1), Some(1));
     }
     assert_eq!(toast_pointers(t, &h, rel).len(), w.toast_pointers.len());
+    // Without spans the walk takes a short path for sound tuples: it must say exactly what the full walk says.
+    let lean = walk_attributes_with(t, &h, rel, &WalkOptions { record_spans: false, ..WalkOptions::default() });
+    assert_eq!(
+        (&lean.problems, &lean.toast_pointers, lean.data_end, lean.stopped),
+        (&w.problems, &w.toast_pointers, w.data_end, w.stopped),
+        "tuple {t:02x?}"
+    );
     for ptr in &w.toast_pointers {
         for p in inv.check_value(ptr, TOAST_MAX_CHUNK_SIZE_8K) {
             assert_eq!(p.code.info().area, Area::Toast);

@@ -224,6 +224,17 @@ impl Scanner {
         (self.progress.bytes_done.load(Relaxed), self.progress.pages_done.load(Relaxed))
     }
 
+    /// From now on keep the main forks' chunks as they are checked, for [`Scanner::checked_chunks`].
+    fn want_checked(&self) {
+        self.progress.checked_wanted.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The main forks' chunks checked since the last call, tables' and indexes' (taken: each is handed out once).
+    fn checked_chunks(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let taken = self.progress.checked.lock().map(|mut g| std::mem::take(&mut *g)).unwrap_or_default();
+        to_py(py, &taken)
+    }
+
     /// Ask a running scan to stop at the next page.
     fn cancel(&self) {
         self.progress.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -53,6 +53,12 @@ class Diagnosis:
         """The -j workers, each with its own session for the whole run."""
         self.early_btree: dict[int, Future[Any]] = {}
         """Per index, bt_index_check started while the pages were being read (the rows or the error it returned)."""
+        self.early_heap: dict[int, list[tuple[tuple[Checked, int, int, bool], Future[list[dict[str, Any]]]]]] = {}
+        """Per table, verify_heapam's block ranges started while the indexes were being read, and their findings."""
+        self.early_gin: dict[int, Future[list[dict[str, Any]]]] = {}
+        """Per GIN index, gin_index_check started once the scan had checked all its pages, and its findings."""
+        self.gin_check: bool | None = None
+        """Whether amcheck has gin_index_check (None: not asked yet)."""
 
     def fn(self, ext: str, name: str) -> Any:
         """An extension function, schema-qualified (the extension may live outside the search_path)."""
@@ -94,7 +100,8 @@ class Diagnosis:
         if self.allindexed_pool is not None:
             self.allindexed_pool.shutdown(cancel_futures=True)
         if self.pool is not None:
-            if any(not f.done() for f in self.early_btree.values()):
+            early = [f for runs in self.early_heap.values() for _t, f in runs]
+            if any(not f.done() for f in [*self.early_btree.values(), *early, *self.early_gin.values()]):
                 # left early (an error, ^C): stop the check still running rather than wait for it
                 for s in self.sessions:
                     if s is not self.main:

@@ -16,11 +16,17 @@ The order is what keeps a damaged server up:
    then the tables, following them only when the TOAST table is sound), and ``bt_index_check`` on every btree
    index, in one pool of sessions. A range that raises an ERROR is bisected to the failing blocks and the rest is
    checked. A backend crash is recorded, the session reconnects and amcheck is not run again (a crash restarts
-   every session of the server). ``heapallindexed`` only over tables with no damage at all (it reads the table
+   every session of the server). With -j 2 or more and the files here, two of these start during step 1 on the
+   -j sessions: bt_index_check (it reads only its index, built to meet damage), and verify_heapam on a table
+   without TOAST data, on each chunk of blocks as soon as the scan has checked it, over the blocks its files
+   vouched for (diagnose/heapcheck.py ``start_heap_early``); the blocks held back are checked here.
+   ``heapallindexed`` only over tables with no damage at all (it reads the table
    with the executor); with the files here, the core does it first, beside amcheck (crates/core/src/diagnose/
    allindexed.rs): what it proves is not asked of the server; what it doubts is. On 18, ``gin_index_check`` on
-   every GIN index. A damaged index of a kind amcheck has no checker for is used through SQL, its table's rows
-   looked up by their keys: what the server then says is its findings' ``observed_error`` (diagnose/probe.py).
+   every GIN index (with -j 2 or more, started during step 1 once the scan has found every page of the index
+   sound: diagnose/gincheck.py ``start_gin_early``). A damaged index of a kind amcheck has no checker for is used
+   through SQL, its table's rows looked up by their keys: what the server then says is its findings'
+   ``observed_error`` (diagnose/probe.py).
 4. The visibility map: the files' verdict on every marked page (the live scan) against pg_visibility's
    ``pg_check_visible``/``pg_check_frozen`` where that extension is installed (diagnose/visibility.py).
 
@@ -30,14 +36,17 @@ taken are AccessShareLock only (bt_index_parent_check, which takes ShareLock, is
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from pgsurgeon import core as core  # the tests reach the core through this module (monkeypatch engine.core)
 from pgsurgeon.diagnose.allindexed import start_allindexed
 from pgsurgeon.diagnose.btreecheck import btree_phase, start_btree_early
 from pgsurgeon.diagnose.context import Diagnosis
 from pgsurgeon.diagnose.crosscheck import file_checks, index_refs, vm_tails
 from pgsurgeon.diagnose.files import files_phase
-from pgsurgeon.diagnose.gincheck import gin_phase
-from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase
+from pgsurgeon.diagnose.gincheck import gin_phase, start_gin_early
+from pgsurgeon.diagnose.heapcheck import amcheck_phase, heap_phase, start_heap_early
 from pgsurgeon.diagnose.model import Checked, Crossref, DiagnoseOutcome, DiagnoseRequest, NotChecked
 from pgsurgeon.diagnose.outcome import fold_amcheck, outcome
 from pgsurgeon.diagnose.pages import raw_phase
@@ -46,6 +55,9 @@ from pgsurgeon.diagnose.relations import load_relations
 from pgsurgeon.diagnose.toast import locate_toast_chunks
 from pgsurgeon.diagnose.visibility import visibility_phase
 from pgsurgeon.errors import UsageError
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import CheckedChunk
 
 __all__ = ["Checked", "Crossref", "DiagnoseOutcome", "DiagnoseRequest", "Diagnosis", "NotChecked", "run_diagnose"]
 
@@ -61,7 +73,9 @@ def diagnose(d: Diagnosis) -> DiagnoseOutcome:
         others = [r for r in d.rels if not r.relation.is_heap and r.relation.relkind == "i"]
         start_btree_early(d, [r for r in d.rels if r.relation.is_btree and r.relation.role == "index"])
         d.progress(f"reading {sum(r.relation.nblocks for r in d.rels)} pages of {len(d.rels)} relation(s)")
-        if d.pgdata is None or not files_phase(d, heaps + others):
+        gins = [r for r in others if r.relation.amname == "gin"]
+        early = [cb for cb in (start_heap_early(d, heaps), start_gin_early(d, gins)) if cb is not None]
+        if d.pgdata is None or not files_phase(d, heaps + others, _each(early)):
             d.pgdata = None
             raw_phase(d, heaps + others)
         tails = vm_tails(d, heaps)
@@ -91,6 +105,18 @@ def diagnose(d: Diagnosis) -> DiagnoseOutcome:
     finally:
         d.close()
     return outcome(d)
+
+
+def _each(callbacks: list[Callable[[list[CheckedChunk]], None]]) -> Callable[[list[CheckedChunk]], None] | None:
+    """One callback for the scan's checked chunks that hands them to each of ``callbacks`` (None for none)."""
+    if not callbacks:
+        return None
+
+    def each(chunks: list[CheckedChunk]) -> None:
+        for cb in callbacks:
+            cb(chunks)
+
+    return each
 
 
 def run_diagnose(req: DiagnoseRequest) -> DiagnoseOutcome:

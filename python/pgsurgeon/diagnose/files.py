@@ -17,7 +17,9 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.session import ServerError
 
 if TYPE_CHECKING:
-    from pgsurgeon.boundary import ZeroPagesNote
+    from collections.abc import Callable
+
+    from pgsurgeon.boundary import CheckedChunk, ZeroPagesNote
 
 STRUCTURAL_AREAS = frozenset({"page_header", "line_pointer", "tuple_header", "checksum"})
 # File findings that compare several pages: on a live server the files mix pages from different moments, and
@@ -27,7 +29,9 @@ SCAN_RECHECKED = frozenset({"index.sibling_link", "file.vm_beyond_end"})
 _TID = re.compile(r"points to heap \((\d+),(\d+)\)")  # the core's index.tid_* messages (crates/core/src/checks/scan/)
 
 
-def files_phase(d: Diagnosis, rels: list[Checked]) -> bool:
+def files_phase(
+    d: Diagnosis, rels: list[Checked], on_checked: Callable[[list[CheckedChunk]], None] | None = None
+) -> bool:
     """Check the relation files on this host in the core (the live scan: pages written after the last
     checkpoint are skipped there and read through the server instead). A page the files show damaged is
     compared with the server's copy: the server refusing it confirms it, a different copy (written since) is
@@ -54,6 +58,7 @@ def files_phase(d: Diagnosis, rels: list[Checked]) -> bool:
                 jobs=d.req.jobs,
                 metadata=scan_metas(runner(d.main)),
                 next_xid=next_xid,
+                on_checked=on_checked,
             )
         )
     except PgSurgeonError as exc:

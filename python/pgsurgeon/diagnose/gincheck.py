@@ -5,8 +5,9 @@ the pages were checked in the core only, and the index's account says so."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.diagnose import findings as fmod
@@ -16,6 +17,9 @@ from pgsurgeon.diagnose.model import Checked
 from pgsurgeon.diagnose.server import one, run_locked
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.session import BackendLost, ServerError, Session
+
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import CheckedChunk
 
 GIN_GENERIC = "amcheck.gin"
 
@@ -52,15 +56,41 @@ def classify_gin(message: str) -> tuple[str, int | None, int | None]:
 
 
 def _has_gin_check(d: Diagnosis) -> bool:
-    """Whether the installed amcheck has gin_index_check (extension version 1.5, shipped with 18)."""
-    schema = d.server.schemas.get("amcheck")
-    if schema is None:
-        return False
-    try:
-        rows = one(d.main, "amcheck_has_gin_check", {"schema": str(schema)})
-    except PgSurgeonError:
-        return False
-    return bool(rows and rows[0][0])
+    """Whether the installed amcheck has gin_index_check (extension version 1.5, shipped with 18); asked once."""
+    if d.gin_check is None:
+        schema = d.server.schemas.get("amcheck")
+        try:
+            rows = None if schema is None else one(d.main, "amcheck_has_gin_check", {"schema": str(schema)})
+        except PgSurgeonError:
+            rows = None
+        d.gin_check = bool(rows and rows[0][0])
+    return d.gin_check
+
+
+def start_gin_early(d: Diagnosis, indexes: list[Checked]) -> Callable[[list[CheckedChunk]], None] | None:
+    """With -j 2 or more, gin_index_check on an index starts as soon as the scan has checked every one of its pages
+    and found nothing on any (the scan hands its chunks over as they are done), instead of after the whole scan:
+    the server still reads no page of it the core has not checked first. An index with a damaged or skipped page
+    waits for the GIN phase as before."""
+    if d.req.jobs <= 1 or not indexes or not _has_gin_check(d):
+        return None
+    by_node = {i.relation.relfilenode: i for i in indexes if i.relation.usable and i.relation.nblocks > 0}
+    clean: dict[int, int] = {}
+    spoiled: set[int] = set()
+
+    def started(chunks: list[CheckedChunk]) -> None:
+        for c in chunks:
+            index = by_node.get(c["relfilenode"])
+            if index is None or c["database_oid"] != d.server.database_oid:
+                continue
+            oid = index.relation.oid
+            if c["blocks_found"] or c["blocks_skipped"]:
+                spoiled.add(oid)
+            clean[oid] = clean.get(oid, 0) + c["count"]
+            if clean[oid] >= index.relation.nblocks and oid not in spoiled and oid not in d.early_gin:
+                d.early_gin[oid] = d.workers().submit(lambda i: gin_task(d, d.session(), i), index)
+
+    return started
 
 
 def gin_phase(d: Diagnosis, indexes: list[Checked]) -> None:
@@ -70,8 +100,12 @@ def gin_phase(d: Diagnosis, indexes: list[Checked]) -> None:
         for index in indexes:
             index.amcheck = "pages only (amcheck has no gin_index_check before PostgreSQL 18)"
         return
-    for res in d.parallel(partial(gin_task, d), indexes):
+    rest = [i for i in indexes if i.relation.oid not in d.early_gin]
+    for res in d.parallel(partial(gin_task, d), rest):
         d.add(res)
+    for index in indexes:  # those started while the scan went on (start_gin_early)
+        if (early := d.early_gin.get(index.relation.oid)) is not None:
+            d.add(early.result())
     _fold(d)
 
 

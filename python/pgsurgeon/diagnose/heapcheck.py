@@ -3,8 +3,9 @@ blocks), and the amcheck phase's one pool of sessions for the tables and their b
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import db
 from pgsurgeon.diagnose import amcheck
@@ -17,20 +18,81 @@ from pgsurgeon.diagnose.server import run_locked
 from pgsurgeon.diagnose.toast import toast_scan_confirmed
 from pgsurgeon.session import BackendLost, ServerError, Session
 
+if TYPE_CHECKING:
+    from pgsurgeon.boundary import CheckedChunk
+
 
 def ranges(d: Diagnosis, rel: Checked) -> list[tuple[int, int]]:
     """Runs of blocks the server accepted, cut to amcheck_batch blocks."""
+    return _runs(0, rel.relation.nblocks, rel.refused.keys() | rel.unchecked, d.req.amcheck_batch)
+
+
+def _runs(first: int, end: int, held: Iterable[int], step: int) -> list[tuple[int, int]]:
+    """Blocks first..end-1 but those ``held``, as runs cut to ``step`` blocks."""
     out: list[tuple[int, int]] = []
-    step = d.req.amcheck_batch
-    start = 0
-    # the gaps between skipped blocks, cut to step blocks (a skipped block per loop, not a block per loop)
-    for skipped in [
-        *sorted(b for b in rel.refused.keys() | rel.unchecked if b < rel.relation.nblocks),
-        rel.relation.nblocks,
-    ]:
+    start = first
+    # the gaps between held blocks, cut to step blocks (a held block per loop, not a block per loop)
+    for skipped in [*sorted(b for b in set(held) if first <= b < end), end]:
         out.extend((a, min(a + step, skipped) - 1) for a in range(start, skipped, step))
         start = skipped + 1
     return out
+
+
+def _minus(runs: list[tuple[int, int]], done: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``runs`` without the blocks of ``done`` (both ascending and without overlaps among themselves)."""
+    out: list[tuple[int, int]] = []
+    for a, b in runs:
+        for x, y in done:
+            if y < a or x > b:
+                continue
+            if x > a:
+                out.append((a, x - 1))
+            a = y + 1
+        if a <= b:
+            out.append((a, b))
+    return out
+
+
+def start_heap_early(d: Diagnosis, tables: list[Checked]) -> Callable[[list[CheckedChunk]], None] | None:
+    """With -j 2 or more, verify_heapam on a table's blocks starts as the scan checks them (the scan hands over its
+    chunks as they are done), on the blocks its files vouched for: no finding on the page and not skipped by the
+    live scan. The server never reads a page the core has not checked first; the blocks held back (damage to
+    confirm, pages written since the checkpoint) are checked in the amcheck phase as before, once their page checks
+    are done. Only tables without TOAST data: verify_heapam follows TOAST pointers only once the TOAST table's
+    pages and index are known sound, which is known only at the end of the scan."""
+    if d.req.jobs <= 1:
+        return None
+    by_node: dict[int, Checked] = {}
+    for rel in tables:
+        toast = d.toast_of(rel)
+        if rel.relation.role == "table" and (toast is None or toast.relation.nblocks == 0):
+            by_node[rel.relation.relfilenode] = rel
+
+    def check(task: tuple[Checked, int, int, bool]) -> list[dict[str, Any]]:
+        return heap_task(d, d.session(), task)
+
+    def started(chunks: list[CheckedChunk]) -> None:
+        # the chunks handed over at once, adjacent ones merged: fewer, longer statements
+        spans: dict[int, list[tuple[int, int, list[int]]]] = {}
+        for c in sorted(chunks, key=lambda c: (c["relfilenode"], c["first"])):
+            rel = by_node.get(c["relfilenode"])
+            if rel is None or c["database_oid"] != d.server.database_oid:
+                continue
+            end = min(rel.relation.nblocks, c["first"] + c["count"])
+            held = [*c["blocks_found"], *c["blocks_skipped"]]
+            got = spans.setdefault(rel.relation.oid, [])
+            if got and got[-1][1] == c["first"]:
+                got[-1] = (got[-1][0], end, got[-1][2] + held)
+            elif c["first"] < end:
+                got.append((c["first"], end, held))
+        for oid, found in spans.items():
+            rel = d.rel_by_oid(oid)
+            assert rel is not None
+            for a, b in (r for first, end, held in found for r in _runs(first, end, held, d.req.amcheck_batch)):
+                task = (rel, a, b, False)
+                d.early_heap.setdefault(oid, []).append((task, d.workers().submit(check, task)))
+
+    return started
 
 
 def heap_task(d: Diagnosis, session: Session, task: tuple[Checked, int, int, bool]) -> list[dict[str, Any]]:
@@ -141,7 +203,8 @@ def heap_tasks(d: Diagnosis, rels: list[Checked]) -> list[tuple[Checked, int, in
             if toast is not None and toast.relation.nblocks > 0 and not check_toast:
                 rel.notes.append("TOAST values not followed: the TOAST table has damaged pages")
             rel.toast_checked = check_toast
-        tasks.extend((rel, a, b, check_toast) for a, b in ranges(d, rel))
+        early = sorted((t[1], t[2]) for t, _ in d.early_heap.get(rel.relation.oid, []))
+        tasks.extend((rel, a, b, check_toast) for a, b in _minus(ranges(d, rel), early))
     return tasks
 
 
@@ -151,6 +214,9 @@ def heap_done(
     by_rel: dict[int, list[dict[str, Any]]] = {}
     for (rel, _a, _b, _t), res in zip(tasks, results, strict=True):
         by_rel.setdefault(rel.relation.oid, []).extend(res)
+    for rel in rels:  # the ranges started while the indexes were read (start_heap_early)
+        for _task, future in d.early_heap.get(rel.relation.oid, []):
+            by_rel.setdefault(rel.relation.oid, []).extend(future.result())
     for rel in rels:
         res = by_rel.get(rel.relation.oid, [])
         d.add(res)

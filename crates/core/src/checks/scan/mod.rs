@@ -181,6 +181,26 @@ pub struct Progress {
     pub bytes_done: AtomicU64,
     pub pages_done: AtomicU64,
     pub cancelled: AtomicBool,
+    /// The chunks of main forks checked so far and not yet taken (the tables' in the first phase, the indexes checked
+    /// against a table's line pointers in the second): diagnose starts the server's checks of a table's blocks, and of
+    /// a GIN index whose every page is checked, as the scan goes, on what its files vouched for (the server never
+    /// reads a page before the core has).
+    pub checked: std::sync::Mutex<Vec<CheckedChunk>>,
+    /// Someone takes [`Progress::checked`]: only then are chunks kept there (a scan nobody asks grows no list).
+    pub checked_wanted: AtomicBool,
+}
+
+/// Blocks `first..first + count` of a main fork, every page through the page checks: the blocks with a finding on
+/// their page and those a live scan skipped (written since its redo point: not checked yet).
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckedChunk {
+    pub tablespace_oid: u32,
+    pub database_oid: u32,
+    pub relfilenode: u32,
+    pub first: u64,
+    pub count: u64,
+    pub blocks_found: Vec<u64>,
+    pub blocks_skipped: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

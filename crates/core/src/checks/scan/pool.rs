@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::heapmap::HeapMap;
 use super::unit::{read_chunk, scan_unit, ChunkSummary, Ctx, Unit};
-use super::{key_of, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
+use super::{key_of, CheckedChunk, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
 use crate::error::{CoreError, Result};
 use crate::format::page::{Page, PageKind};
 use crate::sources::backup::vfs::VFile;
@@ -183,7 +183,9 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     let unit_order =
         |(_, u): &&(usize, Unit<'_>)| seg_order(ctx.root, &u.rel.segments[u.seg_index].path, u.first_block_in_file);
     let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
-        (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None))
+        let summary = scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None);
+        publish_checked(ctx, u, &summary);
+        (*ri, summary)
     });
     let gathering = crate::profile::timer("scan.heapmap");
     let mut heaps: HashMap<usize, HeapMap> = HashMap::new();
@@ -196,10 +198,37 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     drop(gathering);
     let second: Vec<(usize, ChunkSummary)> = in_read_order(&phase2, unit_order, |(ri, u)| {
         let heap = plan.heap_of[*ri].and_then(|hi| heaps.get(&hi));
-        (*ri, scan_unit(ctx, *ri, u, plan.nblocks[*ri], false, heap))
+        let summary = scan_unit(ctx, *ri, u, plan.nblocks[*ri], false, heap);
+        publish_checked(ctx, u, &summary);
+        (*ri, summary)
     });
     chunks.extend(second);
     chunks
+}
+
+/// A chunk of a main fork, checked (a table's in the first phase, an index's in the second): its blocks with a
+/// finding and those skipped, for [`Progress::checked`].
+fn publish_checked(ctx: &Ctx<'_>, u: &Unit<'_>, c: &ChunkSummary) {
+    if u.rel.fork != Fork::Main || !ctx.progress.checked_wanted.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let seg = &u.rel.segments[u.seg_index];
+    let first = u64::from(seg.segno) * u64::from(ctx.opts.relseg_size) + u.first_block_in_file;
+    let mut blocks_found: Vec<u64> = c.findings.iter().filter_map(|x| x.block).collect();
+    blocks_found.sort_unstable();
+    blocks_found.dedup();
+    let chunk = CheckedChunk {
+        tablespace_oid: u.rel.tablespace_oid,
+        database_oid: u.rel.database_oid,
+        relfilenode: u.rel.relfilenode,
+        first,
+        count: u.nblocks,
+        blocks_found,
+        blocks_skipped: c.skipped.iter().map(|(b, _)| *b).collect(),
+    };
+    if let Ok(mut taken) = ctx.progress.checked.lock() {
+        taken.push(chunk);
+    }
 }
 
 pub(super) fn scan_on_pool(

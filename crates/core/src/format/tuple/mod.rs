@@ -174,6 +174,12 @@ pub fn walk_attributes_into(
     w.problems.clear();
     w.toast_pointers.clear();
     w.stopped = false;
+    if !opts.record_spans {
+        if let Some(end) = sound_data_end(tuple, header, rel) {
+            w.data_end = end;
+            return;
+        }
+    }
     let tup_natts = usize::from(header.natts());
     let rel_natts = usize::from(rel.natts);
     if tup_natts > rel_natts {
@@ -201,6 +207,52 @@ pub fn walk_attributes_into(
     if tup_natts <= rel_natts && walk_n == tup_natts && tuple.len() > maxalign(off) {
         w.problems.push(trailing_bytes(tuple.len(), off));
     }
+}
+
+/// Where a tuple's data ends when the full walk would find nothing to say: every stored attribute NULL, fixed-length,
+/// a cstring, or a varlena with a 1-byte header or an aligned plain 4-byte one, all inside the tuple, no more
+/// attributes than the relation and no bytes after the last. `None` for anything else (compressed values, TOAST
+/// pointers, any problem): the full walk then decides. The walk of a sound table is almost all such tuples, and this
+/// path builds no spans and no problem values for them (the full walk's per-attribute results are large).
+fn sound_data_end(tuple: &[u8], header: &HeapTupleHeaderData, rel: &RelDesc) -> Option<usize> {
+    let len = tuple.len();
+    let tup_natts = usize::from(header.natts());
+    if tup_natts > usize::from(rel.natts) {
+        return None;
+    }
+    let walk_n = tup_natts.min(rel.attrs.len());
+    let hasnull = header.has_nulls();
+    let mut off = usize::from(header.t_hoff);
+    if off > len {
+        return None;
+    }
+    for (i, a) in rel.attrs.iter().take(walk_n).enumerate() {
+        if hasnull && att_isnull(tuple, i) {
+            continue;
+        }
+        let (start, n) = if a.attlen > 0 {
+            (align_nominal(off, a.attalign), a.attlen as usize)
+        } else if a.attlen == -1 {
+            let first = *tuple.get(off)?;
+            let start = if first != 0 { off } else { align_nominal(off, a.attalign) };
+            let b0 = *tuple.get(start)?;
+            if b0 & 0x01 == 0x01 {
+                // 0x01 alone is a TOAST pointer (VARATT_IS_1B_E): the full walk checks those
+                (b0 != 0x01).then_some((start, usize::from(b0 >> 1)))?
+            } else {
+                let word = crate::format::bytes::u32_at(tuple, start)?;
+                let n = ((word >> 2) & 0x3FFF_FFFF) as usize;
+                // compressed (VARATT_IS_4B_C), unaligned or shorter than its header: the full walk's
+                let plain = b0 & 0x03 == 0 && start == align_nominal(start, a.attalign) && n >= varlena::VARHDRSZ;
+                plain.then_some((start, n))?
+            }
+        } else {
+            let start = align_nominal(off, a.attalign);
+            (start, tuple.get(start..)?.iter().position(|b| *b == 0)? + 1)
+        };
+        off = start.checked_add(n).filter(|end| *end <= len)?;
+    }
+    (walk_n == tup_natts && len <= maxalign(off)).then_some(off)
 }
 
 /// The stored attributes, the first `walk_n` of the relation's: each NULL, fixed-length, varlena or
