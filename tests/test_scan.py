@@ -181,6 +181,31 @@ def damaged(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[Dama
         cluster.destroy()
 
 
+def test_checked_chunks_are_kept_only_when_asked_for(damaged: Damaged, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan hands its checked chunks to a caller that asks (diagnose starts the server's checks on them); a plain
+    scan keeps none, so its memory does not grow with the cluster. Fails when a plain scan's chunks pile up, or when
+    an asking caller misses a table's blocks."""
+    from pgsurgeon import core
+    from pgsurgeon.scan import ScanRequest, run_scan
+
+    made: list[Any] = []
+    real = core.Scanner
+
+    def scanner(*args: Any) -> Any:
+        made.append(real(*args))
+        return made[-1]
+
+    monkeypatch.setattr(core, "Scanner", scanner)
+    run_scan(ScanRequest(pgdata=damaged.cluster.pgdata))
+    assert made and all(s.checked_chunks() == [] for s in made)
+    handed: list[Any] = []
+    run_scan(ScanRequest(pgdata=damaged.cluster.pgdata, on_checked=handed.extend))
+    node = int(damaged.files["healthy"].name)
+    blocks = damaged.files["healthy"].stat().st_size // BLCKSZ
+    mine = sorted((c["first"], c["count"]) for c in handed if c["relfilenode"] == node)
+    assert sum(n for _f, n in mine) == blocks and mine[0][0] == 0, mine
+
+
 def codes_at(d: Damaged, table: str, block: int | None = 3) -> set[str]:
     return {f["code"] for f in d.findings(table) if f["block"] == block}
 
