@@ -159,7 +159,8 @@ def _scan_once(
             worker.join(0.2 if on_checked is None else 0.02)
             if on_checked is not None and (chunks := scanner.checked_chunks()):
                 on_checked(chunks)
-            if on_progress is not None and time.monotonic() - shown >= 0.2:
+            # told as before, every 0.2 s (the join's wait without a caller polling for chunks; once at least)
+            if on_progress is not None and (on_checked is None or time.monotonic() - shown >= 0.2):
                 shown = time.monotonic()
                 done, pages = scanner.progress()
                 on_progress(done, total, pages)
