@@ -449,6 +449,38 @@ def test_a_crash_under_the_early_index_check_is_survived(lab: Lab, monkeypatch: 
     assert any(f["code"].startswith("line_pointer.") and f["block"] == 5 for f in out.findings)
 
 
+@contextlib.contextmanager
+def scratch_table(lab: Lab, table: str, *ddl: str) -> Iterator[dict[str, int]]:
+    """``table`` made by ``ddl`` and checkpointed, dropped afterwards; yields its relations' OIDs by name."""
+    with db.connect(lab.dsn) as conn:
+        for statement in ddl:
+            conn.execute(statement)
+        conn.execute("CHECKPOINT")
+        oids = conn.execute("SELECT relname, oid::int FROM pg_class WHERE relname LIKE %s", [f"{table}%"]).fetchall()
+    try:
+        yield dict(oids)
+    finally:
+        with db.connect(lab.dsn) as conn:
+            conn.execute(f"DROP TABLE {table}")
+
+
+def files_phase_done(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set when diagnose's file phase has returned."""
+    from pgsurgeon.diagnose import engine
+
+    done = threading.Event()
+    original = engine.files_phase
+
+    def files_phase(*args: Any, **kw: Any) -> Any:
+        try:
+            return original(*args, **kw)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(engine, "files_phase", files_phase)
+    return done
+
+
 def test_verify_heapam_starts_while_the_indexes_are_read_never_on_a_block_not_vouched_for(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -457,25 +489,11 @@ def test_verify_heapam_starts_while_the_indexes_are_read_never_on_a_block_not_vo
     sound: the damaged block is read by the server only after the file phase, as before. Fails when the early start
     is gone (no verify_heapam before the file phase returns) or when it reaches the block the files found damaged;
     the damage is still reported at its block."""
-    from pgsurgeon.diagnose import engine
-
     table = "early_heap"
-    with db.connect(lab.dsn) as conn:
-        conn.execute(f"CREATE TABLE {table} (a int PRIMARY KEY, b int)")
-        conn.execute(f"INSERT INTO {table} SELECT g, g FROM generate_series(1, 20000) g")
-        conn.execute("CHECKPOINT")
-        oid = int(conn.execute("SELECT %s::regclass::oid", [table]).fetchone()[0])
-    files_done = threading.Event()
-    original_files = engine.files_phase
     original_rows = Session.rows
     early: list[tuple[int, int, int]] = []
     later: list[tuple[int, int, int]] = []
-
-    def files_phase(*args: Any, **kw: Any) -> Any:
-        try:
-            return original_files(*args, **kw)
-        finally:
-            files_done.set()
+    files_done = files_phase_done(monkeypatch)
 
     def rows(self: Session, query: Any, params: Any = None, **kw: Any) -> Any:
         text = query if isinstance(query, str) else query.as_string(None)
@@ -483,16 +501,17 @@ def test_verify_heapam_starts_while_the_indexes_are_read_never_on_a_block_not_vo
             (later if files_done.is_set() else early).append((int(params["rel"]), int(params["a"]), int(params["b"])))
         return original_rows(self, query, params, **kw)
 
-    try:
+    with scratch_table(
+        lab,
+        table,
+        f"CREATE TABLE {table} (a int PRIMARY KEY, b int)",
+        f"INSERT INTO {table} SELECT g, g FROM generate_series(1, 20000) g",
+    ) as oids:
+        oid = oids[table]
         spots = corrupt(lab.cluster, ("--dsn", lab.dsn, "--table", table), ("item-ids", "--block", "5"), seed=7)
         assert {b for b, _i in spots} == {5}, spots
-        monkeypatch.setattr(engine, "files_phase", files_phase)
         monkeypatch.setattr(Session, "rows", rows)
         out = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=[table], jobs=2))
-    finally:
-        monkeypatch.undo()
-        with db.connect(lab.dsn) as conn:
-            conn.execute(f"DROP TABLE {table}")
     assert any(rel == oid for rel, _a, _b in early), (early, later)
     assert not [(a, b) for rel, a, b in early if a <= 5 <= b], early
     # block 5 itself: after the file phase, unless the server refuses it (a checksum failure on 18), as before
@@ -511,26 +530,9 @@ def test_gin_index_check_starts_during_the_scan_only_on_an_index_found_sound(
     from pgsurgeon.diagnose import engine
 
     table = "early_gin"
-    with db.connect(lab.dsn) as conn:
-        conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, tags int[], words tsvector)")
-        conn.execute(
-            f"INSERT INTO {table} SELECT g, ARRAY[g % 50, g % 7], to_tsvector('simple', 'w' || (g % 300) || ' x') "
-            "FROM generate_series(1, 20000) g"
-        )
-        conn.execute(f"CREATE INDEX early_gin_tags ON {table} USING gin (tags)")
-        conn.execute(f"CREATE INDEX early_gin_words ON {table} USING gin (words)")
-        conn.execute("CHECKPOINT")
-        oids = dict(conn.execute("SELECT relname, oid::int FROM pg_class WHERE relname LIKE 'early_gin_%'").fetchall())
-    files_done = threading.Event()
-    original_files = engine.files_phase
     original_start = engine.start_gin_early
     started_early: set[int] = set()
-
-    def files_phase(*args: Any, **kw: Any) -> Any:
-        try:
-            return original_files(*args, **kw)
-        finally:
-            files_done.set()
+    files_done = files_phase_done(monkeypatch)
 
     def start_gin_early(d: Any, indexes: Any) -> Any:
         handed = original_start(d, indexes)
@@ -543,19 +545,22 @@ def test_gin_index_check_starts_during_the_scan_only_on_an_index_found_sound(
 
         return spy
 
-    try:
+    with scratch_table(
+        lab,
+        table,
+        f"CREATE TABLE {table} (id int PRIMARY KEY, tags int[], words tsvector)",
+        f"INSERT INTO {table} SELECT g, ARRAY[g % 50, g % 7], to_tsvector('simple', 'w' || (g % 300) || ' x') "
+        "FROM generate_series(1, 20000) g",
+        f"CREATE INDEX early_gin_tags ON {table} USING gin (tags)",
+        f"CREATE INDEX early_gin_words ON {table} USING gin (words)",
+    ) as oids:
         code, out = cli(
             "corrupt", "gin", "--field", "posting-list", "--dsn", lab.dsn, "-t", table, "--target", "index",
             "--index", "early_gin_words", "--seed", "7", "--keep-checksum-valid",
         )  # fmt: skip
         assert code == 0, out
-        monkeypatch.setattr(engine, "files_phase", files_phase)
         monkeypatch.setattr(engine, "start_gin_early", start_gin_early)
         result = run_diagnose(DiagnoseRequest(dsn=lab.dsn, tables=[table], jobs=2))
-    finally:
-        monkeypatch.undo()
-        with db.connect(lab.dsn) as conn:
-            conn.execute(f"DROP TABLE {table}")
     assert started_early == {oids["early_gin_tags"]}, (started_early, oids)
     accounts = {r["relation"]: r for r in result.relations}
     assert accounts["early_gin_tags"]["amcheck"] == "ok (gin_index_check)", accounts["early_gin_tags"]
