@@ -32,6 +32,12 @@ fn may_need_escape(v: &[u8]) -> bool {
     words.remainder().iter().any(|&c| text_special(c))
 }
 
+/// Whether [`copy_text_escape`] would change `v`.
+#[inline]
+pub fn needs_text_escape(v: &[u8]) -> bool {
+    may_need_escape(v) && v.iter().any(|&c| text_special(c))
+}
+
 /// CopyAttributeOutText with the default delimiter (tab).
 pub fn copy_text_escape(v: &[u8], out: &mut Vec<u8>) {
     if !may_need_escape(v) {
@@ -58,13 +64,18 @@ pub fn copy_text_escape(v: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Whether [`copy_csv_escape`] quotes `v`.
+#[inline]
+pub fn csv_needs_quote(v: &[u8], single_column: bool) -> bool {
+    v.is_empty()
+        || (single_column && v == b"\\.")
+        || v.iter().any(|&c| c == b',' || c == b'"' || c == b'\n' || c == b'\r')
+}
+
 /// CopyAttributeOutCSV with the defaults (delimiter ',', quote '"', NULL as an unquoted empty field): quoted when
 /// empty, when it holds the delimiter, a quote, CR or LF, or is `\.` alone on its line.
 pub fn copy_csv_escape(v: &[u8], single_column: bool, out: &mut Vec<u8>) {
-    let needquote = v.is_empty()
-        || (single_column && v == b"\\.")
-        || v.iter().any(|&c| c == b',' || c == b'"' || c == b'\n' || c == b'\r');
-    if !needquote {
+    if !csv_needs_quote(v, single_column) {
         out.extend_from_slice(v);
         return;
     }

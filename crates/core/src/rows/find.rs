@@ -20,7 +20,7 @@ use crate::format::heap::{
 };
 use crate::format::itemid::{ItemIdData, LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, SIZE_OF_PAGE_HEADER_DATA};
-use crate::format::tuple::{walk_attributes_with, RelDesc, Walk, WalkOptions};
+use crate::format::tuple::{walk_attributes_into, walk_attributes_with, RelDesc, Walk, WalkOptions};
 use crate::visibility::transam::{Horizons, FIRST_NORMAL_TRANSACTION_ID};
 
 /// `MaxHeapTuplesPerPage` for a block size.
@@ -221,18 +221,35 @@ fn lp_plausible(id: ItemIdData, blcksz: usize, max_tuples: u16) -> bool {
 /// tuples, and (when line pointers are missing, damaged or untrustworthy) by their headers in
 /// the page body.
 pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>) -> (Vec<Found>, PageInfo) {
+    let mut found = Vec::new();
+    let info = find_tuples_into(page, block, desc, p, &mut found, &mut Vec::new());
+    (found, info)
+}
+
+/// [`find_tuples`] into `found` (cleared first), taking the walks of tuples found through their line pointers
+/// from `spare`: a caller carving page after page gives back the walks of the last page's tuples, and allocates
+/// nothing per tuple.
+pub fn find_tuples_into(
+    page: &[u8],
+    block: u64,
+    desc: &RelDesc,
+    p: &Plausibility<'_>,
+    found: &mut Vec<Found>,
+    spare: &mut Vec<Walk>,
+) -> PageInfo {
+    found.clear();
     let mut info = PageInfo { block, ..Default::default() };
-    let Some(pg) = Page::new(page) else { return (vec![], info) };
+    let Some(pg) = Page::new(page) else { return info };
     if pg.is_all_zero() {
         info.all_zero = true;
-        return (vec![], info);
+        return info;
     }
     let h = *pg.header();
     info.header_sane = pg.header_is_sane(page.len()) && h.pd_lower >= SIZE_OF_PAGE_HEADER_DATA as u16;
     info.lp_count_trusted = info.header_sane;
     let n = count_line_pointers(&pg, info.header_sane, p.max_tuples);
     info.line_pointers = n;
-    let mut found = through_line_pointers(&pg, n, desc, p, &mut info);
+    through_line_pointers(&pg, n, desc, p, &mut info, found, spare);
     info.lp_valid = found.len() as u16;
     // Tuple bytes no line pointer covers (a pointer set unused or overwritten) are rows the server no longer sees.
     let orphans = info.header_sane && {
@@ -248,14 +265,14 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     };
     let need_body = orphans || !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
     if need_body {
-        add_body_tuples(&pg, n, desc, p, &mut found, &mut info);
+        add_body_tuples(&pg, n, desc, p, found, &mut info);
     }
     info.claimed_lps = found.iter().filter_map(|f| f.lp).collect();
     info.claimed_lps.sort_unstable();
     info.claimed_lps.dedup();
     info.unnumbered = found.iter().filter(|f| f.lp.is_none()).count() as u16;
     found.sort_by_key(|f| (f.lp.unwrap_or(u16::MAX), f.off));
-    (found, info)
+    info
 }
 
 /// How many line pointers to read: pd_lower's count when the header is sane; otherwise as many as look plausible,
@@ -298,10 +315,14 @@ fn through_line_pointers(
     desc: &RelDesc,
     p: &Plausibility<'_>,
     info: &mut PageInfo,
-) -> Vec<Found> {
+    found: &mut Vec<Found>,
+    spare: &mut Vec<Walk>,
+) {
     let blcksz = pg.len();
     let opts = WalkOptions { verify_compressed: true, ..WalkOptions::default() };
-    let mut found: Vec<Found> = Vec::new();
+    // The tuple offsets taken (MAXALIGNed, so one bit per 8 bytes): a second pointer at one is seen without
+    // comparing every tuple found so far.
+    let mut taken = vec![0u64; blcksz.div_ceil(8 * 64)];
     for off in 1..=n {
         let Some(id) = pg.item_id(off) else { break };
         if id.lp_flags() != LP_NORMAL && !lp_plausible(id, blcksz, p.max_tuples) {
@@ -312,21 +333,25 @@ fn through_line_pointers(
             LP_UNUSED => info.lp_unused += 1,
             LP_REDIRECT => info.lp_redirect += 1,
             LP_DEAD => info.lp_dead += 1,
-            _ => match tuple_at(pg.bytes(), off, id, desc, p, &opts) {
+            _ => match tuple_at(pg.bytes(), off, id, desc, p, &opts, spare) {
                 // Two pointers at one tuple: a stale pointer; keep the one the tuple names.
-                Some(f) if found.iter().any(|g| g.off == f.off) => {
+                Some(f) if taken[f.off / 512] & (1 << (f.off / 8 % 64)) != 0 => {
                     if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == info.block {
                         found.retain(|g| g.off != f.off);
                         found.push(f);
+                    } else {
+                        spare.push(f.walk);
                     }
                     info.lp_bad.push(off);
                 }
-                Some(f) => found.push(f),
+                Some(f) => {
+                    taken[f.off / 512] |= 1 << (f.off / 8 % 64);
+                    found.push(f);
+                }
                 None => info.lp_bad.push(off),
             },
         }
     }
-    found
 }
 
 /// The well-formed tuple that normal line pointer `lp` (`id`) points at, if there is one.
@@ -337,6 +362,7 @@ fn tuple_at(
     desc: &RelDesc,
     p: &Plausibility<'_>,
     opts: &WalkOptions,
+    spare: &mut Vec<Walk>,
 ) -> Option<Found> {
     let start = usize::from(id.lp_off());
     let len = usize::from(id.lp_len());
@@ -346,8 +372,10 @@ fn tuple_at(
     let t = page.get(start..start.checked_add(len)?)?;
     let hdr = HeapTupleHeaderData::parse(t)?;
     header_plausible(&hdr, t, desc, p, false).ok()?;
-    let walk = walk_attributes_with(t, &hdr, desc, opts);
+    let mut walk = spare.pop().unwrap_or_default();
+    walk_attributes_into(t, &hdr, desc, opts, &mut walk);
     if walk.stopped {
+        spare.push(walk);
         return None;
     }
     Some(Found {
