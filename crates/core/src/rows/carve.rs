@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::encode::{copy_csv_escape, copy_text_escape, csv_needs_quote, needs_text_escape};
-use crate::datum::{format_value, OutputOptions, TypeDesc};
+use super::encode::{copy_csv_escape, copy_text_escape, csv_needs_quote, needs_text_escape, plain_ascii_text};
+use crate::datum::{format_value, output_is_plain_ascii, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::Code;
 use crate::format::bytes::u32_at;
@@ -174,6 +174,8 @@ pub struct Carver {
     max_chunk: usize,
     max_tuples: u16,
     utf8: bool,
+    /// Per output column: its type's text never needs escaping, quoting or the UTF-8 check.
+    plain_out: Vec<bool>,
 }
 
 impl Carver {
@@ -212,6 +214,7 @@ impl Carver {
             only,
             apart_rows,
             utf8,
+            plain_out: cfg.columns.iter().map(|c| c.r#type.as_ref().is_some_and(output_is_plain_ascii)).collect(),
             cfg,
         }
     }
@@ -501,6 +504,8 @@ impl Carver {
                         out.line.extend_from_slice(b"\\N");
                     }
                 }
+                // a value its type writes plainly (numbers) is left as it is; attmissingval's text is checked
+                Ok(true) if self.plain_out[ci] && !f.walk.spans.get(idx).is_some_and(|s| s.missing) => {}
                 Ok(true) => self.finish_value(start, csv, &col.name, out, certainty, notes),
                 Err(e) => {
                     out.line.truncate(start);
@@ -533,6 +538,9 @@ impl Carver {
     ) {
         let v = &out.line[start..];
         let single = self.cfg.columns.len() == 1;
+        if !csv && plain_ascii_text(v) {
+            return;
+        }
         let plain = if csv { !csv_needs_quote(v, single) } else { !needs_text_escape(v) };
         let valid = !self.utf8 || v.is_ascii() || std::str::from_utf8(v).is_ok();
         if plain && valid {
