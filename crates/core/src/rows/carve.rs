@@ -358,7 +358,6 @@ impl Carver {
         }
         write_plain_run(&mut out.prov, block, &mut plain_run, cfg.format == OutFormat::Csv);
         account_lost(block, &found, info, restrict, &recovered_lps, at.foreign, out);
-        out.walks.extend(found.drain(..).map(|f| f.walk));
         out.found = found;
     }
 

@@ -226,8 +226,8 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     (found, info)
 }
 
-/// [`find_tuples`] into `found` (cleared first), taking the walks of tuples found through their line pointers
-/// from `spare`: a caller carving page after page gives back the walks of the last page's tuples, and allocates
+/// [`find_tuples`] into `found`, whose entries (the last page's tuples) are overwritten in place, their walks'
+/// vectors reused, and whose surplus walks wait in `spare`: a caller carving page after page allocates and moves
 /// nothing per tuple.
 pub fn find_tuples_into(
     page: &[u8],
@@ -237,10 +237,13 @@ pub fn find_tuples_into(
     found: &mut Vec<Found>,
     spare: &mut Vec<Walk>,
 ) -> PageInfo {
-    found.clear();
     let mut info = PageInfo { block, ..Default::default() };
-    let Some(pg) = Page::new(page) else { return info };
+    let Some(pg) = Page::new(page) else {
+        spare.extend(found.drain(..).map(|f| f.walk));
+        return info;
+    };
     if pg.is_all_zero() {
+        spare.extend(found.drain(..).map(|f| f.walk));
         info.all_zero = true;
         return info;
     }
@@ -323,6 +326,9 @@ fn through_line_pointers(
     // The tuple offsets taken (MAXALIGNed, so one bit per 8 bytes): a second pointer at one is seen without
     // comparing every tuple found so far.
     let mut taken = vec![0u64; blcksz.div_ceil(8 * 64)];
+    // found[..live] are this page's tuples; found[live] is where the next one is read into (an entry of the last
+    // page, or a new one).
+    let mut live = 0;
     for off in 1..=n {
         let Some(id) = pg.item_id(off) else { break };
         if id.lp_flags() != LP_NORMAL && !lp_plausible(id, blcksz, p.max_tuples) {
@@ -333,28 +339,33 @@ fn through_line_pointers(
             LP_UNUSED => info.lp_unused += 1,
             LP_REDIRECT => info.lp_redirect += 1,
             LP_DEAD => info.lp_dead += 1,
-            _ => match tuple_at(pg.bytes(), off, id, desc, p, &opts, spare) {
-                // Two pointers at one tuple: a stale pointer; keep the one the tuple names.
-                Some(f) if taken[f.off / 512] & (1 << (f.off / 8 % 64)) != 0 => {
-                    if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == info.block {
-                        found.retain(|g| g.off != f.off);
-                        found.push(f);
-                    } else {
-                        spare.push(f.walk);
+            _ if !tuple_at(pg.bytes(), off, id, desc, p, &opts, found, live, spare) => info.lp_bad.push(off),
+            _ => {
+                let f = &found[live];
+                let bit = (f.off / 512, 1u64 << (f.off / 8 % 64));
+                if taken[bit.0] & bit.1 == 0 {
+                    taken[bit.0] |= bit.1;
+                    live += 1;
+                    continue;
+                }
+                // Two pointers at one tuple: a stale pointer; keep the one the tuple names (in the earlier one's
+                // place: the order is settled by the caller's sort).
+                if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == info.block {
+                    let at = f.off;
+                    if let Some(k) = found[..live].iter().position(|g| g.off == at) {
+                        found.swap(k, live);
                     }
-                    info.lp_bad.push(off);
                 }
-                Some(f) => {
-                    taken[f.off / 512] |= 1 << (f.off / 8 % 64);
-                    found.push(f);
-                }
-                None => info.lp_bad.push(off),
-            },
+                info.lp_bad.push(off);
+            }
         }
     }
+    spare.extend(found.drain(live..).map(|f| f.walk));
 }
 
-/// The well-formed tuple that normal line pointer `lp` (`id`) points at, if there is one.
+/// Read the well-formed tuple that normal line pointer `lp` (`id`) points at, if there is one, into `found[at]`
+/// (an entry reused in place, or pushed when `at` is the end). False when there is none.
+#[allow(clippy::too_many_arguments)]
 fn tuple_at(
     page: &[u8],
     lp: u16,
@@ -362,31 +373,30 @@ fn tuple_at(
     desc: &RelDesc,
     p: &Plausibility<'_>,
     opts: &WalkOptions,
+    found: &mut Vec<Found>,
+    at: usize,
     spare: &mut Vec<Walk>,
-) -> Option<Found> {
+) -> bool {
     let start = usize::from(id.lp_off());
     let len = usize::from(id.lp_len());
     if start % 8 != 0 || start < SIZE_OF_PAGE_HEADER_DATA || len < SIZEOF_HEAP_TUPLE_HEADER {
-        return None;
+        return false;
     }
-    let t = page.get(start..start.checked_add(len)?)?;
-    let hdr = HeapTupleHeaderData::parse(t)?;
-    header_plausible(&hdr, t, desc, p, false).ok()?;
-    let mut walk = spare.pop().unwrap_or_default();
-    walk_attributes_into(t, &hdr, desc, opts, &mut walk);
-    if walk.stopped {
-        spare.push(walk);
-        return None;
+    let Some(t) = start.checked_add(len).and_then(|end| page.get(start..end)) else { return false };
+    let Some(hdr) = HeapTupleHeaderData::parse(t) else { return false };
+    if header_plausible(&hdr, t, desc, p, false).is_err() {
+        return false;
     }
-    Some(Found {
-        off: start,
-        len,
-        lp: Some(lp),
-        via: Via::LinePointer,
-        placement: Placement::TupleArea,
-        header: hdr,
-        walk,
-    })
+    let via = Via::LinePointer;
+    let placement = Placement::TupleArea;
+    if at == found.len() {
+        let walk = spare.pop().unwrap_or_default();
+        found.push(Found { off: start, len, lp: Some(lp), via, placement, header: hdr, walk });
+    }
+    let f = &mut found[at];
+    (f.off, f.len, f.lp, f.via, f.placement, f.header) = (start, len, Some(lp), via, placement, hdr);
+    walk_attributes_into(t, &hdr, desc, opts, &mut f.walk);
+    !f.walk.stopped
 }
 
 /// Search the page body for tuples besides those `found` through the `n` line pointers, add them, and settle where
