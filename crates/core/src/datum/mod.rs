@@ -290,6 +290,16 @@ impl TypeDesc {
     }
 }
 
+/// Whether every text `format_value` writes for type `t` is ASCII letters, digits, '.', '+' and '-' (integers,
+/// OIDs, floats, numeric, bool): nothing COPY escapes or quotes, in text or CSV, and nothing that is not UTF-8, so
+/// the carver need not look at it again.
+pub fn output_is_plain_ascii(t: &TypeDesc) -> bool {
+    use oid::*;
+    t.elem.is_none()
+        && !matches!(t.typtype, b'c' | b'r' | b'm' | b'e')
+        && matches!(t.oid, BOOL | INT2 | INT4 | INT8 | OID | XID | CID | XID8 | FLOAT4 | FLOAT8 | NUMERIC)
+}
+
 /// Append the text form of a value of type `t` to `out`. `data` is the payload: the fixed-length
 /// bytes, or a varlena's data without its header (detoasted, decompressed).
 pub fn format_value(data: &[u8], t: &TypeDesc, opts: &OutputOptions, out: &mut Vec<u8>) -> DatumResult {

@@ -6,19 +6,31 @@ use std::fmt::Write as _;
 use super::{DatumResult, Str};
 use crate::format::bytes::u16_at;
 
-/// Decimal digits of `v`, without going through `core::fmt` (integers are most of the values a table holds).
+/// Two decimal digits of every number below 100, as pg_ultoa_n (utils/adt/numutils.c) writes them.
+const DIGIT_PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+/// Decimal digits of `v`, without going through `core::fmt` (integers are most of the values a table holds): two
+/// at a time from the right (one division per pair), written where they go in `out`. Not through a stack buffer:
+/// copying it out reads back as one word what was stored byte by byte, a store-forwarding stall on every value.
 pub(super) fn push_uint(out: &mut Vec<u8>, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+    let len = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let n = out.len();
+    out.extend_from_slice(&[b'0'; 20]);
+    let digits = &mut out[n..n + len];
+    let mut at = len;
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     }
-    out.extend_from_slice(&buf[at..]);
+    if v >= 10 {
+        let pair = v as usize * 2;
+        digits[..2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        digits[0] = b'0' + v as u8;
+    }
+    out.truncate(n + len);
 }
 
 pub(super) fn push_int(out: &mut Vec<u8>, v: i64) {

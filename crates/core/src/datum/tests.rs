@@ -15,6 +15,18 @@ fn integers_print_like_display() {
     let mut out = Vec::new();
     push_uint(&mut out, u64::MAX);
     assert_eq!(String::from_utf8(out).unwrap(), u64::MAX.to_string());
+    // every digit count, each power of ten and its neighbours, appended after what the buffer already holds
+    let mut out = b"x".to_vec();
+    let mut want = String::from("x");
+    for p in 0..20 {
+        let ten = 10u64.pow(p);
+        for v in [ten - 1, ten, ten + 1, ten.saturating_mul(5).saturating_add(3)] {
+            push_uint(&mut out, v);
+            out.push(b' ');
+            want.push_str(&format!("{v} "));
+        }
+    }
+    assert_eq!(String::from_utf8(out).unwrap(), want);
 }
 
 fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::encode::{copy_csv_escape, copy_text_escape};
-use crate::datum::{format_value, OutputOptions, TypeDesc};
+use super::encode::{copy_csv_escape, copy_text_escape, csv_needs_quote, needs_text_escape, plain_ascii_text};
+use crate::datum::{format_value, output_is_plain_ascii, OutputOptions, TypeDesc};
 use crate::error::{CoreError, Result};
 use crate::finding::Code;
 use crate::format::bytes::u32_at;
@@ -26,7 +26,7 @@ use crate::visibility::xact::{Clog, Judgement, Verdict, XidStatus};
 
 use super::detoast::{assemble, Chunks, ToastFiles};
 use super::find::{
-    crosses_tear, find_tuples, foreign_region, max_heap_tuples, stale_copies, Found, Placement, Plausibility, Via,
+    crosses_tear, find_tuples_into, foreign_region, max_heap_tuples, stale_copies, Found, Placement, Plausibility, Via,
 };
 use super::output::{
     account_lost, escape_invalid_utf8, write_plain_run, write_provenance, Batch, CarveCounts, CarveResult, CarvedRow,
@@ -174,6 +174,8 @@ pub struct Carver {
     max_chunk: usize,
     max_tuples: u16,
     utf8: bool,
+    /// Per output column: its type's text never needs escaping, quoting or the UTF-8 check.
+    plain_out: Vec<bool>,
 }
 
 impl Carver {
@@ -212,6 +214,7 @@ impl Carver {
             only,
             apart_rows,
             utf8,
+            plain_out: cfg.columns.iter().map(|c| c.r#type.as_ref().is_some_and(output_is_plain_ascii)).collect(),
             cfg,
         }
     }
@@ -321,7 +324,8 @@ impl Carver {
         let cfg = &self.cfg;
         let p =
             Plausibility { nblocks: Some(cfg.nblocks), horizons: cfg.horizons.as_ref(), max_tuples: self.max_tuples };
-        let (found, info) = find_tuples(page, block, &cfg.desc, &p);
+        let mut found = std::mem::take(&mut out.found);
+        let info = find_tuples_into(page, block, &cfg.desc, &p, &mut found, &mut out.walks);
         out.counts.pages += 1;
         let page_note = if cfg.checksums && !info.all_zero {
             checksum_note(page, block, cfg.backup_start_lsn, &mut out.counts)
@@ -354,6 +358,7 @@ impl Carver {
         }
         write_plain_run(&mut out.prov, block, &mut plain_run, cfg.format == OutFormat::Csv);
         account_lost(block, &found, info, restrict, &recovered_lps, at.foreign, out);
+        out.found = found;
     }
 
     /// Carve one tuple found in the page: judge it, note what makes it doubtful, format its columns, and write it
@@ -390,7 +395,22 @@ impl Carver {
             certainty = Certainty::Uncertain;
         }
         placement_notes(f, at.block, at.foreign, &mut certainty, &mut notes);
-        let (missing_toast, suspect_toast) = self.format_columns(t, f, out, &mut certainty, &mut notes);
+        // A row that so far goes to the main output is formatted straight into it (no copy of the line); should
+        // a value or a later check keep it apart, write_row moves it out again.
+        let in_main = (!out.collect
+            && deleter.is_none()
+            && verdict == Verdict::Live
+            && certainty != Certainty::Uncertain
+            && at.page_note.is_none())
+        .then_some(out.main.len());
+        if in_main.is_some() {
+            std::mem::swap(&mut out.line, &mut out.main);
+        }
+        let (missing_toast, suspect_toast) =
+            self.format_columns(t, f, in_main.unwrap_or(0), out, &mut certainty, &mut notes);
+        if in_main.is_some() {
+            std::mem::swap(&mut out.line, &mut out.main);
+        }
         if suspect_toast {
             certainty = Certainty::Uncertain;
             notes.push(
@@ -431,15 +451,17 @@ impl Carver {
             notes,
             checksum_failed: at.page_note.is_some(),
         };
-        self.write_row(at.block, f, row, j, plain_run, out);
+        self.write_row(at.block, f, row, j, plain_run, in_main, out);
     }
 
-    /// Format the columns of tuple `t` into `out.line` (one COPY text or CSV line). Returns the TOAST values the
-    /// files do not hold, and whether a chunk of one lies on a page that failed its checksum.
+    /// Format the columns of tuple `t` into `out.line` after its first `base` bytes (one COPY text or CSV line).
+    /// Returns the TOAST values the files do not hold, and whether a chunk of one lies on a page that failed its
+    /// checksum.
     fn format_columns(
         &self,
         t: &[u8],
         f: &Found,
+        base: usize,
         out: &mut Batch,
         certainty: &mut Certainty,
         notes: &mut Vec<String>,
@@ -447,7 +469,7 @@ impl Carver {
         let cfg = &self.cfg;
         let csv = cfg.format == OutFormat::Csv;
         let sep = if csv { b',' } else { b'\t' };
-        out.line.clear();
+        out.line.truncate(base);
         let mut missing_toast = Vec::new();
         let mut suspect_toast = false;
         for (ci, col) in cfg.columns.iter().enumerate() {
@@ -456,12 +478,13 @@ impl Carver {
             }
             let idx = usize::from(col.attnum.max(1) as u16) - 1;
             let attlen = cfg.desc.attrs.get(idx).map_or(0, |a| a.attlen);
-            out.text.clear();
+            // The value's text goes straight into the line; `finish_value` escapes it there when it must.
+            let start = out.line.len();
             let value: std::result::Result<bool, String> = match f.walk.spans.get(idx) {
                 None => Err("attribute not reached".into()),
                 Some(s) if s.missing => match &col.missing {
                     Some(m) => {
-                        out.text.extend_from_slice(m.as_bytes());
+                        out.line.extend_from_slice(m.as_bytes());
                         Ok(true)
                     }
                     None => Ok(false),
@@ -470,7 +493,7 @@ impl Carver {
                 Some(s) => self
                     .attribute_value(t, &f.header, s, attlen, &mut missing_toast, &mut suspect_toast)
                     .and_then(|raw| match &col.r#type {
-                        Some(ty) => format_value(&raw, ty, &self.oopts, &mut out.text).map(|()| true),
+                        Some(ty) => format_value(&raw, ty, &self.oopts, &mut out.line).map(|()| true),
                         None => Err(format!("column {} has a type the carver does not know", col.name)),
                     }),
             };
@@ -480,23 +503,11 @@ impl Carver {
                         out.line.extend_from_slice(b"\\N");
                     }
                 }
-                Ok(true) => {
-                    if self.utf8 && std::str::from_utf8(&out.text).is_err() {
-                        *certainty = Certainty::Uncertain;
-                        notes.push(format!(
-                            "column {}: bytes that are not valid UTF-8 (written as \\xHH text)",
-                            col.name
-                        ));
-                        let raw = std::mem::take(&mut out.text);
-                        escape_invalid_utf8(&raw, &mut out.text);
-                    }
-                    if csv {
-                        copy_csv_escape(&out.text, cfg.columns.len() == 1, &mut out.line);
-                    } else {
-                        copy_text_escape(&out.text, &mut out.line);
-                    }
-                }
+                // a value its type writes plainly (numbers) is left as it is; attmissingval's text is checked
+                Ok(true) if self.plain_out[ci] && !f.walk.spans.get(idx).is_some_and(|s| s.missing) => {}
+                Ok(true) => self.finish_value(start, csv, &col.name, out, certainty, notes),
                 Err(e) => {
+                    out.line.truncate(start);
                     // the stored bytes go with the reason, so nothing of the value is lost (a TOAST pointer's
                     // bytes name the value it points to)
                     let raw = f.walk.spans.get(idx).and_then(|sp| sp.bytes(t)).unwrap_or(&[]);
@@ -512,13 +523,67 @@ impl Carver {
         (missing_toast, suspect_toast)
     }
 
-    /// Write the formatted row in `out.line`: with its description (collecting), to the main output (and its
-    /// provenance), or apart with its provenance and the reason.
-    fn write_row(&self, block: u64, f: &Found, row: RowOutcome, j: Judgement, plain_run: &mut u64, out: &mut Batch) {
+    /// Escape the value's text at `out.line[start..]` as COPY does, and keep apart a value that is not valid UTF-8
+    /// in a UTF8 database. Most values (numbers, plain text) need neither: they are checked where they lie, one
+    /// scan, and left there.
+    fn finish_value(
+        &self,
+        start: usize,
+        csv: bool,
+        column: &str,
+        out: &mut Batch,
+        certainty: &mut Certainty,
+        notes: &mut Vec<String>,
+    ) {
+        let v = &out.line[start..];
+        let single = self.cfg.columns.len() == 1;
+        if !csv && plain_ascii_text(v) {
+            return;
+        }
+        let plain = if csv { !csv_needs_quote(v, single) } else { !needs_text_escape(v) };
+        let valid = !self.utf8 || v.is_ascii() || std::str::from_utf8(v).is_ok();
+        if plain && valid {
+            return;
+        }
+        out.text.clear();
+        out.text.extend_from_slice(&out.line[start..]);
+        out.line.truncate(start);
+        if !valid {
+            *certainty = Certainty::Uncertain;
+            notes.push(format!("column {column}: bytes that are not valid UTF-8 (written as \\xHH text)"));
+            let raw = std::mem::take(&mut out.text);
+            escape_invalid_utf8(&raw, &mut out.text);
+        }
+        if csv {
+            copy_csv_escape(&out.text, single, &mut out.line);
+        } else {
+            copy_text_escape(&out.text, &mut out.line);
+        }
+    }
+
+    /// Write the formatted row in `out.line` (or already at `out.main[in_main..]`): with its description
+    /// (collecting), to the main output (and its provenance), or apart with its provenance and the reason.
+    #[allow(clippy::too_many_arguments)]
+    fn write_row(
+        &self,
+        block: u64,
+        f: &Found,
+        row: RowOutcome,
+        j: Judgement,
+        plain_run: &mut u64,
+        in_main: Option<usize>,
+        out: &mut Batch,
+    ) {
         let csv = self.cfg.format == OutFormat::Csv;
         let sep = if csv { b',' } else { b'\t' };
         let RowOutcome { certainty, certainty_besides_checksum, verdict, deleter, notes, checksum_failed } = row;
         let to_main = verdict == Verdict::Live && certainty != Certainty::Uncertain;
+        if let Some(base) = in_main.filter(|_| !to_main) {
+            // formatted into the main output, then found doubtful: out of it again
+            out.line.clear();
+            out.line.extend_from_slice(&out.main[base..]);
+            out.main.truncate(base);
+        }
         if out.collect {
             let start = out.main.len();
             out.main.extend_from_slice(&out.line);
@@ -547,7 +612,9 @@ impl Carver {
             if let Some(r) = &deleter {
                 write_deleted_prefix(&mut out.main, block, f, r, csv);
             }
-            out.main.extend_from_slice(&out.line);
+            if in_main.is_none() {
+                out.main.extend_from_slice(&out.line);
+            }
             if out.provenance {
                 if f.via == Via::LinePointer && certainty == Certainty::Sure && notes.is_empty() {
                     *plain_run += 1;

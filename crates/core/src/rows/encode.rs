@@ -32,6 +32,31 @@ fn may_need_escape(v: &[u8]) -> bool {
     words.remainder().iter().any(|&c| text_special(c))
 }
 
+/// Whether `v` is ASCII and [`copy_text_escape`] would leave it as it is: one scan, eight bytes at a time, for
+/// the common value (plain text, padding) that needs neither the UTF-8 check nor escaping.
+#[inline]
+pub fn plain_ascii_text(v: &[u8]) -> bool {
+    let mut words = v.chunks_exact(8);
+    for w in &mut words {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if x & HIGHS != 0 {
+            return false;
+        }
+        // a byte below 14 (NUL to BEL are left as they are) or a backslash: look at the word's bytes
+        let maybe = has_byte_below(x, 14) || has_byte_below(x ^ (ONES * u64::from(b'\\')), 1);
+        if maybe && w.iter().any(|&c| text_special(c)) {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|&c| c.is_ascii() && !text_special(c))
+}
+
+/// Whether [`copy_text_escape`] would change `v`.
+#[inline]
+pub fn needs_text_escape(v: &[u8]) -> bool {
+    may_need_escape(v) && v.iter().any(|&c| text_special(c))
+}
+
 /// CopyAttributeOutText with the default delimiter (tab).
 pub fn copy_text_escape(v: &[u8], out: &mut Vec<u8>) {
     if !may_need_escape(v) {
@@ -58,13 +83,18 @@ pub fn copy_text_escape(v: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Whether [`copy_csv_escape`] quotes `v`.
+#[inline]
+pub fn csv_needs_quote(v: &[u8], single_column: bool) -> bool {
+    v.is_empty()
+        || (single_column && v == b"\\.")
+        || v.iter().any(|&c| c == b',' || c == b'"' || c == b'\n' || c == b'\r')
+}
+
 /// CopyAttributeOutCSV with the defaults (delimiter ',', quote '"', NULL as an unquoted empty field): quoted when
 /// empty, when it holds the delimiter, a quote, CR or LF, or is `\.` alone on its line.
 pub fn copy_csv_escape(v: &[u8], single_column: bool, out: &mut Vec<u8>) {
-    let needquote = v.is_empty()
-        || (single_column && v == b"\\.")
-        || v.iter().any(|&c| c == b',' || c == b'"' || c == b'\n' || c == b'\r');
-    if !needquote {
+    if !csv_needs_quote(v, single_column) {
         out.extend_from_slice(v);
         return;
     }
@@ -114,6 +144,20 @@ mod tests {
                         })
                         .collect();
                     assert_eq!(text(&v), want, "len {len} at {at} byte {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plain_ascii_text_is_exact() {
+        for len in 0..40 {
+            for at in 0..len {
+                for c in [0u8, 7, 8, 9, 10, 11, 12, 13, 14, b' ', b'\\', b'[', b']', 0x7f, 0x80, 0xc3, 0xff] {
+                    let mut v = vec![b'a'; len];
+                    v[at] = c;
+                    let want = v.is_ascii() && text(&v) == v;
+                    assert_eq!(plain_ascii_text(&v), want, "len {len} at {at} byte {c}");
                 }
             }
         }

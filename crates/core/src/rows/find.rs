@@ -20,7 +20,7 @@ use crate::format::heap::{
 };
 use crate::format::itemid::{ItemIdData, LP_DEAD, LP_NORMAL, LP_REDIRECT, LP_UNUSED, SIZE_OF_ITEM_ID_DATA};
 use crate::format::page::{Page, SIZE_OF_PAGE_HEADER_DATA};
-use crate::format::tuple::{walk_attributes_with, RelDesc, Walk, WalkOptions};
+use crate::format::tuple::{walk_attributes_into, walk_attributes_with, RelDesc, Walk, WalkOptions};
 use crate::visibility::transam::{Horizons, FIRST_NORMAL_TRANSACTION_ID};
 
 /// `MaxHeapTuplesPerPage` for a block size.
@@ -221,18 +221,38 @@ fn lp_plausible(id: ItemIdData, blcksz: usize, max_tuples: u16) -> bool {
 /// tuples, and (when line pointers are missing, damaged or untrustworthy) by their headers in
 /// the page body.
 pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>) -> (Vec<Found>, PageInfo) {
+    let mut found = Vec::new();
+    let info = find_tuples_into(page, block, desc, p, &mut found, &mut Vec::new());
+    (found, info)
+}
+
+/// [`find_tuples`] into `found`, whose entries (the last page's tuples) are overwritten in place, their walks'
+/// vectors reused, and whose surplus walks wait in `spare`: a caller carving page after page allocates and moves
+/// nothing per tuple.
+pub fn find_tuples_into(
+    page: &[u8],
+    block: u64,
+    desc: &RelDesc,
+    p: &Plausibility<'_>,
+    found: &mut Vec<Found>,
+    spare: &mut Vec<Walk>,
+) -> PageInfo {
     let mut info = PageInfo { block, ..Default::default() };
-    let Some(pg) = Page::new(page) else { return (vec![], info) };
+    let Some(pg) = Page::new(page) else {
+        spare.extend(found.drain(..).map(|f| f.walk));
+        return info;
+    };
     if pg.is_all_zero() {
+        spare.extend(found.drain(..).map(|f| f.walk));
         info.all_zero = true;
-        return (vec![], info);
+        return info;
     }
     let h = *pg.header();
     info.header_sane = pg.header_is_sane(page.len()) && h.pd_lower >= SIZE_OF_PAGE_HEADER_DATA as u16;
     info.lp_count_trusted = info.header_sane;
     let n = count_line_pointers(&pg, info.header_sane, p.max_tuples);
     info.line_pointers = n;
-    let mut found = through_line_pointers(&pg, n, desc, p, &mut info);
+    through_line_pointers(&pg, n, desc, p, &mut info, found, spare);
     info.lp_valid = found.len() as u16;
     // Tuple bytes no line pointer covers (a pointer set unused or overwritten) are rows the server no longer sees.
     let orphans = info.header_sane && {
@@ -248,14 +268,14 @@ pub fn find_tuples(page: &[u8], block: u64, desc: &RelDesc, p: &Plausibility<'_>
     };
     let need_body = orphans || !info.lp_bad.is_empty() || (found.is_empty() && n == 0) || !info.header_sane && n == 0;
     if need_body {
-        add_body_tuples(&pg, n, desc, p, &mut found, &mut info);
+        add_body_tuples(&pg, n, desc, p, found, &mut info);
     }
     info.claimed_lps = found.iter().filter_map(|f| f.lp).collect();
     info.claimed_lps.sort_unstable();
     info.claimed_lps.dedup();
     info.unnumbered = found.iter().filter(|f| f.lp.is_none()).count() as u16;
     found.sort_by_key(|f| (f.lp.unwrap_or(u16::MAX), f.off));
-    (found, info)
+    info
 }
 
 /// How many line pointers to read: pd_lower's count when the header is sane; otherwise as many as look plausible,
@@ -298,10 +318,17 @@ fn through_line_pointers(
     desc: &RelDesc,
     p: &Plausibility<'_>,
     info: &mut PageInfo,
-) -> Vec<Found> {
+    found: &mut Vec<Found>,
+    spare: &mut Vec<Walk>,
+) {
     let blcksz = pg.len();
     let opts = WalkOptions { verify_compressed: true, ..WalkOptions::default() };
-    let mut found: Vec<Found> = Vec::new();
+    // The tuple offsets taken (MAXALIGNed, so one bit per 8 bytes): a second pointer at one is seen without
+    // comparing every tuple found so far.
+    let mut taken = vec![0u64; blcksz.div_ceil(8 * 64)];
+    // found[..live] are this page's tuples; found[live] is where the next one is read into (an entry of the last
+    // page, or a new one).
+    let mut live = 0;
     for off in 1..=n {
         let Some(id) = pg.item_id(off) else { break };
         if id.lp_flags() != LP_NORMAL && !lp_plausible(id, blcksz, p.max_tuples) {
@@ -312,24 +339,33 @@ fn through_line_pointers(
             LP_UNUSED => info.lp_unused += 1,
             LP_REDIRECT => info.lp_redirect += 1,
             LP_DEAD => info.lp_dead += 1,
-            _ => match tuple_at(pg.bytes(), off, id, desc, p, &opts) {
-                // Two pointers at one tuple: a stale pointer; keep the one the tuple names.
-                Some(f) if found.iter().any(|g| g.off == f.off) => {
-                    if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == info.block {
-                        found.retain(|g| g.off != f.off);
-                        found.push(f);
-                    }
-                    info.lp_bad.push(off);
+            _ if !tuple_at(pg.bytes(), off, id, desc, p, &opts, found, live, spare) => info.lp_bad.push(off),
+            _ => {
+                let f = &found[live];
+                let bit = (f.off / 512, 1u64 << (f.off / 8 % 64));
+                if taken[bit.0] & bit.1 == 0 {
+                    taken[bit.0] |= bit.1;
+                    live += 1;
+                    continue;
                 }
-                Some(f) => found.push(f),
-                None => info.lp_bad.push(off),
-            },
+                // Two pointers at one tuple: a stale pointer; keep the one the tuple names (in the earlier one's
+                // place: the order is settled by the caller's sort).
+                if f.header.t_ctid.offset == off && u64::from(f.header.t_ctid.block) == info.block {
+                    let at = f.off;
+                    if let Some(k) = found[..live].iter().position(|g| g.off == at) {
+                        found.swap(k, live);
+                    }
+                }
+                info.lp_bad.push(off);
+            }
         }
     }
-    found
+    spare.extend(found.drain(live..).map(|f| f.walk));
 }
 
-/// The well-formed tuple that normal line pointer `lp` (`id`) points at, if there is one.
+/// Read the well-formed tuple that normal line pointer `lp` (`id`) points at, if there is one, into `found[at]`
+/// (an entry reused in place, or pushed when `at` is the end). False when there is none.
+#[allow(clippy::too_many_arguments)]
 fn tuple_at(
     page: &[u8],
     lp: u16,
@@ -337,28 +373,30 @@ fn tuple_at(
     desc: &RelDesc,
     p: &Plausibility<'_>,
     opts: &WalkOptions,
-) -> Option<Found> {
+    found: &mut Vec<Found>,
+    at: usize,
+    spare: &mut Vec<Walk>,
+) -> bool {
     let start = usize::from(id.lp_off());
     let len = usize::from(id.lp_len());
     if start % 8 != 0 || start < SIZE_OF_PAGE_HEADER_DATA || len < SIZEOF_HEAP_TUPLE_HEADER {
-        return None;
+        return false;
     }
-    let t = page.get(start..start.checked_add(len)?)?;
-    let hdr = HeapTupleHeaderData::parse(t)?;
-    header_plausible(&hdr, t, desc, p, false).ok()?;
-    let walk = walk_attributes_with(t, &hdr, desc, opts);
-    if walk.stopped {
-        return None;
+    let Some(t) = start.checked_add(len).and_then(|end| page.get(start..end)) else { return false };
+    let Some(hdr) = HeapTupleHeaderData::parse(t) else { return false };
+    if header_plausible(&hdr, t, desc, p, false).is_err() {
+        return false;
     }
-    Some(Found {
-        off: start,
-        len,
-        lp: Some(lp),
-        via: Via::LinePointer,
-        placement: Placement::TupleArea,
-        header: hdr,
-        walk,
-    })
+    let via = Via::LinePointer;
+    let placement = Placement::TupleArea;
+    if at == found.len() {
+        let walk = spare.pop().unwrap_or_default();
+        found.push(Found { off: start, len, lp: Some(lp), via, placement, header: hdr, walk });
+    }
+    let f = &mut found[at];
+    (f.off, f.len, f.lp, f.via, f.placement, f.header) = (start, len, Some(lp), via, placement, hdr);
+    walk_attributes_into(t, &hdr, desc, opts, &mut f.walk);
+    !f.walk.stopped
 }
 
 /// Search the page body for tuples besides those `found` through the `n` line pointers, add them, and settle where

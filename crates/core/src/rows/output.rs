@@ -10,6 +10,7 @@ use super::encode::{copy_csv_escape, copy_text_escape};
 use crate::visibility::xact::Verdict;
 
 use super::find::{Found, PageInfo, Placement, Via};
+use crate::format::tuple::Walk;
 
 /// How sure the carver is that a row is a live row of the table with these values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -169,6 +170,9 @@ pub struct Batch {
     pub provenance: bool,
     pub(super) line: Vec<u8>,
     pub(super) text: Vec<u8>,
+    /// The tuples of the page being carved, and the walks of the last page's, reused page after page.
+    pub(super) found: Vec<Found>,
+    pub(super) walks: Vec<Walk>,
 }
 
 impl Batch {

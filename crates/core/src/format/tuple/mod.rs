@@ -291,6 +291,16 @@ fn walk_stored(
             });
             continue;
         }
+        // The common cases first, each span built where it is stored: a span handed back through memory (a
+        // Result) is written field by field and read back whole, a store-forwarding stall on every attribute.
+        if let Some(span) = plain_span(tuple, off, a) {
+            off = span.offset + span.len;
+            w.data_end = off;
+            if opts.record_spans {
+                w.spans.push(span);
+            }
+            continue;
+        }
         let step = if a.attlen > 0 {
             fixed_attr(tuple, off, a)
         } else if a.attlen == -1 {
@@ -347,6 +357,33 @@ them were likely read wrong"
     }
 }
 
+/// The span of a fixed-length value, or of a short varlena (1-byte header) at an offset needing no alignment, that
+/// lies inside the tuple; None for anything else (the full checks then decide).
+#[inline(always)]
+fn plain_span(tuple: &[u8], off: usize, a: &AttrDesc) -> Option<AttrSpan> {
+    let (start, len, varlena) = if a.attlen > 0 {
+        (align_nominal(off, a.attalign), a.attlen as usize, None)
+    } else if a.attlen == -1 {
+        let b0 = *tuple.get(off)?;
+        // VARATT_IS_1B and not a TOAST pointer (0x01); a nonzero first byte means no alignment (att_align_pointer)
+        if b0 & 0x01 == 0 || b0 == 0x01 {
+            return None;
+        }
+        (off, usize::from(b0 >> 1), Some(VarlenaKind::Short))
+    } else {
+        return None;
+    };
+    (start + len <= tuple.len()).then_some(AttrSpan {
+        attnum: a.attnum,
+        offset: start,
+        len,
+        is_null: false,
+        missing: false,
+        varlena,
+    })
+}
+
+#[cold]
 fn past_end(a: &AttrDesc, message: String) -> AttrProblem {
     AttrProblem {
         attnum: a.attnum,

@@ -110,6 +110,7 @@ impl At<'_> {
     }
 
     /// The value (`what`) claims `n` bytes, more than the tuple has after its start.
+    #[cold]
     fn runs_past(self, n: u64, what: &str) -> AttrProblem {
         past_end(
             self.a,
