@@ -239,8 +239,13 @@ def test_ctrl_c_during_the_schema_step_stops_its_server_and_removes_its_copy(
         pidfile = next(iter(scratch.glob("pgs-unload-*/data/postmaster.pid")), None)
         time.sleep(0.005)
     assert pidfile is not None, "the catalog copy's server was never seen running"
+    # Ctrl-C lands while the copy's server runs: unload is held still (its server, in its own session, is not) so
+    # that a busy machine cannot let it finish between the look and the signal; the SIGINT is delivered on SIGCONT
+    proc.send_signal(signal.SIGSTOP)
+    assert pidfile.exists(), "the schema step ended before unload could be held: give the copy more to dump"
     postmaster = int(pidfile.read_text().split()[0])
     proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGCONT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == Exit.INTERRUPTED, err
     assert still_running([postmaster]) == [], "the copy's server was left running"
