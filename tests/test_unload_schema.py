@@ -226,8 +226,14 @@ def test_ctrl_c_during_the_schema_step_stops_its_server_and_removes_its_copy(
             conn.execute(f"CREATE DATABASE d{i} STRATEGY FILE_COPY")
     source.stop()
     env = {**os.environ, "TMPDIR": str(scratch)}
+    # as from a terminal: SIGINT at its default disposition even when this run inherited it ignored (a background
+    # job of a non-interactive shell, as a CI script may be); Python then gives no KeyboardInterrupt at all
+    at_terminal = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    unload = [sys.executable, "-m", "pgsurgeon", "unload", str(source.pgdata), "--out", str(tmp_path / "out")]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pgsurgeon", "unload", str(source.pgdata), "--out", str(tmp_path / "out")],
+        [sys.executable, "-c", at_terminal, *unload],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
