@@ -247,7 +247,6 @@ class ScanOptions(TypedDict):
     health_major: NotRequired[int | None]
     checks: NotRequired[bool]
     bookkeeping: NotRequired[bool]
-    map_files: NotRequired[bool]
 
 
 class ScannerConfig(TypedDict):

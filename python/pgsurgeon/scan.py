@@ -295,9 +295,6 @@ def _run_scan(
     if req.health:
         options["health_major"] = int(control["major_version"])
     options["checks"] = req.checks
-    # no server writes the files (a stopped cluster, a backup): mapped, not copied; a running server's truncation of
-    # a mapped file would fault (SIGBUS), where a read comes back short
-    options["map_files"] = pid is None
     # tuples against pg_xact and pg_multixact: only for a whole stopped cluster of this pg_control (a backup's status
     # files are completed by WAL replay, a running server's change under the scan)
     options["bookkeeping"] = backup is None and foreign is None and not req.live and not req.files and not req.relations

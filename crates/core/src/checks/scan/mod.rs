@@ -118,10 +118,6 @@ pub struct ScanOptions {
     /// whose status is not on disk, hint bits that contradict pg_xact.
     #[serde(default)]
     pub bookkeeping: bool,
-    /// Map the files instead of reading them (no copy out of the page cache): only for files nothing writes while
-    /// the scan runs, a stopped cluster's or a backup's. A running server's truncation of a mapped file would fault.
-    #[serde(default)]
-    pub map_files: bool,
 }
 
 impl ScanOptions {
@@ -157,7 +153,6 @@ impl Default for ScanOptions {
             health_major: None,
             checks: true,
             bookkeeping: false,
-            map_files: false,
         }
     }
 }

@@ -127,8 +127,8 @@ impl Drop for ChunkBuf {
     }
 }
 
-/// A unit's bytes: mapped where they lie (files nothing writes: [`ScanOptions::map_files`]), else read into this
-/// thread's buffer.
+/// A unit's bytes: mapped where they lie, else (a tar member, a pass again after the file was shortened under its
+/// mapping) read into this thread's buffer.
 enum UnitBytes {
     Read(ChunkBuf, usize),
     Mapped(Mapped),
@@ -194,6 +194,28 @@ pub(super) fn scan_unit(
     collect_lp: bool,
     heap: Option<&HeapMap>,
 ) -> ChunkSummary {
+    // mapped first; a file shortened under the mapping (a running server's VACUUM) gave zeros for the lost part, not
+    // its pages: the chunk is read again, and comes back short as it should
+    let (out, got) = scan_unit_from(ctx, rel_index, unit, rel_nblocks, collect_lp, heap, true)
+        .or_else(|| scan_unit_from(ctx, rel_index, unit, rel_nblocks, collect_lp, heap, false))
+        .unwrap_or_default();
+    let blcksz = ctx.opts.blcksz as usize;
+    ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
+    ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
+    out
+}
+
+/// One pass over a unit, its bytes mapped (`map`) or read: the summary and the bytes got; None when the mapped file
+/// was shortened during the pass.
+fn scan_unit_from(
+    ctx: &Ctx<'_>,
+    rel_index: usize,
+    unit: &Unit<'_>,
+    rel_nblocks: u64,
+    collect_lp: bool,
+    heap: Option<&HeapMap>,
+    map: bool,
+) -> Option<(ChunkSummary, usize)> {
     let opts = ctx.opts;
     let blcksz = opts.blcksz as usize;
     let seg = &unit.rel.segments[unit.seg_index];
@@ -203,7 +225,7 @@ pub(super) fn scan_unit(
     let want = unit.nblocks as usize * blcksz;
     let base_block = u64::from(seg.segno) * u64::from(opts.relseg_size) + unit.first_block_in_file;
     let reading = crate::profile::timer("worker.read");
-    let read = UnitBytes::read(&path, offset, want, opts.map_files);
+    let read = UnitBytes::read(&path, offset, want, map);
     drop(reading);
     let _checking = crate::profile::timer("worker.check");
     let bytes = match read {
@@ -215,7 +237,7 @@ pub(super) fn scan_unit(
                 None,
                 format!("cannot read {}: {}", seg.path, io_reason(&e)),
             ));
-            return out;
+            return Some((out, 0));
         }
     };
     let is_main_heap = unit.rel.fork == Fork::Main || unit.rel.fork == Fork::Init;
@@ -272,9 +294,10 @@ pub(super) fn scan_unit(
             super::maps::live_fsm_page(reread.as_deref().unwrap_or(bytes), block, opts, again, &mut out);
         }
     }
-    ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
-    ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
-    out
+    match &bytes {
+        UnitBytes::Mapped(m) if m.shortened() => None,
+        _ => Some((out, got)),
+    }
 }
 
 /// The LSN of a page not to judge: newer than [`ScanOptions::judged_up_to`], with a sane header. Such a page may be
