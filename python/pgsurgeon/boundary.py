@@ -182,6 +182,7 @@ class IndexEvidenceConfig(TypedDict):
     beyond: NotRequired[int | None]
     blcksz: NotRequired[int]
     relseg_size: NotRequired[int]
+    jobs: NotRequired[int]
 
 
 class RelFiles(TypedDict):

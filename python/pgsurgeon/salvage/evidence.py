@@ -47,7 +47,13 @@ def index_evidence(s: Salvage, blocks: list[int], beyond: int | None) -> list[In
     """The TIDs the table's btree indexes hold into ``blocks`` (and at or past ``beyond``), from their files."""
     assert isinstance(s.pages, LocalPages)
     return core.index_evidence(
-        {"indexes": s.pages.index_files(), "blocks": blocks, "beyond": beyond, "blcksz": s.table.rel.block_size}
+        {
+            "indexes": s.pages.index_files(),
+            "blocks": blocks,
+            "beyond": beyond,
+            "blcksz": s.table.rel.block_size,
+            "jobs": s.opts.jobs,
+        }
     )
 
 
