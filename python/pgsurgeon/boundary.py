@@ -226,6 +226,7 @@ class RelMeta(TypedDict):
     natts: NotRequired[int | None]
     heap: NotRequired[RelKey | None]
     desc: NotRequired[RelDesc | None]
+    desc_in_catalog: NotRequired[tuple[int, int] | list[int] | None]
     toast: NotRequired[RelKey | None]
     toast_name: NotRequired[str | None]
     gin_key: NotRequired[str | None]

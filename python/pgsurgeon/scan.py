@@ -22,6 +22,7 @@ from pgsurgeon.findings import Finding, from_cluster, from_file, make
 from pgsurgeon.loss import reword_zero_pages
 
 if TYPE_CHECKING:
+    from pgsurgeon._pgsurgeon import FilesCatalog as FilesCatalogHandle
     from pgsurgeon.boundary import (
         CheckedChunk,
         ControlFile,
@@ -126,11 +127,14 @@ def _server_next_xid(dsn: str) -> int:
 
 
 def _scan_once(
-    req: ScanRequest, config: ScannerConfig, on_progress: Callable[[int, int, int], None] | None
+    req: ScanRequest,
+    config: ScannerConfig,
+    on_progress: Callable[[int, int, int], None] | None,
+    catalog: FilesCatalogHandle | None = None,
 ) -> dict[str, Any]:
-    """One pass of the core's scanner over what ``config`` selects."""
+    """One pass of the core's scanner over what ``config`` selects (``catalog``: the one its metadata came from)."""
     try:
-        scanner = core.Scanner(str(req.pgdata), config)
+        scanner = core.Scanner(str(req.pgdata), config, catalog)
     except PermissionError as exc:
         raise _not_allowed(exc) from None
     except OSError as exc:
@@ -170,6 +174,8 @@ def _scan_once(
         raise
     if on_checked is not None and not failure and (chunks := scanner.checked_chunks()):
         on_checked(chunks)  # the last ones (or a scan shorter than the polling interval)
+    if not failure and not config["databases"] and not config["relfilenodes"] and not config["files"]:
+        result["main_forks"] = scanner.main_forks()  # the whole directory's: the catalog is checked against them
     if failure:
         if isinstance(failure[0], PermissionError):
             raise _not_allowed(failure[0])
@@ -187,11 +193,12 @@ def _cannot_start(req: ScanRequest, exc: Exception) -> PgSurgeonError:
 
 def _files_catalog(
     pgdata: Path, in_backup: bool = False, descs: bool = True
-) -> tuple[dict[RelKey, Relation], list[Any], dict[str, int], str | None]:
-    """Names and relation descriptions from the catalog in the data files, when no server is given; a warning
-    instead when the catalog cannot be read there (the scan then goes on without names)."""
+) -> tuple[dict[RelKey, Relation], list[Any], dict[str, int], str | None, FilesCatalogHandle | None]:
+    """Names and relation descriptions from the catalog in the data files, when no server is given, and the
+    catalog's handle (the scanner describes the tables from it); a warning instead when the catalog cannot be read
+    there (the scan then goes on without names)."""
     if not in_backup and not (pgdata / "global" / "pg_filenode.map").is_file():
-        return {}, [], {}, None  # not a whole data directory (relation files copied out): nothing names them
+        return {}, [], {}, None, None  # not a whole data directory (relation files copied out): nothing names them
     from pgsurgeon.catalog.files import (
         CatalogUnreadable,
         FilesCatalog,
@@ -203,10 +210,10 @@ def _files_catalog(
         names, metas = relation_index(fc, descs)
         dbs = {d.name: d.oid for d in fc.databases()}
     except CatalogUnreadable as exc:
-        return {}, [], {}, f"relations are not named: {exc.message} ({exc.hint})"
+        return {}, [], {}, f"relations are not named: {exc.message} ({exc.hint})", None
     except (ValueError, OSError) as exc:
-        return {}, [], {}, f"relations are not named: the catalog could not be read from the files ({exc})"
-    return names, metas, dbs, None
+        return {}, [], {}, f"relations are not named: the catalog could not be read from the files ({exc})", None
+    return names, metas, dbs, None, fc.handle
 
 
 def _resolve_filters(
@@ -302,13 +309,14 @@ def _run_scan(
         options["backup_start_lsn"] = backup.start_lsn
     names: dict[RelKey, Relation] = {}
     databases_by_name: dict[str, int] = {}
+    catalog: FilesCatalogHandle | None = None
     if req.metadata is not None:
         options["relations"] = req.metadata
     elif req.dsn:
         names, metas, databases_by_name = catalog_names.scan_catalog(req.dsn, req.databases)
         options["relations"] = metas
     else:
-        names, metas, databases_by_name, why = _files_catalog(req.pgdata, backup is not None, descs=req.checks)
+        names, metas, databases_by_name, why, catalog = _files_catalog(req.pgdata, backup is not None, req.checks)
         options["relations"] = metas
         if why:
             warnings.append(why)
@@ -340,7 +348,7 @@ def _run_scan(
             # so the redo point does not skip them. They are judged against the server's own next XID instead.
             assert horizons is not None
             horizons["next_xid"] = next_xid()
-        result = _scan_once(req, config, on_progress)
+        result = _scan_once(req, config, on_progress, catalog)
         future = [f for f in result["findings"] if f["code"] in _XID_FUTURE]
         # An XID assigned while the files were read is not from the future: scan again against the new horizon.
         if not (live and future and horizons is not None and next_xid() != horizons["next_xid"]):
@@ -364,7 +372,7 @@ def _run_scan(
             # instead: its files and its catalog are copied at different moments of a running server (a TRUNCATE
             # while it copies leaves a catalog row naming a file created after the directory was listed), replay
             # makes them agree, and the manifest says which files pg_basebackup really sent
-            extra += storage_findings(req.pgdata, names)
+            extra += storage_findings(req.pgdata, names, result.get("main_forks"))
         if wal is not None and not any(f["code"] in _CHECKPOINT_WAL for f in extra):
             # the records before the checkpoint, once the checkpoint itself reads (else that finding says it all)
             extra += wal.findings(warnings)

@@ -188,12 +188,38 @@ pub(crate) struct ScannerConfig {
     relfilenodes: Vec<u32>,
 }
 
+/// Fill in the descriptors of the tables whose metadata leaves them to the data directory's catalog.
+fn describe_from_catalog(
+    relations: &mut [(pgsurgeon_core::checks::scan::RelKey, pgsurgeon_core::checks::scan::RelMeta)],
+    files: Option<&pgsurgeon_core::catalog::ClusterFiles>,
+) -> pgsurgeon_core::Result<()> {
+    for (_, meta) in relations.iter_mut() {
+        let Some((db, relid)) = meta.desc_in_catalog else { continue };
+        let Some(files) = files else {
+            return Err(pgsurgeon_core::CoreError::Invalid(format!(
+                "relation {relid} is to be described from the catalog, and no catalog was given"
+            )));
+        };
+        meta.desc = Some(files.table_desc(db, relid, meta.natts.unwrap_or(0))?);
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl Scanner {
-    /// `config`: {"options": ScanOptions, "files": [...], "databases": [...], "relfilenodes": [...]}.
+    /// `config`: {"options": ScanOptions, "files": [...], "databases": [...], "relfilenodes": [...]}; `catalog`:
+    /// the data directory's catalog, which describes the tables whose metadata says `desc_in_catalog`.
     #[new]
-    fn new(py: Python<'_>, root: std::path::PathBuf, config: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let cfg: ScannerConfig = from_py(config, "scan configuration")?;
+    #[pyo3(signature = (root, config, catalog=None))]
+    fn new(
+        py: Python<'_>,
+        root: std::path::PathBuf,
+        config: &Bound<'_, PyAny>,
+        catalog: Option<PyRef<'_, catalog::FilesCatalog>>,
+    ) -> PyResult<Self> {
+        let mut cfg: ScannerConfig = from_py(config, "scan configuration")?;
+        let files = catalog.as_ref().map(|c| c.files());
+        py.detach(|| describe_from_catalog(&mut cfg.options.relations, files)).map_err(to_pyerr)?;
         let relations = py
             .detach(|| {
                 if cfg.files.is_empty() {
@@ -205,6 +231,17 @@ impl Scanner {
             .map_err(to_pyerr)?;
         let relations = pgsurgeon_core::checks::scan::filter_relations(relations, &cfg.databases, &cfg.relfilenodes);
         Ok(Scanner { root, relations, options: cfg.options, progress: Default::default() })
+    }
+
+    /// The main forks selected, temporary relations left out: (tablespace, database, relfilenode, bytes, path of
+    /// segment 0). The catalog's check against the files takes them from here rather than listing the directory
+    /// again.
+    fn main_forks(&self) -> Vec<(u32, u32, u32, u64, String)> {
+        self.relations
+            .iter()
+            .filter(|r| r.fork == pgsurgeon_core::sources::relpath::Fork::Main && !r.temp)
+            .map(|r| (r.tablespace_oid, r.database_oid, r.relfilenode, r.total_size(), r.path.clone()))
+            .collect()
     }
 
     /// Bytes the scan will read.

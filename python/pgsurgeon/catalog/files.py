@@ -5,7 +5,6 @@ or later ALTER/DROP left behind is ignored."""
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -590,49 +589,63 @@ def relation_index(
 ) -> tuple[dict[RelKey, Relation], list[list[Any]]]:
     """Names of every relation file, and what a scan needs to check each (the files source of what
     relation_names.sql and scan_metadata.sql ask a server). ``descs``: with each table's columns, for the checks of
-    its tuples' attributes (without them, pg_attribute is not read). ``system_only``: the system catalogs' files
+    its tuples' attributes, left to the core to read from ``fc`` (``desc_in_catalog``: a scanner given this
+    catalog's handle fills them in). ``system_only``: the system catalogs' files
     alone (unload's catalog copy checks no other)."""
     names: dict[RelKey, Relation] = {}
     metas: list[list[Any]] = []
     for d in fc.databases():
-        if not d.allow_connections:
-            continue
-        cat = fc.relations_of(d)
-        heap_of = {_i(r["indexrelid"]): _i(r["indrelid"]) for r in cat.read(PG_INDEX, ["indexrelid", "indrelid"])}
-        keys: dict[int, RelKey] = {}
-
-        def key(oid: int, cat: DbCatalog = cat, keys: dict[int, RelKey] = keys) -> RelKey | None:
-            if oid not in keys:
-                loc = fc.handle.locate(cat.db.oid, oid)
-                if loc is None:
-                    return None
-                keys[oid] = (loc[1], loc[2], loc[0])
-            return keys[oid]
-
-        for oid, r in sorted(cat.relations.items()):
-            if r.relkind not in _STORAGE_KINDS or r.persistence == "t" or (system_only and oid >= FIRST_NORMAL_OID):
-                continue
-            k = key(oid)
-            if k is None:
-                continue
-            named = copy.copy(r)  # dataclasses.replace runs __init__ again: a third of this loop
-            named.database, named.relfilenode = ("" if k[1] == 0 else d.name), k[2]
-            names[k] = named
-            # every index names its table: the core checks the TIDs of the kinds that carry them, scan -t picks a
-            # table's indexes (BRIN's too) by it
-            heap = key(heap_of[oid]) if oid in heap_of else None
-            toast = key(r.toast_oid) if r.toast_oid else None
-            desc = cat.rel_desc(r) if descs and r.relkind in ("r", "m") else None
-            meta = {
-                "kind": r.kind,
-                "natts": r.natts,
-                "heap": list(heap) if heap else None,
-                "desc": desc,
-                "toast": list(toast) if toast else None,
-                "toast_name": r.name if r.relkind == "t" else None,
-            }
-            metas.append([list(k), meta])
+        if d.allow_connections:
+            _index_database(fc, fc.relations_of(d), descs, system_only, names, metas)
     return names, metas
+
+
+def _index_database(
+    fc: FilesCatalog,
+    cat: DbCatalog,
+    descs: bool,
+    system_only: bool,
+    names: dict[RelKey, Relation],
+    metas: list[list[Any]],
+) -> None:
+    """:func:`relation_index` for one database."""
+    heap_of = {_i(r["indexrelid"]): _i(r["indrelid"]) for r in cat.read(PG_INDEX, ["indexrelid", "indrelid"])}
+    wanted = [
+        (oid, r)
+        for oid, r in sorted(cat.relations.items())
+        if r.relkind in _STORAGE_KINDS and r.persistence != "t" and not (system_only and oid >= FIRST_NORMAL_OID)
+    ]
+    # every relation's file, its index's table's and its TOAST table's, in one call into the core
+    asked = sorted({oid for oid, _ in wanted} | set(heap_of.values()) | {r.toast_oid for _, r in wanted if r.toast_oid})
+    keys = dict(zip(asked, fc.handle.keys(cat.db.oid, asked), strict=True))
+    for oid, r in wanted:
+        k = keys[oid]
+        if k is None:
+            continue
+        # a copy, the catalog's own object kept as read (copy.copy, or dataclasses.replace running __init__ again,
+        # was most of this loop for a schema of 80,000 relations)
+        named = object.__new__(Relation)
+        named.__dict__.update(r.__dict__)
+        named.database, named.relfilenode = ("" if k[1] == 0 else cat.db.name), k[2]
+        names[k] = named
+        # every index names its table: the core checks the TIDs of the kinds that carry them, scan -t picks a
+        # table's indexes (BRIN's too) by it
+        heap = keys.get(heap_of[oid]) if oid in heap_of else None
+        toast = keys.get(r.toast_oid) if r.toast_oid else None
+        described = descs and r.relkind in ("r", "m")
+        # a user table's columns are described by the core from the catalog it read (the scanner is given it); a
+        # system catalog's description holds no columns
+        in_catalog = [cat.db.oid, oid] if described and oid >= FIRST_NORMAL_OID else None
+        meta = {
+            "kind": r.kind,
+            "natts": r.natts,
+            "heap": list(heap) if heap else None,
+            "desc": cat.rel_desc(r) if described and in_catalog is None else None,
+            "desc_in_catalog": in_catalog,
+            "toast": list(toast) if toast else None,
+            "toast_name": r.name if r.relkind == "t" else None,
+        }
+        metas.append([list(k), meta])
 
 
 def names_from_files(pgdata: Path) -> dict[RelKey, Relation]:

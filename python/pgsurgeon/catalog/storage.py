@@ -15,17 +15,22 @@ if TYPE_CHECKING:
     from pgsurgeon.catalog.relation import Relation
 
 
-def storage_findings(pgdata: Path, names: dict[RelKey, Relation]) -> list[Finding]:
+def storage_findings(
+    pgdata: Path, names: dict[RelKey, Relation], main_forks: list[tuple[int, int, int, int, str]] | None = None
+) -> list[Finding]:
     """``file.relation_missing`` for each named relation with no main fork on disk, ``file.orphan`` for each main
     fork in a judged database that no relation names. For a stopped cluster: on a running one, a relation being
-    created has its file before its catalog row is visible."""
+    created has its file before its catalog row is visible. ``main_forks``: every main fork of the data directory
+    as a whole scan found them (Scanner.main_forks), else listed here."""
     if not names:
         return []
-    on_disk = {
-        (f["tablespace_oid"], f["database_oid"], f["relfilenode"]): f
-        for f in core.discover_relations(pgdata)
-        if f["fork"] == "main" and not f["temp"]
-    }
+    if main_forks is None:
+        main_forks = [
+            (f["tablespace_oid"], f["database_oid"], f["relfilenode"], sum(s["size"] for s in f["segments"]), f["path"])
+            for f in core.discover_relations(pgdata)
+            if f["fork"] == "main" and not f["temp"]
+        ]
+    on_disk = {(spc, db, node): (size, path) for spc, db, node, size, path in main_forks}
     judged = {db for _spc, db, _node in names}
     out: list[Finding] = []
     for key, rel in sorted(names.items()):
@@ -40,15 +45,14 @@ def storage_findings(pgdata: Path, names: dict[RelKey, Relation]) -> list[Findin
                     "main",
                 )
             )
-    for key, f in sorted(on_disk.items()):
-        size = sum(s["size"] for s in f["segments"])
+    for key, (size, path) in sorted(on_disk.items()):
         # an empty file is what a dropped or rewritten relation leaves until the next checkpoint unlinks it
         if key[1] in judged and key not in names and size > 0:
             out.append(
                 make(
                     "file.orphan",
-                    f"{f['path']} ({size} bytes) belongs to no relation of the catalog: an orphan file",
-                    f["path"],
+                    f"{path} ({size} bytes) belongs to no relation of the catalog: an orphan file",
+                    path,
                     None,
                     "main",
                 )

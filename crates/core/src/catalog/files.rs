@@ -13,6 +13,7 @@ use super::bootstrap::{attribute_layout, rel_desc, CatAttr, ATTRIBUTE_RELATION_I
 use super::relmap::RelMap;
 use crate::datum::TypeDesc;
 use crate::error::{CoreError, Result};
+use crate::format::tuple::{AttrDesc, RelDesc};
 use crate::rows::carve::{CarveConfig, Carver, ColumnOut};
 use crate::rows::output::{Batch, Certainty};
 use crate::sources::blocks::{BlockReader, SegFile};
@@ -197,6 +198,8 @@ pub struct ClusterFiles {
     pub facts: ClusterFacts,
     global: RelMap,
     dbs: Mutex<HashMap<u32, Arc<DbCatalog>>>,
+    /// pg_type's names per database, read once for [`ClusterFiles::table_desc`].
+    type_names: Mutex<HashMap<u32, Arc<HashMap<u32, String>>>>,
 }
 
 fn text_desc(a: &CatAttr) -> Option<TypeDesc> {
@@ -271,7 +274,13 @@ impl ClusterFiles {
         if !global.crc_ok {
             facts.warnings.push("global/pg_filenode.map fails its CRC check; its mappings are used as they are".into());
         }
-        Ok(ClusterFiles { pgdata: pgdata.to_path_buf(), facts, global, dbs: Mutex::new(HashMap::new()) })
+        Ok(ClusterFiles {
+            pgdata: pgdata.to_path_buf(),
+            facts,
+            global,
+            dbs: Mutex::new(HashMap::new()),
+            type_names: Mutex::new(HashMap::new()),
+        })
     }
 
     fn segments(&self, rel: RelFile, fork: Fork) -> (Vec<SegFile>, u64) {
@@ -352,27 +361,32 @@ impl ClusterFiles {
             "attstorage",
             "attisdropped",
         ];
-        let rows = self.carve(&cat, db, ATTRIBUTE_RELATION_ID, att_rel, &want.map(String::from))?;
         let mut attrs: HashMap<u32, Vec<CatAttr>> = HashMap::new();
-        for r in rows.rows {
-            let get = |i: usize| r[i].clone().unwrap_or_default();
-            let (Ok(relid), Ok(typid), Ok(attlen), Ok(attnum)) =
-                (get(0).parse::<u32>(), get(2).parse::<u32>(), get(3).parse::<i16>(), get(4).parse::<i16>())
-            else {
-                continue;
+        // read in place from the carved lines: half a million rows in a wide schema, where strings for every field
+        // were most of this step
+        self.carve_each(&cat, db, ATTRIBUTE_RELATION_ID, att_rel, &want.map(String::from), |r| {
+            let get = |i: usize| r[i].unwrap_or(b"");
+            let num = |i: usize| std::str::from_utf8(get(i)).ok();
+            let (Some(relid), Some(typid), Some(attlen), Some(attnum)) = (
+                num(0).and_then(|v| v.parse::<u32>().ok()),
+                num(2).and_then(|v| v.parse::<u32>().ok()),
+                num(3).and_then(|v| v.parse::<i16>().ok()),
+                num(4).and_then(|v| v.parse::<i16>().ok()),
+            ) else {
+                return;
             };
-            let ch = |i: usize| get(i).bytes().next().unwrap_or(b'p');
+            let ch = |i: usize| get(i).first().copied().unwrap_or(b'p');
             attrs.entry(relid).or_default().push(CatAttr {
                 attnum,
-                name: get(1),
+                name: r[1].and_then(unescape).unwrap_or_default(),
                 typid,
                 attlen,
                 attalign: ch(5),
-                attbyval: get(6) == "t",
+                attbyval: get(6) == b"t",
                 attstorage: ch(7),
-                dropped: get(8) == "t",
+                dropped: get(8) == b"t",
             });
-        }
+        })?;
         attrs.insert(ATTRIBUTE_RELATION_ID, cat.attrs.remove(&ATTRIBUTE_RELATION_ID).unwrap_or_default());
         cat.attrs = attrs;
         // pg_class: where every relation's files are.
@@ -453,12 +467,76 @@ impl ClusterFiles {
     }
 
     /// The columns pg_attribute gives relation `relid` in database `db`.
+    /// The tuple descriptor of user table `relid` of database `db` for the scan's checks of its rows: every
+    /// attribute (dropped ones too) in attnum order, its type's name for messages, `natts` at least `relnatts`.
+    /// Built here from the pg_attribute read when the database was opened: a wide schema's 20,000 descriptors
+    /// were most of a scan's start when built in Python and handed back.
+    pub fn table_desc(&self, db: u32, relid: u32, relnatts: u16) -> Result<RelDesc> {
+        let cat = self.db(db)?;
+        let names = self.type_names(db)?;
+        let mut attrs: Vec<&CatAttr> = cat.attrs.get(&relid).map_or(&[][..], Vec::as_slice).iter().collect();
+        attrs.retain(|a| a.attnum > 0);
+        attrs.sort_by_key(|a| a.attnum);
+        let toast_relid = cat.classes.get(&relid).map_or(0, |c| c.2);
+        Ok(RelDesc {
+            natts: attrs.last().map_or(0, |a| a.attnum as u16).max(relnatts),
+            attrs: attrs
+                .iter()
+                .map(|a| AttrDesc {
+                    attnum: a.attnum,
+                    attlen: a.attlen,
+                    attalign: a.attalign,
+                    attbyval: a.attbyval,
+                    attisdropped: a.dropped,
+                    typname: names.get(&a.typid).cloned().unwrap_or_default(),
+                    attstorage: a.attstorage,
+                })
+                .collect(),
+            has_toast: toast_relid != 0,
+            toast_relid,
+        })
+    }
+
+    fn type_names(&self, db: u32) -> Result<Arc<HashMap<u32, String>>> {
+        if let Some(t) = self.type_names.lock().unwrap_or_else(|e| e.into_inner()).get(&db) {
+            return Ok(t.clone());
+        }
+        let rows = self.read(db, oids::PG_TYPE, &["oid".to_string(), "typname".to_string()])?;
+        let names: HashMap<u32, String> = rows
+            .rows
+            .into_iter()
+            .filter_map(|mut r| Some((r[0].as_deref()?.parse().ok()?, r[1].take().unwrap_or_default())))
+            .collect();
+        let names = Arc::new(names);
+        self.type_names.lock().unwrap_or_else(|e| e.into_inner()).insert(db, names.clone());
+        Ok(names)
+    }
+
     pub fn attributes(&self, db: u32, relid: u32) -> Result<Vec<CatAttr>> {
         let db = if db == 0 { self.any_database()? } else { db };
         Ok(self.db(db)?.attrs.get(&relid).cloned().unwrap_or_default())
     }
 
     fn carve(&self, cat: &DbCatalog, db: u32, relid: u32, rel: RelFile, columns: &[String]) -> Result<CatalogRows> {
+        let mut rows = Vec::new();
+        let mut out = self.carve_each(cat, db, relid, rel, columns, |fields| {
+            rows.push(fields.iter().map(|f| f.and_then(unescape)).collect());
+        })?;
+        out.rows = rows;
+        Ok(out)
+    }
+
+    /// The live rows of catalog `relid`, each handed to `each` as its fields in the order of `columns`, still as
+    /// COPY text escapes them (None: a column the relation does not have). The returned rows are left empty.
+    fn carve_each(
+        &self,
+        cat: &DbCatalog,
+        db: u32,
+        relid: u32,
+        rel: RelFile,
+        columns: &[String],
+        mut each: impl FnMut(&[Option<&[u8]>]),
+    ) -> Result<CatalogRows> {
         let attrs = cat.attrs.get(&relid).cloned().unwrap_or_default();
         if attrs.is_empty() {
             return Err(CoreError::Invalid(format!(
@@ -507,15 +585,22 @@ impl ClusterFiles {
         let Some(reader) = carver.heap_reader() else { return Ok(out) };
         let blcksz = self.facts.blcksz as usize;
         let mut buf = Vec::new();
+        // one batch for every step, its buffers kept (what a collecting carve adds besides rows and lines is only
+        // for a table's loss account, unread here)
+        let mut batch = Batch::collecting();
         const STEP: u64 = 64;
         let mut first = 0;
         while first < nblocks {
             let n = STEP.min(nblocks - first);
             reader.read_into(first, n, &mut buf).map_err(|e| CoreError::io(&self.pgdata, e))?;
-            let mut batch = Batch::collecting();
+            batch.rows.clear();
+            batch.main.clear();
+            batch.pages.clear();
+            batch.lost.clear();
             for (i, page) in buf.chunks_exact(blcksz).enumerate() {
                 carver.carve_page(page, first + i as u64, false, &mut batch);
             }
+            let (mut fields, mut row): (Vec<&[u8]>, Vec<Option<&[u8]>>) = (Vec::new(), Vec::new());
             for r in &batch.rows {
                 if r.verdict != Verdict::Live {
                     if r.verdict == Verdict::Uncertain {
@@ -529,8 +614,12 @@ impl ClusterFiles {
                 }
                 let line = &batch.main[r.data_start..r.data_end];
                 let line = line.strip_suffix(b"\n").unwrap_or(line);
-                let fields: Vec<Option<String>> = line.split(|b| *b == b'\t').map(unescape).collect();
-                out.rows.push(slots.iter().map(|s| s.and_then(|i| fields.get(i).cloned().flatten())).collect());
+                // no allocation per row: the fields are slices of the line, each put in its place
+                fields.clear();
+                fields.extend(line.split(|b| *b == b'\t'));
+                row.clear();
+                row.extend(slots.iter().map(|s| s.and_then(|i| fields.get(i).copied())));
+                each(&row);
             }
             first += n;
         }

@@ -61,6 +61,10 @@ pub struct RelMeta {
     /// For a table: its columns, so each tuple's attributes can be walked.
     #[serde(default)]
     pub desc: Option<crate::format::tuple::RelDesc>,
+    /// For a table whose columns are in the data directory's own catalog: (database OID, relation OID), for the
+    /// caller to fill `desc` from it ([`crate::catalog::ClusterFiles::table_desc`]) before the scan.
+    #[serde(default)]
+    pub desc_in_catalog: Option<(u32, u32)>,
     /// For a table with a TOAST table: that table's file key, to check every pointer's chunks.
     #[serde(default)]
     pub toast: Option<RelKey>,
