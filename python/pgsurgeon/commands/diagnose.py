@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import paths
 from pgsurgeon.commands import options
 from pgsurgeon.errors import UsageError
 from pgsurgeon.exitcodes import Exit
-from pgsurgeon.render import findings, term
+from pgsurgeon.render import findings, jsondoc, term
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -157,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     )
     outcome = run_diagnose(req)
     if args.format == "json":
-        print(json.dumps(to_json(outcome), indent=1, default=str))
+        print(jsondoc.dumps(to_json(outcome), default=str))
     else:
         render_text(outcome, term.console(), conn=args.conn_words)
     return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ from pgsurgeon.health import HealthOutcome, HealthRequest, RelationFigures, run_
 from pgsurgeon.health.figures import size_text
 from pgsurgeon.health.html import render_html
 from pgsurgeon.health.readiness import readiness
-from pgsurgeon.render import term
+from pgsurgeon.render import jsondoc, term
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -219,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in outcome.scan.warnings:
         term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False, soft_wrap=True)
     if args.format == "json":
-        print(json.dumps(to_json(outcome), indent=1))
+        print(jsondoc.dumps(to_json(outcome)))
     elif args.format == "html":
         print(render_html(outcome, suggestions(outcome), min_leaves=MIN_LEAVES), end="")
     else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,7 @@ from pgsurgeon.datadir import find_pgdata
 from pgsurgeon.errors import PgSurgeonError, UsageError
 from pgsurgeon.exitcodes import Exit
 from pgsurgeon.findings import Finding
-from pgsurgeon.render import findings, term
+from pgsurgeon.render import findings, jsondoc, term
 from pgsurgeon.scan import ScanOutcome, ScanRequest, run_scan
 
 if TYPE_CHECKING:
@@ -204,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in outcome.warnings:
         term.console(stderr=True).print(f"pgsurgeon: warning: {warning}", markup=False, soft_wrap=True)
     if args.format == "json":
-        print(json.dumps(to_json(outcome), indent=1))
+        print(jsondoc.dumps(to_json(outcome)))
     else:
         render_text(outcome, term.console(), conn=args.conn_words)
     return Exit.DAMAGE if outcome.summary["errors"] else Exit.CLEAN
