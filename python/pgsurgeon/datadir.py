@@ -120,6 +120,36 @@ def segments_of(base: Path) -> list[SegFile]:
     return sorted(out, key=lambda s: int(s["segno"]))
 
 
+class SegmentIndex:
+    """:func:`segments_of` for many relations of a directory nothing changes meanwhile (a stopped cluster, a
+    backup): each directory is listed once. Listed again for each relation, a database of 80,000 files made an
+    unload of its 20,000 tables quadratic (half an hour)."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[Path, tuple[set[str], dict[str, list[int]]]] = {}
+
+    def of(self, base: Path) -> list[SegFile]:
+        names, extra = self._dirs.get(base.parent) or self._list(base.parent)
+        out: list[SegFile] = [{"segno": 0, "path": str(base)}] if base.name in names else []
+        out += [{"segno": n, "path": f"{base}.{n}"} for n in sorted(extra.get(base.name, []))]
+        return out
+
+    def _list(self, directory: Path) -> tuple[set[str], dict[str, list[int]]]:
+        names: set[str] = set()
+        extra: dict[str, list[int]] = {}
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            entries = []
+        for e in entries:
+            names.add(e.name)
+            stem, dot, suffix = e.name.rpartition(".")
+            if dot and suffix.isdigit() and not suffix.startswith("0"):
+                extra.setdefault(stem, []).append(int(suffix))
+        self._dirs[directory] = (names, extra)
+        return names, extra
+
+
 @dataclass(frozen=True)
 class Block:
     data: bytes

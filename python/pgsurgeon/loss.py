@@ -216,9 +216,9 @@ def in_data_directory(pgdata: Path) -> Segments:
 def btree_files(cat: DbCatalog, rel: Relation, segments: Segments) -> list[IndexFiles]:
     """The table's btree indexes with their segment files."""
     out: list[IndexFiles] = []
-    for ix in cat.indexes:
+    for ix in cat.indexes_of.get(rel.oid, []):
         irel = cat.relations.get(ix.oid)
-        if ix.table != rel.oid or irel is None or irel.amname != "btree":
+        if irel is None or irel.amname != "btree":
             continue
         loc = cat.locate(ix.oid)
         if loc is not None:
@@ -229,9 +229,7 @@ def btree_files(cat: DbCatalog, rel: Relation, segments: Segments) -> list[Index
 def key_from_files(cat: DbCatalog, rel: Relation) -> KeyDesc | None:
     """The table's primary key, else a unique index on plain columns, as the files catalog describes it."""
     candidates = [
-        ix
-        for ix in cat.indexes
-        if ix.table == rel.oid and ix.unique and not ix.has_expressions and ix.oid in cat.relations
+        ix for ix in cat.indexes_of.get(rel.oid, []) if ix.unique and not ix.has_expressions and ix.oid in cat.relations
     ]
     candidates.sort(key=lambda ix: (not ix.primary, ix.oid))
     for ix in candidates:

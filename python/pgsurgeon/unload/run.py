@@ -18,7 +18,7 @@ from pgsurgeon.backup import BackupSource, is_backup, manifest_lines
 from pgsurgeon.catalog.ddl import live_columns
 from pgsurgeon.catalog.files import CatalogUnreadable, Database, DbCatalog, FilesCatalog
 from pgsurgeon.catalog.relation import Relation
-from pgsurgeon.datadir import postmaster_pid, segments_of
+from pgsurgeon.datadir import SegmentIndex, postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.unload.raw_types import Handoff, RawColumn, RawTable, raw_desc
@@ -170,6 +170,7 @@ class _Job:
         self.blocks_done = 0
         self.blocks_total = 0
         self._relfiles: list[RelationFork] | None = None
+        self._segments_here = SegmentIndex()  # the cluster is stopped: its directories are listed once
         self.damaged: list[str] = []
         self.raw_tables: list[tuple[RawTable, DbCatalog, Relation, Path]] = []
         """Tables carved with raw columns (unload.raw_types), with what carves them again without."""
@@ -283,7 +284,7 @@ class _Job:
 
     def blocks_of(self, base: Path) -> int:
         """A relation's length in blocks from its segment files here."""
-        segs = segments_of(base)
+        segs = self._segments_here.of(base)
         if not segs:
             return 0
         last = segs[-1]
@@ -295,11 +296,8 @@ class _Job:
         a backup's files are checked against its manifest instead)."""
         if self.backup is not None:
             return []
-        known = set()
-        for oid in cat.relations:
-            loc = self.files.handle.locate(cat.db.oid, oid)
-            if loc is not None and loc[2] == cat.db.oid:
-                known.add(loc[0])
+        oids = list(cat.relations)
+        known = {k[2] for k in self.files.handle.keys(cat.db.oid, oids) if k is not None and k[1] == cat.db.oid}
         out = []
         if self._relfiles is None:
             self._relfiles = core.discover_relations(self.req.pgdata)
@@ -332,7 +330,7 @@ class _Job:
     def _segments(self, relpath: str) -> list[SegFile]:
         if self.backup is not None:
             return self.backup.segments(relpath)
-        return segments_of(self.req.pgdata / relpath)
+        return self._segments_here.of(self.req.pgdata / relpath)
 
     def read_order(self, cat: DbCatalog, tables: list[Relation]) -> list[Relation]:
         """Tables in the order a compressed backup stores their files, so its stream moves forward (restore.sql then
