@@ -164,10 +164,9 @@ def btree_task(d: Diagnosis, session: Session, index: Checked) -> list[dict[str,
 
 
 def _toast_trouble(d: Diagnosis, toast_index: Checked) -> bool:
+    """amcheck found TOAST trouble anywhere, or the files found an error in this index's TOAST table."""
     with d.findings_lock:
-        return any(f["code"].startswith("toast.") and f["source"] == fmod.SOURCE_AMCHECK for f in d.findings) or any(
-            f["relfilenode"] == t.relation.relfilenode and f["severity"] == "error"
-            for t in d.rels
-            if t.relation.role == "toast" and t.relation.table_oid == toast_index.relation.table_oid
-            for f in d.findings
-        )
+        if any(f["code"].startswith("toast.") and f["source"] == fmod.SOURCE_AMCHECK for f in d.findings):
+            return True
+    toast = d.heap_of(toast_index)
+    return toast is not None and d.has_errors(toast)
