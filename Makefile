@@ -68,3 +68,4 @@ bench: ## benchmarks against the anchor tools (pg_checksums, pg_amcheck, server 
 	$(PYTHON) bench/unload_schema.py --check
 	$(PYTHON) bench/repair_plan.py --check
 	$(PYTHON) bench/health.py --check
+	$(PYTHON) bench/wide.py
