@@ -196,6 +196,11 @@ pub fn attribute_layout(reader: &BlockReader, nblocks: u64, blcksz: usize, clog:
 
 /// A RelDesc for a catalog from its pg_attribute rows (`attrs`, user columns).
 pub fn rel_desc(attrs: &[CatAttr], toast_relid: u32) -> RelDesc {
+    described(attrs, toast_relid, |_| String::new())
+}
+
+/// A RelDesc from a relation's pg_attribute rows (`attrs`; system columns left out), each type named by `typname`.
+pub fn described(attrs: &[CatAttr], toast_relid: u32, typname: impl Fn(u32) -> String) -> RelDesc {
     let mut v: Vec<&CatAttr> = attrs.iter().filter(|a| a.attnum > 0).collect();
     v.sort_by_key(|a| a.attnum);
     RelDesc {
@@ -208,7 +213,7 @@ pub fn rel_desc(attrs: &[CatAttr], toast_relid: u32) -> RelDesc {
                 attalign: a.attalign,
                 attbyval: a.attbyval,
                 attisdropped: a.dropped,
-                typname: String::new(),
+                typname: typname(a.typid),
                 attstorage: a.attstorage,
             })
             .collect(),

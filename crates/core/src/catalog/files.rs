@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::bootstrap::{attribute_layout, rel_desc, CatAttr, ATTRIBUTE_RELATION_ID};
+use super::bootstrap::{attribute_layout, described, rel_desc, CatAttr, ATTRIBUTE_RELATION_ID};
 use super::relmap::RelMap;
 use crate::datum::TypeDesc;
 use crate::error::{CoreError, Result};
-use crate::format::tuple::{AttrDesc, RelDesc};
+use crate::format::tuple::RelDesc;
 use crate::rows::carve::{CarveConfig, Carver, ColumnOut};
 use crate::rows::output::{Batch, Certainty};
 use crate::sources::blocks::{BlockReader, SegFile};
@@ -474,27 +474,11 @@ impl ClusterFiles {
     pub fn table_desc(&self, db: u32, relid: u32, relnatts: u16) -> Result<RelDesc> {
         let cat = self.db(db)?;
         let names = self.type_names(db)?;
-        let mut attrs: Vec<&CatAttr> = cat.attrs.get(&relid).map_or(&[][..], Vec::as_slice).iter().collect();
-        attrs.retain(|a| a.attnum > 0);
-        attrs.sort_by_key(|a| a.attnum);
+        let attrs = cat.attrs.get(&relid).map_or(&[][..], Vec::as_slice);
         let toast_relid = cat.classes.get(&relid).map_or(0, |c| c.2);
-        Ok(RelDesc {
-            natts: attrs.last().map_or(0, |a| a.attnum as u16).max(relnatts),
-            attrs: attrs
-                .iter()
-                .map(|a| AttrDesc {
-                    attnum: a.attnum,
-                    attlen: a.attlen,
-                    attalign: a.attalign,
-                    attbyval: a.attbyval,
-                    attisdropped: a.dropped,
-                    typname: names.get(&a.typid).cloned().unwrap_or_default(),
-                    attstorage: a.attstorage,
-                })
-                .collect(),
-            has_toast: toast_relid != 0,
-            toast_relid,
-        })
+        let mut desc = described(attrs, toast_relid, |t| names.get(&t).cloned().unwrap_or_default());
+        desc.natts = desc.natts.max(relnatts);
+        Ok(desc)
     }
 
     fn type_names(&self, db: u32) -> Result<Arc<HashMap<u32, String>>> {

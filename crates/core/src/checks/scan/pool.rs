@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use rayon::prelude::*;
 
 use super::heapmap::HeapMap;
-use super::unit::{read_chunk, scan_unit, ChunkSummary, Ctx, Unit};
+use super::unit::{read_chunk, scan_unit, ChunkSummary, Ctx, Unit, UnitTask};
 use super::{key_of, CheckedChunk, Progress, RelKey, RelMeta, ScanOptions, ScanResult};
 use crate::error::{CoreError, Result};
 use crate::format::page::{Page, PageKind};
@@ -183,7 +183,14 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     let unit_order =
         |(_, u): &&(usize, Unit<'_>)| seg_order(ctx.root, &u.rel.segments[u.seg_index].path, u.first_block_in_file);
     let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
-        let summary = scan_unit(ctx, *ri, u, plan.nblocks[*ri], plan.collect_lp[*ri], None);
+        let task = UnitTask {
+            rel_index: *ri,
+            unit: u,
+            rel_nblocks: plan.nblocks[*ri],
+            collect_lp: plan.collect_lp[*ri],
+            heap: None,
+        };
+        let summary = scan_unit(ctx, &task);
         publish_checked(ctx, u, &summary);
         (*ri, summary)
     });
@@ -198,7 +205,8 @@ fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, 
     drop(gathering);
     let second: Vec<(usize, ChunkSummary)> = in_read_order(&phase2, unit_order, |(ri, u)| {
         let heap = plan.heap_of[*ri].and_then(|hi| heaps.get(&hi));
-        let summary = scan_unit(ctx, *ri, u, plan.nblocks[*ri], false, heap);
+        let task = UnitTask { rel_index: *ri, unit: u, rel_nblocks: plan.nblocks[*ri], collect_lp: false, heap };
+        let summary = scan_unit(ctx, &task);
         publish_checked(ctx, u, &summary);
         (*ri, summary)
     });

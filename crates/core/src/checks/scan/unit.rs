@@ -191,19 +191,22 @@ struct UnitPages<'a> {
     vis: Option<&'a crate::visibility::service::Visibility>,
 }
 
-pub(super) fn scan_unit(
-    ctx: &Ctx<'_>,
-    rel_index: usize,
-    unit: &Unit<'_>,
-    rel_nblocks: u64,
-    collect_lp: bool,
-    heap: Option<&HeapMap>,
-) -> ChunkSummary {
+/// One unit to scan and what its relation brings to it.
+pub(super) struct UnitTask<'a> {
+    /// The relation fork's index in the relation list.
+    pub(super) rel_index: usize,
+    pub(super) unit: &'a Unit<'a>,
+    pub(super) rel_nblocks: u64,
+    /// Record heap pages' line pointers (an index of this heap will be checked against them).
+    pub(super) collect_lp: bool,
+    /// For an index whose heap was scanned: that heap's line pointers.
+    pub(super) heap: Option<&'a HeapMap>,
+}
+
+pub(super) fn scan_unit(ctx: &Ctx<'_>, task: &UnitTask<'_>) -> ChunkSummary {
     // mapped first; a file shortened under the mapping (a running server's VACUUM) gave zeros for the lost part, not
     // its pages: the chunk is read again, and comes back short as it should
-    let (out, got) = scan_unit_from(ctx, rel_index, unit, rel_nblocks, collect_lp, heap, true)
-        .or_else(|| scan_unit_from(ctx, rel_index, unit, rel_nblocks, collect_lp, heap, false))
-        .unwrap_or_default();
+    let (out, got) = scan_unit_from(ctx, task, true).or_else(|| scan_unit_from(ctx, task, false)).unwrap_or_default();
     let blcksz = ctx.opts.blcksz as usize;
     ctx.progress.bytes_done.fetch_add(got as u64, Ordering::Relaxed);
     ctx.progress.pages_done.fetch_add((got / blcksz) as u64, Ordering::Relaxed);
@@ -212,15 +215,8 @@ pub(super) fn scan_unit(
 
 /// One pass over a unit, its bytes mapped (`map`) or read: the summary and the bytes got; None when the mapped file
 /// was shortened during the pass.
-fn scan_unit_from(
-    ctx: &Ctx<'_>,
-    rel_index: usize,
-    unit: &Unit<'_>,
-    rel_nblocks: u64,
-    collect_lp: bool,
-    heap: Option<&HeapMap>,
-    map: bool,
-) -> Option<(ChunkSummary, usize)> {
+fn scan_unit_from(ctx: &Ctx<'_>, task: &UnitTask<'_>, map: bool) -> Option<(ChunkSummary, usize)> {
+    let &UnitTask { rel_index, unit, rel_nblocks, collect_lp, heap } = task;
     let opts = ctx.opts;
     let blcksz = opts.blcksz as usize;
     let seg = &unit.rel.segments[unit.seg_index];
