@@ -10,7 +10,6 @@ from pgsurgeon.boundary import (
     BackupInfo,
     CarveConfig,
     CarveResult,
-    CatAttr,
     CheckedChunk,
     ClassifyConfig,
     ClassifyResult,
@@ -31,6 +30,7 @@ from pgsurgeon.boundary import (
     PageReport,
     ProfileSpan,
     RelationFork,
+    RelDesc,
     ScannerConfig,
     ScanResult,
     TypeDesc,
@@ -133,7 +133,7 @@ class FilesCatalog:
     def __init__(self, pgdata: str, options: ClusterOptions | None = None) -> None: ...
     def facts(self) -> ClusterFacts: ...
     def read(self, db: int, relid: int, columns: list[str]) -> tuple[list[list[str | None]], list[str], list[str]]: ...
-    def attributes(self, db: int, relid: int) -> list[CatAttr]: ...
+    def table_desc(self, db: int, relid: int, relnatts: int) -> RelDesc: ...
     def keys(self, db: int, oids: list[int]) -> list[tuple[int, int, int] | None]: ...
     def locate(self, db: int, oid: int) -> tuple[int, int, int, str, int] | None: ...
 

@@ -1009,19 +1009,6 @@ class ClusterFacts(TypedDict):
     warnings: list[str]
 
 
-class CatAttr(TypedDict):
-    """crates/core/src/catalog/bootstrap.rs ``CatAttr``: a catalog's pg_attribute row, as the files hold it."""
-
-    attnum: int
-    name: str
-    typid: int
-    attlen: int
-    attalign: str
-    attbyval: bool
-    attstorage: str
-    dropped: bool
-
-
 class ArchiveFile(TypedDict):
     """crates/core/src/sources/backup/archive.rs ``ArchiveFile``: one archive of a tar-format backup."""
 

@@ -51,9 +51,9 @@ impl FilesCatalog {
         Ok((r.rows, r.absent, r.doubtful))
     }
 
-    /// pg_attribute's description of relation `relid`.
-    fn attributes(&self, py: Python<'_>, db: u32, relid: u32) -> PyResult<Py<PyAny>> {
-        let r = py.detach(|| self.inner.attributes(db, relid)).map_err(to_pyerr)?;
+    /// The tuple descriptor of table `relid` of database `db` (ClusterFiles::table_desc).
+    fn table_desc(&self, py: Python<'_>, db: u32, relid: u32, relnatts: u16) -> PyResult<Py<PyAny>> {
+        let r = py.detach(|| self.inner.table_desc(db, relid, relnatts)).map_err(to_pyerr)?;
         to_py(py, &r)
     }
 

@@ -496,11 +496,6 @@ impl ClusterFiles {
         Ok(names)
     }
 
-    pub fn attributes(&self, db: u32, relid: u32) -> Result<Vec<CatAttr>> {
-        let db = if db == 0 { self.any_database()? } else { db };
-        Ok(self.db(db)?.attrs.get(&relid).cloned().unwrap_or_default())
-    }
-
     fn carve(&self, cat: &DbCatalog, db: u32, relid: u32, rel: RelFile, columns: &[String]) -> Result<CatalogRows> {
         let mut rows = Vec::new();
         let mut out = self.carve_each(cat, db, relid, rel, columns, |fields| {
