@@ -146,7 +146,9 @@ def test_every_current_row_comes_back_from_the_backup_and_its_wal(
     assert {c["source"] for c in plan["copies"]} == {"backup + WAL"}, [c["rejected"] for c in plan["copies"]]
     assert all(c["lsn_copy"] and c["would_lose"] and not c["stale"] for c in plan["copies"])
     assert "backup" in plan["options"]["from_standby"] and "short of" not in plan["options"]["from_standby"]
+    # nothing wrote to those pages between the plan's recovery and the primary's stop: that recovery is not redone
     execution = doc["execution"]
+    assert [s["copies_exact_by"] for s in execution["steps"] if "copies_exact_by" in s] == ["pg_waldump"]
     assert execution["after"]["clean"], execution["after"]
     assert execution["ledger_check"]["match"] and execution["ledger"]["lost"] == []
     assert execution["ledger"]["restored"] > 0 and execution["ledger"]["possibly_stale"] == []
@@ -209,6 +211,10 @@ def test_an_archive_cut_short_refuses_pages_changed_after_its_end_unless_accepte
         archive=tmp_path / "cut",
     )  # fmt: skip
     assert code == 0, err
+    # the WAL the archive lacks is gone from pg_wal too: what changed since cannot be read, so the backup is recovered
+    # again up to the primary's stop
+    steps = doc["execution"]["steps"]
+    assert [s["copies_exact_by"] for s in steps if "copies_exact_by" in s] == ["replay"]
     copies = {c["block"]: c for c in doc["plan"]["copies"] if c["role"] == "table"}
     assert copies[1]["source"] == "backup + WAL" and copies[1]["stale"], copies[1]
     ledger = doc["execution"]["ledger"]

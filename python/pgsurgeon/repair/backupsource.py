@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsurgeon import core
 from pgsurgeon.backup import BackupSource
@@ -33,6 +33,9 @@ from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.lab.cluster import pick_free_port
 from pgsurgeon.pgbin import OsUser, PgInstall, install_of_major, user_owning
 from pgsurgeon.repair.copies import SOURCE_BACKUP, lsn_text, parse_lsn
+
+if TYPE_CHECKING:
+    from pgsurgeon.repair.waltouch import PageRef
 
 POLL_S = 0.2
 SAY_EVERY_S = 5.0
@@ -141,6 +144,32 @@ class BackupCopySource:
                 "pages are exact to that position only"
             )
         return exact
+
+    def carry_forward(self, target: int, what: str, pages: list[PageRef], say: Callable[[str], None]) -> bool:
+        """With the primary stopped at ``target``: the pages recovered to ``replayed`` are exact to ``target`` too
+        when no WAL record in between may change them (its own pg_waldump reads the primary's pg_wal); the backup is
+        then not recovered a second time."""
+        if self.data is None or self.replayed is None or postmaster_pid(self.primary_pgdata) is not None:
+            return False
+        from pgsurgeon.repair.waltouch import first_touch
+        from pgsurgeon.rescue.walstatus import waldump_for
+
+        major = int(self.control["major_version"])
+        tool = waldump_for(major)
+        since = self.replayed
+        if tool is None:
+            say(f"  no pg_waldump of PostgreSQL {major} reads the WAL since {lsn_text(since)}: recovering")
+            return False
+        why = first_touch(tool, self.primary_pgdata / "pg_wal", self.timeline, since, target, pages)
+        if why is not None:
+            say(f"  the copies recovered to {lsn_text(since)} may be older than the primary's {what}: {why}")
+            return False
+        say(
+            f"  no WAL record from {lsn_text(since)} to the primary's {what} {lsn_text(target)} changes the "
+            f"{len(pages)} page(s) to restore: the backup recovered to {lsn_text(since)} holds them as they are now"
+        )
+        self.replayed, self.short_of = target, None
+        return True
 
     def fetch(self, rel: Relation, block: int) -> tuple[bytes | None, str]:
         return self._page(rel, block, "main")

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pgsurgeon import core
 from pgsurgeon.catalog.relation import Relation
+
+if TYPE_CHECKING:
+    from pgsurgeon.repair.waltouch import PageRef
 
 SOURCE_STANDBY = "standby"
 SOURCE_BACKUP = "backup + WAL"
@@ -88,6 +91,17 @@ class BatchSource(Protocol):
         self, rel: Relation, blocks: list[int], fork: str = "main"
     ) -> Iterator[tuple[int, bytes | None, str]]:
         """Each block: the page (or None) and how it was read, or why it could not be."""
+        ...
+
+
+@runtime_checkable
+class CarriedSource(Protocol):
+    """A page source whose copies, exact to its ``replayed`` position, may be shown exact to a later one without
+    bringing the source forward (a recovered backup: no WAL record in between touches the pages)."""
+
+    def carry_forward(self, target: int, what: str, pages: list[PageRef], say: Callable[[str], None]) -> bool:
+        """True when the copies of ``pages`` are exact to ``target`` as they are (``replayed`` is then ``target``);
+        False when the source must be brought forward with ``wait``."""
         ...
 
 

@@ -325,7 +325,7 @@ class Executor:
 
         # the page work alone, apart from stopping and starting the server: fetching and checking the good copies,
         # then the manifest (old pages read, recorded, fsynced) and the writes
-        timings: dict[str, float] = {}
+        timings: dict[str, Any] = {}
 
         def build() -> Manifest:
             copies = self.fetch_copies(step, pgdata, timings)
@@ -378,7 +378,7 @@ class Executor:
         source.wait(target, "current WAL position", self.ctx.req.standby_timeout, self.say, streaming=True)
 
     def fetch_copies(
-        self, step: Step, pgdata: Path, timings: dict[str, float] | None = None
+        self, step: Step, pgdata: Path, timings: dict[str, Any] | None = None
     ) -> dict[tuple[str, int], bytes]:
         """The good copies for the step's restore writes, fetched again now that the primary is stopped."""
         source = self.ctx.source

@@ -21,6 +21,7 @@ from pgsurgeon.repair import carving, pages
 from pgsurgeon.repair.copies import (
     INDEX_AMS,
     SOURCE_NONE,
+    CarriedSource,
     PageCopy,
     PageSource,
     damaged_lsn,
@@ -31,6 +32,7 @@ from pgsurgeon.repair.copies import (
     parse_lsn,
 )
 from pgsurgeon.repair.maps import VM_BITS, VM_CODES, vm_bits_set, vm_heap_blocks_per_page
+from pgsurgeon.repair.waltouch import PageRef
 
 if TYPE_CHECKING:
     from pgsurgeon.repair.model import PageWrite
@@ -269,7 +271,7 @@ def fetch_again(
     server: ServerFacts,
     timeout: float,
     say: Callable[[str], None],
-    timings: dict[str, float] | None = None,
+    timings: dict[str, Any] | None = None,
 ) -> dict[tuple[str, int], bytes]:
     """With the primary stopped: wait for the standby to replay up to the primary's shutdown checkpoint (pg_control),
     then fetch every planned copy again and check it as planned, against the page on disk now. Any copy that
@@ -283,7 +285,9 @@ def fetch_again(
     say(f"  the primary's shutdown checkpoint is at {lsn_text(checkpoint)}; bringing the {source.name} up to it")
     started = time.monotonic()
     try:
-        source.wait(checkpoint, "shutdown checkpoint", timeout, say)
+        carried = _carried(source, checkpoint, wanted, rels, say)
+        if not carried:
+            source.wait(checkpoint, "shutdown checkpoint", timeout, say)
     except PgSurgeonError as exc:
         raise PgSurgeonError(
             exc.message,
@@ -318,10 +322,29 @@ def fetch_again(
             assert data is not None
             out[(w.file, w.block)] = data
     if timings is not None:
+        # how the copies were made exact to the primary's stop: the source replayed up to it, or the WAL since its
+        # position was read and changes none of them
+        timings["copies_exact_by"] = "pg_waldump" if carried else "replay"
         timings["wait_seconds"] = round(waited - started, 3)
         timings["fetch_seconds"] = round(time.monotonic() - waited, 3)
     say(f"  {len(out)} good copy(ies) fetched from the {source.name} again and checked")
     return out
+
+
+def _carried(
+    source: PageSource, checkpoint: int, wanted: list[PageWrite], rels: dict[str, Relation], say: Callable[[str], None]
+) -> bool:
+    """The source's copies shown exact to the shutdown checkpoint as they are (a backup recovered once, no WAL since
+    touching the pages): no second recovery."""
+    if not isinstance(source, CarriedSource):
+        return False
+    refs: list[PageRef] = []
+    for w in wanted:
+        path = rels[w.relation].filepath
+        if path is None or w.copy is None:
+            return False
+        refs.append(PageRef(path, w.copy.fork, w.block))
+    return source.carry_forward(checkpoint, "shutdown checkpoint", refs, say)
 
 
 def _shutdown_checkpoint(pgdata: Path) -> int:

@@ -1,0 +1,102 @@
+"""``first_touch`` against the WAL a real server writes (PostgreSQL 15 and 18, each with its own pg_waldump): a page
+no record changes is said untouched; a delete on it, a visibility map bit its table's heap record clears, a
+truncation, a rewrite that drops the file, and WAL that is no longer there each say "may have changed"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fix_corrupt import sql
+from fix_pg import create_test_cluster
+from pgsurgeon import core
+from pgsurgeon.lab import LabCluster
+from pgsurgeon.repair.copies import parse_lsn
+from pgsurgeon.repair.waltouch import PageRef, file_node, first_touch
+from pgsurgeon.rescue.walstatus import waldump_for
+
+
+@pytest.fixture(scope="module", params=["15", "18"], ids=["pg15", "pg18"])
+def lab(request: pytest.FixtureRequest, lab_base_dir: Path) -> Iterator[LabCluster]:
+    cluster = create_test_cluster(lab_base_dir, f"waltouch{request.param}", request.param)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+def lsn(lab: LabCluster) -> int:
+    (text,) = sql(lab, "SELECT pg_current_wal_insert_lsn()::text")[0]
+    value = parse_lsn(str(text))
+    assert value is not None
+    return value
+
+
+def table(lab: LabCluster, name: str) -> str:
+    """A table of 20 blocks, all visible and frozen (its visibility map set); its file path."""
+    sql(
+        lab,
+        f"DROP TABLE IF EXISTS {name}",
+        f"CREATE TABLE {name} (id int, pad text) WITH (autovacuum_enabled = off)",
+        f"INSERT INTO {name} SELECT g, repeat('x', 700) FROM generate_series(1, 200) g",
+        f"VACUUM (FREEZE) {name}",
+        "CHECKPOINT",
+    )
+    (path,) = sql(lab, f"SELECT pg_relation_filepath('{name}')")[0]
+    return str(path)
+
+
+def touch(lab: LabCluster, start: int, pages: list[PageRef]) -> str | None:
+    major = int(core.read_control(str(lab.pgdata))["major_version"])
+    tool = waldump_for(major)
+    assert tool is not None, f"no pg_waldump for {major}"
+    end = lsn(lab)
+    sql(lab, "SELECT pg_switch_wal()")  # every record before the end flushed to pg_wal
+    return first_touch(tool, lab.pgdata / "pg_wal", 1, start, end, pages)
+
+
+def test_pages_no_record_names_are_untouched(lab: LabCluster) -> None:
+    path = table(lab, "wt_quiet")
+    start = lsn(lab)
+    sql(lab, "DELETE FROM wt_quiet WHERE ctid = '(3,2)'", "CREATE TABLE wt_other AS SELECT 1 AS x")
+    assert touch(lab, start, [PageRef(path, "main", 0), PageRef(path, "main", 7)]) is None
+    found = touch(lab, start, [PageRef(path, "main", 3)])
+    assert found is not None and "blk 3" in found and "DELETE" in found, found
+    sql(lab, "DROP TABLE wt_other")
+
+
+def test_a_map_page_is_touched_by_its_tables_heap_records(lab: LabCluster) -> None:
+    path = table(lab, "wt_map")
+    start = lsn(lab)
+    sql(lab, "DELETE FROM wt_map WHERE ctid = '(12,1)'")  # clears block 12's all-visible bit: no blkref to the map
+    found = touch(lab, start, [PageRef(path, "vm", 0)])
+    assert found is not None and "blk 12" in found, found
+
+
+def test_a_truncation_and_a_rewrite_touch_every_page(lab: LabCluster) -> None:
+    path = table(lab, "wt_trunc")
+    start = lsn(lab)
+    sql(lab, "DELETE FROM wt_trunc WHERE id > 100", "VACUUM wt_trunc")  # the empty tail is cut off
+    found = touch(lab, start, [PageRef(path, "main", 0)])
+    assert found is not None and "TRUNCATE" in found and "/".join(map(str, file_node(path))) in found, found
+
+    path = table(lab, "wt_full")
+    start = lsn(lab)
+    sql(lab, "VACUUM FULL wt_full")  # a new file; the commit drops the old one
+    found = touch(lab, start, [PageRef(path, "main", 0)])
+    assert found is not None and "COMMIT" in found and path in found, found
+
+
+def test_wal_that_is_not_there_is_not_taken_for_quiet(lab: LabCluster) -> None:
+    path = table(lab, "wt_gone")
+    start = lsn(lab)
+    major = int(core.read_control(str(lab.pgdata))["major_version"])
+    tool = waldump_for(major)
+    assert tool is not None
+    empty = lab.lab_dir / "no-wal"
+    empty.mkdir(exist_ok=True)
+    found = first_touch(tool, empty, 1, start, start + 8192, [PageRef(path, "main", 0)])
+    assert found is not None and "does not read" in found, found
