@@ -124,11 +124,9 @@ def request_from_args(args: argparse.Namespace) -> UnloadRequest:
 
 
 def render(res: UnloadResult) -> None:
-    console = term.console()
-    console.print(
+    term.line(
         f"unloaded {res.rows} rows from {len(res.tables)} tables into {res.out} in {res.seconds:.1f} s"
         + (f"; {res.kept_apart} rows kept apart" if res.kept_apart else ""),
-        markup=False,
     )
     for t in res.tables:
         if t.kept_apart or t.lost or t.skipped or t.checksum_failures:
@@ -141,21 +139,19 @@ def render(res: UnloadResult) -> None:
                 extra.append(f"{len(t.lost)} lost")
             if t.skipped:
                 extra.append(t.skipped)
-            console.print(f"  {t.rel.database}: {t.rel.qualified}: " + "; ".join(extra), markup=False)
+            term.line(f"  {t.rel.database}: {t.rel.qualified}: " + "; ".join(extra))
     deleted = [t for t in res.tables if t.deleted_file]
     if deleted:
         total = sum(t.deleted_rows for t in deleted)
-        console.print(
+        term.line(
             f"removed row versions: {total} (files *.deleted.*, leading columns: block, lp, xmin, xmin_committed_at, "
             "deleted_by, deleted_at, how)",
-            markup=False,
         )
     _render_schema(res)
     for n in res.notes:
-        console.print(f"note: {n}", markup=False)
-    console.print(
+        term.line(f"note: {n}")
+    term.line(
         f"load it into a fresh cluster: psql -X -v ON_ERROR_STOP=1 -d postgres -f {res.out / 'restore.sql'}",
-        markup=False,
     )
 
 
@@ -164,19 +160,18 @@ def _render_schema(res: UnloadResult) -> None:
     if schema.get("method") == "pg_dump":
         objects = schema.get("objects", {})
         total = sum(sum(kinds.values()) for kinds in objects.values())
-        term.console().print(
+        term.line(
             f"schema: {total} objects in {len(objects)} databases, from pg_dump run on a copy of the catalog "
             f"({schema.get('server')}, {schema.get('seconds', 0):.1f} s): restore.sql recreates them",
-            markup=False,
         )
     elif schema.get("fell_back"):
-        term.console(stderr=True).print(
+        term.line(
             f"unload: the schema comes from the files only: {schema.get('why')}; functions, views, triggers, "
             "CHECK constraints, grants and more are not recreated (listed in report.txt)",
-            markup=False,
+            stderr=True,
         )
         if schema.get("hint"):
-            term.console(stderr=True).print(f"hint: {schema['hint']}", markup=False)
+            term.line(f"hint: {schema['hint']}", stderr=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -189,10 +184,9 @@ def run(args: argparse.Namespace) -> int:
     if args.catalog_from is not None and not ((args.catalog_from / "global").is_dir() or is_backup(args.catalog_from)):
         raise UsageError(f"--catalog-from {args.catalog_from} is neither a data directory nor a base backup")
     req = request_from_args(args)
-    err = term.console(stderr=True)
 
     def say(line: str) -> None:
-        err.print(f"pgsurgeon: {line}", markup=False, soft_wrap=True)
+        term.line(f"pgsurgeon: {line}", stderr=True)
 
     if args.progress:
         with term.byte_progress("unload") as show:
@@ -211,11 +205,9 @@ def _run_layout(args: argparse.Namespace) -> int:
     res = run_layout(
         args.pgdata, args.layout, args.out, fmt=args.file_format, jobs=args.jobs, block_size=args.block_size
     )
-    console = term.console()
-    console.print(
+    term.line(
         f"decoded {res.rows} rows from {args.pgdata} into {res.out / res.file}"
         + (f"; {res.kept_apart} kept apart" if res.kept_apart else "")
         + f" (columns {', '.join(res.columns)})",
-        markup=False,
     )
     return Exit.DAMAGE if res.kept_apart or res.lost else Exit.CLEAN

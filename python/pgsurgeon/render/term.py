@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
+def line(text: str, *, stderr: bool = False) -> None:
+    """One line of plain text, as it is (no markup, no emoji codes, no wrapping), without importing rich: what a
+    command that prints sentences only needs. sys.stderr is looked up now, so that a running progress display's
+    redirection (rich.live) keeps the line above its bar."""
+    print(text, file=sys.stderr if stderr else sys.stdout)
+
+
 def console(*, stderr: bool = False, **kwargs: Any) -> Console:
     from rich.console import Console
 

@@ -20,6 +20,7 @@ from pgsurgeon import core, db
 from pgsurgeon.errors import PgSurgeonError
 from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.salvage.carve import Oracle
+from pgsurgeon.salvage.deleted_columns import DELETED_COLUMNS
 from pgsurgeon.salvage.pages import pageinspect_function
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from pgsurgeon.salvage.engine import Salvage
 
 # The leading columns of a .deleted file (crates/core/src/rows/undelete.rs, write_deleted_prefix).
-DELETED_COLUMNS = ["block", "lp", "xmin", "xmin_committed_at", "deleted_by", "deleted_at", "how"]
 
 _BATCH = 64
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from pgsurgeon.salvage.deleted import DELETED_COLUMNS
+from pgsurgeon.salvage.deleted_columns import DELETED_COLUMNS
 
 if TYPE_CHECKING:
     from pgsurgeon.unload.run import UnloadResult

@@ -20,7 +20,6 @@ from pgsurgeon.catalog.files import CatalogUnreadable, Database, DbCatalog, File
 from pgsurgeon.catalog.relation import Relation
 from pgsurgeon.datadir import SegmentIndex, postmaster_pid
 from pgsurgeon.errors import PgSurgeonError
-from pgsurgeon.rescue.walstatus import CommitRecords
 from pgsurgeon.unload.raw_types import Handoff, RawColumn, RawTable, raw_desc
 from pgsurgeon.unload.report import write_reports
 from pgsurgeon.unload.restore_sql import RestoreWriter, copy_line, dbdir, safe
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
         SegFile,
         UnloadSummary,
     )
+    from pgsurgeon.rescue.walstatus import CommitRecords
 
 
 @dataclass
@@ -174,8 +174,16 @@ class _Job:
         self.damaged: list[str] = []
         self.raw_tables: list[tuple[RawTable, DbCatalog, Relation, Path]] = []
         """Tables carved with raw columns (unload.raw_types), with what carves them again without."""
-        self.commit_records = CommitRecords(req.pgdata)
+        self._commit_records: CommitRecords | None = None
+
+    @property
+    def commit_records(self) -> CommitRecords:
         """--deleted-by's commit record in pg_wal, read when pg_subtrans names no parent of some deleter."""
+        if self._commit_records is None:
+            from pgsurgeon.rescue.walstatus import CommitRecords
+
+            self._commit_records = CommitRecords(self.req.pgdata)
+        return self._commit_records
 
     def databases(self) -> list[Database]:
         dbs = [d for d in self.files.databases() if d.allow_connections]
@@ -320,7 +328,8 @@ class _Job:
         carver = core.RowCarver({**cfg, "deleted": True, "deleted_by": self.req.deleted_by})
         oracle = _WalOracle(self.commit_records) if self.req.deleted_by is not None else None
         counts = self._run(carver, nblocks, str(path), str(apart), count=False, oracle=oracle).get("counts", {})
-        self.notes.extend(n for n in self.commit_records.notes if n not in self.notes)
+        if self._commit_records is not None:
+            self.notes.extend(n for n in self._commit_records.notes if n not in self.notes)
         t.deleted_file = str(path.relative_to(self.req.out))
         t.deleted_rows = int(counts.get("main_rows", 0))
         t.deleted_apart = int(counts.get("apart_rows", 0))

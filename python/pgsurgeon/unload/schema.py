@@ -18,18 +18,20 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pgsurgeon.catalog.files import Database, FilesCatalog
 from pgsurgeon.pgbin import PgInstall, install_of_major, run_as, server_user
-from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
-from pgsurgeon.rescue.private import PrivateServer
-from pgsurgeon.unload.catalog_copy import CatalogCopy, make_copy
-from pgsurgeon.unload.catalog_damage import CatalogDamage, check_copy
+from pgsurgeon.unload.catalog_damage import CatalogDamage
 from pgsurgeon.unload.raw_types import Handoff, print_again
+
+if TYPE_CHECKING:
+    # the step that dumps the schema through a private server imports these when it runs (unload --schema files
+    # needs none of them)
+    from pgsurgeon.rescue.private import PrivateServer
+    from pgsurgeon.unload.catalog_copy import CatalogCopy
 
 T = TypeVar("T")
 BUILT_IN_DATABASES = ("postgres", "template1")
@@ -192,6 +194,10 @@ def _prepare(
     req: SchemaRequest, server: PgInstall, *, pgdata: Path, phases: _Phases
 ) -> tuple[Path, CatalogCopy, str, CatalogDamage]:
     """The copy made, reset and checked: (its data directory, what was copied, the superuser, its damage)."""
+    from pgsurgeon.rescue.plan import PlanRequest, plan_resetwal
+    from pgsurgeon.unload.catalog_copy import make_copy
+    from pgsurgeon.unload.catalog_damage import check_copy
+
     wanted = {d.oid for d in req.databases} | {d.oid for d in req.files.databases() if d.name in BUILT_IN_DATABASES}
     databases = [d for d in req.files.databases() if d.oid in wanted]
     try:
@@ -242,6 +248,8 @@ def _dump_all(
     """Start the copy and dump it, each archive split into its sections as soon as it is written (while the other
     databases are dumped); once more with ignore_system_indexes when a catalog index is what fails (at once when
     the copy's check found one damaged)."""
+    from pgsurgeon.rescue.private import PrivateServer
+
     notes: list[str] = []
     failure = "a catalog index failed its checks" if damage.index_damaged else ""
     attempts: list[dict[str, str]] = [{}, {"ignore_system_indexes": "on"}]
@@ -291,6 +299,8 @@ def _each(databases: list[Database], work: Callable[[Database], T]) -> list[T]:
     """``work`` for every database, a few at once; in their order. The first failure is raised."""
     if len(databases) < 2:
         return [work(db) for db in databases]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="unload-schema") as pool:
         return list(pool.map(work, databases))
 
