@@ -505,7 +505,10 @@ def test_verify_heapam_starts_while_the_indexes_are_read_never_on_a_block_not_vo
         lab,
         table,
         f"CREATE TABLE {table} (a int PRIMARY KEY, b int)",
-        f"INSERT INTO {table} SELECT g, g FROM generate_series(1, 20000) g",
+        # 8,850 blocks, 35 chunks of the scan: it outlasts several of its 20 ms polls, so that chunks are handed
+        # over while it still reads (a one-chunk table is handed over only as the scan ends, and whether its
+        # verify_heapam starts before the file phase returns is then a matter of thread scheduling)
+        f"INSERT INTO {table} SELECT g, g FROM generate_series(1, 2000000) g",
     ) as oids:
         oid = oids[table]
         spots = corrupt(lab.cluster, ("--dsn", lab.dsn, "--table", table), ("item-ids", "--block", "5"), seed=7)

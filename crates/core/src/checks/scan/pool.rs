@@ -94,20 +94,21 @@ fn seg_order(root: &Path, path: &str, block: u64) -> Option<(usize, u64)> {
     crate::sources::backup::vfs::read_order(&root.join(path)).map(|o| (o, block))
 }
 
-/// `f` over `items` on the pool. When some items are read from a sequential source (a compressed backup), they
-/// are handed out in storage order (`key`: member position, block) so the source's stream moves forward; the
-/// results come back in the items' order either way.
+/// `f` over `items` on the pool, handed out one at a time in order to whichever thread is free: in storage order
+/// (`key`: member position, block) when some items are read from a sequential source (a compressed backup), so
+/// the source's stream moves forward; else in the items' order, so that what a caller waits on (a table's first
+/// chunks for verify_heapam, an index the server checks once all its pages are sound) is done first, and no
+/// thread is left alone with a run of units at the end. The results come back in the items' order either way.
 fn in_read_order<T: Sync, R: Send>(
     items: &[T],
     key: impl Fn(&T) -> Option<(usize, u64)>,
     f: impl Fn(&T) -> R + Sync + Send,
 ) -> Vec<R> {
     let keys: Vec<Option<(usize, u64)>> = items.iter().map(key).collect();
-    if keys.iter().all(|k| k.is_none()) {
-        return items.par_iter().map(f).collect();
-    }
     let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| keys[i].unwrap_or((usize::MAX, 0)));
+    if keys.iter().any(|k| k.is_some()) {
+        order.sort_by_key(|&i| keys[i].unwrap_or((usize::MAX, 0)));
+    }
     let mut out: Vec<(usize, R)> = order.into_iter().par_bridge().map(|i| (i, f(&items[i]))).collect();
     out.sort_by_key(|(i, _)| *i);
     out.into_iter().map(|(_, r)| r).collect()
@@ -179,7 +180,11 @@ fn work_units<'a>(relations: &'a [Relation], opts: &ScanOptions) -> Vec<(usize, 
 /// checked against them. The summaries of each phase come back in unit order.
 fn run_units(ctx: &Ctx<'_>, relations: &[Relation], plan: &Plan) -> Vec<(usize, ChunkSummary)> {
     let units = work_units(relations, ctx.opts);
-    let (phase2, phase1): (Vec<_>, Vec<_>) = units.iter().partition(|(ri, _)| plan.heap_of[*ri].is_some());
+    let (mut phase2, phase1): (Vec<_>, Vec<_>) = units.iter().partition(|(ri, _)| plan.heap_of[*ri].is_some());
+    // GIN indexes first among the indexes: diagnose asks the server's gin_index_check about one only once every page
+    // of it is found sound here, and by then the server has nothing else to do beside this phase (a stable sort:
+    // each index's chunks stay in block order)
+    phase2.sort_by_key(|(ri, _)| ctx.kinds[*ri] != Some(PageKind::Gin));
     let unit_order =
         |(_, u): &&(usize, Unit<'_>)| seg_order(ctx.root, &u.rel.segments[u.seg_index].path, u.first_block_in_file);
     let mut chunks: Vec<(usize, ChunkSummary)> = in_read_order(&phase1, unit_order, |(ri, u)| {
