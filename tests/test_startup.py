@@ -61,6 +61,9 @@ def test_offline_scan_and_health_import_neither_the_driver_nor_rich(
     unload = imported(["unload", pgdata, "--out", str(tmp_path / "out"), "--schema", "files"], tmp_path / "m.json")
     assert "pgsurgeon.unload.restore_sql" in unload
     assert "psycopg" not in unload
+    # its text output is sentences (no rich); the schema step's private server and salvage's engine stay unimported
+    # with --schema files
+    assert not {"rich", "pgsurgeon.rescue.private", "pgsurgeon.salvage.deleted", "pgsurgeon.rescue.walstatus"} & unload
     restore = (tmp_path / "out" / "restore.sql").read_text()
     assert f"\\set dir '{tmp_path / 'out'}'" in restore
     assert '\\copy "public"."t" ("a", "b") FROM \'' in restore
