@@ -20,6 +20,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgsurgeon.catalog.files import file_key
 from pgsurgeon.repair.copies import lsn_text, parse_lsn
 
 _BLKREF = re.compile(r"blkref #\d+: rel \d+/(?P<db>\d+)/(?P<rel>\d+)(?: fork (?P<fork>\w+))? blk (?P<blk>\d+)")
@@ -37,13 +38,14 @@ class PageRef:
     block: int
 
 
-def file_node(filepath: str) -> tuple[int, int]:
-    """(database OID, relfilenode) of ``base/5/16384``, ``global/1262`` (database 0) or
-    ``pg_tblspc/16385/PG_18_202506291/5/16384``: what pg_waldump prints after the tablespace."""
-    parts = filepath.split("/")
-    if parts[0] == "global":
-        return 0, int(parts[1])
-    return int(parts[-2]), int(parts[-1])
+def _node(filepath: str) -> tuple[int, int]:
+    """(database OID, relfilenode) of a relation's path (catalog.files.file_key's reading of it, the relative path:
+    a tablespace's symlink is not followed): what pg_waldump prints after the tablespace."""
+    key = file_key(Path(filepath))
+    if key is None:
+        raise ValueError(f"not a relation file path: {filepath}")
+    _spc, db, node = key[1]
+    return db, node
 
 
 def first_touch(
@@ -54,7 +56,7 @@ def first_touch(
     is stopped at the first such record."""
     if not pages:
         return None
-    wanted = {(*file_node(p.filepath), p.fork, p.block) for p in pages}
+    wanted = {(*_node(p.filepath), p.fork, p.block) for p in pages}
     nodes = {(db, rel) for db, rel, _, _ in wanted}
     # redo clears visibility map bits of the heap block a record names, without naming the map's page (heapam.c,
     # heap_xlog_delete and the others: XLH_*_ALL_VISIBLE_CLEARED): any heap block of its table may change a map page
