@@ -138,6 +138,41 @@ impl MapWindow {
     }
 }
 
+/// Reads of a heap page a live scan makes before it gives up on judging the page's map bits (the page keeps
+/// changing: the server's copy is newer than anything read here).
+const LIVE_VM_READS: usize = 3;
+
+impl MapWindow {
+    /// A live scan's verdict on a heap page's map bits: from a copy of the page that a read made after the
+    /// judgement gives again, byte for byte. A copy torn by a concurrent write (an old header over newer tuples:
+    /// nothing tells it without checksums) never exists in the file; the page read again does, and is judged in
+    /// its turn. A stable copy newer than the redo point is not judged at all, like any such page.
+    pub(super) fn live_vm_findings(
+        &self,
+        judged: &[u8],
+        block: u64,
+        vis: &Visibility,
+        opts: &ScanOptions,
+        reread: impl Fn() -> Option<Vec<u8>>,
+    ) -> Vec<Finding> {
+        let bits = self.vm_bits(block, opts.blcksz);
+        let mut copy = judged.to_vec();
+        for _ in 0..LIVE_VM_READS {
+            let Some(again) = reread() else { return Vec::new() };
+            if again == copy {
+                return match Page::new(&copy) {
+                    Some(p) if opts.judged_up_to().is_none_or(|lsn| p.header().pd_lsn.lsn() <= lsn) => {
+                        vm_page_findings(&p, block, bits, vis)
+                    }
+                    _ => Vec::new(),
+                };
+            }
+            copy = again;
+        }
+        Vec::new()
+    }
+}
+
 /// A free space map page of a running server: its tree judged only when a second read gives the same bytes. The
 /// server writes FSM pages without WAL (MarkBufferDirtyHint) and at any time, so a copy read while it is written
 /// may be torn; the buffer itself is only changed under an exclusive lock, so a page read twice alike is one the

@@ -269,10 +269,23 @@ fn scan_unit_from(ctx: &Ctx<'_>, task: &UnitTask<'_>, map: bool) -> Option<(Chun
     };
     let got = bytes.len();
     let all = &bytes[..got - got % blcksz];
-    for (i, bytes) in all.chunks_exact(blcksz).enumerate() {
+    // A running server's page under a mapping changes while it is judged (every write of its buffer lands in the
+    // mapped page cache): a page whose LSN was read before a write and whose tuples after it mixes two moments (a
+    // tuple's new xmax under an LSN older than the redo point, against map bits read before). A live scan judges a
+    // copy, taken once, as pread would give it: a copy torn by a write is what the checksum and LSN rules catch.
+    let snapshot = opts.live_redo_lsn.is_some() && matches!(bytes, UnitBytes::Mapped(_));
+    let mut copy = Vec::with_capacity(if snapshot { blcksz } else { 0 });
+    for (i, mapped) in all.chunks_exact(blcksz).enumerate() {
         if ctx.progress.cancelled.load(Ordering::Relaxed) {
             break;
         }
+        let bytes = if snapshot {
+            copy.clear();
+            copy.extend_from_slice(mapped);
+            &copy[..]
+        } else {
+            mapped
+        };
         let block = base_block + i as u64;
         let Some(page) = Page::new(bytes) else {
             continue;
@@ -289,7 +302,13 @@ fn scan_unit_from(ctx: &Ctx<'_>, task: &UnitTask<'_>, map: bool) -> Option<(Chun
             continue;
         }
         let verify = opts.checksums && !(checksum_verified && reread.is_none());
+        let at = out.findings.len();
         scan_page(&pages, block, bytes, &page, verify, &mut out);
+        if opts.live_redo_lsn.is_some() {
+            let judged = reread.as_deref().unwrap_or(bytes);
+            let again = || reread_page(&path, offset + (i * blcksz) as u64, blcksz);
+            live_vm_verdict(&pages, block, judged, at, again, &mut out.findings);
+        }
         if unit.rel.fork == Fork::Fsm && opts.checks && opts.live_redo_lsn.is_some() {
             let again = || reread_page(&path, offset + (i * blcksz) as u64, blcksz);
             super::maps::live_fsm_page(reread.as_deref().unwrap_or(bytes), block, opts, again, &mut out);
@@ -298,6 +317,28 @@ fn scan_unit_from(ctx: &Ctx<'_>, task: &UnitTask<'_>, map: bool) -> Option<(Chun
     match &bytes {
         UnitBytes::Mapped(m) if m.shortened() => None,
         _ => Some((out, got)),
+    }
+}
+
+/// A live scan's map-bit findings of one heap page (those pushed from `at` on) replaced by the verdict on a copy
+/// read alike twice ([`super::maps::MapWindow::live_vm_findings`]). They are the findings nothing re-reads later:
+/// a page's other findings are compared with the server's copy of the page, but map bits are not in it.
+fn live_vm_verdict(
+    pages: &UnitPages<'_>,
+    block: u64,
+    judged: &[u8],
+    at: usize,
+    reread: impl Fn() -> Option<Vec<u8>>,
+    findings: &mut Vec<Finding>,
+) {
+    let is_vm = |f: &Finding| matches!(f.code, Code::VmAllVisibleWrong | Code::VmAllFrozenWrong);
+    if !findings[at..].iter().any(is_vm) {
+        return;
+    }
+    let kept: Vec<Finding> = findings.drain(at..).filter(|f| !is_vm(f)).collect();
+    findings.extend(kept);
+    if let (Some(w), Some(vis)) = (&pages.maps, pages.vis) {
+        findings.extend(w.live_vm_findings(judged, block, vis, pages.opts, reread));
     }
 }
 
@@ -621,5 +662,118 @@ fn check_tuple_data(page: &Page<'_>, block: u64, meta: &RelMeta, max_chunk: u32,
                 out.toast_ptrs.extend(walk.toast_pointers.drain(..).map(|ptr| (block, off, ptr)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use crate::checks::cluster::testutil::Dir;
+    use crate::checks::scan::{relations_for_files, scan, Progress, ScanOptions};
+    use crate::finding::Code;
+    use crate::format::checksum::set_checksum;
+    use crate::format::heap::{HeapTupleHeaderData, HEAP_XMAX_INVALID, HEAP_XMIN_FROZEN};
+    use crate::format::itemid::{ItemIdData, LP_NORMAL};
+    use crate::format::page::{PageHeaderData, PageXLogRecPtr, BLCKSZ};
+
+    const REDO: u32 = 0x2000;
+
+    /// Heap block `blk` holding one frozen tuple, its page written at `lsn`: with `xmax` 0 its map bits
+    /// (all-visible, all-frozen) are right; with a normal `xmax` the all-frozen bit is wrong, unless the page is
+    /// newer than the redo point (an UPDATE since: not judged).
+    fn heap(blk: u32, xmax: u32, lsn: u32, checksums: bool) -> Vec<u8> {
+        let mut p = vec![0u8; BLCKSZ];
+        let at = BLCKSZ - 32;
+        PageHeaderData {
+            pd_lsn: PageXLogRecPtr { xlogid: 0, xrecoff: lsn },
+            pd_lower: 28,
+            pd_upper: at as u16,
+            pd_special: BLCKSZ as u16,
+            pd_pagesize_version: 0x2004,
+            ..Default::default()
+        }
+        .write(&mut p);
+        p[24..28].copy_from_slice(&ItemIdData::new(at as u16, LP_NORMAL, 32).0.to_le_bytes());
+        let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
+        let mask = HEAP_XMIN_FROZEN | if xmax == 0 { HEAP_XMAX_INVALID } else { 0 };
+        (t.t_xmin, t.t_xmax, t.t_infomask, t.t_infomask2, t.t_hoff) = (700, xmax, mask, 1, 24);
+        t.write(&mut p[at..]);
+        if checksums {
+            set_checksum(&mut p, blk);
+        }
+        p
+    }
+
+    /// The one map page: every heap block all-visible and all-frozen, set before the redo point.
+    fn vm(checksums: bool) -> Vec<u8> {
+        let mut p = vec![0u8; BLCKSZ];
+        PageHeaderData {
+            pd_lsn: PageXLogRecPtr { xlogid: 0, xrecoff: REDO - 0x200 },
+            pd_lower: 24,
+            pd_upper: BLCKSZ as u16,
+            pd_special: BLCKSZ as u16,
+            pd_pagesize_version: 0x2004,
+            ..Default::default()
+        }
+        .write(&mut p);
+        p[24..].fill(0xff);
+        if checksums {
+            set_checksum(&mut p, 0);
+        }
+        p
+    }
+
+    /// A server rewriting block 5 while a live scan reads the file (mapped): the old copy, right under its map
+    /// bits, and the new one, an xmax set after the redo point (not judged). Block 9 holds the same xmax under an
+    /// LSN before the redo point: its all-frozen bit is wrong. Judged from the mapping, block 5's old LSN and new
+    /// tuple met in one page; judged from one read, a copy torn by the write did (unseen without checksums).
+    fn live_scan_under_a_writer(checksums: bool) {
+        const BUSY: u32 = 5;
+        const WRONG: u32 = 9;
+        let (old_lsn, new_lsn) = (REDO - 0x100, REDO + 0x100);
+        let dir = Dir::new();
+        let db = dir.path().join("base/1");
+        std::fs::create_dir_all(&db).unwrap();
+        let file: Vec<u8> =
+            (0..64).flat_map(|b| heap(b, if b == WRONG { 1000 } else { 0 }, old_lsn, checksums)).collect();
+        std::fs::write(db.join("16384"), file).unwrap();
+        std::fs::write(db.join("16384_vm"), vm(checksums)).unwrap();
+        let (old, new) = (heap(BUSY, 0, old_lsn, checksums), heap(BUSY, 1000, new_lsn, checksums));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (stop, f) = (stop.clone(), std::fs::OpenOptions::new().write(true).open(db.join("16384")).unwrap());
+            std::thread::spawn(move || {
+                let at = u64::from(BUSY) * BLCKSZ as u64;
+                while !stop.load(Ordering::Relaxed) {
+                    f.write_at(&new, at).unwrap();
+                    f.write_at(&old, at).unwrap();
+                }
+            })
+        };
+        let rels = relations_for_files(dir.path(), &[db.join("16384"), db.join("16384_vm")]).unwrap();
+        let opts = ScanOptions { checksums, live_redo_lsn: Some(u64::from(REDO)), jobs: Some(1), ..Default::default() };
+        let mut blocks = Vec::new();
+        for _ in 0..300 {
+            let out = scan(dir.path(), &rels, &opts, &Progress::default()).unwrap();
+            let vm = out.findings.iter().filter(|f| f.finding.code == Code::VmAllFrozenWrong);
+            blocks.push(vm.map(|f| f.finding.block).collect::<Vec<_>>());
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        let bad: Vec<_> = blocks.iter().filter(|b| **b != [Some(u64::from(WRONG))]).collect();
+        assert!(bad.is_empty(), "{} of 300 scans: {:?}", bad.len(), bad.first());
+    }
+
+    #[test]
+    fn a_live_scan_judges_map_bits_on_a_page_read_alike_twice() {
+        live_scan_under_a_writer(true);
+    }
+
+    #[test]
+    fn a_live_scan_without_checksums_judges_map_bits_on_a_page_read_alike_twice() {
+        live_scan_under_a_writer(false);
     }
 }
