@@ -148,7 +148,7 @@ def test_every_current_row_comes_back_from_the_backup_and_its_wal(
     assert "backup" in plan["options"]["from_standby"] and "short of" not in plan["options"]["from_standby"]
     # nothing wrote to those pages between the plan's recovery and the primary's stop: that recovery is not redone
     execution = doc["execution"]
-    assert [s["copies_exact_by"] for s in execution["steps"] if "copies_exact_by" in s] == ["pg_waldump"]
+    assert [s["copies_exact_by"] for s in execution["steps"] if "copies_exact_by" in s] == ["pg_waldump"], err
     assert execution["after"]["clean"], execution["after"]
     assert execution["ledger_check"]["match"] and execution["ledger"]["lost"] == []
     assert execution["ledger"]["restored"] > 0 and execution["ledger"]["possibly_stale"] == []

@@ -51,12 +51,19 @@ def table(lab: LabCluster, name: str) -> str:
 
 
 def touch(lab: LabCluster, start: int, pages: list[PageRef]) -> str | None:
+    (found,) = touches(lab, start, pages)
+    return found
+
+
+def touches(lab: LabCluster, start: int, *page_sets: list[PageRef]) -> list[str | None]:
+    """first_touch of each set of pages over the WAL from ``start`` to now (a switch record: one that exists, as
+    the shutdown checkpoint does in repair)."""
     major = int(core.read_control(str(lab.pgdata))["major_version"])
     tool = waldump_for(major)
     assert tool is not None, f"no pg_waldump for {major}"
     end = lsn(lab)
     sql(lab, "SELECT pg_switch_wal()")  # every record before the end flushed to pg_wal
-    return first_touch(tool, lab.pgdata / "pg_wal", 1, start, end, pages)
+    return [first_touch(tool, lab.pgdata / "pg_wal", 1, start, end, pages) for pages in page_sets]
 
 
 def test_pages_no_record_names_are_untouched(lab: LabCluster) -> None:
@@ -75,6 +82,30 @@ def test_a_map_page_is_touched_by_its_tables_heap_records(lab: LabCluster) -> No
     sql(lab, "DELETE FROM wt_map WHERE ctid = '(12,1)'")  # clears block 12's all-visible bit: no blkref to the map
     found = touch(lab, start, [PageRef(path, "vm", 0)])
     assert found is not None and "blk 12" in found, found
+
+
+def test_hint_bits_after_a_checkpoint_touch_their_page_and_not_the_map(lab: LabCluster) -> None:
+    """A read setting hint bits, first after a checkpoint: with checksums (18 here) the page is WAL-logged whole
+    (FPI_FOR_HINT), a change of that page; its redo does not touch the map. Without them (15) there is no record."""
+    sql(
+        lab,
+        "DROP TABLE IF EXISTS wt_hint",
+        "CREATE TABLE wt_hint (id int) WITH (autovacuum_enabled = off)",
+        "INSERT INTO wt_hint SELECT generate_series(1, 10)",  # one page, mostly free: no read prunes it
+        "VACUUM (FREEZE) wt_hint",
+        "DELETE FROM wt_hint WHERE id = 4",  # committed, its xmax hint bit not set yet
+        "CHECKPOINT",
+    )
+    (path,) = sql(lab, "SELECT pg_relation_filepath('wt_hint')")[0]
+    start = lsn(lab)
+    sql(lab, "SELECT count(*) FROM wt_hint")
+    map_page, heap_page = touches(lab, start, [PageRef(str(path), "vm", 0)], [PageRef(str(path), "main", 0)])
+    assert map_page is None, map_page
+    found = heap_page
+    if lab.checksums:
+        assert found is not None and "FPI_FOR_HINT" in found and "blk 0" in found, found
+    else:
+        assert found is None, found
 
 
 def test_a_truncation_and_a_rewrite_touch_every_page(lab: LabCluster) -> None:

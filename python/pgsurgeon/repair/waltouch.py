@@ -6,7 +6,8 @@ whole backup a second time once the primary is stopped. The reading is conservat
 changed":
 - a record naming one of the pages: a block reference, ``blkref #0: rel 1663/5/16384 fork vm blk 0`` (xlogdesc.c,
   XLogRecGetBlockRefInfo);
-- for a visibility map page, a record naming any heap block of its table;
+- for a visibility map page, a Heap or Heap2 record naming any heap block of its table (a full-page image for hint
+  bits, XLOG's FPI_FOR_HINT, restores the heap page and nothing else);
 - any other mention of one of their relations' files: a truncation, a commit dropping them, a lock, their statistics;
 - any record of the Database resource manager: a database copied or dropped as a whole;
 - WAL that does not read from the first position to the second."""
@@ -26,6 +27,9 @@ from pgsurgeon.repair.copies import lsn_text, parse_lsn
 _BLKREF = re.compile(r"blkref #\d+: rel \d+/(?P<db>\d+)/(?P<rel>\d+)(?: fork (?P<fork>\w+))? blk (?P<blk>\d+)")
 _LSN = re.compile(r"\blsn: ([0-9A-F]+/[0-9A-F]+)")
 _WHOLE_DATABASE = "rmgr: Database"
+# the resource managers whose redo clears a heap block's map bits (heapam_xlog.c: XLH_*_ALL_VISIBLE_CLEARED,
+# visibilitymap_clear in heap_xlog_*): pg_waldump pads the name, "rmgr: Heap        len …"
+_CLEARS_MAP_BITS = ("rmgr: Heap ", "rmgr: Heap2 ")
 
 
 @dataclass(frozen=True)
@@ -105,9 +109,10 @@ def _touches(
     """The record's line when it may change a wanted page, else None."""
     if line.startswith(_WHOLE_DATABASE):
         return line.strip()
+    heap = line.startswith(_CLEARS_MAP_BITS)
     for ref in _BLKREF.finditer(line):
         node, fork = (int(ref["db"]), int(ref["rel"])), ref["fork"] or "main"
-        if (*node, fork, int(ref["blk"])) in wanted or (fork == "main" and node in mapped):
+        if (*node, fork, int(ref["blk"])) in wanted or (heap and fork == "main" and node in mapped):
             return line.strip()
     if mention.search(_BLKREF.sub("", line)):
         return line.strip()
