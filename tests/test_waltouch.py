@@ -4,6 +4,7 @@ truncation, a rewrite that drops the file, and WAL that is no longer there each 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from pgsurgeon import core
 from pgsurgeon.catalog.files import file_key
 from pgsurgeon.lab import LabCluster
 from pgsurgeon.repair.copies import parse_lsn
-from pgsurgeon.repair.waltouch import PageRef, first_touch
+from pgsurgeon.repair.waltouch import PageRef, WalRange, first_touch
+from pgsurgeon.rescue.files import wal_file_name
 from pgsurgeon.rescue.walstatus import waldump_for
 
 
@@ -58,12 +60,20 @@ def touch(lab: LabCluster, start: int, pages: list[PageRef]) -> str | None:
 def touches(lab: LabCluster, start: int, *page_sets: list[PageRef]) -> list[str | None]:
     """first_touch of each set of pages over the WAL from ``start`` to now (a switch record: one that exists, as
     the shutdown checkpoint does in repair)."""
-    major = int(core.read_control(str(lab.pgdata))["major_version"])
-    tool = waldump_for(major)
-    assert tool is not None, f"no pg_waldump for {major}"
+    tool, seg_size = waldump(lab)
     end = lsn(lab)
     sql(lab, "SELECT pg_switch_wal()")  # every record before the end flushed to pg_wal
-    return [first_touch(tool, lab.pgdata / "pg_wal", 1, start, end, pages) for pages in page_sets]
+    wal = WalRange([lab.pgdata / "pg_wal"], 1, seg_size, start, end)
+    return [first_touch(tool, wal, pages) for pages in page_sets]
+
+
+def waldump(lab: LabCluster) -> tuple[Path, int]:
+    """The cluster's own pg_waldump and its WAL segment size."""
+    control = core.read_control(str(lab.pgdata))
+    major = int(control["major_version"])
+    tool = waldump_for(major)
+    assert tool is not None, f"no pg_waldump for {major}"
+    return tool, int(control["xlog_seg_size"])
 
 
 def test_pages_no_record_names_are_untouched(lab: LabCluster) -> None:
@@ -128,10 +138,32 @@ def test_a_truncation_and_a_rewrite_touch_every_page(lab: LabCluster) -> None:
 def test_wal_that_is_not_there_is_not_taken_for_quiet(lab: LabCluster) -> None:
     path = table(lab, "wt_gone")
     start = lsn(lab)
-    major = int(core.read_control(str(lab.pgdata))["major_version"])
-    tool = waldump_for(major)
-    assert tool is not None
+    tool, seg_size = waldump(lab)
     empty = lab.lab_dir / "no-wal"
     empty.mkdir(exist_ok=True)
-    found = first_touch(tool, empty, 1, start, start + 8192, [PageRef(path, "main", 0)])
+    found = first_touch(tool, WalRange([empty], 1, seg_size, start, start + 8192), [PageRef(path, "main", 0)])
     assert found is not None and "does not read" in found, found
+
+
+def test_segments_gone_from_pg_wal_are_read_from_the_archive(lab: LabCluster) -> None:
+    """The segment where the range starts archived and recycled (here: copied apart): read from the second
+    directory given, the archive; without it the range does not read."""
+    path = table(lab, "wt_arch")
+    start = lsn(lab)
+    sql(lab, "DELETE FROM wt_arch WHERE ctid = '(3,2)'", "SELECT pg_switch_wal()", "CREATE TABLE wt_arch2 (x int)")
+    tool, seg_size = waldump(lab)
+    end = lsn(lab)
+    sql(lab, "SELECT pg_switch_wal()", "DROP TABLE wt_arch2")
+    recycled, archive = lab.lab_dir / "wt-pg_wal", lab.lab_dir / "wt-archive"
+    for d in (recycled, archive):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+    for segno in range(start // seg_size, end // seg_size + 2):
+        name = wal_file_name(1, segno, seg_size)
+        if (lab.pgdata / "pg_wal" / name).exists():
+            shutil.copy(lab.pgdata / "pg_wal" / name, (archive if segno == start // seg_size else recycled) / name)
+    pages = [PageRef(path, "main", 3)]
+    alone = first_touch(tool, WalRange([recycled], 1, seg_size, start, end), pages)
+    assert alone is not None and "does not read" in alone and wal_file_name(1, start // seg_size, seg_size) in alone
+    both = first_touch(tool, WalRange([recycled, archive], 1, seg_size, start, end), pages)
+    assert both is not None and "DELETE" in both and "blk 3" in both, both

@@ -98,6 +98,7 @@ class BackupCopySource:
         self.user: OsUser = user_owning(self.primary_pgdata)
         primary = core.read_control(self.primary_pgdata)
         self.timeline = int(primary["this_timeline_id"])
+        self.wal_seg_size = int(primary["xlog_seg_size"])
         self.geometry = Geometry(int(self.control["blcksz"]), int(self.control["relseg_size"]))
 
     def _refuse_stranger(self, primary_sysid: str | None) -> None:
@@ -151,7 +152,7 @@ class BackupCopySource:
         then not recovered a second time."""
         if self.data is None or self.replayed is None or postmaster_pid(self.primary_pgdata) is not None:
             return False
-        from pgsurgeon.repair.waltouch import first_touch
+        from pgsurgeon.repair.waltouch import WalRange, first_touch
         from pgsurgeon.rescue.walstatus import waldump_for
 
         major = int(self.control["major_version"])
@@ -160,7 +161,8 @@ class BackupCopySource:
         if tool is None:
             say(f"  no pg_waldump of PostgreSQL {major} reads the WAL since {lsn_text(since)}: recovering")
             return False
-        why = first_touch(tool, self.primary_pgdata / "pg_wal", self.timeline, since, target, pages)
+        dirs = [self.primary_pgdata / "pg_wal", *([self.wal_archive] if self.wal_archive is not None else [])]
+        why = first_touch(tool, WalRange(dirs, self.timeline, self.wal_seg_size, since, target), pages)
         if why is not None:
             say(f"  the copies recovered to {lsn_text(since)} may be older than the primary's {what}: {why}")
             return False

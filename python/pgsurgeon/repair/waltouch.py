@@ -10,23 +10,28 @@ changed":
   bits, XLOG's FPI_FOR_HINT, restores the heap page and nothing else);
 - any other mention of one of their relations' files: a truncation, a commit dropping them, a lock, their statistics;
 - any record of the Database resource manager: a database copied or dropped as a whole;
-- WAL that does not read from the first position to the second."""
+- WAL that does not read from the first position to the second.
+
+The segments are taken from each directory given in turn (the primary's pg_wal, then the WAL archive): a busy primary
+has archived and recycled the segment where the plan's recovery ended by the time it stops."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import tempfile
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgsurgeon.catalog.files import file_key
 from pgsurgeon.repair.copies import lsn_text, parse_lsn
+from pgsurgeon.rescue.files import wal_file_name
 
 _BLKREF = re.compile(r"blkref #\d+: rel \d+/(?P<db>\d+)/(?P<rel>\d+)(?: fork (?P<fork>\w+))? blk (?P<blk>\d+)")
 _LSN = re.compile(r"\blsn: ([0-9A-F]+/[0-9A-F]+)")
 _WHOLE_DATABASE = "rmgr: Database"
+SIZE_OF_XLOG_LONG_PHD = 40  # SizeOfXLogLongPHD, the header of a segment's first page (access/xlog_internal.h)
 # the resource managers whose redo clears a heap block's map bits (heapam_xlog.c: XLH_*_ALL_VISIBLE_CLEARED,
 # visibilitymap_clear in heap_xlog_*): pg_waldump pads the name, "rmgr: Heap        len …"
 _CLEARS_MAP_BITS = ("rmgr: Heap ", "rmgr: Heap2 ")
@@ -52,14 +57,49 @@ def _node(filepath: str) -> tuple[int, int]:
     return db, node
 
 
-def first_touch(
-    waldump: Path, wal_dir: Path, timeline: int, start: int, end: int, pages: Collection[PageRef]
-) -> str | None:
-    """None when every record from ``start`` up to ``end`` (exclusive) was read and none may change one of ``pages``;
-    otherwise the first record that may (pg_waldump's line) or why the WAL could not be read. Streams: pg_waldump
-    is stopped at the first such record."""
+@dataclass(frozen=True)
+class WalRange:
+    """The WAL to read: from ``start`` up to ``end`` on ``timeline``, its segments of ``seg_size`` bytes found in
+    ``dirs`` (the first that holds each)."""
+
+    dirs: Sequence[Path]
+    timeline: int
+    seg_size: int
+    start: int
+    end: int
+
+    def gather(self, into: Path) -> str | None:
+        """A link in ``into`` to each segment of the range; the name of the first one no directory holds. The
+        segments of the end's record are linked where they are there (it may start a segment not written yet, or
+        run on into the next one)."""
+        # a record before the end starts before it, and not inside a segment's first page header
+        last = (self.end - 1 - SIZE_OF_XLOG_LONG_PHD) // self.seg_size
+        for segno in range(self.start // self.seg_size, last + 3):
+            name = wal_file_name(self.timeline, segno, self.seg_size)
+            found = next((d / name for d in self.dirs if (d / name).is_file()), None)
+            if found is None:
+                return name if segno <= last else None
+            (into / name).symlink_to(found.absolute())
+        return None
+
+
+def first_touch(waldump: Path, wal: WalRange, pages: Collection[PageRef]) -> str | None:
+    """None when every record from ``wal.start`` up to ``wal.end`` (exclusive) was read and none may change one of
+    ``pages``; otherwise the first record that may (pg_waldump's line) or why the WAL could not be read. Streams:
+    pg_waldump is stopped at the first such record."""
     if not pages:
         return None
+    with tempfile.TemporaryDirectory(prefix="pgsurgeon-wal-") as tmp:
+        missing = wal.gather(Path(tmp))
+        if missing is not None:
+            where = ", ".join(map(str, wal.dirs))
+            span = f"{lsn_text(wal.start)} to {lsn_text(wal.end)}"
+            return f"the WAL from {span} does not read: {missing} is not in {where}"
+        return _first_touch_in(waldump, Path(tmp), wal, pages)
+
+
+def _first_touch_in(waldump: Path, wal_dir: Path, wal: WalRange, pages: Collection[PageRef]) -> str | None:
+    start, end = wal.start, wal.end
     wanted = {(*_node(p.filepath), p.fork, p.block) for p in pages}
     nodes = {(db, rel) for db, rel, _, _ in wanted}
     # redo clears visibility map bits of the heap block a record names, without naming the map's page (heapam.c,
@@ -68,7 +108,7 @@ def first_touch(
     mention = re.compile("|".join(_mentions(db, rel) for db, rel in sorted(nodes)))
     # no -e: pg_waldump fails at an end that falls right after a page header (the record there is read past it);
     # it reads on to the end of the WAL there is instead, and is stopped at the first record at or after ``end``
-    args = [str(waldump), "-p", str(wal_dir), "-t", str(timeline), "-s", lsn_text(start)]
+    args = [str(waldump), "-p", str(wal_dir), "-t", str(wal.timeline), "-s", lsn_text(start)]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=errors, text=True, errors="replace")
         assert proc.stdout is not None
@@ -92,7 +132,8 @@ def first_touch(
             errors.seek(0)
             lines = [ln for ln in errors.read().decode(errors="replace").splitlines() if ln.strip()]
             said = lines[-1] if lines else "it ends before"
-            return f"the WAL from {lsn_text(start)} to {lsn_text(end)} does not read in {wal_dir}: {said}"
+            where = ", ".join(map(str, wal.dirs))
+            return f"the WAL from {lsn_text(start)} to {lsn_text(end)} does not read in {where}: {said}"
     return None
 
 

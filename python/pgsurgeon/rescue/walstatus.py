@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pgsurgeon import core
 from pgsurgeon.pgbin import install_of_major
+from pgsurgeon.rescue.files import wal_file_name
 
 _RECORD = re.compile(r"rmgr: Transaction .*?tx:\s*(?P<tx>\d+), .*?desc: (?P<what>[A-Z_]+)(?P<rest>.*)$")
 _PREPARED = re.compile(r"^\s*(?P<xid>\d+):")
@@ -91,9 +92,7 @@ def first_break(pgdata: Path, major: int, timeline: int, seg_size: int, checkpoi
         return None if "could not find a valid record" in said else f"pg_waldump could not read pg_wal: {said}"
     hi, lo = (int(x, 16) for x in at[-1].split("/"))
     lsn = (hi << 32) | lo
-    per_xlogid = 0x1_0000_0000 // seg_size
-    segno = lsn // seg_size
-    return WalBreak(f"{timeline:08X}{segno // per_xlogid:08X}{segno % per_xlogid:08X}", at[-1], said)
+    return WalBreak(wal_file_name(timeline, lsn // seg_size, seg_size), at[-1], said)
 
 
 def _segments(pgdata: Path, timeline: int) -> list[str]:

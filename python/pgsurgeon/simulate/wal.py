@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pgsurgeon import core
 from pgsurgeon.errors import PgSurgeonError
+from pgsurgeon.rescue.files import wal_file_name
 
 SIZE_OF_XLOG_SHORT_PHD = 24
 """MAXALIGN(sizeof(XLogPageHeaderData)) (xlog_internal.h)."""
@@ -36,10 +37,8 @@ def record_crc(record: bytes) -> int:
 
 
 def segment_name(tli: int, lsn: int, seg_size: int) -> str:
-    """XLogFileName (xlog_internal.h): timeline, then the segment number split at 4 GB."""
-    segno = lsn // seg_size
-    per_xlogid = 0x1_0000_0000 // seg_size
-    return f"{tli:08X}{segno // per_xlogid:08X}{segno % per_xlogid:08X}"
+    """The name of the segment holding ``lsn`` (rescue.files.wal_file_name: XLogFileName)."""
+    return wal_file_name(tli, lsn // seg_size, seg_size)
 
 
 def parse_lsn(text: str) -> int:
