@@ -8,6 +8,9 @@ was. Each side runs alternately, --repeat rounds, medians reported: the machine 
 pg_amcheck (heap + btree) at the same -j, and peak RSS (wait4; it includes the forking Python's ~20 MB).
 Targets: scan and diagnose ≤ 1.2x the base, diagnose ≤ 2x pg_amcheck, peak RSS ≤ 200 MB.
 
+CPU too: the command's own (wait4) and the server's (its processes' times in /proc, the reaped backends included),
+and the least time that CPU can take on this machine's cores, each kept busy all along.
+
     cd /tmp/base && git -C CHECKOUT archive a4221b6 | tar -x && maturin build --release -o /tmp/base/wheel
     unzip -q /tmp/base/wheel/*.whl -d /tmp/base/site
     python bench/indexes.py --base /tmp/base/site [--jobs 2] [--repeat 3] [--lab-dir /var/tmp/pgsurgeon-bench]
@@ -20,9 +23,10 @@ import json
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
-from labs import pgbench_cluster, run_measured
+from labs import pgbench_cluster, run_measured, run_usage, server_cpu
 
 # The indexes added to pgbench_accounts (10 M rows at scale 100): an int4[] GIN (bid and a key of 1000 values: long
 # posting trees), a box GiST over (aid, bid) and a minmax BRIN on aid.
@@ -64,9 +68,14 @@ def main() -> int:
     amcheck += ["-U", "postgres", "-d", "postgres", *j]
     scan = [py, "-m", "pgsurgeon", "scan", str(cluster.pgdata), *j, "--format", "json"]
     times: dict[str, list[tuple[float, float, int, str]]] = {}
+    cpu: dict[str, list[tuple[float, float]]] = {}
 
     def run(label: str, cmd: list[str], env: dict[str, str] | None) -> None:
-        times.setdefault(label, []).append(run_measured(cmd, env=env, as_server=cluster if env is None else None))
+        before = server_cpu(cluster)
+        elapsed, usage, code, out = run_usage(cmd, env=env, as_server=cluster if env is None else None)
+        time.sleep(0.3)  # the last backends exit and are reaped
+        times.setdefault(label, []).append((elapsed, usage.ru_maxrss / 1024, code, out))
+        cpu.setdefault(label, []).append((usage.ru_utime + usage.ru_stime, server_cpu(cluster) - before))
 
     load_before = os.getloadavg()
     for env in sides.values():  # warm
@@ -103,6 +112,15 @@ def main() -> int:
         "diagnose now / pg_amcheck": res["diagnose (now)"][0] / res["pg_amcheck (heap + btree)"][0],
     }
     lines += [f"{k}: {v:.2f}x" for k, v in ratios.items()]
+    cores = os.cpu_count() or 1
+    lines.append(f"{'CPU (medians)':28} {'own s':>8} {'server s':>9} {'least s on ' + str(cores) + ' cores':>20}")
+    least = {}
+    for k, v in cpu.items():
+        own, server = statistics.median(c[0] for c in v), statistics.median(c[1] for c in v)
+        least[k] = (own + server) / cores
+        lines.append(f"{k:28} {own:8.2f} {server:9.2f} {least[k]:20.2f}")
+    floor = least["diagnose (now)"] / res["pg_amcheck (heap + btree)"][0]
+    lines.append(f"diagnose's CPU on {cores} cores, all busy, against pg_amcheck's time: at least {floor:.2f}x")
     print("\n".join(lines))
     rss = max(v[1] for k, v in res.items() if "now" in k)
     missed = ratios["scan now / base"] > 1.2 or ratios["diagnose now / base"] > 1.2

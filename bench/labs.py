@@ -60,6 +60,28 @@ def run_usage(
     return elapsed, usage, code, text
 
 
+def server_cpu(cluster: LabCluster) -> float:
+    """CPU seconds the running server has used so far: its postmaster, its live processes, and the processes it has
+    reaped (backends of finished connections). 0 when it is stopped. Read from /proc: the server runs on this host."""
+    pid_file = cluster.pgdata / "postmaster.pid"
+    if not pid_file.exists():
+        return 0.0
+    postmaster = int(pid_file.read_text().split()[0])
+    ticks = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, …
+        except OSError:
+            continue
+        if proc.name == str(postmaster):
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime (proc(5))
+        elif int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def bench_cluster(name: str, lab_dir: Path) -> LabCluster:
     """The started cluster ``name`` under ``lab_dir``, created the first time."""
     lab_dir.mkdir(parents=True, exist_ok=True)
