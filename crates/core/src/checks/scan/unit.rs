@@ -681,21 +681,27 @@ mod tests {
 
     const REDO: u32 = 0x2000;
 
-    /// Heap block `blk` holding one frozen tuple, its page written at `lsn`: with `xmax` 0 its map bits
-    /// (all-visible, all-frozen) are right; with a normal `xmax` the all-frozen bit is wrong, unless the page is
-    /// newer than the redo point (an UPDATE since: not judged).
-    fn heap(blk: u32, xmax: u32, lsn: u32, checksums: bool) -> Vec<u8> {
+    /// A page of nothing but its header, written at `lsn`.
+    fn empty_page(lsn: u32, lower: u16, upper: u16) -> Vec<u8> {
         let mut p = vec![0u8; BLCKSZ];
-        let at = BLCKSZ - 32;
         PageHeaderData {
             pd_lsn: PageXLogRecPtr { xlogid: 0, xrecoff: lsn },
-            pd_lower: 28,
-            pd_upper: at as u16,
+            pd_lower: lower,
+            pd_upper: upper,
             pd_special: BLCKSZ as u16,
             pd_pagesize_version: 0x2004,
             ..Default::default()
         }
         .write(&mut p);
+        p
+    }
+
+    /// Heap block `blk` holding one frozen tuple, its page written at `lsn`: with `xmax` 0 its map bits
+    /// (all-visible, all-frozen) are right; with a normal `xmax` the all-frozen bit is wrong, unless the page is
+    /// newer than the redo point (an UPDATE since: not judged).
+    fn heap(blk: u32, xmax: u32, lsn: u32, checksums: bool) -> Vec<u8> {
+        let at = BLCKSZ - 32;
+        let mut p = empty_page(lsn, 28, at as u16);
         p[24..28].copy_from_slice(&ItemIdData::new(at as u16, LP_NORMAL, 32).0.to_le_bytes());
         let mut t = HeapTupleHeaderData::parse(&[0u8; 23]).unwrap();
         let mask = HEAP_XMIN_FROZEN | if xmax == 0 { HEAP_XMAX_INVALID } else { 0 };
@@ -709,16 +715,7 @@ mod tests {
 
     /// The one map page: every heap block all-visible and all-frozen, set before the redo point.
     fn vm(checksums: bool) -> Vec<u8> {
-        let mut p = vec![0u8; BLCKSZ];
-        PageHeaderData {
-            pd_lsn: PageXLogRecPtr { xlogid: 0, xrecoff: REDO - 0x200 },
-            pd_lower: 24,
-            pd_upper: BLCKSZ as u16,
-            pd_special: BLCKSZ as u16,
-            pd_pagesize_version: 0x2004,
-            ..Default::default()
-        }
-        .write(&mut p);
+        let mut p = empty_page(REDO - 0x200, 24, BLCKSZ as u16);
         p[24..].fill(0xff);
         if checksums {
             set_checksum(&mut p, 0);
