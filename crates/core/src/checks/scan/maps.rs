@@ -118,6 +118,28 @@ impl MapWindow {
         fsm_get_avail(p, slot, blcksz)
     }
 
+    /// A live scan's verdict on a heap page's map bits: from a copy of the page that a read made after the
+    /// judgement gives again, byte for byte ([`read_alike`]). A copy torn by a concurrent write (an old header over
+    /// newer tuples: nothing tells it without checksums) never exists in the file; the page read again does, and is
+    /// judged in its turn. A stable copy newer than the redo point is not judged at all, like any such page.
+    pub(super) fn live_vm_findings(
+        &self,
+        judged: &[u8],
+        block: u64,
+        vis: &Visibility,
+        opts: &ScanOptions,
+        reread: impl Fn() -> Option<Vec<u8>>,
+    ) -> Vec<Finding> {
+        let bits = self.vm_bits(block, opts.blcksz);
+        let Some(copy) = read_alike(judged, LIVE_VM_READS, reread) else { return Vec::new() };
+        match Page::new(&copy) {
+            Some(p) if opts.judged_up_to().is_none_or(|lsn| p.header().pd_lsn.lsn() <= lsn) => {
+                vm_page_findings(&p, block, bits, vis)
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// One heap page against its map entries: findings for wrong VM bits, and whether its FSM leaf records more
     /// free space than the page has (stale: information).
     pub(super) fn heap_page(
@@ -142,35 +164,18 @@ impl MapWindow {
 /// changing: the server's copy is newer than anything read here).
 const LIVE_VM_READS: usize = 3;
 
-impl MapWindow {
-    /// A live scan's verdict on a heap page's map bits: from a copy of the page that a read made after the
-    /// judgement gives again, byte for byte. A copy torn by a concurrent write (an old header over newer tuples:
-    /// nothing tells it without checksums) never exists in the file; the page read again does, and is judged in
-    /// its turn. A stable copy newer than the redo point is not judged at all, like any such page.
-    pub(super) fn live_vm_findings(
-        &self,
-        judged: &[u8],
-        block: u64,
-        vis: &Visibility,
-        opts: &ScanOptions,
-        reread: impl Fn() -> Option<Vec<u8>>,
-    ) -> Vec<Finding> {
-        let bits = self.vm_bits(block, opts.blcksz);
-        let mut copy = judged.to_vec();
-        for _ in 0..LIVE_VM_READS {
-            let Some(again) = reread() else { return Vec::new() };
-            if again == copy {
-                return match Page::new(&copy) {
-                    Some(p) if opts.judged_up_to().is_none_or(|lsn| p.header().pd_lsn.lsn() <= lsn) => {
-                        vm_page_findings(&p, block, bits, vis)
-                    }
-                    _ => Vec::new(),
-                };
-            }
-            copy = again;
+/// A copy of a running server's page that a read gives twice alike, starting from `first` (already read): each of
+/// up to `reads` reads compared with the copy before it. None when they keep differing or a read fails.
+fn read_alike(first: &[u8], reads: usize, again: impl Fn() -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let mut copy = first.to_vec();
+    for _ in 0..reads {
+        let next = again()?;
+        if next == copy {
+            return Some(copy);
         }
-        Vec::new()
+        copy = next;
     }
+    None
 }
 
 /// A free space map page of a running server: its tree judged only when a second read gives the same bytes. The
@@ -181,13 +186,13 @@ pub(super) fn live_fsm_page(
     bytes: &[u8],
     block: u64,
     opts: &ScanOptions,
-    again: impl FnOnce() -> Option<Vec<u8>>,
+    again: impl Fn() -> Option<Vec<u8>>,
     out: &mut super::unit::ChunkSummary,
 ) {
     let blcksz = opts.blcksz as usize;
     if page_is_usable(bytes, block, opts) && crate::checks::maps::fsm::fsm_tree_finding(bytes, block, blcksz).is_some()
     {
-        if let Some(second) = again().filter(|b| b.as_slice() == bytes) {
+        if let Some(second) = read_alike(bytes, 1, again) {
             out.findings.extend(crate::checks::maps::fsm::fsm_tree_finding(&second, block, blcksz));
         }
     }
